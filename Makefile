@@ -1,0 +1,33 @@
+# ringtool: `make trace` and `make test` each set everything up first (idempotent).
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+ARGS  ?=
+
+.PHONY: setup trace test test-unit lint bench doctor clean
+
+setup:
+	@bash scripts/setup.sh
+
+trace: setup
+	$(VENV)/bin/ringtool trace $(ARGS)
+
+test: setup
+	$(PY) -m pytest $(ARGS)
+
+test-unit: setup
+	$(PY) -m pytest -m "not kernel" $(ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check ringtool tests
+	$(VENV)/bin/ruff format --check ringtool tests
+	$(VENV)/bin/mypy
+
+bench: setup
+	$(VENV)/bin/ringtool bench all $(ARGS)
+
+doctor: setup
+	$(VENV)/bin/ringtool doctor
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Layer 4: the ``ringtool`` command line."""

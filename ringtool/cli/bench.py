@@ -1,0 +1,59 @@
+"""``ringtool bench``: measured comparisons, run side by side in one process.
+
+Speed is only ever reported as numbers and ratios to a baseline from the same run,
+never asserted in tests."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any
+
+from ringtool.bench import BENCHMARKS
+
+
+def register(subs: Any) -> None:
+    p = subs.add_parser(
+        "bench",
+        help="benchmark ringtool's consumers against BCC's (and merge algorithms)",
+        description="Run benchmarks; prints a table, or JSON lines with --json.",
+        epilog="examples:\n  sudo ringtool bench ringbuf\n  sudo ringtool bench merge --json\n"
+        "  sudo ringtool bench all --quick",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("which", choices=(*BENCHMARKS, "all"), help="which benchmark")
+    p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    p.add_argument("--repeats", type=int, default=5, help="repeats; the median is kept")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, for smoke runs")
+    p.set_defaults(func=run)
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'bench':<18} {'consumer':<20} {'records':>10} {'ns/rec':>9} {'ratio':>7}"]
+    for r in rows:
+        if "ns_per_record" not in r:
+            extra = " ".join(f"{k}={v}" for k, v in r.items() if k != "bench")
+            lines.append(f"{r['bench']:<18} {extra}")
+            continue
+        ratio = r.get("ratio")
+        ratio_s = f"{ratio:7.3f}" if isinstance(ratio, float) else f"{'':>7}"
+        lines.append(
+            f"{r['bench']:<18} {r['consumer']:<20} {r['records']:>10} "
+            f"{r['ns_per_record']:>9.1f} {ratio_s}"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    names = BENCHMARKS if args.which == "all" else (args.which,)
+    for name in names:
+        module = importlib.import_module(f"ringtool.bench.{name}")
+        rows: list[dict[str, Any]] = module.run(repeats=args.repeats, quick=args.quick)
+        if args.json:
+            for row in rows:
+                print(json.dumps(row), flush=True)
+        else:
+            print(_table(rows), flush=True)
+    return 0

@@ -1,0 +1,88 @@
+"""ringtool's exceptions: one class per thing that can go wrong, each saying what to do.
+
+Every error ringtool raises on purpose derives from :class:`RingtoolError`, so a caller
+can catch them all; the subclasses say *what* is wrong. Messages are one line and end
+with the fix where there is one.
+"""
+
+from __future__ import annotations
+
+
+class RingtoolError(Exception):
+    """Base class of every error ringtool raises on purpose."""
+
+
+class PrivilegeError(RingtoolError):
+    """The operation needs root or CAP_BPF + CAP_PERFMON."""
+
+
+class KernelFeatureError(RingtoolError):
+    """The running kernel lacks a feature (map type, helper, hook, tracefs, BTF)."""
+
+
+class BpfSyscallError(RingtoolError, OSError):
+    """bpf(2) failed; ``errno`` and ``command`` say which call and why."""
+
+    def __init__(self, command: str, errno_: int, detail: str = "") -> None:
+        import os
+
+        self.command = command
+        msg = f"bpf({command}) failed: {os.strerror(errno_)}"
+        if detail:
+            msg += f": {detail}"
+        OSError.__init__(self, errno_, msg)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class MapTypeError(RingtoolError, TypeError):
+    """A map of the wrong type was given (e.g. a HASH map to RingBuffer)."""
+
+
+class RingSizeError(RingtoolError, ValueError):
+    """A ring size / page count is not a power of two (of pages), or out of range."""
+
+
+class MmapError(RingtoolError, OSError):
+    """mmap/munmap of a ring was refused by the kernel."""
+
+
+class PerfEventOpenError(RingtoolError, OSError):
+    """perf_event_open(2) was refused; the message names the sysctl or capability."""
+
+
+class CorruptRecordError(RingtoolError):
+    """A record header in a shared ring makes no sense (length, alignment, type).
+
+    ``position`` is the consumer position of the bad record and ``dump`` a hex dump of
+    the bytes around it. The consumer position is left *at* the bad record: nothing
+    after it is consumed, nothing before it is lost.
+    """
+
+    def __init__(self, message: str, *, position: int, dump: str) -> None:
+        super().__init__(f"{message} at position {position:#x}\n{dump}")
+        self.position = position
+        self.dump = dump
+
+
+class ConsumerStateError(RingtoolError, RuntimeError):
+    """An API call that the consumer's mode forbids (poll() with auto_callback, use
+    after close())."""
+
+
+class KmesError(RingtoolError):
+    """A KMES buffer, metadata page or attach exchange is malformed."""
+
+
+def hexdump(buf: bytes | bytearray | memoryview, *, base: int = 0, mark: int = -1) -> str:
+    """Format ``buf`` as a classic 16-bytes-a-line hex dump; ``mark`` flags one offset."""
+    out = []
+    raw = bytes(buf)
+    for off in range(0, len(raw), 16):
+        chunk = raw[off : off + 16]
+        hexpart = " ".join(f"{b:02x}" for b in chunk)
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        flag = " <--" if off <= mark < off + 16 else ""
+        out.append(f"{base + off:016x}  {hexpart:<47}  |{text}|{flag}")
+    return "\n".join(out)

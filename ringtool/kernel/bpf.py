@@ -1,0 +1,228 @@
+"""bpf(2): just the commands ringtool needs, over a zeroed ``union bpf_attr``.
+
+Layouts follow include/uapi/linux/bpf.h. Every failure raises
+:class:`ringtool.errors.BpfSyscallError` (or :class:`PrivilegeError` for EPERM).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+from dataclasses import dataclass
+from enum import IntEnum
+
+from ringtool.errors import BpfSyscallError, PrivilegeError
+from ringtool.kernel.libc import raw_syscall
+
+_ATTR_SIZE = 144  # larger than every attr variant used here; the kernel zero-checks the tail
+
+
+class Cmd(IntEnum):
+    MAP_CREATE = 0
+    MAP_LOOKUP_ELEM = 1
+    MAP_UPDATE_ELEM = 2
+    MAP_DELETE_ELEM = 3
+    PROG_TEST_RUN = 10
+    OBJ_GET_INFO_BY_FD = 15
+
+
+class MapType(IntEnum):
+    """enum bpf_map_type (the ones ringtool names)."""
+
+    HASH = 1
+    ARRAY = 2
+    PERF_EVENT_ARRAY = 4
+    PERCPU_HASH = 5
+    PERCPU_ARRAY = 6
+    ARRAY_OF_MAPS = 12
+    HASH_OF_MAPS = 13
+    RINGBUF = 27
+
+
+BPF_ANY = 0
+BPF_F_TEST_RUN_ON_CPU = 1 << 0
+
+
+def _bpf(cmd: Cmd, attr: ctypes.Array[ctypes.c_char], *, what: str = "") -> int:
+    res, err = raw_syscall("bpf", ctypes.c_int(cmd), attr, ctypes.c_uint(_ATTR_SIZE))
+    if res < 0:
+        if err == errno.EPERM:
+            raise PrivilegeError(
+                f"bpf({cmd.name}) refused (EPERM): needs root or CAP_BPF+CAP_PERFMON; "
+                "run with sudo"
+            )
+        raise BpfSyscallError(cmd.name, err, what)
+    return res
+
+
+def _attr(fmt_fields: list[tuple[int, ctypes._SimpleCData]]) -> ctypes.Array[ctypes.c_char]:
+    buf = ctypes.create_string_buffer(_ATTR_SIZE)
+    for offset, value in fmt_fields:
+        ctypes.memmove(ctypes.addressof(buf) + offset, ctypes.byref(value), ctypes.sizeof(value))
+    return buf
+
+
+def map_create(
+    map_type: MapType,
+    *,
+    key_size: int,
+    value_size: int,
+    max_entries: int,
+    flags: int = 0,
+    inner_map_fd: int = 0,
+) -> int:
+    """BPF_MAP_CREATE; returns the new map's fd (the caller closes it)."""
+    attr = _attr(
+        [
+            (0, ctypes.c_uint32(map_type)),
+            (4, ctypes.c_uint32(key_size)),
+            (8, ctypes.c_uint32(value_size)),
+            (12, ctypes.c_uint32(max_entries)),
+            (16, ctypes.c_uint32(flags)),
+            (20, ctypes.c_uint32(inner_map_fd)),
+        ]
+    )
+    return _bpf(Cmd.MAP_CREATE, attr, what=f"{map_type.name} max_entries={max_entries}")
+
+
+class _MapInfo(ctypes.Structure):
+    _fields_ = (
+        ("type", ctypes.c_uint32),
+        ("id", ctypes.c_uint32),
+        ("key_size", ctypes.c_uint32),
+        ("value_size", ctypes.c_uint32),
+        ("max_entries", ctypes.c_uint32),
+        ("map_flags", ctypes.c_uint32),
+        ("name", ctypes.c_char * 16),
+        ("_rest", ctypes.c_char * 64),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MapInfo:
+    """What the kernel says about a map fd (struct bpf_map_info)."""
+
+    type: int
+    id: int
+    key_size: int
+    value_size: int
+    max_entries: int
+    flags: int
+    name: str
+
+    @property
+    def type_name(self) -> str:
+        try:
+            return MapType(self.type).name
+        except ValueError:
+            return f"type {self.type}"
+
+
+def map_info(fd: int) -> MapInfo:
+    """BPF_OBJ_GET_INFO_BY_FD on a map fd."""
+    info = _MapInfo()
+    attr = _attr(
+        [
+            (0, ctypes.c_uint32(fd)),
+            (4, ctypes.c_uint32(ctypes.sizeof(info))),
+            (8, ctypes.c_uint64(ctypes.addressof(info))),
+        ]
+    )
+    _bpf(Cmd.OBJ_GET_INFO_BY_FD, attr, what=f"fd {fd} (is it a BPF map?)")
+    return MapInfo(
+        type=info.type,
+        id=info.id,
+        key_size=info.key_size,
+        value_size=info.value_size,
+        max_entries=info.max_entries,
+        flags=info.map_flags,
+        name=info.name.decode(errors="replace"),
+    )
+
+
+def map_update(fd: int, key: bytes, value: bytes, flags: int = BPF_ANY) -> None:
+    """BPF_MAP_UPDATE_ELEM with raw key/value bytes."""
+    k = ctypes.create_string_buffer(key, len(key))
+    v = ctypes.create_string_buffer(value, len(value))
+    attr = _attr(
+        [
+            (0, ctypes.c_uint32(fd)),
+            (8, ctypes.c_uint64(ctypes.addressof(k))),
+            (16, ctypes.c_uint64(ctypes.addressof(v))),
+            (24, ctypes.c_uint64(flags)),
+        ]
+    )
+    _bpf(Cmd.MAP_UPDATE_ELEM, attr)
+
+
+def map_lookup(fd: int, key: bytes, value_size: int) -> bytes | None:
+    """BPF_MAP_LOOKUP_ELEM; None when the key is absent. For per-CPU maps pass
+    ``value_size`` = round_up(value, 8) * possible CPUs."""
+    k = ctypes.create_string_buffer(key, len(key))
+    v = ctypes.create_string_buffer(value_size)
+    attr = _attr(
+        [
+            (0, ctypes.c_uint32(fd)),
+            (8, ctypes.c_uint64(ctypes.addressof(k))),
+            (16, ctypes.c_uint64(ctypes.addressof(v))),
+        ]
+    )
+    try:
+        _bpf(Cmd.MAP_LOOKUP_ELEM, attr)
+    except BpfSyscallError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise
+    return v.raw
+
+
+def map_delete(fd: int, key: bytes) -> None:
+    """BPF_MAP_DELETE_ELEM (ENOENT is not an error)."""
+    k = ctypes.create_string_buffer(key, len(key))
+    attr = _attr([(0, ctypes.c_uint32(fd)), (8, ctypes.c_uint64(ctypes.addressof(k)))])
+    try:
+        _bpf(Cmd.MAP_DELETE_ELEM, attr)
+    except BpfSyscallError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
+
+
+@dataclass(frozen=True, slots=True)
+class TestRunResult:
+    retval: int
+    duration_ns: int
+
+
+def prog_test_run(
+    prog_fd: int, *, data: bytes, repeat: int = 1, flags: int = 0, cpu: int = 0
+) -> TestRunResult:
+    """BPF_PROG_TEST_RUN: run ``prog_fd`` ``repeat`` times in the kernel on ``data``.
+
+    For SCHED_CLS programs ``data`` is the packet (at least 14 bytes) and the runs
+    happen on the calling thread's CPU: pin the thread to choose it.
+    """
+    d = ctypes.create_string_buffer(data, len(data))
+    attr = _attr(
+        [
+            (0, ctypes.c_uint32(prog_fd)),
+            (8, ctypes.c_uint32(len(data))),
+            (16, ctypes.c_uint64(ctypes.addressof(d))),
+            (32, ctypes.c_uint32(repeat)),
+            (64, ctypes.c_uint32(flags)),
+            (68, ctypes.c_uint32(cpu)),
+        ]
+    )
+    _bpf(Cmd.PROG_TEST_RUN, attr, what=f"prog fd {prog_fd}")
+    retval = ctypes.c_uint32.from_buffer(attr, 4).value
+    duration = ctypes.c_uint32.from_buffer(attr, 36).value
+    return TestRunResult(retval=retval, duration_ns=duration)
+
+
+def close_fd(fd: int) -> None:
+    """Close ``fd``, ignoring EBADF (already closed)."""
+    try:
+        os.close(fd)
+    except OSError as exc:
+        if exc.errno != errno.EBADF:
+            raise

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# ringtool setup: one idempotent script used by `make`, `.ci/run` and vagrant/.
+# Run as root on Debian 12. A second run only checks and does nothing slow.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$REPO/.venv"
+KREL="$(uname -r)"
+say() { printf 'setup: %s\n' "$*"; }
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: needs root (apt-get, mounts, /lib/modules): run with sudo" >&2
+    exit 1
+fi
+
+# 1. Debian packages. BCC comes from Debian, not PyPI (it must match the system libbcc).
+PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make)
+missing=()
+for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Kernel headers: BCC compiles against /lib/modules/$KREL/build. When the running
+# kernel has no matching package (custom kernels), Debian's generic headers are linked.
+if [[ ! -e /lib/modules/$KREL/build/include ]]; then
+    if ! ls -d /usr/src/linux-headers-*-amd64 >/dev/null 2>&1 \
+        && ! apt-cache policy "linux-headers-$KREL" 2>/dev/null | grep -q Candidate; then
+        missing+=(linux-headers-amd64)
+    fi
+    apt-cache policy "linux-headers-$KREL" 2>/dev/null | grep -q 'Candidate: [0-9]' \
+        && missing+=("linux-headers-$KREL")
+fi
+if ((${#missing[@]})); then
+    say "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. Link generic headers where the exact ones are missing (build + source: Debian
+#    splits them into -amd64 and -common; BCC needs both). A marker tells `doctor`.
+if [[ ! -e /lib/modules/$KREL/build/include ]]; then
+    hdr="$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -1)"
+    if [[ -z "$hdr" ]]; then
+        echo "setup: no kernel headers for $KREL and no linux-headers-*-amd64 to link" >&2
+        exit 1
+    fi
+    common="${hdr%-amd64}-common"
+    mkdir -p "/lib/modules/$KREL"
+    ln -sfn "$hdr" "/lib/modules/$KREL/build"
+    [[ -d "$common" ]] && ln -sfn "$common" "/lib/modules/$KREL/source"
+    echo "$hdr" > "/lib/modules/$KREL/.ringtool-linked-headers"
+    say "linked fallback headers $hdr for kernel $KREL"
+fi
+
+# 3. Filesystems BPF tooling expects.
+mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null \
+    || say "could not mount tracefs (tracepoint sources will be disabled)"
+mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf 2>/dev/null \
+    || say "could not mount bpffs"
+
+# 4. The venv: from Debian's python3 (BCC is importable only there), with system site
+#    packages, the project installed editable with its test extras.
+if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c 'import bcc' 2>/dev/null; then
+    rm -rf "$VENV"
+    say "creating $VENV from /usr/bin/python3"
+    /usr/bin/python3 -m venv --system-site-packages "$VENV"
+fi
+stamp="$VENV/.ringtool-installed"
+if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" ]]; then
+    say "installing ringtool (editable) with test extras"
+    "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+    "$VENV/bin/python" -m pip install -q -e "$REPO[test]"
+    touch "$stamp"
+fi

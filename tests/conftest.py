@@ -1,0 +1,37 @@
+"""Shared test setup: the ``kernel`` marker runs real BPF tests when the kernel allows."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+
+@functools.cache
+def kernel_bpf_unavailable() -> str | None:
+    """Why real-BPF tests can't run here, or None when they can."""
+    if os.geteuid() != 0:
+        return "kernel tests need root (run the suite with sudo / as root)"
+    try:
+        from ringtool.kernel import bpf
+
+        fd = bpf.map_create(bpf.MapType.RINGBUF, key_size=0, value_size=0, max_entries=4096)
+        os.close(fd)
+    except Exception as exc:  # noqa: BLE001 - the reason is printed in the skip
+        return f"kernel lacks usable BPF RINGBUF maps: {exc}"
+    try:
+        import bcc  # noqa: F401
+    except ImportError as exc:
+        return f"BCC is not importable ({exc}): run `make setup`"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = kernel_bpf_unavailable()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if "kernel" in item.keywords:
+            item.add_marker(skip)
