@@ -71,6 +71,6 @@ stamp="$VENV/.ringtool-installed"
 if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" ]]; then
     say "installing ringtool (editable) with test extras"
     "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-    "$VENV/bin/python" -m pip install -q -e "$REPO[test]"
+    "$VENV/bin/python" -m pip install -q --config-settings editable_mode=compat -e "$REPO[test]"
     touch "$stamp"
 fi

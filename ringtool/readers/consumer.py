@@ -22,7 +22,7 @@ import numpy as np
 
 from ringtool.errors import ConsumerStateError
 from ringtool.readers.poller import Poller
-from ringtool.readers.record import COUNT_CAP, Lease, Record, join_commits
+from ringtool.readers.record import COUNT_CAP, READ_CHUNK, Lease, Record, join_commits
 
 UNLIMITED = 2**63
 
@@ -156,7 +156,7 @@ class MultiRingConsumer:
         With ``timeout_ms=-1`` it waits until close().
         """
         while not self._closed:
-            batch = self._copy_all(UNLIMITED)
+            batch = self._copy_all(READ_CHUNK)
             if batch:
                 yield from batch
                 continue
@@ -171,7 +171,7 @@ class MultiRingConsumer:
                 return out
             for ring in self._rings:
                 idx, cpu = ring.index, ring.cpu
-                out.extend(Record(d, idx, cpu) for d in ring.copy_out(limit - len(out)))
+                out += [Record(d, idx, cpu) for d in ring.copy_out(limit - len(out))]
                 if len(out) >= limit:
                     break
         return out

@@ -3,24 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 
 #: Counts returned by poll/consume are capped here, as libbpf caps them at INT_MAX.
 COUNT_CAP = 2**31 - 1
 
+#: Records copied per batch on the iterator path: bounded so a full ring never turns
+#: into millions of live objects at once (allocation and GC costs grow with that).
+READ_CHUNK = 4096
 
-@dataclass(frozen=True, slots=True)
+
 class Record:
     """One record, copied out of the ring: safe to keep.
 
     ``ring`` is the ring (buffer) index in its consumer, ``cpu`` the CPU it came from
-    where the map type says (perf buffers), else None.
+    where the map type says (perf buffers), else None. (A plain slots class: it is
+    built once per record on the iterator path, where a dataclass costs twice as much.)
     """
 
-    data: bytes
-    ring: int
-    cpu: int | None = None
+    __slots__ = ("cpu", "data", "ring")
+
+    def __init__(self, data: bytes, ring: int, cpu: int | None = None) -> None:
+        self.data = data
+        self.ring = ring
+        self.cpu = cpu
+
+    def __repr__(self) -> str:
+        return f"Record(ring={self.ring}, cpu={self.cpu}, data={self.data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Record):
+            return NotImplemented
+        return (self.data, self.ring, self.cpu) == (other.data, other.ring, other.cpu)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Lease:

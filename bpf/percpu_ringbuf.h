@@ -1,0 +1,110 @@
+/* ringtool: per-CPU BPF ring buffer groups, for BCC programs (issue 6).
+ *
+ * One RINGBUF per N CPUs (N = 1: one per CPU; N = 0: one shared buffer), kept in a
+ * BPF_MAP_TYPE_ARRAY_OF_MAPS indexed by *buffer id*. Buffer ids are contiguous
+ * (0..RT_PCPU_NR_BUFS-1) even when some CPUs are offline: an ARRAY map translates the
+ * CPU the program runs on (bpf_get_smp_processor_id()) into its buffer id. All three
+ * maps are created and filled by ringtool (ringtool.readers.ringbuf_group), which
+ * also maps and reads every inner ring; the program only includes this file:
+ *
+ *   #include "percpu_ringbuf.h"          // cflags: RingBufGroup.cflags()
+ *
+ *   struct ev e = { .ts = bpf_ktime_get_ns(), ... };
+ *   rt_pcpu_output(&e, sizeof(e), 0);    // copies; counts a drop on failure
+ *
+ *   struct ev *p = rt_pcpu_reserve(sizeof(*p));   // or reserve + submit
+ *   if (!p) return 0;                    // (drop already counted)
+ *   ...
+ *   bpf_ringbuf_submit(p, 0);            // or bpf_ringbuf_discard(p, 0)
+ *
+ * Macros ringtool passes with -D (computed in Python, no C is generated):
+ *   RT_PCPU_RINGS_FD       fd of the ARRAY_OF_MAPS: buffer id -> RINGBUF
+ *   RT_PCPU_CPUMAP_FD      fd of the ARRAY: cpu -> buffer id (u32; RT_PCPU_NO_BUF for
+ *                          CPUs that were offline at setup: their events are dropped
+ *                          and counted, as the seed supports no CPU hotplug)
+ *   RT_PCPU_DROPS_FD       fd of a PERCPU_ARRAY with one u64 (key 0): failed outputs
+ *   RT_PCPU_NR_BUFS        number of buffers (1: the CPU lookup is skipped)
+ *   RT_PCPU_CPUS_PER_BUF   N as configured (informational)
+ *
+ * Why fds and not BCC table declarations: BCC 0.26 rewrites map methods
+ * (x.lookup(), and the &map of a table) only in the main source: edits in an
+ * included header are dropped (the load fails with "unknown opcode 8d") and map
+ * methods inside a macro are refused ("cannot use map function inside a macro"). The
+ * helpers below instead name the maps by fd with bpf_pseudo_fd(1, fd) -- the very
+ * instruction BCC's rewriter emits for its own tables -- so they work from a header.
+ * The maps exist before the program is compiled; the fds must stay open until it is
+ * loaded (RingBufGroup keeps them).
+ */
+#ifndef RINGTOOL_PERCPU_RINGBUF_H
+#define RINGTOOL_PERCPU_RINGBUF_H
+
+#if !defined(RT_PCPU_RINGS_FD) || !defined(RT_PCPU_CPUMAP_FD) || \
+    !defined(RT_PCPU_DROPS_FD) || !defined(RT_PCPU_NR_BUFS)
+#error "percpu_ringbuf.h: compile with the cflags of ringtool's RingBufGroup.cflags()"
+#endif
+
+#define RT_PCPU_NO_BUF 0xffffffffU
+#define RT_PCPU_ENOENT 2
+
+/* A map named by its fd in this process (BPF_PSEUDO_MAP_FD load). */
+#define RT_PCPU_MAP(fd) ((void *)bpf_pseudo_fd(1, (fd)))
+
+/* The buffer id of the CPU this runs on, or RT_PCPU_NO_BUF. */
+static __always_inline u32 rt_pcpu_buf_id(void)
+{
+#if RT_PCPU_NR_BUFS == 1
+    return 0;
+#else
+    u32 cpu = bpf_get_smp_processor_id();
+    u32 *id = bpf_map_lookup_elem(RT_PCPU_MAP(RT_PCPU_CPUMAP_FD), &cpu);
+    return id ? *id : RT_PCPU_NO_BUF;
+#endif
+}
+
+/* The RINGBUF map of this CPU's buffer (for bpf_ringbuf_* helpers), or NULL. */
+static __always_inline void *rt_pcpu_ring(void)
+{
+    u32 id = rt_pcpu_buf_id();
+    if (id == RT_PCPU_NO_BUF)
+        return NULL;
+    return bpf_map_lookup_elem(RT_PCPU_MAP(RT_PCPU_RINGS_FD), &id);
+}
+
+/* Count one lost event on this CPU (rb full, or a CPU with no buffer). */
+static __always_inline void rt_pcpu_count_drop(void)
+{
+    u32 zero = 0;
+    u64 *n = bpf_map_lookup_elem(RT_PCPU_MAP(RT_PCPU_DROPS_FD), &zero);
+    if (n)
+        *n += 1;  /* per-CPU slot: no other writer */
+}
+
+/* bpf_ringbuf_output into this CPU's buffer; 0 or a negative errno (drop counted). */
+static __always_inline long rt_pcpu_output(void *data, u64 size, u64 flags)
+{
+    void *ring = rt_pcpu_ring();
+    long err;
+    if (!ring) {
+        rt_pcpu_count_drop();
+        return -RT_PCPU_ENOENT;
+    }
+    err = bpf_ringbuf_output(ring, data, size, flags);
+    if (err)
+        rt_pcpu_count_drop();
+    return err;
+}
+
+/* bpf_ringbuf_reserve in this CPU's buffer; NULL on failure (drop counted). Finish
+ * with bpf_ringbuf_submit(p, flags) or bpf_ringbuf_discard(p, flags). */
+static __always_inline void *rt_pcpu_reserve(u64 size)
+{
+    void *ring = rt_pcpu_ring();
+    void *p = NULL;
+    if (ring)
+        p = bpf_ringbuf_reserve(ring, size, 0);
+    if (!p)
+        rt_pcpu_count_drop();
+    return p;
+}
+
+#endif

@@ -1,0 +1,297 @@
+"""BPF_MAP_TYPE_RINGBUF consumer protocol over plain buffers (no syscalls).
+
+Layout (kernel/bpf/ringbuf.c, include/uapi/linux/bpf.h; seed 000):
+
+* consumer page: ``u64 consumer_pos`` at offset 0, written only by the consumer;
+* producer page: ``u64 producer_pos`` at offset 0, written only by producers;
+* data: ``size`` bytes (a power of two of pages) mapped twice back to back, so a
+  record that wraps the end is contiguous in the mapping;
+* record: 8-byte header ``u32 len`` (bit 31 BUSY, bit 30 DISCARD, low 30 bits the
+  payload length) + ``u32 pg_off`` (kernel use), then the payload, padded to 8.
+
+Positions are free-running u64 byte counts; ``pos & (size - 1)`` is the offset.
+
+Memory ordering (seed 000 "Synchronization"; libbpf ringbuf.c):
+
+1. ``producer_pos`` is read with acquire semantics — pairs with the
+   ``smp_store_release(&rb->producer_pos)`` in ``__bpf_ringbuf_reserve`` — so every
+   header reserved before it is visible.
+2. Each header is read with acquire semantics — pairs with the ``xchg``/
+   ``smp_store_release`` of the header in ``bpf_ringbuf_commit`` — so the payload
+   written before the commit is visible.
+3. ``consumer_pos`` is stored with release semantics — pairs with the
+   ``smp_load_acquire(&rb->consumer_pos)`` in ``__bpf_ringbuf_reserve`` — so the
+   producer reuses space only after we finished reading it.
+
+How this holds here: every shared access is one aligned 4- or 8-byte load/store
+through ``memoryview.cast`` (never assembled from bytes). On x86-64 (TSO) ordinary
+loads are not reordered with older loads and stores are not reordered with older
+loads or stores, so an aligned plain load *is* an acquire and an aligned plain store
+*is* a release; CPython's eval loop adds no reordering of its own (each access is a
+separate C call). An ARM64 port would need real barriers: ``ldar``/``stlr`` (or a
+``dmb ish`` after the producer_pos/header loads and before the consumer_pos store),
+e.g. via a tiny C helper or ``ctypes`` calls to ``__atomic_load_n``/
+``__atomic_store_n`` with ACQUIRE/RELEASE; the vectorised batch path would need one
+``dmb ishld`` after the header scan and before copying payloads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ringtool.errors import CorruptRecordError, hexdump
+
+BUSY_BIT = 1 << 31  # BPF_RINGBUF_BUSY_BIT: reserved, not yet committed
+DISCARD_BIT = 1 << 30  # BPF_RINGBUF_DISCARD_BIT: committed as discarded, skip
+LEN_MASK = (1 << 30) - 1  # low 30 bits: payload length
+HDR_SZ = 8  # BPF_RINGBUF_HDR_SZ
+
+
+def record_span(length: int) -> int:
+    """Bytes a record of ``length`` payload bytes occupies: header + payload, to 8."""
+    return (length + HDR_SZ + 7) & ~7
+
+
+class RingState:
+    """The three regions of one ring buffer as buffers, plus the walk over them.
+
+    ``consumer_page`` must be writable (at least 8 bytes); ``producer_page`` at least
+    8 bytes; ``data`` exactly ``2 * size`` bytes whose second half mirrors the first
+    (the kernel's double mapping; tests mirror by hand). The views stay valid until
+    :meth:`release`.
+    """
+
+    def __init__(
+        self,
+        consumer_page: Any,
+        producer_page: Any,
+        data: Any,
+        size: int,
+        *,
+        index: int = 0,
+    ) -> None:
+        if size <= 0 or size & (size - 1):
+            raise ValueError(f"ring size {size} is not a power of two")
+        self.size = size
+        self.mask = size - 1
+        self.index = index
+        self._cons = memoryview(consumer_page).cast("B").cast("Q")
+        self._prod = memoryview(producer_page).cast("B").cast("Q")
+        self.data = memoryview(data).cast("B")
+        if len(self.data) < 2 * size:
+            raise ValueError(f"data view has {len(self.data)} bytes, need 2*size={2 * size}")
+        self._hdr = self.data.cast("I")  # u32 headers: aligned loads (records are 8-aligned)
+        self.max_len = size - HDR_SZ
+
+    # --- positions ---------------------------------------------------------------------
+
+    @property
+    def consumer_pos(self) -> int:
+        # plain load: only this consumer stores it
+        return int(self._cons[0])
+
+    @property
+    def producer_pos(self) -> int:
+        # acquire: pairs with smp_store_release(&rb->producer_pos) in the producer
+        return int(self._prod[0])
+
+    @property
+    def avail_data_size(self) -> int:
+        return self.producer_pos - self.consumer_pos
+
+    def commit(self, pos: int) -> None:
+        """Release-store the consumer position — pairs with smp_load_acquire(
+        &rb->consumer_pos) in __bpf_ringbuf_reserve."""
+        self._cons[0] = pos
+
+    # --- validation --------------------------------------------------------------------
+
+    def corrupt(self, why: str, pos: int) -> CorruptRecordError:
+        off = pos & self.mask
+        start = max(0, off - 32) & ~15
+        end = min(2 * self.size, off + 64)
+        dump = hexdump(self.data[start:end], base=start, mark=off - start)
+        return CorruptRecordError(f"ring {self.index}: {why}", position=pos, dump=dump)
+
+    def check_position(self, cons: int, prod: int) -> None:
+        if cons & 7:
+            raise self.corrupt("consumer position is not 8-byte aligned", cons)
+        if prod < cons or prod - cons > self.size:
+            raise self.corrupt(
+                f"producer position {prod:#x} is not within one ring of the consumer", cons
+            )
+
+    # --- record walks ------------------------------------------------------------------
+
+    def runs(self, cons: int, prod: int, limit: int) -> Iterator[tuple[int, int, int, int, int]]:
+        """Split ``[cons, prod)`` into runs of records that share one header value.
+
+        Yields ``(pos, offset, stride, count, header)``: ``count`` consecutive records
+        starting at position ``pos`` (data offset ``offset``), each ``stride`` bytes,
+        all with header word ``header`` (so the same length, and all discarded or
+        none). At most ``limit`` non-discarded records in total. Stops before a BUSY
+        record. Raises :class:`CorruptRecordError` for an impossible length.
+
+        A run longer than two records is confirmed by one vectorised numpy compare of
+        the strided header words (aligned u32 loads in address order: each an acquire
+        on TSO, see the module doc) before any payload of the run is read.
+        """
+        hdrs, mask, max_len, buf = self._hdr, self.mask, self.max_len, self.data
+        left = limit
+        while cons < prod and left > 0:
+            off = cons & mask
+            hdr = hdrs[off >> 2]  # acquire: pairs with the commit's header store
+            if hdr & BUSY_BIT:
+                return
+            length = hdr & LEN_MASK
+            stride = (length + 15) & ~7
+            if length > max_len or cons + stride > prod:
+                raise self.corrupt(f"record length {length} overruns the ring", cons)
+            k = (prod - cons) // stride
+            if not hdr & DISCARD_BIT and k > left:
+                k = left
+            count = 1
+            if k > 2 and hdrs[((off + stride) & mask) >> 2] == hdr:
+                heads = np.ndarray((k,), dtype="<u4", buffer=buf, offset=off, strides=(stride,))
+                bad = np.flatnonzero(heads != hdr)
+                del heads  # drop the export of the shared view
+                count = int(bad[0]) if len(bad) else k
+            yield cons, off, stride, count, hdr
+            if not hdr & DISCARD_BIT:
+                left -= count
+            cons += count * stride
+
+    def _snapshot(self) -> tuple[int, int]:
+        cons = self.consumer_pos
+        prod = self.producer_pos  # acquire (see module doc)
+        self.check_position(cons, prod)
+        return cons, prod
+
+    def drain(self, deliver: Callable[[memoryview], Any], limit: int) -> tuple[int, int]:
+        """Hand each committed record's payload view to ``deliver``, in order.
+
+        The view passed to ``deliver`` is released when it returns (valid only during
+        the call). Stops at a BUSY record, at ``limit`` records, at the producer
+        position read on entry (one snapshot: a fast producer can't keep us here), or
+        when ``deliver`` returns a negative int (that record counts as consumed).
+        The consumer position is stored once, on every exit path.
+        Returns ``(records delivered, stop value or 0)``.
+        """
+        cons, prod = self._snapshot()
+        data = self.data
+        n = 0
+        try:
+            for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
+                cons = pos
+                if hdr & DISCARD_BIT:
+                    cons = pos + count * stride
+                    continue
+                length = hdr & LEN_MASK
+                start = off + 8
+                for o in range(start, start + count * stride, stride):
+                    view = data[o : o + length]
+                    try:
+                        ret = deliver(view)
+                    finally:
+                        try:
+                            view.release()
+                        except BufferError:  # the callback exported it (e.g. numpy)
+                            pass
+                    cons += stride
+                    n += 1
+                    if ret is not None and ret < 0:
+                        return n, int(ret)
+            return n, 0
+        finally:
+            self.commit(cons)
+
+    def copy_out(self, source: Any, base: int, limit: int) -> list[bytes]:
+        """Copy up to ``limit`` records' payloads out as ``bytes`` and commit once.
+
+        ``source[base + offset : ...]`` must read the data region (the mmap object
+        itself: slicing it makes one bytes object with no intermediate view).
+        """
+        cons, prod = self._snapshot()
+        out: list[bytes] = []
+        try:
+            for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
+                cons = pos + count * stride
+                if hdr & DISCARD_BIT:
+                    continue
+                length = hdr & LEN_MASK
+                start = base + off + 8
+                if count == 1:
+                    out.append(source[start : start + length])
+                else:
+                    out += [
+                        source[o : o + length]
+                        for o in range(start, start + count * stride, stride)
+                    ]
+        finally:
+            self.commit(cons)
+        return out
+
+    def views(self, limit: int) -> tuple[list[memoryview], int]:
+        """Views of up to ``limit`` records' payloads and the position after them.
+
+        Nothing is committed: the caller commits the returned position once it is done
+        with the views (the producer may overwrite them after that)."""
+        cons, prod = self._snapshot()
+        data = self.data
+        out: list[memoryview] = []
+        for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
+            cons = pos + count * stride
+            if hdr & DISCARD_BIT:
+                continue
+            length = hdr & LEN_MASK
+            start = off + 8
+            out += [data[o : o + length] for o in range(start, start + count * stride, stride)]
+        return out, cons
+
+    def decode_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
+        """Decode up to ``limit`` records as ``dtype`` and commit once.
+
+        Each run of records of exactly ``dtype.itemsize`` bytes is copied by numpy in
+        one step (a strided ``dtype`` view of the run). Other records take the slow
+        path: a longer one is decoded from its first ``itemsize`` bytes, a shorter one
+        is zero-filled. Discarded records are skipped; a BUSY one ends the batch.
+        """
+        cons, prod = self._snapshot()
+        item = dtype.itemsize
+        buf = self.data
+        parts: list[np.ndarray[Any, Any]] = []
+        try:
+            for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
+                cons = pos + count * stride
+                if hdr & DISCARD_BIT:
+                    continue
+                length = hdr & LEN_MASK
+                if length == item:
+                    src = np.ndarray(
+                        (count,), dtype=dtype, buffer=buf, offset=off + 8, strides=(stride,)
+                    )
+                    parts.append(src.copy())
+                    del src
+                    continue
+                rows = np.zeros(count, dtype=dtype)
+                raw = rows.view(np.uint8).reshape(count, item)
+                n = min(length, item)
+                src_bytes = np.ndarray(
+                    (count, n), dtype=np.uint8, buffer=buf, offset=off + 8, strides=(stride, 1)
+                )
+                raw[:, :n] = src_bytes
+                del src_bytes
+                parts.append(rows)
+        finally:
+            self.commit(cons)
+        if not parts:
+            return np.empty(0, dtype=dtype)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def release(self) -> None:
+        """Drop the views (required before the underlying mmap can be closed)."""
+        for v in (self._hdr, self._cons, self._prod, self.data):
+            v.release()

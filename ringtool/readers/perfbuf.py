@@ -1,0 +1,256 @@
+"""``PerfBuffer``: ringtool's own consumer of BPF_MAP_TYPE_PERF_EVENT_ARRAY maps.
+
+Per CPU it opens a software BPF_OUTPUT perf event (sample_type PERF_SAMPLE_RAW), maps
+its user page + ``page_cnt`` data pages, stores the perf fd in the map at that CPU's
+index and enables it — what libbpf's ``perf_buffer__new`` does — and reads the rings
+with :mod:`ringtool.protocol.perf`. Neither BCC's nor libbpf's reader is used.
+
+Callback contract: ``sample_cb(cpu, data)`` receives a ``memoryview`` into the ring,
+valid only during the call (released afterwards; ``bytes(data)`` keeps it). The raw
+data is the BPF output padded by the kernel to a record multiple of 8, so it may be up
+to 7 bytes longer than what the program passed. Return None or 0 to go on; a negative
+int stops consumption at once and ``poll()``/``consume()`` return it (that record
+counts as consumed, as in libbpf). ``lost_cb(cpu, count)`` is called for each
+PERF_RECORD_LOST (in every reading style); ``lost()`` keeps per-CPU totals.
+
+Buffer index is not CPU id: ``buffers[i].cpu`` says which CPU buffer ``i`` serves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ringtool.errors import ConsumerStateError, MapTypeError, RingSizeError, RingtoolError
+from ringtool.kernel import bpf, perf_event
+from ringtool.kernel.cpus import online_cpus
+from ringtool.protocol.perf import PerfRing
+from ringtool.readers.consumer import UNLIMITED, MultiRingConsumer
+
+SampleCallback = Callable[[int, memoryview], Any]
+LostCallback = Callable[[int, int], Any]
+PAGE_SIZE = perf_event.PAGE_SIZE
+
+
+class PerfCpuBuffer:
+    """One CPU's perf ring, mapped into this process; implements the consumer ``Ring``.
+
+    ``index`` is its position in :attr:`PerfBuffer.buffers`, ``cpu`` the CPU it serves,
+    ``fd`` the perf event fd (also stored in the map at key ``cpu``).
+    """
+
+    def __init__(
+        self,
+        index: int,
+        cpu: int,
+        page_cnt: int,
+        sample_cb: SampleCallback | None,
+        lost_cb: LostCallback | None,
+        attr: perf_event.PerfEventAttr,
+        overwrite: bool,
+    ) -> None:
+        self.index = index
+        self.cpu = cpu
+        self.overwrite = overwrite
+        self._sample_cb = sample_cb
+        self._closed = False
+        self.fd = perf_event.perf_event_open(attr, pid=-1, cpu=cpu)
+        try:
+            self._mm = perf_event.map_ring(self.fd, page_cnt, writable=not overwrite)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        view = memoryview(self._mm)
+        self.ring = PerfRing(view[:PAGE_SIZE], view[PAGE_SIZE:], cpu=cpu, index=index)
+        view.release()
+        self.ring.lost_cb = lost_cb
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def _check_mode(self) -> None:
+        if self.overwrite:
+            raise ConsumerStateError(
+                "PerfBuffer(overwrite=True) is a flight recorder: read it with snapshot()"
+            )
+
+    def drain(self, limit: int) -> tuple[int, int]:
+        self._check_mode()
+        if self._sample_cb is None:
+            raise ConsumerStateError("PerfBuffer has no sample_cb: use read()/lease()")
+        return self.ring.drain(self._sample_cb, limit)
+
+    def copy_out(self, limit: int) -> list[bytes]:
+        self._check_mode()
+        return self.ring.copy_out(limit)
+
+    def lease(self, limit: int) -> tuple[list[memoryview], Callable[[], None]]:
+        self._check_mode()
+        return self.ring.lease(limit)
+
+    def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
+        self._check_mode()
+        return self.ring.read_batch(dtype, limit)
+
+    def snapshot(self) -> list[bytes]:
+        """Pause output, copy the newest records (oldest first), resume."""
+        perf_event.pause_output(self.fd, True)
+        try:
+            return self.ring.read_backward()
+        finally:
+            perf_event.pause_output(self.fd, False)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.ring.release()
+        try:
+            self._mm.close()
+        except BufferError:  # a view is still exported (e.g. kept from a lease)
+            pass
+        os.close(self.fd)
+
+
+def _map_fd(map_: Any) -> int:
+    if isinstance(map_, int):
+        return map_
+    if hasattr(map_, "map_fd"):
+        return int(map_.map_fd)
+    raise MapTypeError(f"expected a BCC table or a map fd, got {type(map_).__name__}")
+
+
+class PerfBuffer(MultiRingConsumer):
+    """Per-CPU perf buffers over one PERF_EVENT_ARRAY map, read by ringtool itself.
+
+    ``map`` is a BCC table (``bpf["events"]``) or a map fd (ringtool keeps a dup of it
+    until close()). ``page_cnt`` data pages per CPU, a power of two. ``cpus``: attach
+    only these CPUs (default: all online ones); offline or absent CPUs are skipped,
+    CPUs beyond the map's ``max_entries`` are an error when asked for explicitly and
+    skipped otherwise. ``wakeup_events`` / ``watermark_bytes`` set when epoll reports a
+    buffer readable. ``auto_callback=True`` runs the callbacks on a background thread.
+    ``overwrite=True`` makes each buffer a flight recorder (``write_backward``, mapped
+    read-only: the kernel overwrites the oldest data); read it with :meth:`snapshot`.
+    """
+
+    def __init__(
+        self,
+        map: Any,  # noqa: A002 - the name the API promises
+        sample_cb: SampleCallback | None,
+        lost_cb: LostCallback | None = None,
+        *,
+        page_cnt: int = 8,
+        cpus: Sequence[int] | None = None,
+        wakeup_events: int = 1,
+        watermark_bytes: int | None = None,
+        auto_callback: bool = False,
+        overwrite: bool = False,
+    ) -> None:
+        super().__init__(auto_callback=auto_callback and not overwrite, what="PerfBuffer")
+        self._buffers: list[PerfCpuBuffer] = []
+        self._map_fd = -1
+        if page_cnt <= 0 or page_cnt & (page_cnt - 1):
+            raise RingSizeError(f"page_cnt {page_cnt} is not a power of two (1, 2, 4, 8, ...)")
+        if watermark_bytes is not None and not 0 < watermark_bytes <= page_cnt * PAGE_SIZE:
+            raise RingSizeError(
+                f"watermark_bytes {watermark_bytes} must be within the {page_cnt * PAGE_SIZE}"
+                "-byte buffer"
+            )
+        fd = _map_fd(map)
+        info = bpf.map_info(fd)
+        if info.type != bpf.MapType.PERF_EVENT_ARRAY:
+            raise MapTypeError(
+                f"map {info.name or fd!r} is a {info.type_name} map, not PERF_EVENT_ARRAY: "
+                "PerfBuffer reads BPF_MAP_TYPE_PERF_EVENT_ARRAY maps (use RingBuffer for "
+                "RINGBUF)"
+            )
+        online = set(online_cpus())
+        if cpus is None:
+            chosen = [c for c in sorted(online) if c < info.max_entries]
+        else:
+            beyond = [c for c in cpus if c >= info.max_entries]
+            if beyond:
+                raise ValueError(
+                    f"CPUs {beyond} are beyond map {info.name!r}'s max_entries "
+                    f"{info.max_entries}: size the PERF_EVENT_ARRAY for every CPU"
+                )
+            chosen = [c for c in dict.fromkeys(cpus) if c in online]
+        self._map_fd = os.dup(fd)
+        attr = perf_event.bpf_output_attr(
+            wakeup_events=wakeup_events, watermark_bytes=watermark_bytes, backward=overwrite
+        )
+        try:
+            for cpu in chosen:
+                buf = PerfCpuBuffer(
+                    len(self._buffers), cpu, page_cnt, sample_cb, lost_cb, attr, overwrite
+                )
+                self._buffers.append(buf)
+                self._add_ring(buf)
+                bpf.map_update(self._map_fd, _u32(cpu), _u32(buf.fd))
+                perf_event.enable(buf.fd)
+        except BaseException:
+            self.close()
+            raise
+
+    # --- libbpf-style accessors --------------------------------------------------------
+
+    @property
+    def buffers(self) -> list[PerfCpuBuffer]:
+        """The per-CPU buffers in index order (``buffers[i].cpu`` is the CPU)."""
+        return list(self._buffers)
+
+    def buffer_cnt(self) -> int:
+        return len(self._buffers)
+
+    def buffer_fd(self, i: int) -> int:
+        """The perf event fd of buffer ``i`` (epoll it to wait for that CPU alone)."""
+        return self._buffers[i].fd
+
+    def consume_buffer(self, i: int) -> int:
+        """Consume what buffer ``i`` holds (index, not CPU id), without waiting."""
+        self._check_open()
+        if not 0 <= i < len(self._buffers):
+            raise IndexError(f"buffer index {i} out of range (buffer_cnt() = {self.buffer_cnt()})")
+        return self._drain([i], UNLIMITED)
+
+    def lost(self) -> dict[int, int]:
+        """Per-CPU totals of the ``lost`` counts of PERF_RECORD_LOST records consumed."""
+        return {b.cpu: b.ring.lost_total for b in self._buffers}
+
+    def unknown(self) -> dict[int, int]:
+        """Per-CPU counts of records of other types, skipped."""
+        return {b.cpu: b.ring.unknown for b in self._buffers}
+
+    def snapshot(self) -> dict[int, list[bytes]]:
+        """Flight recorder (``overwrite=True``): per CPU, pause output, copy the newest
+        records still in the ring (oldest first), resume. Outputs during the pause are
+        dropped by the kernel."""
+        self._check_open()
+        if not self._buffers or not self._buffers[0].overwrite:
+            raise ConsumerStateError("snapshot() needs PerfBuffer(..., overwrite=True)")
+        with self._lock:
+            return {b.cpu: b.snapshot() for b in self._buffers}
+
+    def _finish_close(self) -> None:
+        if self._closed:
+            return
+        for b in self._buffers:
+            try:
+                perf_event.disable(b.fd)
+                bpf.map_delete(self._map_fd, _u32(b.cpu))
+            except (OSError, RingtoolError):  # map or fd already gone: nothing to detach
+                pass
+        super()._finish_close()
+        if self._map_fd >= 0:
+            bpf.close_fd(self._map_fd)
+            self._map_fd = -1
+
+
+def _u32(v: int) -> bytes:
+    return v.to_bytes(4, "little")
+
+
+__all__ = ["PerfBuffer", "PerfCpuBuffer"]

@@ -1,0 +1,238 @@
+"""Per-CPU BPF ring buffer groups: one RINGBUF per N CPUs, read in timestamp order.
+
+:class:`RingBufGroup` creates the maps that ``bpf/percpu_ringbuf.h`` uses -- the inner
+RINGBUF maps, the ARRAY_OF_MAPS holding them (buffer id -> ring), the cpu -> buffer
+id ARRAY and a per-CPU drop counter -- fills them, and hands out the ``-D`` cflags a
+BCC program needs to include the header. :meth:`RingBufGroup.consumer` maps every
+inner ring in one :class:`ringtool.RingBuffer` (ring index = buffer id), and
+:func:`merge_rings` turns any consumer's rings into a :mod:`ringtool.merge` stream.
+
+Buffer ids (seed 002): ids 0..B-1 are given to the *online* CPUs in ascending order,
+N at a time, so they are contiguous even when some CPUs are offline. CPUs offline at
+setup get no buffer (their events are dropped and counted): like the seed, no CPU
+hotplug at run time.
+
+Lifetime: the group owns its map fds (close() or ``with``); a loaded program keeps its
+own references to the maps, and the consumer maps the rings (closing the group does
+not unmap them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from ringtool.kernel import bpf
+from ringtool.kernel.cpus import online_cpus, possible_cpu_count
+from ringtool.merge import Algorithm, CopyOutRing, Merger, merge_sources, ring_source
+from ringtool.readers.ringbuf import RingBuffer
+
+#: Value of the cpu -> buffer id map for CPUs with no buffer (RT_PCPU_NO_BUF in C).
+NO_BUFFER = 0xFFFFFFFF
+
+#: Where ``percpu_ringbuf.h`` lives (pass ``-I`` this, see RingBufGroup.cflags()).
+BPF_INCLUDE_DIR = Path(__file__).resolve().parents[2] / "bpf"
+
+_PAGE = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLayout:
+    """Which CPU writes to which buffer.
+
+    ``cpu_to_buffer`` maps each online CPU to its buffer id; ``buffers`` is B.
+    """
+
+    cpus_per_buffer: int
+    cpu_to_buffer: dict[int, int]
+    buffers: int
+
+    def cpus_of(self, buffer_id: int) -> list[int]:
+        """The CPUs writing to buffer ``buffer_id``, ascending."""
+        return sorted(c for c, b in self.cpu_to_buffer.items() if b == buffer_id)
+
+
+def assign_buffers(cpus: Sequence[int], cpus_per_buffer: int) -> GroupLayout:
+    """Give the CPUs ``cpus`` (the online ones) contiguous buffer ids.
+
+    ``cpus_per_buffer`` N >= 1 puts N CPUs (in ascending CPU order) in each buffer;
+    0 puts all of them in one shared buffer. Pure: no syscalls.
+    """
+    if cpus_per_buffer < 0:
+        raise ValueError(f"cpus_per_buffer must be >= 0 (0 = one shared), not {cpus_per_buffer}")
+    ordered = sorted(set(cpus))
+    if not ordered:
+        raise ValueError("no CPUs to assign buffers to")
+    n = len(ordered) if cpus_per_buffer == 0 else cpus_per_buffer
+    mapping = {cpu: pos // n for pos, cpu in enumerate(ordered)}
+    return GroupLayout(
+        cpus_per_buffer=cpus_per_buffer,
+        cpu_to_buffer=mapping,
+        buffers=(len(ordered) + n - 1) // n,
+    )
+
+
+def _check_ring_bytes(ring_bytes: int) -> None:
+    pages = ring_bytes // _PAGE
+    if ring_bytes < _PAGE or ring_bytes % _PAGE or pages & (pages - 1):
+        from ringtool.errors import RingSizeError
+
+        raise RingSizeError(
+            f"ring_bytes={ring_bytes}: a RINGBUF must be a power of two of {_PAGE}-byte pages"
+        )
+
+
+class RingBufGroup:
+    """The maps of one per-CPU ring buffer group (see the module doc).
+
+    ``cpus_per_buffer``: 1 = one ring per CPU, N = one per N CPUs, 0 = one shared.
+    ``ring_bytes``: size of each inner ring (power of two of pages).
+    ``cpus``: the CPUs to give buffers to (default: the online ones).
+    """
+
+    def __init__(
+        self,
+        *,
+        cpus_per_buffer: int = 1,
+        ring_bytes: int = 256 * 1024,
+        cpus: Sequence[int] | None = None,
+    ) -> None:
+        _check_ring_bytes(ring_bytes)
+        self.layout = assign_buffers(online_cpus() if cpus is None else cpus, cpus_per_buffer)
+        self.ring_bytes = ring_bytes
+        self._fds: list[int] = []
+        try:
+            self.ring_fds = [self._create_ring() for _ in range(self.layout.buffers)]
+            self.rings_fd = self._own(
+                bpf.map_create(
+                    bpf.MapType.ARRAY_OF_MAPS,
+                    key_size=4,
+                    value_size=4,
+                    max_entries=self.layout.buffers,
+                    inner_map_fd=self.ring_fds[0],  # the template: type/flags must match
+                )
+            )
+            ncpu = max(possible_cpu_count(), max(self.layout.cpu_to_buffer) + 1)
+            self.cpumap_fd = self._own(
+                bpf.map_create(bpf.MapType.ARRAY, key_size=4, value_size=4, max_entries=ncpu)
+            )
+            self.drops_fd = self._own(
+                bpf.map_create(bpf.MapType.PERCPU_ARRAY, key_size=4, value_size=8, max_entries=1)
+            )
+            for bid, fd in enumerate(self.ring_fds):
+                bpf.map_update(self.rings_fd, _u32(bid), _u32(fd))
+            for cpu in range(ncpu):
+                bid = self.layout.cpu_to_buffer.get(cpu, NO_BUFFER)
+                bpf.map_update(self.cpumap_fd, _u32(cpu), _u32(bid))
+        except BaseException:
+            self.close()
+            raise
+        self._ncpu = ncpu
+
+    def _own(self, fd: int) -> int:
+        self._fds.append(fd)
+        return fd
+
+    def _create_ring(self) -> int:
+        return self._own(
+            bpf.map_create(
+                bpf.MapType.RINGBUF, key_size=0, value_size=0, max_entries=self.ring_bytes
+            )
+        )
+
+    @property
+    def buffers(self) -> int:
+        return self.layout.buffers
+
+    def cflags(self) -> list[str]:
+        """The ``-I``/``-D`` flags for a BCC program that includes percpu_ringbuf.h."""
+        return [
+            f"-I{BPF_INCLUDE_DIR}",
+            f"-DRT_PCPU_RINGS_FD={self.rings_fd}",
+            f"-DRT_PCPU_CPUMAP_FD={self.cpumap_fd}",
+            f"-DRT_PCPU_DROPS_FD={self.drops_fd}",
+            f"-DRT_PCPU_NR_BUFS={self.layout.buffers}",
+            f"-DRT_PCPU_CPUS_PER_BUF={self.layout.cpus_per_buffer}",
+        ]
+
+    def consumer(
+        self,
+        callback: Callable[[memoryview], Any] | None = None,
+        *,
+        auto_callback: bool = False,
+    ) -> RingBuffer:
+        """One :class:`ringtool.RingBuffer` over every inner ring, ring i = buffer id i.
+
+        The caller closes it. ``callback`` gets every ring's records (None for the
+        iterator / lease / batch styles and for :func:`merge_rings`).
+        """
+        rb = RingBuffer(self.ring_fds[0], callback, auto_callback=auto_callback)
+        try:
+            for fd in self.ring_fds[1:]:
+                rb.add(fd, callback)
+        except BaseException:
+            rb.close()
+            raise
+        return rb
+
+    def dropped(self) -> list[int]:
+        """Events lost per CPU (ring full, or a CPU with no buffer)."""
+        if not self._fds:
+            return []
+        raw = bpf.map_lookup(self.drops_fd, _u32(0), 8 * possible_cpu_count())
+        if raw is None:
+            return [0] * possible_cpu_count()
+        return list(memoryview(raw).cast("Q"))
+
+    def close(self) -> None:
+        """Close the group's map fds (idempotent)."""
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            bpf.close_fd(fd)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def merge_rings(
+    rings: Sequence[CopyOutRing],
+    timestamp: Callable[[bytes], int],
+    *,
+    algorithm: Algorithm = "optimized",
+    window_us: float | None = None,
+    batch: int = 256,
+) -> Merger[bytes]:
+    """A timestamp-ordered merge over ``rings`` (buffer id = position), each read with
+    its ``copy_out``; events are ``(timestamp(record), record bytes)``.
+
+    Works for any reader's rings: ``[rb.ring(i) for i in range(rb.ring_cnt)]`` of a
+    RingBuffer (e.g. :meth:`RingBufGroup.consumer`), perf CPU buffers, KMES CPU
+    buffers. Use it instead of the consumer's callback/iterator styles (both consume).
+    """
+    sources = [ring_source(r, timestamp, batch=batch) for r in rings]
+    return merge_sources(sources, algorithm=algorithm, window_us=window_us)
+
+
+def _u32(v: int) -> bytes:
+    return v.to_bytes(4, "little")
+
+
+__all__ = [
+    "BPF_INCLUDE_DIR",
+    "NO_BUFFER",
+    "GroupLayout",
+    "RingBufGroup",
+    "assign_buffers",
+    "merge_rings",
+]
