@@ -23,8 +23,10 @@
  *                          CPUs that were offline at setup: their events are dropped
  *                          and counted, as the seed supports no CPU hotplug)
  *   RT_PCPU_DROPS_FD       fd of a PERCPU_ARRAY with one u64 (key 0): failed outputs
- *   RT_PCPU_NR_BUFS        number of buffers (1: the CPU lookup is skipped)
- *   RT_PCPU_CPUS_PER_BUF   N as configured (informational)
+ *   RT_PCPU_NR_BUFS        number of buffers
+ *   RT_PCPU_CPUS_PER_BUF   N as configured; 0 (one shared buffer, which every CPU
+ *                          writes to, even one that comes online later) skips the
+ *                          CPU lookup
  *
  * Why fds and not BCC table declarations: BCC 0.26 rewrites map methods
  * (x.lookup(), and the &map of a table) only in the main source: edits in an
@@ -52,8 +54,8 @@
 /* The buffer id of the CPU this runs on, or RT_PCPU_NO_BUF. */
 static __always_inline u32 rt_pcpu_buf_id(void)
 {
-#if RT_PCPU_NR_BUFS == 1
-    return 0;
+#if defined(RT_PCPU_CPUS_PER_BUF) && RT_PCPU_CPUS_PER_BUF == 0
+    return 0;  /* one shared buffer for every CPU */
 #else
     u32 cpu = bpf_get_smp_processor_id();
     u32 *id = bpf_map_lookup_elem(RT_PCPU_MAP(RT_PCPU_CPUMAP_FD), &cpu);

@@ -156,25 +156,37 @@ class MultiRingConsumer:
         With ``timeout_ms=-1`` it waits until close().
         """
         while not self._closed:
-            batch = self._copy_all(READ_CHUNK)
-            if batch:
-                yield from batch
+            groups = self._copy_groups(READ_CHUNK)
+            if groups:
+                # Records are built one at a time as they are yielded: a Record the
+                # caller drops is freed before the next exists, so the cyclic GC never
+                # runs (a list of 4096 Records triggered collections: +100 ns a record).
+                for idx, cpu, datas in groups:
+                    for d in datas:
+                        yield Record(d, idx, cpu)
                 continue
             ready = self._poller.wait(timeout_ms)
             if not ready and timeout_ms >= 0:
                 return
 
-    def _copy_all(self, limit: int) -> list[Record]:
-        out: list[Record] = []
+    def _copy_groups(self, limit: int) -> list[tuple[int, int | None, list[bytes]]]:
+        """Up to ``limit`` records' bytes copied out, as (ring index, cpu, datas)."""
+        out: list[tuple[int, int | None, list[bytes]]] = []
+        got = 0
         with self._lock:
             if self._closed:
                 return out
             for ring in self._rings:
-                idx, cpu = ring.index, ring.cpu
-                out += [Record(d, idx, cpu) for d in ring.copy_out(limit - len(out))]
-                if len(out) >= limit:
+                datas = ring.copy_out(limit - got)
+                if datas:
+                    out.append((ring.index, ring.cpu, datas))
+                    got += len(datas)
+                if got >= limit:
                     break
         return out
+
+    def _copy_all(self, limit: int) -> list[Record]:
+        return [Record(d, i, c) for i, c, datas in self._copy_groups(limit) for d in datas]
 
     def lease(self, limit: int | None = None) -> Lease:
         """Zero-copy views of the available records across all rings, committed once

@@ -23,6 +23,8 @@ class Poller:
         self._epoll.register(self._wake_fd, select.EPOLLIN)
         self._tags: dict[int, int] = {self._wake_fd: _WAKE_TAG}
         self._lock = threading.Lock()
+        self._waiters = 0
+        self._released = False
         self.closed = False
 
     def add(self, fd: int, tag: int) -> None:
@@ -36,17 +38,21 @@ class Poller:
 
     def wait(self, timeout_ms: int) -> list[int]:
         """Block up to ``timeout_ms`` (-1 forever, 0 no wait); return ready tags."""
-        if self.closed:
-            return []
+        with self._lock:
+            if self.closed:
+                return []
+            self._waiters += 1
         timeout = -1.0 if timeout_ms < 0 else timeout_ms / 1000.0
         try:
             events = self._epoll.poll(timeout)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
+        finally:
+            with self._lock:
+                self._waiters -= 1
+                last_out = self.closed and self._waiters == 0
+            if last_out:
+                self._release()
+        if self.closed:
             return []
-        except (ValueError, OSError):
-            if self.closed:  # closed under us by another thread
-                return []
-            raise
         ready = []
         for fd, _mask in events:
             tag = self._tags.get(fd)
@@ -61,18 +67,31 @@ class Poller:
 
     def wakeup(self) -> None:
         """Make a blocked :meth:`wait` return (from any thread)."""
-        if not self.closed:
-            try:
-                os.eventfd_write(self._wake_fd, 1)
-            except OSError:  # closed concurrently
-                pass
+        with self._lock:
+            if self._released:
+                return
+            os.eventfd_write(self._wake_fd, 1)
 
     def close(self) -> None:
-        """Wake any waiter, then release the epoll set and the eventfd. Idempotent."""
+        """Wake every waiter and release the epoll set and eventfd. Idempotent.
+
+        The fds are closed by the last waiter to leave :meth:`wait` (closing the
+        eventfd under a sleeping epoll_wait would drop its wakeup and leave it
+        asleep forever), or right here when nobody waits.
+        """
         with self._lock:
             if self.closed:
                 return
-            self.wakeup()
             self.closed = True
+            os.eventfd_write(self._wake_fd, 1)
+            idle = self._waiters == 0
+        if idle:
+            self._release()
+
+    def _release(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
             self._epoll.close()
             os.close(self._wake_fd)

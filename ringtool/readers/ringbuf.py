@@ -54,7 +54,7 @@ def _resolve(map_: Any, drops: Any) -> _MapRef:
         drops_fd = int(drops) if isinstance(drops, int) else int(drops.map_fd)
     elif name and hasattr(map_, "bpf"):
         try:
-            drops_fd = int(map_.bpf.get_table(f"{name}_drops").map_fd)
+            drops_fd = int(map_.bpf.get_table(f"{name}_drops".encode()).map_fd)
         except Exception:  # noqa: BLE001 - no drop counter declared: drops unknown
             drops_fd = None
     return _MapRef(fd=fd, name=name, drops_fd=drops_fd)

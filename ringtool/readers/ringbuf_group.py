@@ -8,9 +8,9 @@ inner ring in one :class:`ringtool.RingBuffer` (ring index = buffer id), and
 :func:`merge_rings` turns any consumer's rings into a :mod:`ringtool.merge` stream.
 
 Buffer ids (seed 002): ids 0..B-1 are given to the *online* CPUs in ascending order,
-N at a time, so they are contiguous even when some CPUs are offline. CPUs offline at
-setup get no buffer (their events are dropped and counted): like the seed, no CPU
-hotplug at run time.
+N at a time, so they are contiguous even when some CPUs are offline. With N >= 1,
+CPUs offline at setup get no buffer (their events are dropped and counted): like the
+seed, no CPU hotplug at run time. With N = 0 every CPU writes to the one buffer.
 
 Lifetime: the group owns its map fds (close() or ``with``); a loaded program keeps its
 own references to the maps, and the consumer maps the rings (closing the group does
@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from ringtool.errors import RingSizeError
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import online_cpus, possible_cpu_count
 from ringtool.merge import Algorithm, CopyOutRing, Merger, merge_sources, ring_source
@@ -78,8 +79,6 @@ def assign_buffers(cpus: Sequence[int], cpus_per_buffer: int) -> GroupLayout:
 def _check_ring_bytes(ring_bytes: int) -> None:
     pages = ring_bytes // _PAGE
     if ring_bytes < _PAGE or ring_bytes % _PAGE or pages & (pages - 1):
-        from ringtool.errors import RingSizeError
-
         raise RingSizeError(
             f"ring_bytes={ring_bytes}: a RINGBUF must be a power of two of {_PAGE}-byte pages"
         )
@@ -124,8 +123,9 @@ class RingBufGroup:
             )
             for bid, fd in enumerate(self.ring_fds):
                 bpf.map_update(self.rings_fd, _u32(bid), _u32(fd))
+            shared = cpus_per_buffer == 0  # every CPU, even one offline now, shares it
             for cpu in range(ncpu):
-                bid = self.layout.cpu_to_buffer.get(cpu, NO_BUFFER)
+                bid = 0 if shared else self.layout.cpu_to_buffer.get(cpu, NO_BUFFER)
                 bpf.map_update(self.cpumap_fd, _u32(cpu), _u32(bid))
         except BaseException:
             self.close()
