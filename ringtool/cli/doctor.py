@@ -1,0 +1,39 @@
+"""``ringtool doctor``: is this machine ready for ringtool? One line a check."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ringtool.diagnostics import run_checks
+
+
+def register(subs: Any) -> None:
+    p = subs.add_parser(
+        "doctor",
+        help="check kernel, BPF, perf, tracefs, BCC and headers; print fixes",
+        description="Check that this machine can run ringtool. Exit 0 when every "
+        "required check passes.",
+        epilog="example:\n  sudo ringtool doctor",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    checks = run_checks()
+    utf8 = (sys.stdout.encoding or "").lower().replace("-", "") == "utf8"
+    yes, no = ("✓", "✗") if utf8 else ("ok", "XX")
+    width = max(len(c.name) for c in checks)
+    failed_required = False
+    for c in checks:
+        mark = yes if c.ok else (no if c.required else "-")
+        line = f"{mark} {c.name:<{width}}  {c.detail}"
+        if not c.ok and c.fix:
+            line += f"\n  {'':<{width}}  fix: {c.fix}"
+        print(line)
+        failed_required |= c.required and not c.ok
+    print("ready" if not failed_required else "NOT ready: fix the ✗ lines above" if utf8
+          else "NOT ready: fix the XX lines above")
+    return 1 if failed_required else 0

@@ -1,0 +1,222 @@
+"""What ``ringtool doctor`` checks: each check says pass/fail, what it saw, and the fix.
+
+Each check is a small function returning a :class:`Check`; none raises. Required
+checks decide the exit status; advisory ones only inform.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+MIN_KERNEL = (5, 8)  # BPF_MAP_TYPE_RINGBUF
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+
+def _kernel_version() -> Check:
+    rel = platform.release()
+    try:
+        major, minor = (int(x) for x in rel.split(".")[:2])
+    except ValueError:
+        return Check("kernel version", False, f"cannot parse {rel!r}", "run Linux >= 5.8")
+    ok = (major, minor) >= MIN_KERNEL
+    return Check(
+        "kernel version", ok, f"{rel} (RINGBUF needs >= 5.8)",
+        "" if ok else "boot a kernel >= 5.8 (Debian 12's 6.1 works)",
+    )
+
+
+def _btf() -> Check:
+    path = Path("/sys/kernel/btf/vmlinux")
+    ok = path.exists()
+    return Check(
+        "kernel BTF", ok, str(path) + (" present" if ok else " missing"),
+        "" if ok else "use a kernel built with CONFIG_DEBUG_INFO_BTF=y", required=False,
+    )
+
+
+def _privileges() -> Check:
+    from ringtool.kernel.privileges import has_bpf_privileges
+
+    ok = has_bpf_privileges()
+    who = "root" if os.geteuid() == 0 else f"uid {os.geteuid()}"
+    return Check(
+        "privileges", ok, f"{who}" + (", may load BPF" if ok else ", no CAP_BPF+CAP_PERFMON"),
+        "" if ok else "run with sudo (or grant CAP_BPF+CAP_PERFMON)",
+    )
+
+
+def _bpf_maps() -> Check:
+    from ringtool.kernel import bpf
+
+    made = []
+    try:
+        for kind, kw in (
+            (bpf.MapType.RINGBUF, {"key_size": 0, "value_size": 0, "max_entries": 4096}),
+            (bpf.MapType.PERF_EVENT_ARRAY, {"key_size": 4, "value_size": 4, "max_entries": 1}),
+        ):
+            fd = bpf.map_create(kind, **kw)
+            os.close(fd)
+            made.append(kind.name)
+    except Exception as exc:  # noqa: BLE001 - reported as the check's detail
+        return Check(
+            "bpf() maps", False, f"creating a {'PERF_EVENT_ARRAY' if made else 'RINGBUF'} map failed: {exc}",
+            "run as root; check kernel.unprivileged_bpf_disabled and CONFIG_BPF_SYSCALL",
+        )
+    return Check("bpf() maps", True, "created a RINGBUF and a PERF_EVENT_ARRAY map")
+
+
+def _perf_event() -> Check:
+    from ringtool.kernel import perf_event
+
+    try:
+        fd = perf_event.perf_event_open(perf_event.bpf_output_attr(), pid=-1, cpu=0)
+        os.close(fd)
+    except Exception as exc:  # noqa: BLE001
+        return Check(
+            "perf_event_open", False, f"PERF_COUNT_SW_BPF_OUTPUT refused: {exc}",
+            "run as root, or lower kernel.perf_event_paranoid / grant CAP_PERFMON",
+        )
+    return Check("perf_event_open", True, "PERF_COUNT_SW_BPF_OUTPUT on CPU 0")
+
+
+def _mounted(fstype: str) -> list[str]:
+    try:
+        lines = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    return [ln.split()[1] for ln in lines if len(ln.split()) > 2 and ln.split()[2] == fstype]
+
+
+def _readable_dir(path: str) -> bool:
+    try:
+        return Path(path).is_dir() and os.access(path, os.R_OK | os.X_OK)
+    except OSError:
+        return False
+
+
+def _tracefs() -> Check:
+    points = _mounted("tracefs")
+    ok = bool(points) and _readable_dir("/sys/kernel/tracing/events/sched")
+    if points and not ok and os.geteuid() != 0:
+        return Check("tracefs", False, f"{points[0]} not readable", "run with sudo")
+    return Check(
+        "tracefs", ok, ", ".join(points) or "not mounted",
+        "" if ok else "mount -t tracefs tracefs /sys/kernel/tracing (make setup does it)",
+    )
+
+
+def _bpffs() -> Check:
+    points = _mounted("bpf")
+    ok = bool(points)
+    return Check(
+        "bpffs", ok, ", ".join(points) or "not mounted",
+        "" if ok else "mount -t bpf bpf /sys/fs/bpf (make setup does it)", required=False,
+    )
+
+
+def _headers() -> Check:
+    krel = platform.release()
+    build = Path(f"/lib/modules/{krel}/build")
+    if not (build / "include").exists():
+        return Check(
+            "kernel headers", False, f"{build} missing",
+            "run `make setup` (installs linux-headers-amd64 and links it)",
+        )
+    target = build.resolve()
+    marker = build.parent / ".ringtool-linked-headers"
+    if marker.exists() or krel not in target.name:
+        return Check(
+            "kernel headers", True,
+            f"linked fallback {target} for {krel} (no exact package for this kernel)",
+        )
+    return Check("kernel headers", True, f"exact: {target}")
+
+
+_TRIVIAL = b"""
+BPF_RINGBUF_OUTPUT(doctor_rb, 1);
+int doctor_prog(struct __sk_buff *skb) {
+    u64 v = skb->len;
+    doctor_rb.ringbuf_output(&v, sizeof(v), 0);
+    return 0;
+}
+"""
+
+
+def _bcc() -> Check:
+    try:
+        import bcc
+    except ImportError as exc:
+        return Check(
+            "BCC", False, f"not importable: {exc}",
+            "apt-get install python3-bpfcc; use .venv made by `make setup`",
+        )
+    try:
+        obj = bcc.BPF(text=_TRIVIAL)
+        obj.load_func(b"doctor_prog", bcc.BPF.SCHED_CLS)
+        obj.cleanup()
+    except Exception as exc:  # noqa: BLE001
+        return Check(
+            "BCC", False, f"imports, but compiling a trivial program failed: {exc}",
+            "check the kernel headers line above; run `make setup`",
+        )
+    version = getattr(bcc, "__version__", "?")
+    return Check("BCC", True, f"bcc {version} compiled and loaded a ringbuf program")
+
+
+def _kprobes() -> Check:
+    try:
+        ok = Path("/sys/kernel/tracing/kprobe_events").exists()
+    except OSError:
+        ok = False
+    return Check(
+        "kprobes", ok, "available" if ok else "not configured (tracepoints are used instead)",
+        required=False,
+    )
+
+
+CHECKS: tuple[Callable[[], Check], ...] = (
+    _kernel_version,
+    _privileges,
+    _btf,
+    _bpf_maps,
+    _perf_event,
+    _tracefs,
+    _bpffs,
+    _headers,
+    _bcc,
+    _kprobes,
+)
+
+
+_NEEDS_PRIVILEGE = {"_bpf_maps", "_perf_event", "_bcc"}
+
+
+def run_checks() -> list[Check]:
+    """Run every check; never raises. Without privileges the checks that need them
+    are reported as failed with that reason instead of being attempted."""
+    from ringtool.kernel.privileges import has_bpf_privileges
+
+    privileged = has_bpf_privileges()
+    out = []
+    for check in CHECKS:
+        if not privileged and check.__name__ in _NEEDS_PRIVILEGE:
+            name = check.__name__.strip("_").replace("_", " ")
+            out.append(Check(name, False, "not tried: needs root", "run with sudo"))
+            continue
+        try:
+            out.append(check())
+        except Exception as exc:  # noqa: BLE001 - a broken check is a failed check
+            out.append(Check(check.__name__.strip("_"), False, f"check crashed: {exc}"))
+    return out

@@ -1,0 +1,33 @@
+"""`ringtool doctor` on this machine, as root and as an unprivileged user."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.kernel
+
+RINGTOOL = [sys.executable, "-m", "ringtool.cli.main"]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_doctor_passes_as_root() -> None:
+    res = subprocess.run([*RINGTOOL, "doctor"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    names = [ln.split()[1] for ln in res.stdout.splitlines() if ln[:1] in "✓✗-"]
+    for required in ("kernel", "privileges", "bpf()", "perf_event_open", "tracefs", "BCC"):
+        assert required in names, res.stdout
+    assert "kernel headers" in res.stdout and res.stdout.rstrip().endswith("ready")
+
+
+def test_doctor_as_nobody_fails_with_fixes_and_no_traceback() -> None:
+    res = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *RINGTOOL, "doctor"],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+    )
+    assert res.returncode == 1
+    assert "Traceback" not in res.stdout + res.stderr
+    assert "✗ privileges" in res.stdout and "fix: run with sudo" in res.stdout
