@@ -32,7 +32,9 @@ def _kernel_version() -> Check:
         return Check("kernel version", False, f"cannot parse {rel!r}", "run Linux >= 5.8")
     ok = (major, minor) >= MIN_KERNEL
     return Check(
-        "kernel version", ok, f"{rel} (RINGBUF needs >= 5.8)",
+        "kernel version",
+        ok,
+        f"{rel} (RINGBUF needs >= 5.8)",
         "" if ok else "boot a kernel >= 5.8 (Debian 12's 6.1 works)",
     )
 
@@ -41,8 +43,11 @@ def _btf() -> Check:
     path = Path("/sys/kernel/btf/vmlinux")
     ok = path.exists()
     return Check(
-        "kernel BTF", ok, str(path) + (" present" if ok else " missing"),
-        "" if ok else "use a kernel built with CONFIG_DEBUG_INFO_BTF=y", required=False,
+        "kernel BTF",
+        ok,
+        str(path) + (" present" if ok else " missing"),
+        "" if ok else "use a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+        required=False,
     )
 
 
@@ -52,7 +57,9 @@ def _privileges() -> Check:
     ok = has_bpf_privileges()
     who = "root" if os.geteuid() == 0 else f"uid {os.geteuid()}"
     return Check(
-        "privileges", ok, f"{who}" + (", may load BPF" if ok else ", no CAP_BPF+CAP_PERFMON"),
+        "privileges",
+        ok,
+        f"{who}" + (", may load BPF" if ok else ", no CAP_BPF+CAP_PERFMON"),
         "" if ok else "run with sudo (or grant CAP_BPF+CAP_PERFMON)",
     )
 
@@ -62,16 +69,18 @@ def _bpf_maps() -> Check:
 
     made = []
     try:
-        for kind, kw in (
-            (bpf.MapType.RINGBUF, {"key_size": 0, "value_size": 0, "max_entries": 4096}),
-            (bpf.MapType.PERF_EVENT_ARRAY, {"key_size": 4, "value_size": 4, "max_entries": 1}),
+        for kind, key, value, entries in (
+            (bpf.MapType.RINGBUF, 0, 0, 4096),
+            (bpf.MapType.PERF_EVENT_ARRAY, 4, 4, 1),
         ):
-            fd = bpf.map_create(kind, **kw)
+            fd = bpf.map_create(kind, key_size=key, value_size=value, max_entries=entries)
             os.close(fd)
             made.append(kind.name)
-    except Exception as exc:  # noqa: BLE001 - reported as the check's detail
+    except Exception as exc:
         return Check(
-            "bpf() maps", False, f"creating a {'PERF_EVENT_ARRAY' if made else 'RINGBUF'} map failed: {exc}",
+            "bpf() maps",
+            False,
+            f"creating a {'PERF_EVENT_ARRAY' if made else 'RINGBUF'} map failed: {exc}",
             "run as root; check kernel.unprivileged_bpf_disabled and CONFIG_BPF_SYSCALL",
         )
     return Check("bpf() maps", True, "created a RINGBUF and a PERF_EVENT_ARRAY map")
@@ -83,9 +92,11 @@ def _perf_event() -> Check:
     try:
         fd = perf_event.perf_event_open(perf_event.bpf_output_attr(), pid=-1, cpu=0)
         os.close(fd)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return Check(
-            "perf_event_open", False, f"PERF_COUNT_SW_BPF_OUTPUT refused: {exc}",
+            "perf_event_open",
+            False,
+            f"PERF_COUNT_SW_BPF_OUTPUT refused: {exc}",
             "run as root, or lower kernel.perf_event_paranoid / grant CAP_PERFMON",
         )
     return Check("perf_event_open", True, "PERF_COUNT_SW_BPF_OUTPUT on CPU 0")
@@ -112,7 +123,9 @@ def _tracefs() -> Check:
     if points and not ok and os.geteuid() != 0:
         return Check("tracefs", False, f"{points[0]} not readable", "run with sudo")
     return Check(
-        "tracefs", ok, ", ".join(points) or "not mounted",
+        "tracefs",
+        ok,
+        ", ".join(points) or "not mounted",
         "" if ok else "mount -t tracefs tracefs /sys/kernel/tracing (make setup does it)",
     )
 
@@ -121,8 +134,11 @@ def _bpffs() -> Check:
     points = _mounted("bpf")
     ok = bool(points)
     return Check(
-        "bpffs", ok, ", ".join(points) or "not mounted",
-        "" if ok else "mount -t bpf bpf /sys/fs/bpf (make setup does it)", required=False,
+        "bpffs",
+        ok,
+        ", ".join(points) or "not mounted",
+        "" if ok else "mount -t bpf bpf /sys/fs/bpf (make setup does it)",
+        required=False,
     )
 
 
@@ -131,14 +147,17 @@ def _headers() -> Check:
     build = Path(f"/lib/modules/{krel}/build")
     if not (build / "include").exists():
         return Check(
-            "kernel headers", False, f"{build} missing",
+            "kernel headers",
+            False,
+            f"{build} missing",
             "run `make setup` (installs linux-headers-amd64 and links it)",
         )
     target = build.resolve()
     marker = build.parent / ".ringtool-linked-headers"
     if marker.exists() or krel not in target.name:
         return Check(
-            "kernel headers", True,
+            "kernel headers",
+            True,
             f"linked fallback {target} for {krel} (no exact package for this kernel)",
         )
     return Check("kernel headers", True, f"exact: {target}")
@@ -159,16 +178,20 @@ def _bcc() -> Check:
         import bcc
     except ImportError as exc:
         return Check(
-            "BCC", False, f"not importable: {exc}",
+            "BCC",
+            False,
+            f"not importable: {exc}",
             "apt-get install python3-bpfcc; use .venv made by `make setup`",
         )
     try:
         obj = bcc.BPF(text=_TRIVIAL)
         obj.load_func(b"doctor_prog", bcc.BPF.SCHED_CLS)
         obj.cleanup()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return Check(
-            "BCC", False, f"imports, but compiling a trivial program failed: {exc}",
+            "BCC",
+            False,
+            f"imports, but compiling a trivial program failed: {exc}",
             "check the kernel headers line above; run `make setup`",
         )
     version = getattr(bcc, "__version__", "?")
@@ -181,7 +204,9 @@ def _kprobes() -> Check:
     except OSError:
         ok = False
     return Check(
-        "kprobes", ok, "available" if ok else "not configured (tracepoints are used instead)",
+        "kprobes",
+        ok,
+        "available" if ok else "not configured (tracepoints are used instead)",
         required=False,
     )
 
@@ -217,6 +242,6 @@ def run_checks() -> list[Check]:
             continue
         try:
             out.append(check())
-        except Exception as exc:  # noqa: BLE001 - a broken check is a failed check
+        except Exception as exc:
             out.append(Check(check.__name__.strip("_"), False, f"check crashed: {exc}"))
     return out

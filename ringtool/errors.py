@@ -75,6 +75,18 @@ class KmesError(RingtoolError):
     """A KMES buffer, metadata page or attach exchange is malformed."""
 
 
+class KmesCapacityError(KmesError, ValueError):
+    """A KMES capacity is not a power of two or is outside the permitted range."""
+
+
+class KmesFormatError(KmesError):
+    """A KMES metadata page or event header is not in the KMES format (or was corrupted)."""
+
+
+class KmesAttachError(KmesError):
+    """The KMES attach exchange failed: no bridge socket, refused, or a bad reply."""
+
+
 def hexdump(buf: bytes | bytearray | memoryview, *, base: int = 0, mark: int = -1) -> str:
     """Format ``buf`` as a classic 16-bytes-a-line hex dump; ``mark`` flags one offset."""
     out = []

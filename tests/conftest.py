@@ -18,7 +18,7 @@ def kernel_bpf_unavailable() -> str | None:
 
         fd = bpf.map_create(bpf.MapType.RINGBUF, key_size=0, value_size=0, max_entries=4096)
         os.close(fd)
-    except Exception as exc:  # noqa: BLE001 - the reason is printed in the skip
+    except Exception as exc:
         return f"kernel lacks usable BPF RINGBUF maps: {exc}"
     try:
         import bcc  # noqa: F401

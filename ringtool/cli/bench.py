@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import sys
 from typing import Any
 
 from ringtool.bench import BENCHMARKS

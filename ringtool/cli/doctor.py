@@ -34,6 +34,11 @@ def run(args: argparse.Namespace) -> int:
             line += f"\n  {'':<{width}}  fix: {c.fix}"
         print(line)
         failed_required |= c.required and not c.ok
-    print("ready" if not failed_required else "NOT ready: fix the ✗ lines above" if utf8
-          else "NOT ready: fix the XX lines above")
+    print(
+        "ready"
+        if not failed_required
+        else "NOT ready: fix the ✗ lines above"
+        if utf8
+        else "NOT ready: fix the XX lines above"
+    )
     return 1 if failed_required else 0

@@ -11,6 +11,7 @@ import errno
 import os
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from ringtool.errors import BpfSyscallError, PrivilegeError
 from ringtool.kernel.libc import raw_syscall
@@ -49,14 +50,13 @@ def _bpf(cmd: Cmd, attr: ctypes.Array[ctypes.c_char], *, what: str = "") -> int:
     if res < 0:
         if err == errno.EPERM:
             raise PrivilegeError(
-                f"bpf({cmd.name}) refused (EPERM): needs root or CAP_BPF+CAP_PERFMON; "
-                "run with sudo"
+                f"bpf({cmd.name}) refused (EPERM): needs root or CAP_BPF+CAP_PERFMON; run with sudo"
             )
         raise BpfSyscallError(cmd.name, err, what)
     return res
 
 
-def _attr(fmt_fields: list[tuple[int, ctypes._SimpleCData]]) -> ctypes.Array[ctypes.c_char]:
+def _attr(fmt_fields: list[tuple[int, ctypes._SimpleCData[Any]]]) -> ctypes.Array[ctypes.c_char]:
     buf = ctypes.create_string_buffer(_ATTR_SIZE)
     for offset, value in fmt_fields:
         ctypes.memmove(ctypes.addressof(buf) + offset, ctypes.byref(value), ctypes.sizeof(value))

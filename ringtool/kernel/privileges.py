@@ -25,7 +25,10 @@ def has_bpf_privileges() -> bool:
     if os.geteuid() == 0:
         return True
     caps = effective_caps()
-    have = lambda c: bool(caps & (1 << c))  # noqa: E731
+
+    def have(cap: int) -> bool:
+        return bool(caps & (1 << cap))
+
     return have(CAP_SYS_ADMIN) or (have(CAP_BPF) and have(CAP_PERFMON))
 
 

@@ -227,8 +227,7 @@ class RingState:
                     out.append(source[start : start + length])
                 else:
                     out += [
-                        source[o : o + length]
-                        for o in range(start, start + count * stride, stride)
+                        source[o : o + length] for o in range(start, start + count * stride, stride)
                     ]
         finally:
             self.commit(cons)

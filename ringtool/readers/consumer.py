@@ -137,7 +137,7 @@ class MultiRingConsumer:
                     got, stop = self._rings[i].drain(limit - total)
                     total += got
                     if stop < 0:
-                        return stop
+                        return int(stop)
                     if self._close_pending:
                         break
             finally:
@@ -257,7 +257,7 @@ class MultiRingConsumer:
                 ready = self._poller.wait(-1)
                 if ready and not self._closed:
                     self._drain(sorted(set(ready)), UNLIMITED)
-        except BaseException as exc:  # noqa: BLE001 - surfaced by close()/auto_error
+        except BaseException as exc:
             self._auto_error = exc
 
     @property
@@ -306,5 +306,5 @@ class MultiRingConsumer:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # noqa: BLE001 - never raise from a finalizer
+        except Exception:
             pass

@@ -96,7 +96,7 @@ def join_commits(commits: Sequence[Callable[[], None]]) -> Callable[[], None]:
         for c in commits:
             try:
                 c()
-            except BaseException as exc:  # noqa: BLE001 - re-raised below
+            except BaseException as exc:
                 first = first or exc
         if first is not None:
             raise first

@@ -46,16 +46,14 @@ def _resolve(map_: Any, drops: Any) -> _MapRef:
         raw = getattr(map_, "_name", b"") or b""
         name = raw.decode() if isinstance(raw, bytes) else str(raw)
     else:
-        raise MapTypeError(
-            f"expected a BCC table or a map fd, got {type(map_).__name__}"
-        )
+        raise MapTypeError(f"expected a BCC table or a map fd, got {type(map_).__name__}")
     drops_fd: int | None = None
     if drops is not None:
         drops_fd = int(drops) if isinstance(drops, int) else int(drops.map_fd)
     elif name and hasattr(map_, "bpf"):
         try:
             drops_fd = int(map_.bpf.get_table(f"{name}_drops".encode()).map_fd)
-        except Exception:  # noqa: BLE001 - no drop counter declared: drops unknown
+        except Exception:
             drops_fd = None
     return _MapRef(fd=fd, name=name, drops_fd=drops_fd)
 
@@ -89,10 +87,15 @@ class MappedRing:
         self._fd = ref.fd
         self._drops_fd = ref.drops_fd
         self._callback = callback
-        self._cons_map = map_shared(ref.fd, PAGE_SIZE, offset=0, writable=True, what="consumer page")
+        self._cons_map = map_shared(
+            ref.fd, PAGE_SIZE, offset=0, writable=True, what="consumer page"
+        )
         try:
             self._prod_map = map_shared(
-                ref.fd, PAGE_SIZE + 2 * size, offset=PAGE_SIZE, writable=False,
+                ref.fd,
+                PAGE_SIZE + 2 * size,
+                offset=PAGE_SIZE,
+                writable=False,
                 what="producer page + data",
             )
         except BaseException:
@@ -183,7 +186,7 @@ class RingBuffer(MultiRingConsumer):
 
     def __init__(
         self,
-        map: Any,  # noqa: A002 - the name the API promises
+        map: Any,
         callback: SampleCallback | None = None,
         *,
         auto_callback: bool = False,
@@ -193,7 +196,7 @@ class RingBuffer(MultiRingConsumer):
         self._mapped: list[MappedRing] = []
         self.add(map, callback, drops=drops)
 
-    def add(self, map: Any, callback: SampleCallback | None = None, *, drops: Any = None) -> int:  # noqa: A002
+    def add(self, map: Any, callback: SampleCallback | None = None, *, drops: Any = None) -> int:
         """Add another ring; returns its index (rings are numbered in order added)."""
         self._check_open()
         ring = MappedRing(_resolve(map, drops), callback, len(self._mapped))

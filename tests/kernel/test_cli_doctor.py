@@ -26,7 +26,10 @@ def test_doctor_passes_as_root() -> None:
 def test_doctor_as_nobody_fails_with_fixes_and_no_traceback() -> None:
     res = subprocess.run(
         ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *RINGTOOL, "doctor"],
-        capture_output=True, text=True, timeout=120, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
     )
     assert res.returncode == 1
     assert "Traceback" not in res.stdout + res.stderr

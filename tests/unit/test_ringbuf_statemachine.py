@@ -50,7 +50,7 @@ class RingModel(RuleBasedStateMachine):
         out = []
         taken = 0
         while self.reserved and self.reserved[0][2] != "busy":
-            pos, payload, state = self.reserved[0]
+            _pos, payload, state = self.reserved[0]
             if state == "done":
                 if taken == limit:
                     break
