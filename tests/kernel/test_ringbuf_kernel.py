@@ -10,8 +10,15 @@ from collections.abc import Iterator
 import pytest
 
 import ringtool
-from ringtool.errors import BpfSyscallError, ConsumerStateError, MapTypeError
+from ringtool.errors import (
+    BpfSyscallError,
+    ConsumerStateError,
+    MapTypeError,
+    MmapError,
+    RingSizeError,
+)
 from ringtool.kernel import bpf
+from ringtool.kernel.mapping import map_shared
 from tests.kernel.helpers import MAGIC, TEST_EVENT, RingProducer, seqs
 
 pytestmark = pytest.mark.kernel
@@ -252,3 +259,27 @@ def test_raw_map_fd_ring_created_by_ringtool() -> None:
         rb.close()
     finally:
         bpf.close_fd(fd)
+
+
+def test_ring_size_not_a_power_of_two_of_pages_is_refused(
+    producer: RingProducer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = bpf.map_info(producer.events.map_fd)
+    fake = bpf.MapInfo(
+        type=real.type,
+        id=real.id,
+        key_size=0,
+        value_size=0,
+        max_entries=3 * 4096,
+        flags=0,
+        name=real.name,
+    )
+    monkeypatch.setattr("ringtool.readers.ringbuf.bpf.map_info", lambda fd: fake)
+    with pytest.raises(RingSizeError, match="power of two"):
+        ringtool.RingBuffer(producer.events)
+
+
+def test_mmap_refused_by_the_kernel_is_an_mmap_error(producer: RingProducer) -> None:
+    # The kernel maps the producer page + data read-only: asking for write is refused.
+    with pytest.raises(MmapError, match="refused"):
+        map_shared(producer.events.map_fd, 4096, offset=4096, writable=True, what="producer page")
