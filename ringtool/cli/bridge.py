@@ -1,0 +1,170 @@
+"""``ringtool bridge``: BPF events -> per-CPU KMES buffers that other processes attach to.
+
+Attaches ``bpf/kmes_bridge.c`` (process exec via a BPF ring buffer, process exit via a
+perf event array), drains both with ringtool's own consumers, and writes every event
+into the KMES buffer of the CPU it came from (origin_class 1 or 2; lost-event notices
+from the bridge itself are origin_class 3). Events that arrive before the capacity is
+known go to boot buffers (§5.1.2). Serves the attach protocol on ``--socket``; SIGHUP
+re-reads the config and resizes; SIGINT/SIGTERM stop cleanly.
+
+Read it with ``ringtool kmes-read [--follow] [--json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import select
+import struct
+import sys
+import time
+from typing import Any
+
+from ringtool.errors import KmesError, RingtoolError
+from ringtool.kernel.cpus import online_cpus
+from ringtool.kernel.privileges import require_bpf_privileges
+from ringtool.kmes.attach import DEFAULT_SOCKET
+from ringtool.kmes.bridge_core import KmesBridge
+from ringtool.kmes.config import DEFAULT_CONFIG, parse_size
+from ringtool.kmes.events import BRIDGE_PREFIX, EVENT_EXEC, EVENT_EXIT, EVENT_LOST
+from ringtool.protocol import kmes_layout as L
+
+EVENTS = {"exec": EVENT_EXEC, "exit": EVENT_EXIT}
+_LOST = struct.Struct("<IIQ")  # source origin_class, reserved, count
+
+
+def register(subs: Any) -> None:
+    p = subs.add_parser(
+        "bridge",
+        help="serve BPF events as per-CPU KMES buffers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--socket", default=DEFAULT_SOCKET, help=f"attach socket ({DEFAULT_SOCKET})")
+    p.add_argument(
+        "--capacity",
+        help="per-CPU buffer bytes, a power of two (e.g. 1M); default: the config "
+        f"file's `capacity`, else {L.DEFAULT_CAPACITY}",
+    )
+    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file ({DEFAULT_CONFIG})")
+    p.add_argument(
+        "--events",
+        default="exec,exit",
+        help="comma-separated event kinds: exec (ring buffer), exit (perf buffer)",
+    )
+    p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds")
+    p.add_argument("--ring-pages", type=int, default=64, help="BPF ring buffer pages")
+    p.add_argument("--perf-pages", type=int, default=8, help="perf buffer pages per CPU")
+    p.set_defaults(func=run)
+
+
+class BpfSources:
+    """The BPF program and its two consumers, feeding ``bridge.submit``."""
+
+    def __init__(self, bridge: KmesBridge, kinds: set[str], ring_pages: int, perf_pages: int):
+        from ringtool.readers.perfbuf import PerfBuffer
+        from ringtool.readers.ringbuf import RingBuffer
+        from ringtool.sources.loader import compile_program
+
+        self.bridge = bridge
+        self.obj = compile_program(
+            "kmes_bridge.c",
+            defines={
+                "RINGTOOL_RING_PAGES": ring_pages,
+                "KMES_WANT_EXEC": int("exec" in kinds),
+                "KMES_WANT_EXIT": int("exit" in kinds),
+            },
+        )
+        self.consumers: list[Any] = []
+        self._ring_drops: list[int] = []
+        self.ring = RingBuffer(self.obj[b"kmes_events"], self._on_ring)
+        self.consumers.append(self.ring)
+        self.perf = PerfBuffer(
+            self.obj[b"kmes_perf"], self._on_perf, self._on_lost, page_cnt=perf_pages
+        )
+        self.consumers.append(self.perf)
+        self._ep = select.epoll()
+        for c in self.consumers:
+            self._ep.register(c.epoll_fd(), select.EPOLLIN)
+
+    def _on_ring(self, data: memoryview) -> None:
+        cpu, etype = BRIDGE_PREFIX.unpack_from(data)
+        self.bridge.submit(cpu, L.ORIGIN_RINGBUF, etype, bytes(data[BRIDGE_PREFIX.size :]))
+
+    def _on_perf(self, cpu: int, data: memoryview) -> None:
+        _cpu, etype = BRIDGE_PREFIX.unpack_from(data)
+        self.bridge.submit(cpu, L.ORIGIN_PERF, etype, bytes(data[BRIDGE_PREFIX.size :]))
+
+    def _on_lost(self, cpu: int, count: int) -> None:
+        payload = _LOST.pack(L.ORIGIN_PERF, 0, count)
+        self.bridge.submit(cpu, L.ORIGIN_BRIDGE, EVENT_LOST, payload)
+
+    def pump(self, timeout_ms: int) -> None:
+        """Wait up to ``timeout_ms`` for data, then consume everything available."""
+        self._ep.poll(timeout_ms / 1000)
+        for c in self.consumers:
+            c.consume()
+        drops = self.ring.dropped()  # failed ring reservations, per CPU
+        if len(self._ring_drops) != len(drops):
+            self._ring_drops = [0] * len(drops)
+        for cpu, n in enumerate(drops):
+            if n > self._ring_drops[cpu]:
+                payload = _LOST.pack(L.ORIGIN_RINGBUF, 0, n - self._ring_drops[cpu])
+                self.bridge.submit(cpu, L.ORIGIN_BRIDGE, EVENT_LOST, payload)
+                self._ring_drops[cpu] = n
+
+    def close(self) -> None:
+        self._ep.close()
+        for c in self.consumers:
+            c.close()
+        self.obj.cleanup()
+
+
+def run(args: argparse.Namespace) -> int:
+    require_bpf_privileges("ringtool bridge")
+    kinds = {k.strip() for k in args.events.split(",") if k.strip()}
+    unknown = kinds - set(EVENTS)
+    if unknown or not kinds:
+        raise RingtoolError(f"unknown --events {sorted(unknown)}: choose from {sorted(EVENTS)}")
+    capacity = None
+    if args.capacity is not None:
+        try:
+            capacity = parse_size(args.capacity)
+        except ValueError:
+            raise RingtoolError(f"--capacity {args.capacity!r} is not a size") from None
+    bridge = KmesBridge(
+        online_cpus(), socket_path=args.socket, capacity=capacity, config_path=args.config
+    )
+    bridge.install_signal_handlers()
+    sources = BpfSources(bridge, kinds, args.ring_pages, args.perf_pages)
+    try:
+        sources.pump(0)  # events flowing already land in the boot buffers (§5.1.2)
+        bridge.flush()
+        bridge.start()
+        print(
+            f"ringtool bridge: serving {args.socket}: {len(bridge.cpus)} CPUs x "
+            f"{bridge.capacity} bytes, events {','.join(sorted(kinds))}; Ctrl-C stops",
+            file=sys.stderr,
+            flush=True,
+        )
+        end = time.monotonic() + args.duration if args.duration > 0 else None
+        while not bridge.stop_requested and (end is None or time.monotonic() < end):
+            sources.pump(100)
+            bridge.flush()
+            try:
+                if bridge.service():
+                    print(f"ringtool bridge: resized to {bridge.capacity}", file=sys.stderr)
+            except KmesError as exc:
+                print(f"ringtool bridge: reload refused, keeping buffers: {exc}", file=sys.stderr)
+        sources.pump(0)
+        bridge.flush()
+    finally:
+        stats = bridge.stats()
+        sources.close()
+        bridge.close()
+    for cpu, s in stats.items():
+        print(
+            f"cpu {cpu}: {s['written']} events written, {s['dropped']} dropped, "
+            f"{s['overwritten']} overwritten, {s['wakes']} wakes",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,226 @@
+"""The source-independent core of ``ringtool bridge``.
+
+:class:`KmesBridge` takes ``(cpu, origin_class, event_type, payload)`` events from any
+source (BPF ring buffer, perf buffer, the bridge itself), batches them per CPU, and
+writes each batch to that CPU's KMES :class:`Writer`. Before the buffers exist
+(:meth:`KmesBridge.start`) events go to per-CPU boot buffers (§5.1.2). It serves the
+attach protocol, resizes on request (SIGHUP -> :meth:`request_reload`, serviced by
+:meth:`service` from the event loop), and shuts down cleanly.
+
+Threading contract: :meth:`submit` may be called from any thread (sources with their own
+callback threads); :meth:`flush`, :meth:`resize` and :meth:`service` serialise on one
+lock. The attach server runs in its own thread and only takes the lock to dup the
+current descriptors. :meth:`request_reload` is async-signal-safe (sets a flag).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+from types import FrameType
+
+from ringtool.errors import KmesError
+from ringtool.kmes.attach import DEFAULT_SOCKET, AttachInfo, AttachServer
+from ringtool.kmes.boot import BOOT_CAPACITY, BootBuffer
+from ringtool.kmes.buffer import KmesBuffer
+from ringtool.kmes.config import DEFAULT_CONFIG, resolve_capacity
+from ringtool.kmes.writer import Writer
+from ringtool.protocol import kmes_layout as L
+
+_HS = L.HEADER_SIZE
+
+
+def copy_surviving(old: Writer, new: Writer) -> int:
+    """§5.1.8.4 step 2: copy ``old``'s surviving events (seq and timestamp kept) into
+    ``new``, oldest first; events too large for ``new`` are skipped (their seq becomes a
+    gap). Uses ``old``'s private positions; stops at anything that is not a valid event
+    (a scribbled data region). Publishes ``new``; returns the number copied."""
+    data, mask = old.buffer.data, old.capacity - 1
+    pos, end = old.tail_pos, old.write_pos
+    if end - pos > new.capacity:  # the oldest would be overwritten anyway: skip them
+        skip_to = end - new.capacity
+        while pos < skip_to:
+            size = L.EVENT_HEADER.unpack_from(data, pos & mask)[0]
+            if size < _HS or size & 7 or pos + size > end:
+                break
+            pos += size
+    copied = 0
+    while pos < end:
+        off = pos & mask
+        size = L.EVENT_HEADER.unpack_from(data, off)[0]
+        if size < _HS or size & 7 or pos + size > end:
+            break
+        try:
+            new.write_raw(data[off : off + size])
+            copied += 1
+        except ValueError:
+            pass
+        pos += size
+    new.consume_seq_through(old.last_seq)  # dropped trailing seqs stay consumed
+    new.publish()
+    return copied
+
+
+class KmesBridge:
+    """Per-CPU KMES buffers fed from any event source; see the module doc."""
+
+    def __init__(
+        self,
+        cpus: Iterable[int],
+        *,
+        socket_path: str | None = DEFAULT_SOCKET,
+        capacity: int | None = None,
+        config_path: str | Path = DEFAULT_CONFIG,
+        boot_capacity: int = BOOT_CAPACITY,
+    ) -> None:
+        self.cpus = sorted(set(cpus))
+        if not self.cpus:
+            raise KmesError("the KMES bridge needs at least one CPU")
+        self.socket_path = socket_path
+        self.config_path = config_path
+        self._explicit = capacity
+        if capacity is not None:
+            L.check_capacity(capacity)
+        self._lock = threading.Lock()
+        self._boot: dict[int, BootBuffer] | None = {
+            c: BootBuffer(c, boot_capacity) for c in self.cpus
+        }
+        self.buffers: dict[int, KmesBuffer] = {}
+        self.writers: dict[int, Writer] = {}
+        # deque: append (submit) and popleft (flush) are atomic, so any thread may submit.
+        self._pending: dict[int, deque[tuple[int, int, bytes]]] = {c: deque() for c in self.cpus}
+        self._server: AttachServer | None = None
+        self._reload = False
+        self.stop_requested = False
+        self.capacity = 0
+        self.unknown_cpu = 0  # events from a CPU the bridge has no buffer for
+
+    # -- input ---------------------------------------------------------------------------
+    def submit(self, cpu: int, origin_class: int, event_type: int, payload: bytes) -> None:
+        """Queue one event for ``cpu``; it is written on the next :meth:`flush`."""
+        pending = self._pending.get(cpu)
+        if pending is None:
+            self.unknown_cpu += 1
+            return
+        pending.append((event_type, origin_class, payload))
+
+    def flush(self) -> int:
+        """Write the queued events: one batch (one write_pos store, one wake check) per
+        CPU, or into the boot buffers before :meth:`start`. Returns events flushed."""
+        n = 0
+        with self._lock:
+            for cpu in self.cpus:
+                queue = self._pending[cpu]
+                count = len(queue)  # popleft() exactly these: later submits wait their turn
+                if not count:
+                    continue
+                n += count
+                batch = [queue.popleft() for _ in range(count)]
+                if self._boot is not None:
+                    boot = self._boot[cpu]
+                    for etype, origin, payload in batch:
+                        boot.write(etype, payload, origin)
+                else:
+                    self.writers[cpu].write_batch(batch)
+        return n
+
+    # -- life cycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Resolve the capacity, create the buffers, copy the boot events in, then serve
+        the attach protocol (if a socket path was given)."""
+        capacity = resolve_capacity(self._explicit, self.config_path)
+        self.flush()
+        with self._lock:
+            boot = self._boot or {}
+            for cpu in self.cpus:
+                buf = KmesBuffer(cpu, capacity)
+                b = boot.get(cpu)
+                writer = Writer(buf, next_seq=(b.last_seq if b else 0) + 1)
+                if b is not None:
+                    b.flush_into(writer)
+                self.buffers[cpu], self.writers[cpu] = buf, writer
+            self.boot_stats = {c: b.stats for c, b in boot.items()}
+            self._boot = None
+            self.capacity = capacity
+        if self.socket_path is not None:
+            self._server = AttachServer(self.socket_path, self._provide)
+            self._server.start()
+
+    def _provide(self) -> AttachInfo:
+        with self._lock:
+            fds = [os.dup(self.buffers[c].fd) for c in self.cpus]
+            gen = max(b.private_generation for b in self.buffers.values())
+            return AttachInfo(list(self.cpus), fds, self.capacity, gen)
+
+    def resize(self, capacity: int) -> None:
+        """§5.1.8.4 per CPU: copy survivors into a new buffer, switch, bump the old
+        buffer's generation. Nothing is emitted meanwhile (the lock is held; callers
+        feed events from the thread that calls this)."""
+        L.check_capacity(capacity)
+        self.flush()
+        with self._lock:
+            for cpu in self.cpus:
+                old_buf, old_w = self.buffers[cpu], self.writers[cpu]
+                new_buf = KmesBuffer(cpu, capacity, old_buf.private_generation + 1)
+                new_w = Writer(new_buf, next_seq=old_w.last_seq + 1)
+                copy_surviving(old_w, new_w)
+                self.buffers[cpu], self.writers[cpu] = new_buf, new_w  # switch
+                old_buf.bump_generation()
+                old_w.wake()  # sleeping readers see the new generation now
+                old_buf.close()  # consumers keep their own mappings (§5.1.8.3)
+            self.capacity = capacity
+
+    def request_reload(self, _sig: int = 0, _frame: FrameType | None = None) -> None:
+        """Ask for a config re-read + resize at the next :meth:`service` (signal-safe)."""
+        self._reload = True
+
+    def request_stop(self, _sig: int = 0, _frame: FrameType | None = None) -> None:
+        self.stop_requested = True
+
+    def install_signal_handlers(self) -> None:
+        """SIGHUP -> reload; SIGINT/SIGTERM -> stop (main thread only)."""
+        signal.signal(signal.SIGHUP, self.request_reload)
+        signal.signal(signal.SIGINT, self.request_stop)
+        signal.signal(signal.SIGTERM, self.request_stop)
+
+    def service(self) -> bool:
+        """Do a requested reload; return True if the capacity changed."""
+        if not self._reload or self._boot is not None:
+            return False
+        self._reload = False
+        capacity = resolve_capacity(self._explicit, self.config_path)
+        if capacity == self.capacity:
+            return False
+        self.resize(capacity)
+        return True
+
+    def close(self) -> None:
+        """Flush, stop serving, release the buffers (idempotent)."""
+        if self._boot is None:
+            self.flush()
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        with self._lock:
+            for buf in self.buffers.values():
+                buf.close()
+            self.buffers.clear()
+            self.writers.clear()
+
+    def stats(self) -> dict[int, dict[str, int]]:
+        """Per-CPU writer counters."""
+        out: dict[int, dict[str, int]] = {}
+        for cpu, w in self.writers.items():
+            s = w.stats
+            out[cpu] = {
+                "written": s.written,
+                "dropped": s.dropped,
+                "overwritten": s.overwritten,
+                "wakes": s.wakes,
+                "last_seq": w.last_seq,
+            }
+        return out

@@ -1,0 +1,62 @@
+"""KMES configuration: the "registry" of §5.1.2-3 is ``/etc/ringtool/kmes.conf``.
+
+Format: ``key = value`` lines, ``#`` comments. Known key: ``capacity`` (bytes, a power
+of two; suffixes K, M, G = KiB, MiB, GiB allowed). Precedence: an explicit capacity
+(``--capacity``), else the file, else the compiled-in default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ringtool.errors import KmesCapacityError, KmesError
+from ringtool.protocol import kmes_layout as L
+
+DEFAULT_CONFIG = "/etc/ringtool/kmes.conf"
+_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``"1048576"``, ``"1M"``, ``"64k"`` -> bytes; ValueError if not a size."""
+    t = text.strip().lower().removesuffix("b").removesuffix("i")
+    mult = _SUFFIX.get(t[-1:], 1)
+    if mult != 1:
+        t = t[:-1]
+    return int(t, 0) * mult
+
+
+def read_config(path: str | Path) -> dict[str, str]:
+    """The file's ``key = value`` pairs ({} if it does not exist)."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise KmesError(f"cannot read {path}: {exc.strerror}") from None
+    values: dict[str, str] = {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise KmesError(f"{path}:{lineno}: expected `key = value`, got {raw.strip()!r}")
+        values[key.strip().lower()] = value.strip()
+    return values
+
+
+def resolve_capacity(explicit: int | None, path: str | Path = DEFAULT_CONFIG) -> int:
+    """The capacity to use (checked: a power of two in range, else KmesCapacityError)."""
+    if explicit is not None:
+        return L.check_capacity(explicit)
+    value = read_config(path).get("capacity")
+    if value is None:
+        return L.DEFAULT_CAPACITY
+    try:
+        capacity = parse_size(value)
+    except ValueError:
+        raise KmesCapacityError(f"{path}: capacity {value!r} is not a size in bytes") from None
+    try:
+        return L.check_capacity(capacity)
+    except KmesCapacityError as exc:
+        raise KmesCapacityError(f"{path}: {exc}") from None

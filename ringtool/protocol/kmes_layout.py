@@ -1,0 +1,210 @@
+"""KMES ring buffer format: the metadata page and the event header, declared once.
+
+Pure Python over buffers (``bytearray``/``memoryview``): no syscalls, so every function
+here is testable on byte arrays filled by hand.
+
+Sources:
+
+* Metadata page: KMES seed §5.1.6 (``../shared/seeds/004_3545a5d3586d096e.txt``):
+  cache line 0 static fields (bytes 0-63), cache line 1 producer fields (64-127),
+  cache line 2 notification fields (128-191); the rest of the 4096-byte page is zero.
+* Mapped layout: §5.1.5 (metadata page, then the data region double-mapped: 2 x capacity).
+* Event header: DESIGN.md "KMES event header" (the spec leaves it to the implementation).
+
+Shared positions (write_pos, tail_pos, futex_counter, need_wake, generation) are *not*
+read or written here with ``struct``: the kmes writer/reader access them with one aligned
+load/store through the word indexes below (``memoryview.cast("Q")`` / ``cast("I")``).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ringtool.errors import KmesCapacityError, KmesFormatError
+
+# --- §5.1.5 / §5.1.6: page and region sizes ---------------------------------------------
+PAGE_SIZE = 4096  # metadata page size; data_offset equals it (§5.1.6.1 data_offset)
+DATA_OFFSET = PAGE_SIZE
+MAGIC = b"KMESRING"  # §5.1.6.1: 4B 4D 45 53 52 49 4E 47, compared byte by byte
+VERSION = 1  # §5.1.6.1: "v0.20 uses version 1"
+FIRST_GENERATION = 1  # §5.1.6.1: generation starts at 1 on each CPU
+
+# §5.1.3: min and max are implementation-defined powers of two (ours: 4 KiB .. 1 GiB).
+MIN_CAPACITY = 1 << 12
+MAX_CAPACITY = 1 << 30
+DEFAULT_CAPACITY = 1 << 20  # compiled-in default (§5.1.2, §5.1.3)
+
+# --- §5.1.6.1 cache line 0: static fields (byte offsets) --------------------------------
+OFF_MAGIC = 0  # [u8; 8]
+OFF_VERSION = 8  # u32
+OFF_CPU_ID = 12  # u16
+OFF_RESERVED0 = 14  # u16, zero
+OFF_CAPACITY = 16  # u64
+OFF_DATA_OFFSET = 24  # u64
+OFF_GENERATION = 32  # u64 (changes on a buffer swap: §5.1.8.3-4)
+OFF_RESERVED1 = 40  # 24 bytes, zero
+# --- §5.1.6.2 cache line 1: producer fields ----------------------------------------------
+OFF_WRITE_POS = 64  # u64, monotonic, never wraps
+OFF_TAIL_POS = 72  # u64, oldest surviving event
+OFF_RESERVED2 = 80  # 48 bytes, zero
+# --- §5.1.6.3 cache line 2: notification fields ------------------------------------------
+OFF_FUTEX_COUNTER = 128  # u32 (futex(2) works on 32-bit words)
+OFF_NEED_WAKE = 132  # u8, owned by consumers
+OFF_RESERVED3 = 133  # 59 bytes, zero
+
+# Word indexes for one aligned load/store through memoryview.cast("Q") / cast("I").
+Q_GENERATION = OFF_GENERATION // 8
+Q_WRITE_POS = OFF_WRITE_POS // 8
+Q_TAIL_POS = OFF_TAIL_POS // 8
+I_FUTEX_COUNTER = OFF_FUTEX_COUNTER // 4
+
+# Static part of cache line 0 up to generation: magic, version, cpu_id, reserved0,
+# capacity, data_offset (generation is written separately, as a shared word).
+_STATIC = struct.Struct("<8sIHHQQ")
+
+# --- DESIGN.md: event header, little-endian, 32 bytes -------------------------------------
+# event_size u32 | event_type u16 | origin_class u8 | flags u8 | timestamp u64 | seq u64 |
+# cpu_id u16 | reserved u16 | payload_len u32
+EVENT_HEADER = struct.Struct("<IHBBQQHHI")
+HEADER_SIZE = EVENT_HEADER.size  # 32
+EVENT_ALIGN = 8  # event_size is always a multiple of 8
+
+ORIGIN_RINGBUF = 1  # BPF ring buffer
+ORIGIN_PERF = 2  # BPF perf event array
+ORIGIN_BRIDGE = 3  # the bridge itself
+ORIGINS = {ORIGIN_RINGBUF: "ringbuf", ORIGIN_PERF: "perf", ORIGIN_BRIDGE: "bridge"}
+
+
+def check_capacity(capacity: int) -> int:
+    """Return ``capacity`` if it is a power of two in [MIN_CAPACITY, MAX_CAPACITY] (§5.1.3).
+
+    Raises :class:`KmesCapacityError` otherwise.
+    """
+    if capacity <= 0 or capacity & (capacity - 1):
+        raise KmesCapacityError(
+            f"KMES capacity {capacity} is not a power of two (use e.g. {DEFAULT_CAPACITY} = 1 MiB)"
+        )
+    if not MIN_CAPACITY <= capacity <= MAX_CAPACITY:
+        raise KmesCapacityError(
+            f"KMES capacity {capacity} is outside [{MIN_CAPACITY}, {MAX_CAPACITY}] bytes"
+        )
+    return capacity
+
+
+def event_size(payload_len: int) -> int:
+    """Header + payload rounded up to 8 bytes (DESIGN.md: event_size)."""
+    return (HEADER_SIZE + payload_len + EVENT_ALIGN - 1) & ~(EVENT_ALIGN - 1)
+
+
+def max_event_size(capacity: int) -> int:
+    """Largest event the writer accepts: 50% of capacity (§5.1.7 step 5)."""
+    return capacity // 2
+
+
+def file_size(capacity: int) -> int:
+    """Size of the per-CPU memfd: metadata page + capacity (DESIGN.md attach protocol)."""
+    return PAGE_SIZE + capacity
+
+
+def mapping_size(capacity: int) -> int:
+    """Size of a consumer's mapping: metadata page + 2 x capacity (§5.1.5)."""
+    return PAGE_SIZE + 2 * capacity
+
+
+def init_metadata(
+    meta: memoryview | bytearray, *, cpu_id: int, capacity: int, generation: int
+) -> None:
+    """Write a fresh §5.1.6 metadata page into ``meta`` (at least PAGE_SIZE bytes).
+
+    Everything not listed in §5.1.6 (reserved fields, the rest of the page) is zeroed;
+    write_pos = tail_pos = 0, futex_counter = 0, need_wake = 0. Only for a buffer no
+    one has mapped yet (it uses plain stores).
+    """
+    check_capacity(capacity)
+    meta[0:PAGE_SIZE] = bytes(PAGE_SIZE)
+    _STATIC.pack_into(meta, OFF_MAGIC, MAGIC, VERSION, cpu_id, 0, capacity, DATA_OFFSET)
+    struct.pack_into("<Q", meta, OFF_GENERATION, generation)
+
+
+@dataclass(frozen=True, slots=True)
+class StaticFields:
+    """Cache line 0 as read by a consumer (§5.1.6.1: may be cached for the mapping's life,
+    except generation, which the reader re-reads as a shared word)."""
+
+    cpu_id: int
+    capacity: int
+    data_offset: int
+    generation: int
+
+
+def read_static(meta: memoryview | bytes | bytearray) -> StaticFields:
+    """Parse and validate cache line 0; raise :class:`KmesFormatError` if it is not KMES."""
+    if len(meta) < PAGE_SIZE:
+        raise KmesFormatError(f"KMES metadata page is {len(meta)} bytes, expected {PAGE_SIZE}")
+    magic, version, cpu_id, _res0, capacity, data_offset = _STATIC.unpack_from(meta, 0)
+    if bytes(magic) != MAGIC:
+        raise KmesFormatError(f"not a KMES ring buffer: magic {bytes(magic)!r} != {MAGIC!r}")
+    if version != VERSION:
+        raise KmesFormatError(f"KMES ring buffer version {version} is unsupported (want 1)")
+    if data_offset != DATA_OFFSET:
+        raise KmesFormatError(f"KMES data_offset {data_offset} != {DATA_OFFSET}")
+    try:
+        check_capacity(capacity)
+    except KmesCapacityError as exc:
+        raise KmesFormatError(f"bad KMES metadata: {exc}") from None
+    (generation,) = struct.unpack_from("<Q", meta, OFF_GENERATION)
+    return StaticFields(cpu_id, capacity, data_offset, generation)
+
+
+class Event(NamedTuple):
+    """One KMES event as a reader hands it out (payload copied: safe to keep)."""
+
+    event_type: int
+    origin_class: int
+    flags: int
+    timestamp: int
+    seq: int
+    cpu_id: int
+    payload: bytes
+
+
+def pack_event(
+    buf: memoryview | bytearray,
+    offset: int,
+    *,
+    event_type: int,
+    origin_class: int,
+    timestamp: int,
+    seq: int,
+    cpu_id: int,
+    payload: bytes | bytearray | memoryview,
+) -> int:
+    """Write header + payload + zero padding at ``buf[offset:]``; return event_size.
+
+    ``buf`` must hold event_size bytes from ``offset`` (the double mapping makes that
+    true at any ring offset).
+    """
+    n = len(payload)
+    size = event_size(n)
+    EVENT_HEADER.pack_into(
+        buf, offset, size, event_type, origin_class, 0, timestamp, seq, cpu_id, 0, n
+    )
+    end = offset + HEADER_SIZE + n
+    buf[offset + HEADER_SIZE : end] = payload
+    buf[end : offset + size] = bytes(size - HEADER_SIZE - n)
+    return size
+
+
+def unpack_event(buf: memoryview | bytes | bytearray, offset: int = 0) -> tuple[int, Event]:
+    """Parse the event at ``buf[offset:]``; return ``(event_size, Event)``.
+
+    Raises :class:`KmesFormatError` if the header is inconsistent (size not a multiple
+    of 8, shorter than header + payload_len, or past the end of ``buf``).
+    """
+    size, etype, origin, flags, ts, seq, cpu, _res, plen = EVENT_HEADER.unpack_from(buf, offset)
+    if size % EVENT_ALIGN or size < HEADER_SIZE + plen or offset + size > len(buf):
+        raise KmesFormatError(f"bad KMES event header at {offset}: size {size}, payload {plen}")
+    start = offset + HEADER_SIZE
+    return size, Event(etype, origin, flags, ts, seq, cpu, bytes(buf[start : start + plen]))

@@ -1,0 +1,271 @@
+"""KMES writer + reader on real sealed memfds, in one process."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import threading
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ringtool.kernel.shm import DoubleMapping
+from ringtool.kmes.buffer import KmesBuffer
+from ringtool.kmes.reader import Reader
+from ringtool.kmes.writer import Writer
+from ringtool.protocol import kmes_layout as L
+
+CAP = 4096
+
+
+def payload_for(seq: int, n: int) -> bytes:
+    return bytes((seq * 7 + i) & 0xFF for i in range(n))
+
+
+@pytest.fixture
+def ring() -> Iterator[tuple[KmesBuffer, Writer]]:
+    buf = KmesBuffer(0, CAP)
+    yield buf, Writer(buf)
+    buf.close()
+
+
+def drain_all(r: Reader) -> list[L.Event]:
+    out: list[L.Event] = []
+    while evs := r.drain():
+        out.extend(evs)
+    return out
+
+
+def test_memfd_sealed_and_sized(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, _ = ring
+    assert os.fstat(buf.fd).st_size == 4096 + CAP
+    seals = fcntl.fcntl(buf.fd, fcntl.F_GET_SEALS)
+    want = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+    assert seals & want == want
+    with pytest.raises(OSError):
+        os.ftruncate(buf.fd, 4096 + 2 * CAP)
+
+
+def test_double_mapping_aliases_and_crossing_event(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, w = ring
+    assert len(buf.data) == 2 * CAP
+    buf.data[CAP + 5] = 0x5A  # write through the second mapping...
+    assert buf.data[5] == 0x5A  # ...read through the first
+    r = Reader(os.dup(buf.fd))
+    w.write_batch([(1, 1, b"\0" * 1984)] * 2)  # frontier 64 bytes before the end
+    assert w.write_pos == CAP - 64
+    assert [e.seq for e in drain_all(r)] == [1, 2]
+    w.write(2, payload_for(3, 200))  # crosses the physical end
+    evs = drain_all(r)
+    assert [e.seq for e in evs] == [3]
+    assert evs[0].payload == payload_for(3, 200)
+    # the bytes really wrapped: the payload tail sits at the start of the physical buffer
+    assert bytes(buf.data[0:8]) == payload_for(3, 200)[32:40]
+    assert r.stats.laps == 0 and w.tail_pos == 2016
+    r.close()
+
+
+def test_reader_maps_data_read_only(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, _ = ring
+    r = Reader(os.dup(buf.fd))
+    assert r._data.readonly and not r._meta.readonly
+    with pytest.raises(TypeError):
+        r._data[0] = 1  # type: ignore[index]
+    r.close()
+
+
+def test_header_fields_and_seq(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, w = ring
+    r = Reader(os.dup(buf.fd))
+    import time
+
+    t0 = time.time_ns()
+    w.write(7, b"hello", origin_class=L.ORIGIN_PERF)
+    w.write_batch([(8, L.ORIGIN_RINGBUF, b""), (9, L.ORIGIN_BRIDGE, b"x" * 9)])
+    evs = drain_all(r)
+    assert [(e.event_type, e.origin_class, e.seq, e.cpu_id) for e in evs] == [
+        (7, 2, 1, 0),
+        (8, 1, 2, 0),
+        (9, 3, 3, 0),
+    ]
+    assert all(t0 <= e.timestamp <= time.time_ns() for e in evs)
+    assert buf.words64[L.Q_WRITE_POS] == 40 + 32 + 48
+    r.close()
+
+
+def test_oversized_event_dropped_with_visible_gap(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, w = ring
+    r = Reader(os.dup(buf.fd))
+    w.write(1, b"a")
+    assert w.write(1, b"x" * CAP) == 2  # 2x oversized: dropped, seq consumed
+    w.write(1, b"b")
+    evs = drain_all(r)
+    assert [e.seq for e in evs] == [1, 3]
+    assert w.stats.dropped == 1 and r.stats.gap_events == 1 and r.stats.lapped_events == 0
+    r.close()
+
+
+def test_lapped_reader_counts_exactly(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, w = ring
+    r = Reader(os.dup(buf.fd))
+    w.write(1, b"first")
+    assert [e.seq for e in r.drain()] == [1]
+    for s in range(2, 502):
+        w.write(1, payload_for(s, 24))  # 56 bytes each: laps the 4 KiB ring
+    evs = drain_all(r)
+    assert r.stats.laps == 1
+    assert evs[0].seq == 501 - len(evs) + 1 and evs[-1].seq == 501
+    assert r.stats.lapped_events == 500 - len(evs)
+    assert r.stats.lapped_events + len(evs) + 1 == w.last_seq
+    assert buf.words64[L.Q_TAIL_POS] == w.tail_pos
+    assert w.write_pos - w.tail_pos <= CAP
+    r.close()
+
+
+def test_torn_read_detected_and_retried(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, w = ring
+    r = Reader(os.dup(buf.fd))
+    for s in range(1, 60):
+        w.write(1, payload_for(s, 24))
+    real_parse = r._parse
+    fired: list[int] = []
+
+    def parse_then_overwrite(rp: int, wp: int, limit: int) -> tuple[list[L.Event], int]:
+        out = real_parse(rp, wp, limit)
+        if not fired:  # the writer laps the reader while it is "reading"
+            fired.append(1)
+            for s in range(60, 160):
+                w.write(1, payload_for(s, 24))
+        return out
+
+    r._parse = parse_then_overwrite  # type: ignore[method-assign]
+    evs = drain_all(r)
+    assert r.stats.torn == 1
+    seqs = [e.seq for e in evs]
+    assert seqs == sorted(set(seqs)) and seqs[-1] == 159
+    assert all(e.payload == payload_for(e.seq, 24) for e in evs)
+    assert r.stats.lapped_events + len(evs) == 159
+    r.close()
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("w"), st.integers(0, 2300)),
+        st.tuples(st.just("b"), st.lists(st.integers(0, 300), min_size=1, max_size=20)),
+        st.tuples(st.just("r"), st.integers(1, 50)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops)
+def test_property_nothing_lost_unless_counted(script: list[tuple[str, object]]) -> None:
+    buf = KmesBuffer(2, CAP)
+    w = Writer(buf)
+    r = Reader(os.dup(buf.fd))
+    got: list[L.Event] = []
+    dropped: set[int] = set()
+    try:
+        for op, arg in script:
+            if op == "w":
+                assert isinstance(arg, int)
+                seq = w.last_seq + 1
+                if L.event_size(arg) > CAP // 2:
+                    dropped.add(seq)
+                w.write(3, payload_for(seq, arg))
+            elif op == "b":
+                assert isinstance(arg, list)
+                base = w.last_seq
+                w.write_batch((3, 1, payload_for(base + i + 1, n)) for i, n in enumerate(arg))
+            else:
+                assert isinstance(arg, int)
+                got.extend(r.drain(arg))
+        got.extend(drain_all(r))
+        seqs = [e.seq for e in got]
+        assert seqs == sorted(set(seqs))  # order kept, no duplicate
+        assert all(e.payload == payload_for(e.seq, len(e.payload)) for e in got)
+        assert all(e.cpu_id == 2 for e in got)
+        assert not set(seqs) & dropped
+        if got:  # every seq up to the last one read is read or counted as lost
+            assert len(got) + r.stats.lapped_events + r.stats.gap_events == seqs[-1]
+        if r.stats.laps == 0:  # nothing lost unless lapped
+            assert set(range(1, (seqs[-1] if seqs else 0) + 1)) - set(seqs) <= dropped
+        assert r.stats.torn == 0
+    finally:
+        r.close()
+        buf.close()
+
+
+def test_scribbled_metadata_does_not_stop_writer(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, w = ring
+    good = Reader(os.dup(buf.fd))
+    evil = DoubleMapping(os.dup(buf.fd), 4096, CAP, writable_ring=False)
+    rnd = random.Random(5)
+    got: list[L.Event] = []
+    for s in range(1, 3001):
+        if s % 7 == 0:  # scribble random bytes over the writable metadata page
+            evil.head[64:4096] = rnd.randbytes(4096 - 64)
+        w.write(1, payload_for(s, 16))
+        if s % 5 == 0:
+            got.extend(good.drain())
+    evil.head[64:4096] = bytes(4096 - 64)  # scribbler quits; writer stores again
+    w.write(1, payload_for(3001, 16))
+    got.extend(drain_all(good))
+    seqs = [e.seq for e in got]
+    assert w.last_seq == 3001 and w.stats.written == 3001
+    assert seqs == sorted(set(seqs)) and seqs[-1] == 3001
+    assert all(e.payload == payload_for(e.seq, 16) for e in got)
+    evil.close()
+    os.close(os.dup(0))  # fd table still sane
+    good.close()
+
+
+def test_scribbled_data_region_does_not_stall_writer(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, w = ring
+    evil = DoubleMapping(os.dup(buf.fd), 4096, CAP, writable_ring=True)
+    for s in range(1, 50):
+        w.write(1, payload_for(s, 40))
+    evil.ring[0:CAP] = bytes(CAP)  # event_size 0 everywhere: a tail walk would loop
+    for s in range(50, 300):
+        w.write(1, payload_for(s, 40))
+    assert w.stats.corrupt_resets >= 1 and w.last_seq == 299
+    r = Reader(os.dup(buf.fd))
+    evs = drain_all(r)
+    assert evs and evs[-1].seq == 299
+    assert all(e.payload == payload_for(e.seq, 40) for e in evs)
+    r.close()
+    evil.close()
+
+
+def test_blocked_reader_is_woken(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, w = ring
+    r = Reader(os.dup(buf.fd))
+    result: list[bool] = []
+    t = threading.Thread(target=lambda: result.append(r.wait(timeout=30)))
+    t.start()
+    while not buf.meta[L.OFF_NEED_WAKE]:  # reader is about to sleep
+        threading.Event().wait(0.001)
+    w.write(1, b"wake")
+    t.join(30)
+    assert result == [True]
+    assert w.stats.wakes >= 1 and buf.words32[L.I_FUTEX_COUNTER] >= 1
+    assert [e.payload for e in r.drain()] == [b"wake"]
+    assert r.wait(timeout=0.05) is False  # nothing new: times out
+    assert buf.meta[L.OFF_NEED_WAKE] == 0
+    r.close()
+
+
+def test_start_head_skips_existing(ring: tuple[KmesBuffer, Writer]) -> None:
+    buf, w = ring
+    for _ in range(5):
+        w.write(1, b"old")
+    r = Reader(os.dup(buf.fd), start="head")
+    assert r.last_seq == 5 and r.drain() == []
+    w.write(1, b"new")
+    assert [(e.seq, e.payload) for e in r.drain()] == [(6, b"new")]
+    assert r.stats.gap_events == 0
+    r.close()
