@@ -18,13 +18,21 @@ Buffer index is not CPU id: ``buffers[i].cpu`` says which CPU buffer ``i`` serve
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ringtool.errors import ConsumerStateError, MapTypeError, RingSizeError, RingtoolError
+from ringtool.errors import (
+    ConsumerStateError,
+    MapTypeError,
+    PerfEventOpenError,
+    RingSizeError,
+    RingtoolError,
+)
 from ringtool.kernel import bpf, perf_event
 from ringtool.kernel.cpus import online_cpus
 from ringtool.protocol.perf import PerfRing
@@ -53,7 +61,7 @@ class PerfCpuBuffer:
         overwrite: bool,
     ) -> None:
         self.index = index
-        self.cpu = cpu
+        self.cpu: int | None = cpu  # always set for a perf buffer (Ring allows None)
         self.overwrite = overwrite
         self._sample_cb = sample_cb
         self._closed = False
@@ -108,10 +116,8 @@ class PerfCpuBuffer:
             return
         self._closed = True
         self.ring.release()
-        try:
+        with contextlib.suppress(BufferError):  # a view is still exported (kept lease)
             self._mm.close()
-        except BufferError:  # a view is still exported (e.g. kept from a lease)
-            pass
         os.close(self.fd)
 
 
@@ -128,17 +134,18 @@ class PerfBuffer(MultiRingConsumer):
 
     ``map`` is a BCC table (``bpf["events"]``) or a map fd (ringtool keeps a dup of it
     until close()). ``page_cnt`` data pages per CPU, a power of two. ``cpus``: attach
-    only these CPUs (default: all online ones); offline or absent CPUs are skipped,
-    CPUs beyond the map's ``max_entries`` are an error when asked for explicitly and
-    skipped otherwise. ``wakeup_events`` / ``watermark_bytes`` set when epoll reports a
-    buffer readable. ``auto_callback=True`` runs the callbacks on a background thread.
+    only these CPUs (default: all online ones); offline or absent CPUs are skipped;
+    an online CPU beyond the map's ``max_entries`` is a ValueError when asked for
+    explicitly and skipped by default (as libbpf does). ``wakeup_events`` /
+    ``watermark_bytes`` set when epoll reports a buffer readable. ``auto_callback=True``
+    runs the callbacks on a background thread.
     ``overwrite=True`` makes each buffer a flight recorder (``write_backward``, mapped
     read-only: the kernel overwrites the oldest data); read it with :meth:`snapshot`.
     """
 
     def __init__(
         self,
-        map: Any,  # noqa: A002 - the name the API promises
+        map: Any,  # the name the API promises
         sample_cb: SampleCallback | None,
         lost_cb: LostCallback | None = None,
         *,
@@ -167,26 +174,33 @@ class PerfBuffer(MultiRingConsumer):
                 "PerfBuffer reads BPF_MAP_TYPE_PERF_EVENT_ARRAY maps (use RingBuffer for "
                 "RINGBUF)"
             )
-        online = set(online_cpus())
+        online = online_cpus()
         if cpus is None:
-            chosen = [c for c in sorted(online) if c < info.max_entries]
+            chosen = [c for c in online if c < info.max_entries]
         else:
-            beyond = [c for c in cpus if c >= info.max_entries]
+            chosen = [c for c in dict.fromkeys(cpus) if c in online]
+            beyond = [c for c in chosen if c >= info.max_entries]
             if beyond:
                 raise ValueError(
-                    f"CPUs {beyond} are beyond map {info.name!r}'s max_entries "
+                    f"online CPUs {beyond} are beyond map {info.name or fd!r}'s max_entries "
                     f"{info.max_entries}: size the PERF_EVENT_ARRAY for every CPU"
                 )
-            chosen = [c for c in dict.fromkeys(cpus) if c in online]
+        if not chosen:
+            raise ValueError(f"no online CPU to attach among cpus={list(cpus or [])}")
         self._map_fd = os.dup(fd)
         attr = perf_event.bpf_output_attr(
             wakeup_events=wakeup_events, watermark_bytes=watermark_bytes, backward=overwrite
         )
         try:
             for cpu in chosen:
-                buf = PerfCpuBuffer(
-                    len(self._buffers), cpu, page_cnt, sample_cb, lost_cb, attr, overwrite
-                )
+                try:
+                    buf = PerfCpuBuffer(
+                        len(self._buffers), cpu, page_cnt, sample_cb, lost_cb, attr, overwrite
+                    )
+                except PerfEventOpenError as exc:
+                    if exc.errno == errno.ENODEV:  # went offline since online_cpus()
+                        continue
+                    raise
                 self._buffers.append(buf)
                 self._add_ring(buf)
                 bpf.map_update(self._map_fd, _u32(cpu), _u32(buf.fd))
@@ -218,11 +232,11 @@ class PerfBuffer(MultiRingConsumer):
 
     def lost(self) -> dict[int, int]:
         """Per-CPU totals of the ``lost`` counts of PERF_RECORD_LOST records consumed."""
-        return {b.cpu: b.ring.lost_total for b in self._buffers}
+        return {b.ring.cpu: b.ring.lost_total for b in self._buffers}
 
     def unknown(self) -> dict[int, int]:
         """Per-CPU counts of records of other types, skipped."""
-        return {b.cpu: b.ring.unknown for b in self._buffers}
+        return {b.ring.cpu: b.ring.unknown for b in self._buffers}
 
     def snapshot(self) -> dict[int, list[bytes]]:
         """Flight recorder (``overwrite=True``): per CPU, pause output, copy the newest
@@ -232,7 +246,7 @@ class PerfBuffer(MultiRingConsumer):
         if not self._buffers or not self._buffers[0].overwrite:
             raise ConsumerStateError("snapshot() needs PerfBuffer(..., overwrite=True)")
         with self._lock:
-            return {b.cpu: b.snapshot() for b in self._buffers}
+            return {b.ring.cpu: b.snapshot() for b in self._buffers}
 
     def _finish_close(self) -> None:
         if self._closed:
@@ -240,7 +254,7 @@ class PerfBuffer(MultiRingConsumer):
         for b in self._buffers:
             try:
                 perf_event.disable(b.fd)
-                bpf.map_delete(self._map_fd, _u32(b.cpu))
+                bpf.map_delete(self._map_fd, _u32(b.ring.cpu))
             except (OSError, RingtoolError):  # map or fd already gone: nothing to detach
                 pass
         super()._finish_close()
