@@ -22,7 +22,6 @@ produced (the program's sequence counter), dropped (its per-CPU drop counter) an
 
 from __future__ import annotations
 
-import ctypes
 import select
 import statistics
 import struct
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.kernel import bpf
+from ringtool.kernel.libc import copy_from_address
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.sources.loader import compile_program, load_function
@@ -98,7 +98,7 @@ def _drain_consumers(fx: _Fixture, rb: RingBuffer) -> dict[str, Callable[[], int
 
     def bcc_cb(_ctx: Any, data: Any, size: int) -> None:
         counted[0] += 1
-        bcc_sink.append(ctypes.string_at(data, size))
+        bcc_sink.append(copy_from_address(data, size))
         if len(bcc_sink) >= 4096:
             bcc_sink.clear()
 

@@ -51,5 +51,11 @@ def raw_syscall(name: str, *args: object) -> tuple[int, int]:
     return res, err
 
 
+def copy_from_address(address: int, size: int) -> bytes:
+    """``size`` bytes at a raw C address as bytes (for callbacks that get pointers,
+    such as BCC's ring/perf buffer callbacks)."""
+    return ctypes.string_at(address, size)
+
+
 def strerror(err: int) -> str:
     return os.strerror(err)

@@ -32,9 +32,7 @@ are ordinary data published by ``data_head``: they need no atomic access.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -64,20 +62,6 @@ SKIP = 3  # one record of another type (counted in `unknown`)
 #: (kind, start_pos, end_pos, offset, n, stride, raw_len, payload)
 Segment = tuple[int, int, int, int, int, int, int, bytes | None]
 _RUN_VECTOR_MIN = 16  # candidate runs at least this long are checked with numpy
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building many views at once: each memoryview is a
-    GC-tracked object, and a million of them trigger full collections that cost more
-    than building them (3x on a 64 MiB ring). The views hold no cycles."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class UserPage:
@@ -361,14 +345,13 @@ class PerfRing:
         segs, end = self.spans(limit)
         data = self.data
         views: list[memoryview] = []
-        with _gc_paused():
-            for kind, _s, _e, off, cnt, stride, raw, payload in segs:
-                if kind == RUN:
-                    first = off + RAW_OFF
-                    stop = first + cnt * stride
-                    views.extend([data[s : s + raw] for s in range(first, stop, stride)])
-                else:
-                    views.append(memoryview(payload or b""))
+        for kind, _s, _e, off, cnt, stride, raw, payload in segs:
+            if kind == RUN:
+                first = off + RAW_OFF
+                stop = first + cnt * stride
+                views.extend([data[s : s + raw] for s in range(first, stop, stride)])
+            else:
+                views.append(memoryview(payload or b""))
         return views, lambda: self.commit(end)
 
     def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
