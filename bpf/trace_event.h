@@ -1,0 +1,121 @@
+/* ringtool trace: the ONE event layout every trace source emits (issue 7).
+ *
+ * This header is the single definition: ringtool/trace/layout.py parses the
+ * `#define TRACE_*` constants and the `struct trace_*` declarations below to build
+ * the numpy dtypes that decode the records, and passes their sizes back as
+ * -DTRACE_EVENT_SIZE / -DTRACE_NET_SIZE so the _Static_asserts at the end fail the
+ * compile if C and Python ever disagree. Keep it parseable: one field per line,
+ * types u8/u16/u32/u64/s8/s16/s32/s64/char or `struct trace_*`, optional [N] arrays,
+ * natural alignment, no bit fields, C block comments only.
+ *
+ * Records go to the per-CPU RINGBUF group of bpf/percpu_ringbuf.h (exec, exit, fork,
+ * open, slow syscalls) or, for net, to a PERF_EVENT_ARRAY with the packet bytes
+ * appended by the kernel (BPF_F_CTXLEN_MASK).
+ *
+ * Filters arrive as -D constants: TRACE_SELF_PID (ringtool itself, never traced),
+ * TRACE_FILTER_PID (-p), TRACE_FILTER_COMM_LO/HI (-c: the 16-byte comm as two
+ * little-endian u64 words).
+ */
+#ifndef RINGTOOL_TRACE_EVENT_H
+#define RINGTOOL_TRACE_EVENT_H
+
+#define TRACE_COMM_LEN 16
+#define TRACE_DATA_LEN 256
+#define TRACE_ADDR_LEN 16
+
+#define TRACE_EXEC 1
+#define TRACE_EXIT 2
+#define TRACE_FORK 3
+#define TRACE_OPEN 4
+#define TRACE_SYSCALL 5
+#define TRACE_NET 6
+
+/* Common header of every record. */
+struct trace_hdr {
+    u64 ts;                      /* bpf_ktime_get_ns(): CLOCK_MONOTONIC ns */
+    u32 type;                    /* TRACE_EXEC ... TRACE_NET */
+    u32 cpu;                     /* bpf_get_smp_processor_id() */
+    u32 pid;                     /* tgid of the current task */
+    u32 tid;                     /* thread id */
+    char comm[TRACE_COMM_LEN];   /* bpf_get_current_comm() */
+};
+
+/* exec / exit / fork / open / slow syscall (the RINGBUF sources). */
+struct trace_event {
+    struct trace_hdr h;
+    u64 value;                   /* exit: code << 8; open: flags; syscall: latency ns */
+    u32 ppid;                    /* exec, fork, exit: parent tgid (0: unknown) */
+    s32 ret;                     /* open: fd or -errno; syscall: return value */
+    u32 aux;                     /* fork: child pid; syscall: number; exit: 1 = code known */
+    u32 aux2;                    /* reserved, 0 */
+    char data[TRACE_DATA_LEN];   /* exec: filename; open: path; fork: child comm */
+};
+
+/* net (TC, PERF_EVENT_ARRAY): followed by `captured` packet bytes from the MAC header. */
+struct trace_net {
+    struct trace_hdr h;
+    u8 saddr[TRACE_ADDR_LEN];    /* IPv4 in the first 4 bytes, or IPv6 */
+    u8 daddr[TRACE_ADDR_LEN];
+    u16 sport;                   /* host byte order; 0 when not TCP/UDP */
+    u16 dport;
+    u8 proto;                    /* IPPROTO_* (0: not IP) */
+    u8 family;                   /* 4, 6 or 0 */
+    u8 dir;                      /* 0 ingress, 1 egress */
+    u8 pad;
+    u32 ifindex;
+    u32 len;                     /* skb->len: the whole packet */
+    u32 captured;                /* packet bytes appended after this struct */
+    u32 pad2;
+};
+
+#ifdef TRACE_EVENT_SIZE
+_Static_assert(sizeof(struct trace_event) == TRACE_EVENT_SIZE,
+               "struct trace_event differs from ringtool/trace/layout.py");
+#endif
+#ifdef TRACE_NET_SIZE
+_Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
+               "struct trace_net differs from ringtool/trace/layout.py");
+#endif
+
+#ifndef TRACE_SELF_PID
+#define TRACE_SELF_PID 0
+#endif
+
+/* Fill the common header for the current task. */
+static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
+{
+    u64 id = bpf_get_current_pid_tgid();
+    h->ts = bpf_ktime_get_ns();
+    h->type = type;
+    h->cpu = bpf_get_smp_processor_id();
+    h->pid = id >> 32;
+    h->tid = (u32)id;
+    bpf_get_current_comm(&h->comm, sizeof(h->comm));
+}
+
+/* 1 when ringtool itself or the -p filter excludes tgid `pid` (cheap: no comm). */
+static __always_inline int trace_skip_pid(u32 pid)
+{
+    if (TRACE_SELF_PID && pid == TRACE_SELF_PID)
+        return 1;
+#ifdef TRACE_FILTER_PID
+    if (pid != TRACE_FILTER_PID)
+        return 1;
+#endif
+    return 0;
+}
+
+/* 1 when the -c filter excludes this comm (a filled trace_hdr's comm). */
+static __always_inline int trace_skip_comm(const char *comm)
+{
+#ifdef TRACE_FILTER_COMM_LO
+    u64 lo = 0, hi = 0;
+    __builtin_memcpy(&lo, comm, 8);
+    __builtin_memcpy(&hi, comm + 8, 8);
+    if (lo != TRACE_FILTER_COMM_LO || hi != TRACE_FILTER_COMM_HI)
+        return 1;
+#endif
+    return 0;
+}
+
+#endif

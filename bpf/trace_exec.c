@@ -1,0 +1,128 @@
+/* ringtool trace source `exec`: exec, exit and fork (sched tracepoints) -> RINGBUF.
+ *
+ * Records are struct trace_event (bpf/trace_event.h), reserved in this CPU's ring of
+ * the per-CPU group (bpf/percpu_ringbuf.h) and submitted. A failed reservation is
+ * counted twice: in the group's per-CPU drop counter (by the header) and in this
+ * source's own per-CPU `drops` array (here, where BCC rewrites map methods).
+ * exit: thread-group leaders only (a process exit, not every thread).
+ *
+ * No task_struct reads: the kernel headers BCC compiles against may not match the
+ * running kernel, so field offsets can't be trusted. Instead
+ *   ppid       is remembered at fork (parent_of: child pid -> parent tgid), so it is
+ *              known for processes forked while tracing (0 otherwise);
+ *   exit code  is remembered at exit_group(2)/exit(2) entry (exit_codes: tgid ->
+ *              code); an exit without that syscall (a fatal signal) has aux = 0
+ *              ("unknown"), otherwise aux = 1 and value = code << 8 (wait status).
+ * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h).
+ */
+#include "percpu_ringbuf.h"
+#include "trace_event.h"
+
+BPF_PERCPU_ARRAY(drops, u64, 1);
+BPF_TABLE("lru_hash", u32, u32, parent_of, 65536);
+BPF_TABLE("lru_hash", u32, u32, exit_codes, 16384);
+
+static __always_inline void remember_exit(int code)
+{
+    u32 pid = bpf_get_current_pid_tgid() >> 32;
+    u32 c = code & 0xff;
+    exit_codes.update(&pid, &c);
+}
+
+TRACEPOINT_PROBE(syscalls, sys_enter_exit_group)
+{
+    remember_exit(args->error_code);
+    return 0;
+}
+
+TRACEPOINT_PROBE(syscalls, sys_enter_exit)
+{
+    u64 id = bpf_get_current_pid_tgid();
+    if ((id >> 32) == (u32)id)  /* the leader's own exit(2) */
+        remember_exit(args->error_code);
+    return 0;
+}
+
+TRACEPOINT_PROBE(sched, sched_process_exec)
+{
+    u32 pid = bpf_get_current_pid_tgid() >> 32;
+    if (trace_skip_pid(pid))
+        return 0;
+    struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
+    if (!e) {
+        drops.increment(0);
+        return 0;
+    }
+    trace_fill_hdr(&e->h, TRACE_EXEC);
+    u32 *ppid = parent_of.lookup(&pid);
+    e->value = 0;
+    e->ppid = ppid ? *ppid : 0;
+    e->ret = 0;
+    e->aux = args->old_pid;
+    e->aux2 = 0;
+    TP_DATA_LOC_READ_STR(e->data, filename, sizeof(e->data));
+    if (trace_skip_comm(e->h.comm)) {
+        bpf_ringbuf_discard(e, 0);
+        return 0;
+    }
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}
+
+TRACEPOINT_PROBE(sched, sched_process_exit)
+{
+    u64 id = bpf_get_current_pid_tgid();
+    u32 pid = id >> 32;
+    if (pid != (u32)id || trace_skip_pid(pid))
+        return 0;
+    struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
+    if (!e) {
+        drops.increment(0);
+        return 0;
+    }
+    trace_fill_hdr(&e->h, TRACE_EXIT);
+    u32 *code = exit_codes.lookup(&pid);
+    u32 *ppid = parent_of.lookup(&pid);
+    e->value = code ? (u64)*code << 8 : 0;
+    e->ppid = ppid ? *ppid : 0;
+    e->ret = 0;
+    e->aux = code ? 1 : 0;
+    e->aux2 = 0;
+    e->data[0] = 0;
+    exit_codes.delete(&pid);
+    parent_of.delete(&pid);
+    if (trace_skip_comm(e->h.comm)) {
+        bpf_ringbuf_discard(e, 0);
+        return 0;
+    }
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}
+
+TRACEPOINT_PROBE(sched, sched_process_fork)
+{
+    u32 pid = bpf_get_current_pid_tgid() >> 32;
+    u32 child = args->child_pid;
+    parent_of.update(&child, &pid);  /* before filtering: exec/exit need it */
+    if (trace_skip_pid(pid))
+        return 0;
+    struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
+    if (!e) {
+        drops.increment(0);
+        return 0;
+    }
+    trace_fill_hdr(&e->h, TRACE_FORK);
+    u32 *ppid = parent_of.lookup(&pid);
+    e->value = 0;
+    e->ppid = ppid ? *ppid : 0;
+    e->ret = 0;
+    e->aux = args->child_pid;
+    e->aux2 = 0;
+    TP_DATA_LOC_READ_STR(e->data, child_comm, sizeof(e->data));
+    if (trace_skip_comm(e->h.comm)) {
+        bpf_ringbuf_discard(e, 0);
+        return 0;
+    }
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}

@@ -1,0 +1,60 @@
+/* ringtool trace source `open`: openat(2) enter/exit -> RINGBUF.
+ *
+ * sys_enter_openat remembers the path pointer and flags per thread; sys_exit_openat
+ * reserves a struct trace_event (bpf/trace_event.h) in this CPU's ring, fills path,
+ * flags and result, then *discards* it when the -c comm filter rejects it (the
+ * reservation is cheap; filtering after filling shows the discard path) or submits it.
+ * Failed reservations are counted per CPU (group counter + this source's `drops`).
+ * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h).
+ */
+#include "percpu_ringbuf.h"
+#include "trace_event.h"
+
+struct open_args {
+    u64 filename;   /* user pointer */
+    u64 flags;
+};
+
+BPF_HASH(inflight, u32, struct open_args, 10240);
+BPF_PERCPU_ARRAY(drops, u64, 1);
+
+TRACEPOINT_PROBE(syscalls, sys_enter_openat)
+{
+    u64 id = bpf_get_current_pid_tgid();
+    if (trace_skip_pid(id >> 32))
+        return 0;
+    u32 tid = (u32)id;
+    struct open_args a = {};
+    a.filename = (u64)args->filename;
+    a.flags = args->flags;
+    inflight.update(&tid, &a);
+    return 0;
+}
+
+TRACEPOINT_PROBE(syscalls, sys_exit_openat)
+{
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    struct open_args *a = inflight.lookup(&tid);
+    if (!a)
+        return 0;
+    struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
+    if (!e) {
+        drops.increment(0);
+        inflight.delete(&tid);
+        return 0;
+    }
+    trace_fill_hdr(&e->h, TRACE_OPEN);
+    e->value = a->flags;
+    e->ppid = 0;
+    e->ret = args->ret;
+    e->aux = 0;
+    e->aux2 = 0;
+    bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)a->filename);
+    inflight.delete(&tid);
+    if (trace_skip_comm(e->h.comm)) {
+        bpf_ringbuf_discard(e, 0);
+        return 0;
+    }
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}

@@ -1,0 +1,70 @@
+"""``--kmes SOCKET``: publish every trace record through an in-process KMES bridge.
+
+:class:`KmesSink` runs a :class:`ringtool.kmes.bridge_core.KmesBridge` over the online
+CPUs that serves the attach protocol on ``SOCKET`` (DESIGN.md), so ``ringtool
+kmes-read --socket SOCKET`` (or any KMES consumer) sees the trace while it runs.
+Each record becomes one KMES event on the CPU that produced it:
+
+* ``event_type`` = :data:`TRACE_EVENT_BASE` + the record's ``h.type`` (exec 0x7401,
+  exit 0x7402, ... net 0x7406), a range of its own next to the bridge's types;
+* ``origin_class`` 1 (BPF ring buffer) or 2 (perf event array, net);
+* payload: the raw ``struct trace_event`` (net: ``struct trace_net`` + packet bytes),
+  as bpf/trace_event.h declares them.
+
+The capacity comes from the bridge's configuration (its defaults when none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ringtool.kernel.cpus import online_cpus
+from ringtool.trace.events import Event
+
+TRACE_EVENT_BASE = 0x7400
+ORIGIN_RINGBUF = 1
+ORIGIN_PERF = 2
+
+
+class KmesSink:
+    """Owns the bridge; :meth:`publish` queues and flushes one batch per call."""
+
+    def __init__(self, socket_path: str) -> None:
+        from ringtool.kmes.bridge_core import KmesBridge
+
+        self.bridge = KmesBridge(online_cpus(), socket_path=socket_path)
+        try:
+            self.bridge.start()
+        except BaseException:
+            self.bridge.close()
+            raise
+        self.published = 0
+
+    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+        """Queue the batch's records (one KMES event each) and flush."""
+        n = len(arr)
+        if n:
+            raw = arr.tobytes()
+            size = arr.dtype.itemsize
+            cpus = arr["h"]["cpu"].tolist()
+            types = arr["h"]["type"].tolist()
+            submit = self.bridge.submit
+            for i in range(n):
+                payload = raw[i * size : (i + 1) * size]
+                submit(cpus[i], ORIGIN_RINGBUF, TRACE_EVENT_BASE + types[i], payload)
+        for ev in net:
+            raw_net = ev.get("raw")
+            if raw_net is not None:
+                submit_type = TRACE_EVENT_BASE + 6
+                self.bridge.submit(ev["cpu"], ORIGIN_PERF, submit_type, raw_net)
+        if n or net:
+            self.published += n + len(net)
+            self.bridge.flush()
+
+    def close(self) -> None:
+        self.bridge.close()
+
+
+__all__ = ["TRACE_EVENT_BASE", "KmesSink"]

@@ -1,0 +1,137 @@
+"""The trace event layout, read from its single definition: ``bpf/trace_event.h``.
+
+The C header is the only place the records are declared. :func:`parse_layout` reads
+its ``#define TRACE_*`` integer constants and ``struct trace_*`` declarations and
+builds numpy dtypes with C's natural alignment (``align=True``), so Python decodes
+exactly what the BPF programs write. :meth:`TraceLayout.size_defines` gives the sizes
+back to the compiler (``-DTRACE_EVENT_SIZE=...``): the header's ``_Static_assert`` s
+refuse to compile a program whose structs differ from what Python computed.
+
+Supported declarations (what the header promises to stay within): one field per line,
+``u8``/``u16``/``u32``/``u64``/``s8``/``s16``/``s32``/``s64``/``char`` or a previously
+declared ``struct trace_*``, optionally ``[N]`` with N a number or a ``TRACE_*``
+constant. ``char[N]`` decodes as a NUL-stripped bytes string (numpy ``S<N>``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TRACE_HEADER = Path(__file__).resolve().parents[2] / "bpf" / "trace_event.h"
+
+_SCALARS = {
+    "u8": "<u1",
+    "u16": "<u2",
+    "u32": "<u4",
+    "u64": "<u8",
+    "s8": "<i1",
+    "s16": "<i2",
+    "s32": "<i4",
+    "s64": "<i8",
+}
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_DEFINE = re.compile(r"^\s*#define\s+(TRACE_\w+)\s+(0x[0-9a-fA-F]+|\d+)\s*$", re.M)
+_STRUCT = re.compile(r"\bstruct\s+(trace_\w+)\s*\{(.*?)\}\s*;", re.S)
+_FIELD = re.compile(r"^(struct\s+\w+|\w+)\s+(\w+)\s*(?:\[\s*(\w+)\s*\])?$")
+
+#: Event type constant name -> the ``type`` string used in output (TRACE_EXEC -> exec).
+TYPE_PREFIX = "TRACE_"
+TYPE_CONSTANTS = ("TRACE_EXEC", "TRACE_EXIT", "TRACE_FORK", "TRACE_OPEN", "TRACE_SYSCALL",
+                  "TRACE_NET")  # fmt: skip
+
+
+class LayoutError(ValueError):
+    """The header has a declaration this parser does not understand."""
+
+
+@dataclass(frozen=True)
+class TraceLayout:
+    """Constants and dtypes parsed from the header (see the module doc)."""
+
+    constants: dict[str, int]
+    dtypes: dict[str, np.dtype[Any]]
+    type_names: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def event(self) -> np.dtype[Any]:
+        """dtype of ``struct trace_event`` (exec/exit/fork/open/syscall records)."""
+        return self.dtypes["trace_event"]
+
+    @property
+    def net(self) -> np.dtype[Any]:
+        """dtype of ``struct trace_net`` (net sample header; packet bytes follow)."""
+        return self.dtypes["trace_net"]
+
+    def type_id(self, name: str) -> int:
+        """``"exec"`` -> the value of TRACE_EXEC."""
+        return self.constants[TYPE_PREFIX + name.upper()]
+
+    def size_defines(self) -> dict[str, int]:
+        """``-D`` values that make the header's _Static_asserts check the sizes."""
+        return {"TRACE_EVENT_SIZE": self.event.itemsize, "TRACE_NET_SIZE": self.net.itemsize}
+
+
+def _dim(token: str, constants: dict[str, int]) -> int:
+    if token.isdigit():
+        return int(token)
+    if token in constants:
+        return constants[token]
+    raise LayoutError(f"array size {token!r} is neither a number nor a TRACE_* constant")
+
+
+def _field_dtype(
+    ctype: str, dim: str | None, constants: dict[str, int], structs: dict[str, np.dtype[Any]]
+) -> Any:
+    n = _dim(dim, constants) if dim else None
+    if ctype == "char":
+        if n is None:
+            return "<i1"
+        return f"S{n}"
+    if ctype.startswith("struct"):
+        name = ctype.split()[1]
+        if name not in structs:
+            raise LayoutError(f"struct {name} is used before it is declared")
+        base: Any = structs[name]
+    elif ctype in _SCALARS:
+        base = _SCALARS[ctype]
+    else:
+        raise LayoutError(f"unsupported field type {ctype!r}")
+    return base if n is None else (base, (n,))
+
+
+def parse_layout(text: str) -> TraceLayout:
+    """Parse the header text into a :class:`TraceLayout` (pure: no file access)."""
+    body = _COMMENT.sub("", text)
+    constants = {m[1]: int(m[2], 0) for m in _DEFINE.finditer(body)}
+    structs: dict[str, np.dtype[Any]] = {}
+    for m in _STRUCT.finditer(body):
+        fields = []
+        for raw in m[2].split(";"):
+            decl = " ".join(raw.split())
+            if not decl:
+                continue
+            fm = _FIELD.match(decl)
+            if fm is None:
+                raise LayoutError(f"struct {m[1]}: cannot parse field {decl!r}")
+            fields.append((fm[2], _field_dtype(fm[1], fm[3], constants, structs)))
+        structs[m[1]] = np.dtype(fields, align=True)
+    for needed in ("trace_hdr", "trace_event", "trace_net"):
+        if needed not in structs:
+            raise LayoutError(f"the header declares no struct {needed}")
+    type_names = {
+        constants[c]: c[len(TYPE_PREFIX) :].lower() for c in TYPE_CONSTANTS if c in constants
+    }
+    return TraceLayout(constants=constants, dtypes=structs, type_names=type_names)
+
+
+def load_layout(path: Path = TRACE_HEADER) -> TraceLayout:
+    """Parse ``bpf/trace_event.h`` (or ``path``)."""
+    return parse_layout(path.read_text())
+
+
+__all__ = ["TRACE_HEADER", "LayoutError", "TraceLayout", "load_layout", "parse_layout"]

@@ -1,0 +1,134 @@
+"""The ``net`` trace source: bpf/trace_net.c on an interface's TC clsact hooks.
+
+:class:`NetSource` compiles the program, opens a :class:`ringtool.PerfBuffer` on its
+PERF_EVENT_ARRAY, and attaches both directions to ``iface`` with pyroute2: it adds
+the clsact qdisc when the interface has none (and then removes it on close, which
+removes the filters too), else it adds only its two filters (and deletes only those).
+``close()`` always detaches, also after a failed setup; it is idempotent.
+
+Samples are ``struct trace_net`` + the first ``captured`` packet bytes (see
+:meth:`ringtool.trace.events.Decoder.decode_net`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from ringtool.errors import RingtoolError
+from ringtool.readers.perfbuf import PerfBuffer
+from ringtool.sources.loader import compile_program, load_function
+
+TC_INGRESS = "ffff:fff2"  # clsact parents (TC_H_MIN_INGRESS / TC_H_MIN_EGRESS)
+TC_EGRESS = "ffff:fff3"
+FILTER_PRIO = 49152  # a fixed priority: our filters are found (and deleted) by it
+
+
+class NetSourceError(RingtoolError):
+    """The interface is missing or TC refused the program."""
+
+
+class NetSource:
+    """TC capture on ``iface`` into per-CPU perf buffers of ``pages`` pages."""
+
+    def __init__(self, iface: str, snaplen: int, pages: int, defines: dict[str, int | str]) -> None:
+        self.iface = iface
+        self._pending: list[tuple[int, bytes]] = []
+        self._obj: Any = None
+        self._pb: PerfBuffer | None = None
+        self._index = 0
+        self._own_qdisc = False
+        self._filters: list[str] = []
+        try:
+            self._setup(snaplen, pages, defines)
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, RingtoolError | KeyboardInterrupt):
+                raise
+            raise NetSourceError(f"cannot capture on {iface}: {exc}") from exc
+
+    def _setup(self, snaplen: int, pages: int, defines: dict[str, int | str]) -> None:
+        from pyroute2 import IPRoute
+        from pyroute2.netlink.exceptions import NetlinkError
+
+        with IPRoute() as ipr:
+            found = ipr.link_lookup(ifname=self.iface)
+        if not found:
+            raise NetSourceError(f"no network interface {self.iface!r} (see `ip link`)")
+        self._index = found[0]
+        self._obj = compile_program("trace_net.c", defines={**defines, "TRACE_SNAPLEN": snaplen})
+        progs = {
+            TC_INGRESS: load_function(self._obj, "trace_net_ingress", "SCHED_CLS"),
+            TC_EGRESS: load_function(self._obj, "trace_net_egress", "SCHED_CLS"),
+        }
+        self._pb = PerfBuffer(self._obj[b"net_events"], self._on_sample, page_cnt=pages)
+        with IPRoute() as ipr:
+            try:
+                ipr.tc("add", "clsact", self._index)
+                self._own_qdisc = True
+            except NetlinkError as exc:
+                if exc.code != 17:  # EEXIST: someone's clsact is there; share it
+                    raise
+            for parent, fn in progs.items():
+                ipr.tc(
+                    "add-filter", "bpf", self._index, ":1", fd=fn.fd, name=fn.name.decode(),
+                    parent=parent, classid=1, direct_action=True, prio=FILTER_PRIO,
+                )  # fmt: skip
+                self._filters.append(parent)
+
+    def _on_sample(self, cpu: int, data: memoryview) -> None:
+        self._pending.append((cpu, bytes(data)))
+
+    def fileno(self) -> int:
+        """Readable when a perf buffer has data."""
+        assert self._pb is not None
+        return self._pb.epoll_fd()
+
+    def read(self) -> list[tuple[int, bytes]]:
+        """The samples available now, as ``(cpu, raw bytes)`` (consumed)."""
+        if self._pb is None:
+            return []
+        self._pb.consume()
+        out, self._pending = self._pending, []
+        return out
+
+    def lost(self) -> dict[int, int]:
+        """PERF_RECORD_LOST totals per CPU."""
+        return {} if self._pb is None else self._pb.lost()
+
+    def fill(self) -> dict[int, float]:
+        """Per CPU: how full its perf buffer is now, 0..1."""
+        if self._pb is None:
+            return {}
+        out: dict[int, float] = {}
+        for buf in self._pb.buffers:
+            ring = buf.ring
+            used = ring.page.data_head - ring.page.data_tail
+            out[ring.cpu] = min(1.0, used / ring.size)
+        return out
+
+    def close(self) -> None:
+        """Detach from the interface, close the perf buffers, free the program."""
+        from pyroute2 import IPRoute
+
+        with contextlib.suppress(Exception), IPRoute() as ipr:
+            if self._own_qdisc:
+                ipr.tc("del", "clsact", self._index)
+            else:
+                for parent in self._filters:
+                    with contextlib.suppress(Exception):
+                        ipr.tc("del-filter", "bpf", self._index, parent=parent,
+                               prio=FILTER_PRIO)  # fmt: skip
+        self._own_qdisc = False
+        self._filters = []
+        if self._pb is not None:
+            with contextlib.suppress(Exception):
+                self._pb.close()
+            self._pb = None
+        if self._obj is not None:
+            with contextlib.suppress(Exception):
+                self._obj.cleanup()
+            self._obj = None
+
+
+__all__ = ["NetSource", "NetSourceError"]

@@ -1,0 +1,102 @@
+"""``--no-tui`` output: bcc-style columns that fit ``width`` (80) columns.
+
+::
+
+    sources: exec, open, syscalls
+    Tracing... Ctrl-C to end.
+    TIME     CPU PID     COMM             EVENT   DETAIL
+    12:00:01   1 4242    cat              exec    /usr/bin/cat ppid=4241
+
+Every line — header, events, the ``--`` stats line per interval and the summary —
+is cut to ``width`` characters; a long path keeps its end (``..`` marks the cut).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, TextIO
+
+import numpy as np
+
+from ringtool.trace.events import Decoder, Event, detail
+from ringtool.trace.stats import TraceStats
+
+HEADER = f"{'TIME':<8} {'CPU':>3} {'PID':<7} {'COMM':<16} {'EVENT':<7} DETAIL"
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, keeping its end behind ``..``."""
+    if len(text) <= width:
+        return text
+    if width <= 2:
+        return text[:width]
+    return ".." + text[len(text) - width + 2 :]
+
+
+def format_event(ev: Event, width: int = 80) -> str:
+    """One column line for ``ev``, at most ``width`` characters."""
+    clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
+    head = f"{clock:<8} {ev['cpu']:>3} {ev['pid']:<7} {ev['comm'][:16]:<16} {ev['type']:<7} "
+    return head + fit(detail(ev), max(0, width - len(head)))
+
+
+def format_stats(stats: TraceStats, width: int = 80) -> str:
+    per = " ".join(f"{k} {v:.0f}" for k, v in stats.rate_source.items())
+    line = (
+        f"-- {stats.uptime:6.1f}s {stats.rate_total:8.0f} ev/s ({per}) "
+        f"drops {stats.dropped} lost {stats.lost}"
+    )
+    return line[:width]
+
+
+def format_summary(stats: TraceStats, width: int = 80) -> list[str]:
+    lines = [
+        f"{stats.total} events in {stats.uptime:.1f}s, {stats.dropped} dropped, {stats.lost} lost",
+        "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(stats.by_type.items())) or "-"),
+    ]
+    if stats.drops_source and any(stats.drops_source.values()):
+        lines.append(
+            "dropped by source: " + ", ".join(f"{k} {v}" for k, v in stats.drops_source.items())
+        )
+    for row in stats.top_syscalls(5):
+        lines.append(f"  {row.name:<20} {row.count:>10} calls  p99 {row.p99_ns / 1000:10.1f} us")
+    return [line[:width] for line in lines]
+
+
+class ColumnOutput:
+    """Writes column lines to ``stream`` (see the module doc)."""
+
+    def __init__(self, stream: TextIO, decoder: Decoder, width: int = 80) -> None:
+        self.stream = stream
+        self.decoder = decoder
+        self.width = width
+
+    def start(self, sources: list[str], notes: list[str]) -> None:
+        lines = [f"note: {n}"[: self.width] for n in notes]
+        lines.append(f"sources: {', '.join(sources)}"[: self.width])
+        lines.append("Tracing... Ctrl-C to end.")
+        lines.append(HEADER[: self.width])
+        self._write(lines)
+
+    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+        w = self.width
+        lines = [format_event(ev, w) for ev in self.decoder.decode(arr)]
+        lines.extend(format_event(ev, w) for ev in net)
+        if lines:
+            self._write(lines)
+
+    def stats(self, stats: TraceStats) -> None:
+        self._write([format_stats(stats, self.width)])
+
+    def summary(self, stats: TraceStats) -> None:
+        self._write(format_summary(stats, self.width))
+
+    def note(self, text: str) -> None:
+        self._write([f"note: {text}"[: self.width]])
+
+    def _write(self, lines: list[str]) -> None:
+        self.stream.write("\n".join(lines) + "\n")
+        self.stream.flush()
+
+
+__all__ = ["HEADER", "ColumnOutput", "fit", "format_event", "format_stats", "format_summary"]

@@ -1,0 +1,140 @@
+"""A pure-Python pcapng writer and reader (what ``--pcap`` writes; tshark reads it).
+
+Blocks (pcapng draft, IETF opsawg-pcapng; little-endian as written here):
+
+* Section Header Block (0x0A0D0D0A): byte-order magic 0x1A2B3C4D, version 1.0,
+  section length -1 (unknown);
+* Interface Description Block (1), one per interface name, in order of first use:
+  link type 1 (Ethernet), snaplen, options ``if_name`` (2) and ``if_tsresol`` (9) = 9
+  (timestamps in nanoseconds);
+* Enhanced Packet Block (6): interface id, timestamp high/low (ns since the epoch),
+  captured and original length, data padded to 4, option ``opt_comment`` (1) with
+  the process/CPU where known.
+
+Every block is ``type, total length, body, total length``; options are
+``code (u16), length (u16), value padded to 4``, ended by ``opt_endofopt`` (0).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import BinaryIO
+
+SHB = 0x0A0D0D0A
+IDB = 1
+EPB = 6
+BYTE_ORDER_MAGIC = 0x1A2B3C4D
+LINKTYPE_ETHERNET = 1
+OPT_ENDOFOPT = 0
+OPT_COMMENT = 1
+IF_NAME = 2
+IF_TSRESOL = 9
+
+
+def _pad4(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 4)
+
+
+def _options(opts: list[tuple[int, bytes]]) -> bytes:
+    if not opts:
+        return b""
+    out = b"".join(struct.pack("<HH", code, len(v)) + _pad4(v) for code, v in opts)
+    return out + struct.pack("<HH", OPT_ENDOFOPT, 0)
+
+
+def _block(btype: int, body: bytes) -> bytes:
+    total = 12 + len(body)
+    return struct.pack("<II", btype, total) + body + struct.pack("<I", total)
+
+
+class PcapngWriter:
+    """Writes packets to ``stream`` (binary, owned: closed by :meth:`close`)."""
+
+    def __init__(self, stream: BinaryIO, *, snaplen: int = 65535) -> None:
+        self.stream = stream
+        self.snaplen = snaplen
+        self._ifaces: dict[str, int] = {}
+        body = struct.pack("<IHHq", BYTE_ORDER_MAGIC, 1, 0, -1)
+        self.stream.write(_block(SHB, body))
+
+    def _iface(self, name: str) -> int:
+        idx = self._ifaces.get(name)
+        if idx is None:
+            idx = self._ifaces[name] = len(self._ifaces)
+            opts = _options([(IF_NAME, name.encode()), (IF_TSRESOL, bytes([9]))])
+            body = struct.pack("<HHI", LINKTYPE_ETHERNET, 0, self.snaplen) + opts
+            self.stream.write(_block(IDB, body))
+        return idx
+
+    def write_packet(
+        self, data: bytes, orig_len: int, ts_ns: int, *, ifname: str = "eth", comment: str = ""
+    ) -> None:
+        """One Ethernet frame (its first bytes) seen at ``ts_ns`` (CLOCK_REALTIME ns)."""
+        iface = self._iface(ifname)
+        head = struct.pack(
+            "<IIIII", iface, (ts_ns >> 32) & 0xFFFFFFFF, ts_ns & 0xFFFFFFFF, len(data),
+            max(orig_len, len(data)),
+        )  # fmt: skip
+        opts = _options([(OPT_COMMENT, comment.encode())] if comment else [])
+        self.stream.write(_block(EPB, head + _pad4(bytes(data)) + opts))
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+@dataclass(frozen=True)
+class Packet:
+    ifname: str
+    ts_ns: int
+    data: bytes
+    orig_len: int
+    comment: str
+
+
+def _parse_options(raw: bytes) -> dict[int, bytes]:
+    out: dict[int, bytes] = {}
+    off = 0
+    while off + 4 <= len(raw):
+        code, length = struct.unpack_from("<HH", raw, off)
+        if code == OPT_ENDOFOPT:
+            break
+        out[code] = raw[off + 4 : off + 4 + length]
+        off += 4 + length + (-length % 4)
+    return out
+
+
+def read_pcapng(data: bytes) -> list[Packet]:
+    """The Enhanced Packet Blocks of a little-endian pcapng file (other blocks are
+    skipped; ValueError when it is not one)."""
+    if len(data) < 12 or struct.unpack_from("<I", data)[0] != SHB:
+        raise ValueError("not a pcapng file (no section header block)")
+    if struct.unpack_from("<I", data, 8)[0] != BYTE_ORDER_MAGIC:
+        raise ValueError("only little-endian pcapng sections are supported")
+    names: list[str] = []
+    resol: list[int] = []
+    packets: list[Packet] = []
+    off = 0
+    while off + 12 <= len(data):
+        btype, total = struct.unpack_from("<II", data, off)
+        if total < 12 or total % 4 or off + total > len(data):
+            raise ValueError(f"bad block length {total} at offset {off}")
+        body = data[off + 8 : off + total - 4]
+        if btype == IDB:
+            opts = _parse_options(body[8:])
+            names.append(opts.get(IF_NAME, b"").decode())
+            resol.append(opts.get(IF_TSRESOL, b"\x06")[0])
+        elif btype == EPB:
+            iface, hi, lo, cap, orig = struct.unpack_from("<IIIII", body)
+            pkt = body[20 : 20 + cap]
+            opts = _parse_options(body[20 + cap + (-cap % 4) :])
+            ts = (hi << 32) | lo
+            if resol[iface] != 9:  # power-of-ten resolutions only
+                ts = ts * 10 ** (9 - resol[iface])
+            comment = opts.get(OPT_COMMENT, b"").decode()
+            packets.append(Packet(names[iface], ts, pkt, orig, comment))
+        off += total
+    return packets
+
+
+__all__ = ["Packet", "PcapngWriter", "read_pcapng"]

@@ -1,0 +1,302 @@
+"""The ``ringtool trace`` loop: read the sources, count, output, end cleanly.
+
+:func:`run_trace` loads the sources (:class:`~ringtool.trace.sources.TraceSession`),
+then until ``duration`` passes, Ctrl-C/SIGTERM, or the TUI's ``q``: waits for data,
+reads every ring in one vectorised batch, feeds :class:`~ringtool.trace.stats.TraceStats`
+and the output, and once per ``interval`` takes the kernel counters (drops, lost,
+syscall histograms) and emits a stats line / redraws. At the end it drains what is
+left, takes the counters a last time, writes the summary and detaches everything —
+also when the output raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+import numpy as np
+
+from ringtool.kernel.cpus import possible_cpu_count
+from ringtool.trace.events import Decoder, Event
+from ringtool.trace.layout import load_layout
+from ringtool.trace.sources import TraceOptions, TraceSession
+from ringtool.trace.stats import TraceStats
+
+#: Records read per batch at most (bounds latency of one loop turn under load).
+BATCH = 65536
+
+
+class Output(Protocol):
+    """What the loop drives: JSON lines, columns, or the TUI."""
+
+    def start(self, sources: list[str], notes: list[str]) -> None: ...
+    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None: ...
+    def stats(self, stats: TraceStats) -> None: ...
+    def summary(self, stats: TraceStats) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+class Interactive(Protocol):
+    """An output that reads keys (the TUI): ``input_fd`` to wait on, ``handle_input``
+    returns True when the user asked to quit."""
+
+    input_fd: int
+
+    def handle_input(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How to run: ``mode`` is ``json``, ``columns`` or ``tui``; ``duration`` in seconds
+    (None: until Ctrl-C); ``ordered``/``window_us`` merge the per-CPU rings by
+    timestamp; ``pcap`` writes net packets as pcapng; ``kmes`` publishes events to a
+    KMES bridge socket."""
+
+    mode: str = "columns"
+    duration: float | None = None
+    interval: float = 1.0
+    ordered: bool = False
+    window_us: float | None = None
+    pcap: Path | None = None
+    kmes: str | None = None
+
+
+def _syscall_namer() -> Callable[[int], str]:
+    try:
+        from bcc.syscall import syscall_name
+    except ImportError:
+        return lambda nr: f"sys_{nr}"
+    cache: dict[int, str] = {}
+
+    def name(nr: int) -> str:
+        if nr not in cache:
+            try:
+                cache[nr] = syscall_name(nr).decode()
+            except Exception:
+                cache[nr] = f"sys_{nr}"
+        return cache[nr]
+
+    return name
+
+
+class _StopSignals:
+    """SIGINT/SIGTERM set :attr:`stopped` instead of raising, and wake the loop's
+    ``select`` through ``signal.set_wakeup_fd`` (:meth:`fileno`): the loop ends
+    between batches, so the summary always matches what was written. Only installed
+    from the main thread (elsewhere signals keep their handlers)."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+        self._old: dict[int, Any] = {}
+        self._old_fd = -1
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.stopped = True
+
+    def fileno(self) -> int:
+        return self._r
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handler)
+            self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old:
+            signal.set_wakeup_fd(self._old_fd)
+            for sig, handler in self._old.items():
+                signal.signal(sig, handler)
+        os.close(self._r)
+        os.close(self._w)
+
+
+def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
+    if cfg.mode == "json":
+        from ringtool.trace.output_json import JsonOutput
+
+        return JsonOutput(stream, decoder)
+    if cfg.mode == "tui":
+        from ringtool.trace.tui import TraceTui
+
+        return TraceTui(decoder, interval=cfg.interval)
+    from ringtool.trace.output_columns import ColumnOutput
+
+    return ColumnOutput(stream, decoder)
+
+
+def run_trace(opts: TraceOptions, cfg: RunConfig, stream: TextIO | None = None) -> int:
+    """Trace until the end condition; returns the exit status (0)."""
+    stream = stream or sys.stdout
+    layout = load_layout()
+    namer = _syscall_namer()
+    decoder = Decoder(layout, namer)
+    early_notes: list[str] = []
+    with _StopSignals() as stop:
+        session = TraceSession(opts, layout, on_note=early_notes.append)
+        try:
+            _loop(session, stop, cfg, decoder, namer, stream)
+        finally:
+            session.close()
+    return 0
+
+
+def _loop(
+    session: TraceSession,
+    stop: _StopSignals,
+    cfg: RunConfig,
+    decoder: Decoder,
+    namer: Callable[[int], str],
+    stream: TextIO,
+) -> None:
+    stats = TraceStats(decoder.types, possible_cpu_count(), session.active, namer)
+    out = make_output(cfg, decoder, stream)
+    extras = _Extras(cfg, session, decoder)
+    input_fd: int = getattr(out, "input_fd", -1)
+    extra_fds = [stop.fileno(), *([input_fd] if input_fd >= 0 else [])]
+    for note in session.notes:
+        print(f"ringtool trace: {note}", file=sys.stderr)
+    ordered = session.ordered_reader(cfg.window_us) if cfg.ordered else None
+    enter = getattr(out, "__enter__", None)
+    exit_ = getattr(out, "__exit__", None)
+    if enter is not None:
+        enter()
+    try:
+        out.start(session.active, session.notes)
+        start = time.monotonic()
+        deadline = None if cfg.duration is None else start + cfg.duration
+        next_tick = start + cfg.interval
+        quit_ = False
+        while not (quit_ or stop.stopped):
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                break
+            until = min(next_tick, deadline) if deadline is not None else next_tick
+            ready = session.wait(until - now, extra_fds)
+            if input_fd >= 0 and input_fd in ready:
+                quit_ = _interactive(out).handle_input()
+            _ingest(session, stats, out, extras, ordered)
+            if time.monotonic() >= next_tick:
+                _tick(session, stats)
+                out.stats(stats)
+                next_tick += cfg.interval * max(
+                    1, int((time.monotonic() - next_tick) / cfg.interval) + 1
+                )
+        _ingest(session, stats, out, extras, ordered, final=True)
+        _tick(session, stats)
+    finally:
+        if exit_ is not None:
+            exit_(None, None, None)
+        extras.close()
+    out.summary(stats)
+
+
+def _interactive(out: Output) -> Interactive:
+    return out  # type: ignore[return-value]  # only outputs with an input_fd get here
+
+
+def _tick(session: TraceSession, stats: TraceStats) -> None:
+    stats.tick(
+        drops_cpu=session.dropped_per_cpu(),
+        drops_source=session.dropped_per_source(),
+        lost_cpu=session.lost_per_cpu(),
+        syscall_hist=session.syscall_hist(),
+    )
+
+
+def _ingest(
+    session: TraceSession,
+    stats: TraceStats,
+    out: Output,
+    extras: _Extras,
+    ordered: Any,
+    *,
+    final: bool = False,
+) -> None:
+    stats.observe_fill(session.ring_fill())
+    for _ in range(64):  # bounded: never starve the ticks under a flood
+        if ordered is not None:
+            arr = ordered.read(BATCH, final=final)
+        else:
+            arr = session.read_events(BATCH)
+        raw_net = session.read_net()
+        net = decoder_net(extras.decoder, raw_net)
+        if len(arr) == 0 and not net:
+            return
+        stats.add_batch(arr)
+        stats.add_events(net)
+        out.batch(arr, net)
+        extras.publish(arr, net)
+        if len(arr) < BATCH and not final:
+            return
+
+
+def decoder_net(decoder: Decoder, raw: list[tuple[int, bytes]]) -> list[Event]:
+    return decoder.decode_net(raw) if raw else []
+
+
+def _packet_comment(ev: Event) -> str:
+    """What is known of where a packet came from: CPU, direction, and the process
+    when the hook ran in one (pid 0: softirq / not known)."""
+    who = f" pid={ev['pid']} comm={ev['comm']}" if ev["pid"] else ""
+    return f"cpu={ev['cpu']} {ev['dir']}{who}"
+
+
+class _Extras:
+    """Optional sinks: ``--pcap`` (net packets) and ``--kmes`` (every record)."""
+
+    def __init__(self, cfg: RunConfig, session: TraceSession, decoder: Decoder) -> None:
+        self.decoder = decoder
+        self.pcap: Any = None
+        self.kmes: Any = None
+        self._ifnames: dict[int, str] = {}
+        if cfg.pcap is not None:
+            from ringtool.trace.pcapng import PcapngWriter
+
+            self.pcap = PcapngWriter(open(cfg.pcap, "wb"), snaplen=session.opts.snaplen)  # noqa: SIM115
+        if cfg.kmes is not None:
+            from ringtool.trace.kmes_sink import KmesSink
+
+            self.kmes = KmesSink(cfg.kmes)
+
+    def _ifname(self, index: int) -> str:
+        name = self._ifnames.get(index)
+        if name is None:
+            try:
+                name = socket.if_indextoname(index)
+            except OSError:
+                name = f"if{index}"
+            self._ifnames[index] = name
+        return name
+
+    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+        if self.pcap is not None:
+            for ev in net:
+                self.pcap.write_packet(
+                    ev["payload"], ev["len"], ev["ts_ns"], ifname=self._ifname(ev["ifindex"]),
+                    comment=_packet_comment(ev),
+                )  # fmt: skip
+        if self.kmes is not None:
+            self.kmes.publish(arr, net)
+
+    def close(self) -> None:
+        for sink in (self.pcap, self.kmes):
+            if sink is not None:
+                with contextlib.suppress(Exception):
+                    sink.close()
+
+
+__all__ = ["BATCH", "RunConfig", "make_output", "run_trace"]

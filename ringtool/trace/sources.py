@@ -1,0 +1,287 @@
+"""Load the trace sources (``bpf/trace_*.c``) and read what they produce.
+
+:class:`TraceSession` owns everything the kernel side needs and undoes it on
+``close()`` (also after a failed setup):
+
+* one per-CPU RINGBUF group (:class:`ringtool.readers.ringbuf_group.RingBufGroup`,
+  one ring per CPU of ``buffer_pages`` pages) that every RINGBUF source writes
+  ``struct trace_event`` records into, read by one :class:`ringtool.RingBuffer`;
+* one BCC program per enabled source (``exec``, ``open``, ``syscalls``) — a source
+  the kernel refuses is left out with a note in :attr:`TraceSession.notes`, the
+  others keep running;
+* the ``net`` source (:mod:`ringtool.trace.net`) over a PERF_EVENT_ARRAY when asked.
+
+Constants (filters, sizes, the group's map fds) reach the C code as ``-D`` cflags.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ringtool.errors import RingtoolError
+from ringtool.kernel import bpf
+from ringtool.kernel.cpus import possible_cpu_count
+from ringtool.merge import u64_at
+from ringtool.readers.ringbuf import RingBuffer
+from ringtool.readers.ringbuf_group import RingBufGroup, merge_rings
+from ringtool.sources.loader import compile_program
+from ringtool.trace.layout import TraceLayout
+
+#: RINGBUF sources: name -> BPF file.
+RING_SOURCES = {"exec": "trace_exec.c", "open": "trace_open.c", "syscalls": "trace_syscalls.c"}
+ALL_EVENTS = ("exec", "open", "syscalls", "net")
+PAGE = 4096
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """What to trace. ``events`` ⊆ :data:`ALL_EVENTS`; ``pid``/``comm`` filter in the
+    kernel; ``buffer_pages`` per CPU ring (power of two); ``slow_ms`` threshold of
+    slow-syscall events; ``iface``/``snaplen`` for ``net``."""
+
+    events: tuple[str, ...] = ("exec", "open", "syscalls")
+    pid: int | None = None
+    comm: str | None = None
+    buffer_pages: int = 64
+    slow_ms: float = 100.0
+    iface: str | None = None
+    snaplen: int = 96
+    perf_pages: int = 8
+
+
+def comm_words(comm: str) -> tuple[int, int]:
+    """The kernel's 16-byte comm (at most 15 bytes + NUL) as two little-endian u64s."""
+    raw = comm.encode()[:15].ljust(16, b"\0")
+    return int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")
+
+
+def filter_defines(opts: TraceOptions, self_pid: int) -> dict[str, int | str]:
+    """The ``-D`` filter constants of bpf/trace_event.h for ``opts``."""
+    out: dict[str, int | str] = {"TRACE_SELF_PID": self_pid}
+    if opts.pid is not None:
+        out["TRACE_FILTER_PID"] = opts.pid
+    if opts.comm:
+        lo, hi = comm_words(opts.comm)
+        out["TRACE_FILTER_COMM_LO"] = f"{lo:#x}ULL"
+        out["TRACE_FILTER_COMM_HI"] = f"{hi:#x}ULL"
+    return out
+
+
+def _defines_of(cflags: list[str]) -> dict[str, int | str]:
+    """``-DKEY=VALUE`` flags as a dict (the loader adds ``-I`` itself)."""
+    out: dict[str, int | str] = {}
+    for flag in cflags:
+        if flag.startswith("-D") and "=" in flag:
+            key, value = flag[2:].split("=", 1)
+            out[key] = value
+    return out
+
+
+def _percpu_u64(fd: int) -> list[int]:
+    ncpu = possible_cpu_count()
+    raw = bpf.map_lookup(fd, b"\0\0\0\0", 8 * ncpu)
+    return [0] * ncpu if raw is None else list(memoryview(raw).cast("Q"))
+
+
+class TraceSession:
+    """The loaded sources of one ``ringtool trace`` run (see the module doc).
+
+    ``on_note(text)`` is told about every source that had to be disabled.
+    """
+
+    def __init__(
+        self,
+        opts: TraceOptions,
+        layout: TraceLayout,
+        on_note: Callable[[str], None] | None = None,
+    ) -> None:
+        self.opts = opts
+        self.layout = layout
+        self.notes: list[str] = []
+        self._on_note = on_note
+        self.sources: dict[str, Any] = {}  # name -> BCC object
+        self.group: RingBufGroup | None = None
+        self.rb: RingBuffer | None = None
+        self.net: Any = None
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+
+    def _note(self, text: str) -> None:
+        self.notes.append(text)
+        if self._on_note is not None:
+            self._on_note(text)
+
+    def _setup(self) -> None:
+        opts = self.opts
+        ring_names = [n for n in opts.events if n in RING_SOURCES]
+        defines = {**filter_defines(opts, os.getpid()), **self.layout.size_defines()}
+        if ring_names:
+            self.group = RingBufGroup(cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE)
+            defines.update(_defines_of(self.group.cflags()))
+            defines["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
+        for name in ring_names:
+            try:
+                self.sources[name] = compile_program(RING_SOURCES[name], defines=defines)
+            except RingtoolError as exc:
+                self._note(f"source {name} disabled: {_first_line(exc)}")
+        if self.group is not None and self.sources:
+            self.rb = self.group.consumer()
+        if "net" in opts.events:
+            self._setup_net(defines)
+        if not self.sources and self.net is None:
+            raise RingtoolError("no trace source could be loaded: " + "; ".join(self.notes))
+
+    def _setup_net(self, defines: dict[str, int | str]) -> None:
+        if not self.opts.iface:
+            self._note("source net disabled: give the interface with -i IFACE")
+            return
+        from ringtool.trace.net import NetSource
+
+        try:
+            self.net = NetSource(self.opts.iface, self.opts.snaplen, self.opts.perf_pages, defines)
+        except RingtoolError as exc:
+            self._note(f"source net disabled: {_first_line(exc)}")
+
+    # --- reading -----------------------------------------------------------------------
+
+    @property
+    def active(self) -> list[str]:
+        """Names of the sources that are running."""
+        return [*self.sources, *(["net"] if self.net is not None else [])]
+
+    def wait(self, timeout_s: float, extra_fds: Sequence[int] = ()) -> list[int]:
+        """Block until a source (or one of ``extra_fds``) is readable or ``timeout_s``
+        passes; returns the readable fds."""
+        fds = list(extra_fds)
+        if self.rb is not None:
+            fds.append(self.rb.epoll_fd())
+        if self.net is not None:
+            fds.append(self.net.fileno())
+        try:
+            ready, _, _ = select.select(fds, [], [], max(0.0, timeout_s))
+        except InterruptedError:
+            return []
+        return list(ready)
+
+    def ordered_reader(self, window_us: float | None) -> OrderedReader | None:
+        """A timestamp-ordered reader over the per-CPU rings (``--ordered``)."""
+        if self.rb is None:
+            return None
+        return OrderedReader(self.rb, self.layout.event, window_us)
+
+    def read_events(self, limit: int | None = None) -> np.ndarray[Any, Any]:
+        """The available RINGBUF records as a ``struct trace_event`` array (consumed)."""
+        if self.rb is None:
+            return np.empty(0, dtype=self.layout.event)
+        return self.rb.read_batch(self.layout.event, limit)
+
+    def read_net(self) -> list[tuple[int, bytes]]:
+        """The available net samples as ``(cpu, raw sample)`` (consumed)."""
+        return [] if self.net is None else self.net.read()
+
+    # --- counters ----------------------------------------------------------------------
+
+    def ring_fill(self) -> dict[int, float]:
+        """Per CPU: how full its ring is now, 0..1."""
+        out: dict[int, float] = {}
+        if self.rb is None or self.group is None:
+            return out
+        for bid in range(self.rb.ring_cnt):
+            ring = self.rb.ring(bid)
+            frac = ring.avail_data_size / ring.size
+            for cpu in self.group.layout.cpus_of(bid):
+                out[cpu] = frac
+        if self.net is not None:
+            for cpu, frac in self.net.fill().items():
+                out[cpu] = max(out.get(cpu, 0.0), frac)
+        return out
+
+    def dropped_per_cpu(self) -> list[int]:
+        """Failed RINGBUF reservations per CPU, all sources."""
+        return self.group.dropped() if self.group is not None else []
+
+    def dropped_per_source(self) -> dict[str, list[int]]:
+        """Per source, its failed outputs per CPU: each RINGBUF source's own ``drops``
+        array; for net the perf buffers' PERF_RECORD_LOST counts."""
+        out = {name: _percpu_u64(obj[b"drops"].map_fd) for name, obj in self.sources.items()}
+        if self.net is not None:
+            lost = self.net.lost()
+            out["net"] = [lost.get(cpu, 0) for cpu in range(possible_cpu_count())]
+        return out
+
+    def lost_per_cpu(self) -> dict[int, int]:
+        """Perf samples lost per CPU (net source; PERF_RECORD_LOST totals)."""
+        return {} if self.net is None else self.net.lost()
+
+    def syscall_hist(self) -> dict[int, dict[int, int]]:
+        """Cumulative latency histograms: syscall nr -> {log2(ns) slot: count}."""
+        obj = self.sources.get("syscalls")
+        out: dict[int, dict[int, int]] = {}
+        if obj is None:
+            return out
+        for k, v in obj[b"sys_hist"].items():
+            key = int(k.value)
+            out.setdefault(key >> 8, {})[key & 0xFF] = int(v.value)
+        return out
+
+    def close(self) -> None:
+        """Detach and free everything (idempotent; each step on its own)."""
+        closers: list[Callable[[], Any]] = []
+        if self.rb is not None:
+            closers.append(self.rb.close)
+        if self.net is not None:
+            closers.append(self.net.close)
+        closers.extend(obj.cleanup for obj in self.sources.values())
+        if self.group is not None:
+            closers.append(self.group.close)
+        for closer in closers:
+            try:
+                closer()
+            except Exception:  # best effort: go on with the rest
+                pass
+        self.rb = None
+        self.net = None
+        self.sources = {}
+        self.group = None
+
+
+class OrderedReader:
+    """Reads the per-CPU rings merged by ``h.ts`` (offset 0 of every record) with
+    :func:`ringtool.readers.ringbuf_group.merge_rings`; with ``window_us`` a reorder
+    window holds events that long (released by the monotonic clock, which is
+    ``bpf_ktime_get_ns``'s)."""
+
+    def __init__(self, rb: RingBuffer, dtype: np.dtype[Any], window_us: float | None) -> None:
+        self.dtype = dtype
+        self.window = window_us is not None
+        rings = [rb.ring(i) for i in range(rb.ring_cnt)]
+        self.merger: Any = merge_rings(rings, u64_at(0), window_us=window_us)
+
+    def read(self, limit: int = 65536, *, final: bool = False) -> np.ndarray[Any, Any]:
+        """The next records in timestamp order (at most ``limit``, all at ``final``)."""
+        if self.window:
+            self.merger.advance(time.monotonic_ns())
+        items = self.merger.take(limit)
+        if final and self.window:
+            items.extend(self.merger.flush())
+        if not items:
+            return np.empty(0, dtype=self.dtype)
+        return np.frombuffer(b"".join(p for _, p in items), dtype=self.dtype)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+__all__ = ["ALL_EVENTS", "RING_SOURCES", "TraceOptions", "TraceSession", "comm_words"]

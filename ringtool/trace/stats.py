@@ -1,0 +1,284 @@
+"""Aggregation for ``ringtool trace``: totals, rates, top processes, syscall latency.
+
+:class:`TraceStats` is fed record batches (:meth:`add_batch`, vectorised with numpy),
+decoded net events (:meth:`add_events`), ring fill samples (:meth:`observe_fill`) and,
+once per interval, the kernel counters (:meth:`tick`). It never touches the kernel.
+
+Histograms are the syscalls source's log2 buckets (BCC's ``bpf_log2l``): slot ``s``
+holds latencies in ``[2**(s-1), 2**s)`` ns (slot 0 and 1: below 2 ns).
+:func:`percentile_from_log2` interpolates linearly inside the bucket that holds the
+requested rank.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Event type -> the source that produces it.
+SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
+             "syscall": "syscalls", "net": "net"}  # fmt: skip
+HISTORY = 120
+
+
+def percentile_from_log2(hist: Mapping[int, int], q: float = 0.99) -> float:
+    """The ``q`` quantile (ns) of a log2 histogram ``{slot: count}``; 0.0 if empty."""
+    total = sum(hist.values())
+    if total <= 0:
+        return 0.0
+    rank = q * total
+    seen = 0.0
+    for slot in sorted(hist):
+        n = hist[slot]
+        if n <= 0:
+            continue
+        if seen + n >= rank:
+            low = float(1 << (slot - 1)) if slot >= 1 else 0.0
+            high = float(1 << slot) if slot >= 1 else 1.0
+            return low + (high - low) * max(0.0, rank - seen) / n
+        seen += n
+    return float(1 << max(hist))
+
+
+@dataclass
+class SyscallRow:
+    nr: int
+    name: str
+    count: int
+    rate: float
+    p99_ns: float
+
+
+@dataclass
+class TraceStats:
+    """Running aggregates of one trace (see the module doc).
+
+    ``type_names`` maps the record ``type`` ids to names (layout.type_names).
+    """
+
+    type_names: dict[int, str]
+    ncpu: int
+    sources: list[str]
+    syscall_name: Callable[[int], str] = lambda nr: f"sys_{nr}"
+    start: float = field(default_factory=time.monotonic)
+    total: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+    per_cpu: list[int] = field(init=False)
+    procs: dict[int, list[Any]] = field(default_factory=dict)  # pid -> [comm, count, last]
+    drops_cpu: list[int] = field(default_factory=list)
+    drops_source: dict[str, int] = field(default_factory=dict)
+    drops_source_cpu: dict[str, list[int]] = field(default_factory=dict)
+    lost_cpu: dict[int, int] = field(default_factory=dict)
+    fill_cpu: dict[int, float] = field(default_factory=dict)
+    syscalls: list[SyscallRow] = field(default_factory=list)
+    rate_total: float = 0.0
+    rate_source: dict[str, float] = field(default_factory=dict)
+    rate_cpu: list[float] = field(init=False)
+    history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    history_cpu: list[deque[float]] = field(init=False)
+    _mark_total: int = 0
+    _mark_type: dict[str, int] = field(default_factory=dict)
+    _mark_cpu: list[int] = field(init=False)
+    _mark_procs: dict[int, int] = field(default_factory=dict)
+    _recent_procs: dict[int, int] = field(default_factory=dict)
+    _mark_time: float = field(init=False)
+    _sys_prev: dict[int, int] = field(default_factory=dict)
+    _fill_max: dict[int, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.per_cpu = [0] * self.ncpu
+        self.rate_cpu = [0.0] * self.ncpu
+        self.history_cpu = [deque(maxlen=HISTORY) for _ in range(self.ncpu)]
+        self._mark_cpu = [0] * self.ncpu
+        self._mark_time = self.start
+        self.drops_cpu = [0] * self.ncpu
+
+    # --- feeding -----------------------------------------------------------------------
+
+    def add_batch(self, arr: np.ndarray[Any, Any]) -> None:
+        """Count a ``struct trace_event`` record array (vectorised)."""
+        n = len(arr)
+        if n == 0:
+            return
+        h = arr["h"]
+        self.total += n
+        types, counts = np.unique(h["type"], return_counts=True)
+        for t, c in zip(types.tolist(), counts.tolist(), strict=True):
+            name = self.type_names.get(t, str(t))
+            self.by_type[name] = self.by_type.get(name, 0) + c
+        cpus = np.bincount(h["cpu"], minlength=self.ncpu).tolist()
+        for cpu, c in enumerate(cpus):
+            if cpu < self.ncpu:
+                self.per_cpu[cpu] += c
+        pids, first, pcounts = np.unique(h["pid"], return_index=True, return_counts=True)
+        comms = h["comm"][first].tolist()
+        for pid, comm, c in zip(pids.tolist(), comms, pcounts.tolist(), strict=True):
+            self._count_proc(pid, comm.split(b"\0", 1)[0].decode("utf-8", "replace"), c)
+
+    def add_events(self, events: list[dict[str, Any]]) -> None:
+        """Count already-decoded events (the net source)."""
+        for ev in events:
+            self.total += 1
+            self.by_type[ev["type"]] = self.by_type.get(ev["type"], 0) + 1
+            if 0 <= ev["cpu"] < self.ncpu:
+                self.per_cpu[ev["cpu"]] += 1
+            self._count_proc(ev["pid"], ev["comm"], 1)
+
+    def _count_proc(self, pid: int, comm: str, n: int) -> None:
+        row = self.procs.get(pid)
+        if row is None:
+            self.procs[pid] = [comm, n]
+        else:
+            row[0] = comm
+            row[1] += n
+
+    def observe_fill(self, fill: Mapping[int, float]) -> None:
+        """A sample of the per-CPU ring fill (0..1); the interval keeps the maximum."""
+        for cpu, frac in fill.items():
+            if frac > self._fill_max.get(cpu, 0.0):
+                self._fill_max[cpu] = frac
+
+    def tick(
+        self,
+        *,
+        drops_cpu: list[int] | None = None,
+        drops_source: Mapping[str, list[int]] | None = None,
+        lost_cpu: Mapping[int, int] | None = None,
+        syscall_hist: Mapping[int, Mapping[int, int]] | None = None,
+        now: float | None = None,
+    ) -> None:
+        """Close an interval: compute rates since the last tick and take the counters."""
+        now = time.monotonic() if now is None else now
+        dt = max(now - self._mark_time, 1e-6)
+        self.rate_total = (self.total - self._mark_total) / dt
+        self.history.append(self.rate_total)
+        rates: dict[str, float] = {s: 0.0 for s in self.sources}
+        for name, c in self.by_type.items():
+            src = SOURCE_OF.get(name, name)
+            rates[src] = rates.get(src, 0.0) + (c - self._mark_type.get(name, 0)) / dt
+        self.rate_source = rates
+        self.rate_cpu = [(c - m) / dt for c, m in zip(self.per_cpu, self._mark_cpu, strict=True)]
+        for hist, rate in zip(self.history_cpu, self.rate_cpu, strict=True):
+            hist.append(rate)
+        self._mark_total = self.total
+        self._mark_type = dict(self.by_type)
+        self._mark_cpu = list(self.per_cpu)
+        self._recent_procs = {
+            pid: row[1] - self._mark_procs.get(pid, 0) for pid, row in self.procs.items()
+        }
+        self._mark_procs = {pid: row[1] for pid, row in self.procs.items()}
+        self._mark_time = now
+        self.fill_cpu, self._fill_max = self._fill_max, {}
+        if drops_cpu is not None:
+            self.drops_cpu = list(drops_cpu)[: self.ncpu] + [0] * (self.ncpu - len(drops_cpu))
+        if drops_source is not None:
+            self.drops_source_cpu = {k: list(v) for k, v in drops_source.items()}
+            self.drops_source = {k: sum(v) for k, v in drops_source.items()}
+        if lost_cpu is not None:
+            self.lost_cpu = dict(lost_cpu)
+        if syscall_hist is not None:
+            self._take_syscalls(syscall_hist, dt)
+
+    def _take_syscalls(self, hist: Mapping[int, Mapping[int, int]], dt: float) -> None:
+        rows = []
+        for nr, buckets in hist.items():
+            count = sum(buckets.values())
+            rate = (count - self._sys_prev.get(nr, 0)) / dt
+            self._sys_prev[nr] = count
+            rows.append(SyscallRow(nr, self.syscall_name(nr), count, rate,
+                                   percentile_from_log2(buckets)))  # fmt: skip
+        self.syscalls = rows
+
+    # --- reading -----------------------------------------------------------------------
+
+    @property
+    def dropped(self) -> int:
+        return sum(self.drops_cpu)
+
+    @property
+    def lost(self) -> int:
+        return sum(self.lost_cpu.values())
+
+    @property
+    def uptime(self) -> float:
+        return time.monotonic() - self.start
+
+    def top_procs(self, n: int, by: str = "count") -> list[tuple[int, str, int, int]]:
+        """``(pid, comm, events, events in the last interval)``, best ``n`` by
+        ``count`` (total) or ``rate`` (last interval)."""
+        rows = [
+            (pid, row[0], row[1], self._recent_procs.get(pid, 0)) for pid, row in self.procs.items()
+        ]
+        if by == "rate":
+            rows.sort(key=lambda r: (-r[3], -r[2]))
+        else:
+            rows.sort(key=lambda r: (-r[2], r[0]))
+        return rows[:n]
+
+    def top_syscalls(self, n: int, by: str = "count") -> list[SyscallRow]:
+        """Best ``n`` syscalls by ``count``, ``rate`` or ``p99``."""
+        key: Callable[[SyscallRow], float] = {
+            "rate": lambda r: -r.rate,
+            "p99": lambda r: -r.p99_ns,
+        }.get(by, lambda r: -r.count)
+        return sorted(self.syscalls, key=key)[:n]
+
+    def stats_record(self) -> dict[str, Any]:
+        """The periodic ``{"type": "stats", ...}`` JSON object."""
+        return {
+            "type": "stats",
+            "uptime_s": round(self.uptime, 3),
+            "events": self.total,
+            "events_per_s": round(self.rate_total, 1),
+            "per_source_per_s": {k: round(v, 1) for k, v in self.rate_source.items()},
+            "per_cpu": [
+                {
+                    "cpu": cpu,
+                    "events_per_s": round(self.rate_cpu[cpu], 1),
+                    "fill_pct": round(100 * self.fill_cpu.get(cpu, 0.0), 1),
+                    "drops": self.drops_cpu[cpu],
+                    "lost": self.lost_cpu.get(cpu, 0),
+                }
+                for cpu in range(self.ncpu)
+            ],
+            "dropped": self.dropped,
+            "lost": self.lost,
+            "top_syscalls": [
+                {"syscall": r.name, "count": r.count, "p99_us": round(r.p99_ns / 1000, 1)}
+                for r in self.top_syscalls(5)
+            ],
+        }
+
+    def _cpu_record(self, cpu: int) -> dict[str, Any]:
+        return {
+            "cpu": cpu,
+            "events_per_s": round(self.rate_cpu[cpu], 1),
+            "fill_pct": round(100 * self.fill_cpu.get(cpu, 0.0), 1),
+            "drops": self.drops_cpu[cpu],
+            "lost": self.lost_cpu.get(cpu, 0),
+        }
+
+    def summary_record(self) -> dict[str, Any]:
+        """The final ``{"type": "summary", ...}`` JSON object: ``events`` is the number
+        of events emitted, ``dropped``/``lost`` what the kernel could not deliver."""
+        return {
+            "type": "summary",
+            "events": self.total,
+            "dropped": self.dropped,
+            "lost": self.lost,
+            "duration_s": round(self.uptime, 3),
+            "by_type": dict(sorted(self.by_type.items())),
+            "dropped_by_source": self.drops_source,
+            "dropped_by_source_per_cpu": self.drops_source_cpu,
+            "dropped_per_cpu": self.drops_cpu,
+            "lost_per_cpu": {str(k): v for k, v in sorted(self.lost_cpu.items())},
+            "sources": self.sources,
+        }
+
+
+__all__ = ["SOURCE_OF", "SyscallRow", "TraceStats", "percentile_from_log2"]

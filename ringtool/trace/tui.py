@@ -1,0 +1,308 @@
+"""The live dashboard of ``ringtool trace`` (rich ``Live``, alternate screen).
+
+Panels: a header (uptime, total events/s and per source, a sparkline of events/s),
+the per-CPU table (ring fill %, events/s, drops, lost), top processes, top syscalls
+(count, rate, p99 latency), per-source counters, and a tail of recent exec/open/net
+events; a footer lists the keys: ``q`` quit, ``p`` pause (the display; counting goes
+on), ``s`` cycle the sort (count / rate / p99), ``/`` filter by comm (Enter applies,
+Esc clears). It fits 80×24 and gives extra rows to the tables and the tail.
+
+Cost: records are only counted (vectorised) as they arrive; only the newest few
+exec/open/net records of each batch are decoded. The screen is drawn once per
+interval and after a key, never per event. ``__exit__`` always restores the terminal
+(tty mode, alternate screen, cursor), also when the loop raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import termios
+import time
+import tty
+from collections import deque
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.layout import Layout
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ringtool.trace.events import Decoder, Event, detail
+from ringtool.trace.stats import TraceStats
+
+SPARKS = "▁▂▃▄▅▆▇█"
+SORTS = ("count", "rate", "p99")
+TAIL_TYPES = ("exec", "open", "net")
+TAIL_KEEP = 200
+
+
+def sparkline(values: list[float], width: int) -> str:
+    """The last ``width`` values as block characters scaled to their maximum."""
+    vals = values[-width:] if width > 0 else []
+    top = max(vals, default=0.0)
+    if top <= 0:
+        return SPARKS[0] * len(vals)
+    return "".join(SPARKS[min(len(SPARKS) - 1, int(v / top * (len(SPARKS) - 1)))] for v in vals)
+
+
+def _table(title: str, *cols: tuple[str, str]) -> Table:
+    t = Table(
+        title=title, title_justify="left", title_style="bold cyan", box=box.SIMPLE_HEAD,
+        show_edge=False, pad_edge=True, padding=(0, 1), expand=True,
+    )  # fmt: skip
+    for name, justify in cols:
+        t.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
+    return t
+
+
+class TraceTui:
+    """The TUI output (see the module doc); a context manager around rich ``Live``."""
+
+    def __init__(
+        self,
+        decoder: Decoder,
+        *,
+        interval: float = 1.0,
+        console: Console | None = None,
+        input_fd: int | None = None,
+    ) -> None:
+        self.decoder = decoder
+        self.interval = interval
+        self.console = console or Console()
+        self.tail: deque[Event] = deque(maxlen=TAIL_KEEP)
+        self.paused = False
+        self.sort = 0
+        self.filter = ""
+        self.editing: str | None = None  # the filter being typed, or None
+        self.sources: list[str] = []
+        self.notes: list[str] = []
+        self._stats: TraceStats | None = None
+        self._live: Live | None = None
+        self._tty_saved: Any = None
+        if input_fd is None:
+            input_fd = sys.stdin.fileno() if sys.stdin.isatty() else -1
+        self.input_fd = input_fd
+        self._tail_ids = [decoder.layout.type_id(t) for t in TAIL_TYPES if t != "net"]
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def __enter__(self) -> TraceTui:
+        if self.input_fd >= 0:
+            self._tty_saved = termios.tcgetattr(self.input_fd)
+            tty.setcbreak(self.input_fd)
+        self._live = Live(
+            console=self.console, screen=True, auto_refresh=False, redirect_stdout=False,
+            redirect_stderr=False, transient=True,
+        )  # fmt: skip
+        try:
+            self._live.__enter__()
+        except BaseException:
+            self._restore_tty()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
+    ) -> None:
+        try:
+            if self._live is not None:
+                self._live.__exit__(exc_type, exc, tb)
+        finally:
+            self._live = None
+            self._restore_tty()
+
+    def _restore_tty(self) -> None:
+        if self._tty_saved is not None:
+            with contextlib.suppress(termios.error):
+                termios.tcsetattr(self.input_fd, termios.TCSADRAIN, self._tty_saved)
+            self._tty_saved = None
+
+    # --- Output protocol ---------------------------------------------------------------
+
+    def start(self, sources: list[str], notes: list[str]) -> None:
+        self.sources = sources
+        self.notes = list(notes)
+        self._draw()
+
+    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+        if self.paused:
+            return
+        if len(arr):
+            mask = np.isin(arr["h"]["type"], self._tail_ids)
+            recent = arr[mask][-TAIL_KEEP:]
+            self.tail.extend(self.decoder.decode(recent))
+        self.tail.extend(net[-TAIL_KEEP:])
+
+    def stats(self, stats: TraceStats) -> None:
+        self._stats = stats
+        if not self.paused:
+            self._draw()
+
+    def summary(self, stats: TraceStats) -> None:
+        from ringtool.trace.output_columns import format_summary
+
+        for line in format_summary(stats, 80):
+            print(line)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    # --- keys --------------------------------------------------------------------------
+
+    def handle_input(self) -> bool:
+        """Read the pending keys; True when the user asked to quit."""
+        try:
+            data = os.read(self.input_fd, 64).decode("utf-8", "replace")
+        except OSError:
+            return False
+        for ch in data:
+            if self.editing is not None:
+                if ch in "\r\n":
+                    self.filter, self.editing = self.editing, None
+                elif ch == "\x1b":
+                    self.filter, self.editing = "", None
+                elif ch in "\x7f\b":
+                    self.editing = self.editing[:-1]
+                elif ch.isprintable():
+                    self.editing += ch
+                continue
+            if ch in "qQ":
+                return True
+            if ch in "pP":
+                self.paused = not self.paused
+            elif ch in "sS":
+                self.sort = (self.sort + 1) % len(SORTS)
+            elif ch == "/":
+                self.editing = ""
+        self._draw()
+        return False
+
+    # --- drawing -----------------------------------------------------------------------
+
+    def _draw(self) -> None:
+        if self._live is not None:
+            self._live.update(self.render(), refresh=True)
+
+    def render(self) -> RenderableType:
+        """The whole screen for the console's current size."""
+        width, height = self.console.size
+        s = self._stats
+        ncpu = s.ncpu if s is not None else 1
+        rows_a = max(3, min(ncpu, (height - 12) // 3))
+        rows_b = max(3, min(8, (height - 12) // 3))
+        layout = Layout()
+        layout.split_column(
+            Layout(self._header(width), name="header", size=2),
+            Layout(name="a", size=rows_a + 3),
+            Layout(name="b", size=rows_b + 3),
+            Layout(self._tail_table(max(1, height - rows_a - rows_b - 11)), name="tail"),
+            Layout(self._footer(), name="footer", size=1),
+        )
+        layout["a"].split_row(Layout(self._cpu_table(rows_a, width)), Layout(self._procs(rows_a)))
+        layout["b"].split_row(Layout(self._syscalls(rows_b)), Layout(self._sources(rows_b)))
+        return layout
+
+    def _header(self, width: int) -> RenderableType:
+        s = self._stats
+        if s is None:
+            return Text(f"ringtool trace: starting {', '.join(self.sources)}...")
+        up = int(s.uptime)
+        per = "  ".join(f"{k} {v:,.0f}/s" for k, v in s.rate_source.items())
+        line1 = Text.assemble(
+            ("ringtool trace", "bold"), f"  up {up // 3600}:{up // 60 % 60:02}:{up % 60:02}  ",
+            (f"{s.rate_total:,.0f} events/s", "bold green"), f"  {per}",
+        )  # fmt: skip
+        line1.truncate(width, overflow="ellipsis")
+        hist = list(s.history)
+        label = f"events/s (max {max(hist, default=0):,.0f}) "
+        line2 = Text(label + sparkline(hist, max(0, width - len(label))), style="green")
+        return Group(line1, line2)
+
+    def _cpu_table(self, rows: int, width: int) -> Table:
+        cols = [("CPU", "right"), ("FILL%", "right"), ("EV/S", "right"), ("DROPS", "right"),
+                ("LOST", "right")]  # fmt: skip
+        trend = max(0, width // 2 - 42)  # a sparkline column when the half has room
+        if trend >= 6:
+            cols.append(("EV/S TREND", "left"))
+        t = _table("per CPU", *cols)
+        s = self._stats
+        if s is not None:
+            for cpu in range(min(s.ncpu, rows)):
+                fill = 100 * s.fill_cpu.get(cpu, 0.0)
+                style = "red" if fill > 80 or s.drops_cpu[cpu] else ""
+                cells = [
+                    str(cpu),
+                    f"{fill:.1f}",
+                    f"{s.rate_cpu[cpu]:,.0f}",
+                    f"{s.drops_cpu[cpu]:,}",
+                    f"{s.lost_cpu.get(cpu, 0):,}",
+                ]
+                if trend >= 6:
+                    cells.append(sparkline(list(s.history_cpu[cpu]), trend))
+                t.add_row(*cells, style=style)
+        return t
+
+    def _procs(self, rows: int) -> Table:
+        by = "rate" if SORTS[self.sort] == "rate" else "count"
+        t = _table(f"top processes (by {by})", ("PID", "right"), ("COMM", "left"),
+                   ("EVENTS", "right"), ("EV/IV", "right"))  # fmt: skip
+        s = self._stats
+        if s is not None:
+            procs = s.top_procs(len(s.procs) if self.filter else rows, by)
+            if self.filter:
+                procs = [p for p in procs if self.filter in p[1]][:rows]
+            for pid, comm, n, recent in procs:
+                t.add_row(str(pid), comm, f"{n:,}", f"{recent:,}")
+        return t
+
+    def _syscalls(self, rows: int) -> Table:
+        t = _table(f"top syscalls (by {SORTS[self.sort]})", ("SYSCALL", "left"),
+                   ("COUNT", "right"), ("/S", "right"), ("P99 us", "right"))  # fmt: skip
+        s = self._stats
+        if s is not None:
+            for r in s.top_syscalls(rows, SORTS[self.sort]):
+                t.add_row(r.name, f"{r.count:,}", f"{r.rate:,.0f}", f"{r.p99_ns / 1000:,.1f}")
+        return t
+
+    def _sources(self, rows: int) -> Table:
+        t = _table("sources", ("SOURCE", "left"), ("EV/S", "right"), ("DROPS", "right"))
+        s = self._stats
+        for name in self.sources[:rows]:
+            rate = s.rate_source.get(name, 0.0) if s is not None else 0.0
+            drops = s.drops_source.get(name, 0) if s is not None else 0
+            t.add_row(name, f"{rate:,.0f}", f"{drops:,}")
+        for note in self.notes[: max(0, rows - len(self.sources))]:
+            t.add_row(Text(note, style="yellow"), "", "")
+        return t
+
+    def _tail_table(self, rows: int) -> Table:
+        title = "recent exec/open/net" + (f"  [filter: {self.filter}]" if self.filter else "")
+        t = _table(title, ("TIME", "left"), ("PID", "right"), ("COMM", "left"),
+                   ("EVENT", "left"), ("DETAIL", "left"))  # fmt: skip
+        t.columns[4].ratio = 1
+        events = [e for e in self.tail if not self.filter or self.filter in e["comm"]]
+        for ev in events[-rows:] if rows > 0 else []:
+            clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
+            t.add_row(clock, str(ev["pid"]), ev["comm"], ev["type"], detail(ev))
+        return t
+
+    def _footer(self) -> Text:
+        if self.editing is not None:
+            return Text(f"filter by comm: {self.editing}▏ (Enter apply, Esc clear)",
+                        style="reverse")  # fmt: skip
+        state = "  [PAUSED]" if self.paused else ""
+        return Text(
+            f" q quit  p pause  s sort: {SORTS[self.sort]}  / filter{state}", style="reverse"
+        )
+
+
+__all__ = ["SORTS", "TraceTui", "sparkline"]

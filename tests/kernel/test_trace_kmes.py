@@ -1,0 +1,46 @@
+"""``ringtool trace --kmes SOCKET``: trace records published through a KMES bridge."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ringtool.kmes.attach import attach
+from ringtool.trace.kmes_sink import TRACE_EVENT_BASE
+from ringtool.trace.layout import load_layout
+from tests.kernel.trace_helpers import Trace
+
+pytestmark = pytest.mark.kernel
+
+
+def test_trace_publishes_to_kmes(tmp_path: Path) -> None:
+    sock = tmp_path / "kmes.sock"
+    proc = Trace("--json", "-d", "4", "--events", "exec", "--kmes", str(sock))
+    readers = attach(str(sock), start="head")
+    try:
+        cat = subprocess.Popen(["/bin/cat", "/dev/null"])
+        cat.wait()
+        lay = load_layout()
+        found = []
+        deadline = time.monotonic() + 10
+        while not found and time.monotonic() < deadline:
+            for r in readers:
+                for ev in r.drain():
+                    if ev.event_type != TRACE_EVENT_BASE + lay.type_id("exec"):
+                        continue
+                    rec = np.frombuffer(bytes(ev.payload), dtype=lay.event, count=1)[0]
+                    if rec["h"]["pid"] == cat.pid:
+                        found.append(rec)
+            time.sleep(0.1)
+        assert found, "cat's exec never reached the KMES buffers"
+        assert found[0]["data"].split(b"\0")[0] == b"/bin/cat"
+        assert found[0]["h"]["comm"] == b"cat"
+    finally:
+        for r in readers:
+            r.close()
+    lines, _ = proc.finish()
+    assert lines[-1].startswith('{"type": "summary"')

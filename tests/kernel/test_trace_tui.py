@@ -1,0 +1,116 @@
+"""The ``ringtool trace`` TUI in a real terminal (tmux)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.kernel
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
+
+
+def _wait_for(session: str, *needles: str, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux("capture-pane", "-p", "-t", session)
+        if all(n in screen for n in needles):
+            return screen
+        time.sleep(0.3)
+    raise AssertionError(f"{needles} not on screen:\n{screen}")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.parametrize(("w", "h"), [(100, 30), (80, 24)])
+def test_tui_in_tmux(w: int, h: int, tmp_path: Path) -> None:
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = (
+        f"cd {ROOT} && {sys.executable} -m ringtool.cli.main trace --interval 0.5; "
+        "echo EXITED rc=$?; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-*icanon'; sleep 60"
+    )
+    _tmux("new-session", "-d", "-s", session, "-x", str(w), "-y", str(h), cmd)
+    try:
+        for _ in range(3):
+            (tmp_path / "poke").write_text("x")
+        screen = _wait_for(session, "per CPU", "events/s", "FILL%", "q quit")
+        lines = screen.splitlines()
+        assert lines[0].startswith("ringtool trace") and "events/s" in lines[0]
+        assert "top syscalls" in screen and "recent exec/open/net" in screen
+        assert any(line.split()[:1] == ["0"] for line in lines)  # CPU 0's row
+        _tmux("send-keys", "-t", session, "p")
+        _wait_for(session, "[PAUSED]")
+        _tmux("send-keys", "-t", session, "q")
+        screen = _wait_for(session, "EXITED rc=0", "events in")
+        tail = screen.split("EXITED rc=0", 1)[1].split()
+        assert tail[:1] == ["icanon"]  # canonical mode is back
+        assert "per CPU" not in screen  # the alternate screen is gone
+    finally:
+        _tmux("kill-session", "-t", session)
+
+
+def _ringtool_pid(session: str) -> int:
+    shell = _tmux("list-panes", "-t", session, "-F", "#{pane_pid}").split()[0]
+    out = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True).stdout.split()
+    assert out, "ringtool is not running in the pane"
+    return int(out[0])
+
+
+def _cpu_rows(screen: str) -> list[list[str]]:
+    """The per-CPU table's rows: CPU FILL% EV/S DROPS LOST (and the table beside)."""
+    lines = screen.splitlines()
+    start = next(i for i, line in enumerate(lines) if "FILL%" in line) + 2
+    rows = []
+    for line in lines[start:]:
+        f = line.split()
+        if not f or not f[0].isdigit() or len(f) < 5:
+            break
+        rows.append(f[:5])
+    return rows
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_tui_shows_drops_of_a_tiny_buffer(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = (
+        f"cd {ROOT} && {sys.executable} -m ringtool.cli.main trace --events open "
+        "--buffer-pages 1 --interval 0.5; sleep 60"
+    )
+    _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
+    try:
+        _wait_for(session, "per CPU", "events/s")
+        pid = _ringtool_pid(session)
+        os.kill(pid, signal.SIGSTOP)  # the consumer stalls: 4 KiB rings overflow
+        try:
+            target = tmp_path / "hot"
+            target.write_text("x")
+            for _ in range(3000):
+                target.open().close()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        deadline = time.monotonic() + 30
+        while True:
+            rows = _cpu_rows(_tmux("capture-pane", "-p", "-t", session))
+            drops = sum(int(r[3].replace(",", "")) for r in rows)
+            if drops > 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert drops > 0, rows
+        _tmux("send-keys", "-t", session, "q")
+        screen = _wait_for(session, "events in")
+        summary = next(line for line in screen.splitlines() if "events in" in line)
+        assert int(summary.split(", ")[1].split()[0]) > 0  # "N events in Ts, D dropped"
+    finally:
+        _tmux("kill-session", "-t", session)

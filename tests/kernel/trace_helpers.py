@@ -1,0 +1,49 @@
+"""Run ``ringtool trace`` as a subprocess for the kernel tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RINGTOOL = [sys.executable, "-m", "ringtool.cli.main"]
+
+
+class Trace:
+    """``ringtool trace ARGS`` in a subprocess whose stdout is read by a thread as it
+    comes (a full pipe would stall the tracer and make it drop events)."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [*RINGTOOL, "trace", *args], cwd=ROOT, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        ready = ("--json" in args and '"type": "start"') or "Tracing... Ctrl-C to end."
+        deadline = time.monotonic() + 60
+        while not any(ready in line for line in list(self.lines)):
+            assert self.proc.poll() is None, self.proc.stderr.read()  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "ringtool trace did not start"
+            time.sleep(0.05)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def finish(self, timeout: float = 60) -> tuple[list[str], str]:
+        """Wait for the exit (status 0, no traceback); all stdout lines and stderr."""
+        self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=10)
+        err = self.proc.stderr.read() if self.proc.stderr else ""
+        assert self.proc.returncode == 0, err
+        assert "Traceback" not in err
+        return self.lines, err

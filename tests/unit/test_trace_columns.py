@@ -1,0 +1,46 @@
+"""--no-tui column formatting stays within 80 columns."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from ringtool.trace.events import Decoder
+from ringtool.trace.layout import load_layout
+from ringtool.trace.output_columns import HEADER, ColumnOutput, fit, format_event
+from ringtool.trace.stats import TraceStats
+
+
+def test_fit_keeps_the_end() -> None:
+    assert fit("short", 10) == "short"
+    assert fit("/very/long/path/file.txt", 10) == "..file.txt"
+    assert len(fit("x" * 200, 34)) == 34
+
+
+def test_event_lines_fit_80_columns() -> None:
+    ev = {"type": "open", "ts": 0.0, "cpu": 1, "pid": 4194304, "tid": 1, "comm": "c" * 16,
+          "path": "/a" * 200, "flags": 0, "ret": -13}  # fmt: skip
+    line = format_event(ev)
+    assert len(line) == 80 and line.endswith("= -13")
+    assert len(HEADER) <= 80 and HEADER.split() == ["TIME", "CPU", "PID", "COMM", "EVENT", "DETAIL"]
+
+
+def test_column_output_all_lines_fit() -> None:
+    lay = load_layout()
+    out = io.StringIO()
+    col = ColumnOutput(out, Decoder(lay))
+    col.start(["exec", "open", "syscalls", "net"], ["source net disabled: " + "x" * 100])
+    arr = np.zeros(3, dtype=lay.event)
+    arr["h"]["type"] = [lay.type_id("exec"), lay.type_id("open"), lay.type_id("syscall")]
+    arr["data"] = b"/usr/" + b"z" * 250
+    col.batch(arr, [])
+    st = TraceStats(lay.type_names, 2, ["exec", "open", "syscalls"])
+    st.add_batch(arr)
+    st.tick(drops_cpu=[1, 2], syscall_hist={257: {10: 5}})
+    col.stats(st)
+    col.summary(st)
+    lines = out.getvalue().splitlines()
+    assert "Tracing... Ctrl-C to end." in lines
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    assert lines[-3].startswith("3 events") or any(x.startswith("3 events") for x in lines)

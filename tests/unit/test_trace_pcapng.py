@@ -1,0 +1,53 @@
+"""pcapng writer/reader round trip (and tshark agrees, where installed)."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ringtool.trace.pcapng import PcapngWriter, read_pcapng
+
+FRAMES = [
+    (b"\xff" * 6 + b"\x02" * 6 + b"\x08\x00" + bytes(range(46)), 60, 1_700_000_000_123_456_789),
+    (b"\x01\x02\x03", 1514, 1_700_000_001_000_000_001),  # truncated capture, odd length
+]
+
+
+def _write(stream: io.BytesIO | io.BufferedWriter) -> None:
+    w = PcapngWriter(stream, snaplen=96)  # type: ignore[arg-type]
+    for i, (data, orig, ts) in enumerate(FRAMES):
+        w.write_packet(data, orig, ts, ifname=f"veth{i % 2}", comment=f"cpu={i} pid=42")
+
+
+def test_round_trip() -> None:
+    buf = io.BytesIO()
+    _write(buf)
+    pkts = read_pcapng(buf.getvalue())
+    assert [(p.data, p.orig_len, p.ts_ns) for p in pkts] == FRAMES
+    assert [p.ifname for p in pkts] == ["veth0", "veth1"]
+    assert pkts[1].comment == "cpu=1 pid=42"
+    assert len(buf.getvalue()) % 4 == 0
+
+
+def test_reader_refuses_garbage() -> None:
+    with pytest.raises(ValueError):
+        read_pcapng(b"\xd4\xc3\xb2\xa1" + b"\0" * 20)  # classic pcap
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+def test_tshark_reads_it(tmp_path: Path) -> None:
+    path = tmp_path / "t.pcapng"
+    with open(path, "wb") as f:
+        _write(f)
+    res = subprocess.run(
+        ["tshark", "-r", str(path), "-T", "fields", "-e", "frame.len", "-e", "frame.cap_len",
+         "-e", "frame.comment", "-e", "frame.time_epoch"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    rows = [line.split("\t") for line in res.stdout.splitlines()]
+    assert [r[:3] for r in rows] == [["60", "60", "cpu=0 pid=42"], ["1514", "3", "cpu=1 pid=42"]]
+    assert rows[0][3].startswith("1700000000.123456789")

@@ -1,0 +1,63 @@
+"""Aggregation of trace records: counts, rates, top lists, p99 from log2 histograms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ringtool.trace.layout import load_layout
+from ringtool.trace.stats import TraceStats, percentile_from_log2
+
+
+def test_percentile_empty_and_single_bucket() -> None:
+    assert percentile_from_log2({}) == 0.0
+    # slot 11 holds [1024, 2048) ns; 100 samples: the 99th is 99% into the bucket
+    assert percentile_from_log2({11: 100}) == pytest.approx(1024 + 1024 * 0.99)
+
+
+def test_percentile_picks_the_tail_bucket() -> None:
+    hist = {5: 980, 20: 20}  # 98% fast, 2% in [2**19, 2**20)
+    p99 = percentile_from_log2(hist)
+    assert 2**19 <= p99 < 2**20
+    assert percentile_from_log2(hist, 0.5) < 2**5
+    assert percentile_from_log2({5: 990, 20: 10}) <= 2**5  # the 99th is still fast
+
+
+def _batch(rows: list[tuple[str, int, int, bytes]]) -> np.ndarray:
+    lay = load_layout()
+    arr = np.zeros(len(rows), dtype=lay.event)
+    for i, (typ, cpu, pid, comm) in enumerate(rows):
+        arr[i]["h"]["type"] = lay.type_id(typ)
+        arr[i]["h"]["cpu"] = cpu
+        arr[i]["h"]["pid"] = pid
+        arr[i]["h"]["comm"] = comm
+    return arr
+
+
+def test_counts_rates_top_and_summary() -> None:
+    lay = load_layout()
+    st = TraceStats(lay.type_names, 2, ["exec", "open"], start=100.0)
+    st.add_batch(_batch([("open", 0, 10, b"a"), ("open", 1, 10, b"a"), ("exec", 1, 11, b"b")]))
+    st.add_events([{"type": "net", "cpu": 0, "pid": 0, "comm": ""}])
+    st.observe_fill({0: 0.5, 1: 0.1})
+    st.observe_fill({0: 0.2})
+    st.tick(drops_cpu=[3, 4], drops_source={"open": [3, 4]}, lost_cpu={0: 2}, now=102.0,
+            syscall_hist={0: {10: 4}, 1: {12: 1}})  # fmt: skip
+    assert st.total == 4
+    assert st.by_type == {"open": 2, "exec": 1, "net": 1}
+    assert st.per_cpu == [2, 2]
+    assert st.rate_total == 2.0
+    assert st.rate_source["open"] == 1.0 and st.rate_source["net"] == 0.5
+    assert st.fill_cpu == {0: 0.5, 1: 0.1}
+    assert st.top_procs(1) == [(10, "a", 2, 2)]
+    assert [r.nr for r in st.top_syscalls(5)] == [0, 1]
+    assert st.top_syscalls(1, "p99")[0].nr == 1
+    summary = st.summary_record()
+    assert summary["events"] == 4 and summary["dropped"] == 7 and summary["lost"] == 2
+    assert summary["dropped_by_source"] == {"open": 7}
+    assert summary["dropped_by_source_per_cpu"] == {"open": [3, 4]}
+    st.tick(now=104.0)
+    assert st.rate_total == 0.0 and st.fill_cpu == {}
+    assert st.top_procs(1) == [(10, "a", 2, 0)]
+    rec = st.stats_record()
+    assert rec["type"] == "stats" and len(rec["per_cpu"]) == 2
