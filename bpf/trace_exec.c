@@ -43,30 +43,46 @@ TRACEPOINT_PROBE(syscalls, sys_enter_exit)
     return 0;
 }
 
-TRACEPOINT_PROBE(sched, sched_process_exec)
+/* Reserve and fill the common part of one event of `kind` from process `pid`;
+ * NULL (the drop counted) when the ring is full. */
+static __always_inline struct trace_event *begin_event(u32 pid, u32 kind)
 {
-    u32 pid = bpf_get_current_pid_tgid() >> 32;
-    if (trace_skip_pid(pid))
-        return 0;
     struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
     if (!e) {
         drops.increment(0);
         return 0;
     }
-    trace_fill_hdr(&e->h, TRACE_EXEC);
+    trace_fill_hdr(&e->h, kind);
     u32 *ppid = parent_of.lookup(&pid);
     e->value = 0;
     e->ppid = ppid ? *ppid : 0;
     e->ret = 0;
-    e->aux = args->old_pid;
+    e->aux = 0;
     e->aux2 = 0;
-    TP_DATA_LOC_READ_STR(e->data, filename, sizeof(e->data));
-    if (trace_skip_comm(e->h.comm)) {
+    return e;
+}
+
+/* Submit `e`, or discard it when the comm filter rejects it. */
+static __always_inline int finish_event(struct trace_event *e)
+{
+    if (trace_skip_comm(e->h.comm))
         bpf_ringbuf_discard(e, 0);
-        return 0;
-    }
-    bpf_ringbuf_submit(e, 0);
+    else
+        bpf_ringbuf_submit(e, 0);
     return 0;
+}
+
+TRACEPOINT_PROBE(sched, sched_process_exec)
+{
+    u32 pid = bpf_get_current_pid_tgid() >> 32;
+    if (trace_skip_pid(pid))
+        return 0;
+    struct trace_event *e = begin_event(pid, TRACE_EXEC);
+    if (!e)
+        return 0;
+    e->aux = args->old_pid;
+    TP_DATA_LOC_READ_STR(e->data, filename, sizeof(e->data));
+    return finish_event(e);
 }
 
 TRACEPOINT_PROBE(sched, sched_process_exit)
@@ -75,28 +91,16 @@ TRACEPOINT_PROBE(sched, sched_process_exit)
     u32 pid = id >> 32;
     if (pid != (u32)id || trace_skip_pid(pid))
         return 0;
-    struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
-    if (!e) {
-        drops.increment(0);
+    struct trace_event *e = begin_event(pid, TRACE_EXIT);
+    if (!e)
         return 0;
-    }
-    trace_fill_hdr(&e->h, TRACE_EXIT);
     u32 *code = exit_codes.lookup(&pid);
-    u32 *ppid = parent_of.lookup(&pid);
     e->value = code ? (u64)*code << 8 : 0;
-    e->ppid = ppid ? *ppid : 0;
-    e->ret = 0;
     e->aux = code ? 1 : 0;
-    e->aux2 = 0;
     e->data[0] = 0;
     exit_codes.delete(&pid);
     parent_of.delete(&pid);
-    if (trace_skip_comm(e->h.comm)) {
-        bpf_ringbuf_discard(e, 0);
-        return 0;
-    }
-    bpf_ringbuf_submit(e, 0);
-    return 0;
+    return finish_event(e);
 }
 
 TRACEPOINT_PROBE(sched, sched_process_fork)
@@ -106,23 +110,10 @@ TRACEPOINT_PROBE(sched, sched_process_fork)
     parent_of.update(&child, &pid);  /* before filtering: exec/exit need it */
     if (trace_skip_pid(pid))
         return 0;
-    struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
-    if (!e) {
-        drops.increment(0);
+    struct trace_event *e = begin_event(pid, TRACE_FORK);
+    if (!e)
         return 0;
-    }
-    trace_fill_hdr(&e->h, TRACE_FORK);
-    u32 *ppid = parent_of.lookup(&pid);
-    e->value = 0;
-    e->ppid = ppid ? *ppid : 0;
-    e->ret = 0;
     e->aux = args->child_pid;
-    e->aux2 = 0;
     TP_DATA_LOC_READ_STR(e->data, child_comm, sizeof(e->data));
-    if (trace_skip_comm(e->h.comm)) {
-        bpf_ringbuf_discard(e, 0);
-        return 0;
-    }
-    bpf_ringbuf_submit(e, 0);
-    return 0;
+    return finish_event(e);
 }
