@@ -58,6 +58,12 @@ def format_summary(stats: TraceStats, width: int = 80) -> list[str]:
         lines.append(
             "dropped by source: " + ", ".join(f"{k} {v}" for k, v in stats.drops_source.items())
         )
+    if stats.ordering is not None:
+        o = stats.ordering
+        lines.append(
+            f"ordered: {o['out_of_order']} out of order "
+            f"(per CPU ring {o['out_of_order_per_buffer']}), max {o['max_lateness_us']} us late"
+        )
     for row in stats.top_syscalls(5):
         lines.append(f"  {row.name:<20} {row.count:>10} calls  p99 {row.p99_ns / 1000:10.1f} us")
     return [line[:width] for line in lines]

@@ -190,13 +190,13 @@ def _loop(
                 quit_ = _interactive(out).handle_input()
             _ingest(session, stats, out, extras, ordered)
             if time.monotonic() >= next_tick:
-                _tick(session, stats)
+                _tick(session, stats, ordered)
                 out.stats(stats)
                 next_tick += cfg.interval * max(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
                 )
         _ingest(session, stats, out, extras, ordered, final=True)
-        _tick(session, stats)
+        _tick(session, stats, ordered)
     finally:
         if exit_ is not None:
             exit_(None, None, None)
@@ -208,7 +208,9 @@ def _interactive(out: Output) -> Interactive:
     return out  # type: ignore[return-value]  # only outputs with an input_fd get here
 
 
-def _tick(session: TraceSession, stats: TraceStats) -> None:
+def _tick(session: TraceSession, stats: TraceStats, ordered: Any = None) -> None:
+    if ordered is not None:
+        stats.set_ordering(ordered.merger.stats)
     stats.tick(
         drops_cpu=session.dropped_per_cpu(),
         drops_source=session.dropped_per_source(),

@@ -87,6 +87,8 @@ class TraceStats:
     _mark_procs: dict[int, int] = field(default_factory=dict)
     _recent_procs: dict[int, int] = field(default_factory=dict)
     _mark_time: float = field(init=False)
+    #: ``--ordered`` only: the merge's out-of-order accounting (see set_ordering)
+    ordering: dict[str, Any] | None = None
     _sys_prev: dict[int, int] = field(default_factory=dict)
     _fill_max: dict[int, float] = field(default_factory=dict)
 
@@ -228,8 +230,27 @@ class TraceStats:
         }.get(by, lambda r: -r.count)
         return sorted(self.syscalls, key=key)[:n]
 
+    def set_ordering(self, merge_stats: Any) -> None:
+        """Record a timestamp merge's counts (a ``ringtool.merge.MergeStats``):
+        events delivered older than the one before them, in total and per buffer
+        (buffer i is CPU ring i), the largest such lateness, and what a reorder
+        window holds now."""
+        self.ordering = {
+            "out_of_order": merge_stats.out_of_order,
+            "out_of_order_per_buffer": list(merge_stats.out_of_order_per_buffer),
+            "max_lateness_us": round(merge_stats.max_lateness_ns / 1000, 1),
+            "held": merge_stats.held,
+        }
+
     def stats_record(self) -> dict[str, Any]:
-        """The periodic ``{"type": "stats", ...}`` JSON object."""
+        """The periodic ``{"type": "stats", ...}`` JSON object (with ``ordering`` under
+        ``--ordered``)."""
+        record = self._stats_fields()
+        if self.ordering is not None:
+            record["ordering"] = self.ordering
+        return record
+
+    def _stats_fields(self) -> dict[str, Any]:
         return {
             "type": "stats",
             "uptime_s": round(self.uptime, 3),
@@ -278,6 +299,7 @@ class TraceStats:
             "dropped_per_cpu": self.drops_cpu,
             "lost_per_cpu": {str(k): v for k, v in sorted(self.lost_cpu.items())},
             "sources": self.sources,
+            **({"ordering": self.ordering} if self.ordering is not None else {}),
         }
 
 

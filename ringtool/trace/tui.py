@@ -217,6 +217,8 @@ class TraceTui:
             return Text(f"ringtool trace: starting {', '.join(self.sources)}...")
         up = int(s.uptime)
         per = "  ".join(f"{k} {v:,.0f}/s" for k, v in s.rate_source.items())
+        if s.ordering is not None:
+            per += f"  out-of-order {s.ordering['out_of_order']:,}"
         line1 = Text.assemble(
             ("ringtool trace", "bold"), f"  up {up // 3600}:{up // 60 % 60:02}:{up % 60:02}  ",
             (f"{s.rate_total:,.0f} events/s", "bold green"), f"  {per}",

@@ -149,6 +149,21 @@ def test_ordered_output_is_sorted_by_timestamp(tmp_path: Path) -> None:
     assert len(ts) > 10
     assert ts == sorted(ts)
     assert objs[-1]["events"] == len(ts)
+    assert objs[-1]["ordering"]["out_of_order"] == 0
+    assert any("ordering" in o for o in objs if o["type"] == "stats")
+
+
+def test_ordered_without_window_counts_exactly_the_inversions(tmp_path: Path) -> None:
+    proc = Trace("--json", "-d", "3", "--events", "exec,open", "--ordered")
+    for _ in range(5):
+        run_cat(tmp_path)
+    out, _ = proc.finish()
+    objs = json_lines(out)
+    ts = [o["ts"] for o in objs if o["type"] in ("exec", "open", "exit", "fork")]
+    inversions = sum(1 for a, b in zip(ts, ts[1:]) if b < a)
+    ordering = objs[-1]["ordering"]
+    assert ordering["out_of_order"] == inversions
+    assert sum(ordering["out_of_order_per_buffer"]) == inversions
 
 
 def test_pipe_into_head_exits_quietly(tmp_path: Path) -> None:
