@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -160,7 +161,7 @@ def test_ordered_without_window_counts_exactly_the_inversions(tmp_path: Path) ->
     out, _ = proc.finish()
     objs = json_lines(out)
     ts = [o["ts"] for o in objs if o["type"] in ("exec", "open", "exit", "fork")]
-    inversions = sum(1 for a, b in zip(ts, ts[1:]) if b < a)
+    inversions = sum(1 for a, b in itertools.pairwise(ts) if b < a)
     ordering = objs[-1]["ordering"]
     assert ordering["out_of_order"] == inversions
     assert sum(ordering["out_of_order_per_buffer"]) == inversions
