@@ -14,10 +14,12 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from ringtool.errors import RingtoolError
 from ringtool.kmes.attach import DEFAULT_SOCKET, attach
 from ringtool.kmes.events import decode
 from ringtool.kmes.reader import Reader, wait_any
 from ringtool.protocol.kmes_layout import ORIGINS, Event
+from ringtool.trace.kmes_sink import TracePayloads
 
 
 def register(subs: Any) -> None:
@@ -34,8 +36,11 @@ def register(subs: Any) -> None:
     p.set_defaults(func=run)
 
 
-def event_dict(ev: Event) -> dict[str, Any]:
+def event_dict(ev: Event, trace: TracePayloads | None = None) -> dict[str, Any]:
     name, fields = decode(ev.event_type, ev.payload)
+    decoded = trace.decode(ev.event_type, ev.payload) if fields is None and trace else None
+    if decoded is not None:
+        name, fields = decoded
     out: dict[str, Any] = {
         "cpu": ev.cpu_id,
         "seq": ev.seq,
@@ -51,8 +56,8 @@ def event_dict(ev: Event) -> dict[str, Any]:
     return out
 
 
-def format_text(ev: Event) -> str:
-    d = event_dict(ev)
+def format_text(ev: Event, trace: TracePayloads | None = None) -> str:
+    d = event_dict(ev, trace)
     when = datetime.fromtimestamp(ev.timestamp / 1e9, UTC).strftime("%H:%M:%S.%f")
     body = (
         " ".join(f"{k}={v}" for k, v in d["data"].items())
@@ -62,10 +67,11 @@ def format_text(ev: Event) -> str:
     return f"{when} cpu={ev.cpu_id} seq={ev.seq} {d['origin']}/{d['name']} {body}"
 
 
-def _print(events: list[Event], as_json: bool, out: TextIO) -> None:
+def _print(events: list[Event], as_json: bool, out: TextIO, trace: TracePayloads | None) -> None:
     events.sort(key=lambda e: e.timestamp)
     for ev in events:
-        out.write((json.dumps(event_dict(ev)) if as_json else format_text(ev)) + "\n")
+        line = json.dumps(event_dict(ev, trace)) if as_json else format_text(ev, trace)
+        out.write(line + "\n")
     out.flush()
 
 
@@ -82,8 +88,18 @@ def summary(readers: list[Reader]) -> list[str]:
     return lines
 
 
+def _trace_payloads() -> TracePayloads | None:
+    """Decoder for `ringtool trace --kmes` events, or None when the layout header
+    is not available (such events then print as hex)."""
+    try:
+        return TracePayloads()
+    except (OSError, RingtoolError):
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     readers = attach(args.socket, start="head" if args.new else "tail")
+    trace = _trace_payloads()
     print(
         f"ringtool kmes-read: attached to {args.socket}: CPUs {[r.cpu for r in readers]}, "
         f"capacity {readers[0].capacity if readers else 0}, "
@@ -100,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                 got += len(evs)
                 batch.extend(evs)
             if batch:
-                _print(batch, args.json, sys.stdout)
+                _print(batch, args.json, sys.stdout, trace)
             if got:
                 continue
             if not args.follow:

@@ -68,3 +68,33 @@ class KmesSink:
 
 
 __all__ = ["TRACE_EVENT_BASE", "KmesSink"]
+
+
+class TracePayloads:
+    """Decodes the KMES events :class:`KmesSink` publishes (``kmes-read`` uses it),
+    from the same single layout definition the tracer reads (bpf/trace_event.h)."""
+
+    def __init__(self) -> None:
+        from ringtool.trace.events import Decoder
+        from ringtool.trace.layout import load_layout
+
+        self._layout = load_layout()
+        self._decoder = Decoder(self._layout)
+        self._net_type = TRACE_EVENT_BASE + self._layout.type_id("net")
+
+    def decode(self, event_type: int, payload: bytes) -> tuple[str, dict[str, Any]] | None:
+        """``(type name, fields)`` of a trace event, or None when ``event_type`` is
+        not one of the trace's (or the payload is too short for its record)."""
+        if not TRACE_EVENT_BASE < event_type < TRACE_EVENT_BASE + 0x100:
+            return None
+        if event_type == self._net_type:
+            if len(payload) < self._layout.net.itemsize:
+                return None
+            events = self._decoder.decode_net([(0, payload)])
+        else:
+            dtype = self._layout.event
+            if len(payload) < dtype.itemsize:
+                return None
+            events = self._decoder.decode(np.frombuffer(payload, dtype, 1))
+        fields = {k: v for k, v in events[0].items() if not isinstance(v, bytes | bytearray)}
+        return str(fields.pop("type")), fields

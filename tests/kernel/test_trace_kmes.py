@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from ringtool.kmes.attach import attach
 from ringtool.trace.kmes_sink import TRACE_EVENT_BASE
 from ringtool.trace.layout import load_layout
-from tests.kernel.trace_helpers import Trace
+from tests.kernel.trace_helpers import RINGTOOL, Trace
 
 pytestmark = pytest.mark.kernel
 
@@ -44,3 +45,32 @@ def test_trace_publishes_to_kmes(tmp_path: Path) -> None:
             r.close()
     lines, _ = proc.finish()
     assert lines[-1].startswith('{"type": "summary"')
+
+
+def test_kmes_read_decodes_trace_events(tmp_path: Path) -> None:
+    sock = tmp_path / "kmes.sock"
+    proc = Trace("--json", "-d", "4", "--events", "exec", "--kmes", str(sock))
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cat = subprocess.Popen(["/bin/cat", "/dev/null"])
+        cat.wait()
+        ours: list[dict[str, object]] = []
+        while not ours and time.monotonic() < deadline:
+            time.sleep(0.2)
+            res = subprocess.run(
+                [*RINGTOOL, "kmes-read", "--socket", str(sock), "--json"],
+                capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            assert res.returncode == 0, res.stderr
+            events = [json.loads(line) for line in res.stdout.splitlines()]
+            ours = [
+                e for e in events
+                if e["name"] == "exec" and e["data"]["pid"] == cat.pid  # type: ignore[index]
+            ]  # fmt: skip
+        assert ours, "kmes-read did not show cat's exec"
+        assert ours[0]["data"]["filename"] == "/bin/cat"  # type: ignore[index]
+        assert ours[0]["origin"] == "ringbuf" and "payload_hex" not in ours[0]
+    finally:
+        proc.finish()
