@@ -23,7 +23,7 @@ done
 # kernel has no matching package (custom kernels), Debian's generic headers are linked.
 if [[ ! -e /lib/modules/$KREL/build/include ]]; then
     if ! ls -d /usr/src/linux-headers-*-amd64 >/dev/null 2>&1 \
-        && ! apt-cache policy "linux-headers-$KREL" 2>/dev/null | grep -q Candidate; then
+        && ! apt-cache policy "linux-headers-$KREL" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
         missing+=(linux-headers-amd64)
     fi
     apt-cache policy "linux-headers-$KREL" 2>/dev/null | grep -q 'Candidate: [0-9]' \
