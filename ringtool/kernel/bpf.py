@@ -14,6 +14,7 @@ from enum import IntEnum
 from typing import Any
 
 from ringtool.errors import BpfSyscallError, PrivilegeError
+from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.libc import raw_syscall
 
 _ATTR_SIZE = 144  # larger than every attr variant used here; the kernel zero-checks the tail
@@ -186,6 +187,16 @@ def map_delete(fd: int, key: bytes) -> None:
     except BpfSyscallError as exc:
         if exc.errno != errno.ENOENT:
             raise
+
+
+def percpu_u64(fd: int, key: int = 0) -> list[int]:
+    """The u64 at ``key`` of a PERCPU_ARRAY map, one value per possible CPU (zeros
+    when the key is absent): how ringtool reads its per-CPU drop counters."""
+    ncpu = possible_cpu_count()
+    raw = map_lookup(fd, key.to_bytes(4, "little"), 8 * ncpu)
+    if raw is None:
+        return [0] * ncpu
+    return list(memoryview(raw).cast("Q"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
 from ringtool.protocol.ringbuf import RingState
-from ringtool.readers.consumer import MultiRingConsumer
+from ringtool.readers.consumer import MultiRingConsumer, map_fd_of
 
 SampleCallback = Callable[[memoryview], Any]
 
@@ -39,17 +39,12 @@ class _MapRef:
 
 def _resolve(map_: Any, drops: Any) -> _MapRef:
     """Accept a BCC table (``.map_fd``) or a raw map fd; find ``<name>_drops``."""
-    if isinstance(map_, int):
-        fd, name = map_, ""
-    elif hasattr(map_, "map_fd"):
-        fd = int(map_.map_fd)
-        raw = getattr(map_, "_name", b"") or b""
-        name = raw.decode() if isinstance(raw, bytes) else str(raw)
-    else:
-        raise MapTypeError(f"expected a BCC table or a map fd, got {type(map_).__name__}")
+    fd = map_fd_of(map_)
+    raw = getattr(map_, "_name", b"") or b""  # BCC tables know their name
+    name = raw.decode() if isinstance(raw, bytes) else str(raw)
     drops_fd: int | None = None
     if drops is not None:
-        drops_fd = int(drops) if isinstance(drops, int) else int(drops.map_fd)
+        drops_fd = map_fd_of(drops)
     elif name and hasattr(map_, "bpf"):
         try:
             drops_fd = int(map_.bpf.get_table(f"{name}_drops".encode()).map_fd)
@@ -132,11 +127,7 @@ class MappedRing:
         (see bpf/ringtool_ringbuf.h), or None when the program declares none."""
         if self._drops_fd is None:
             return None
-        ncpu = possible_cpu_count()
-        raw = bpf.map_lookup(self._drops_fd, b"\0\0\0\0", 8 * ncpu)
-        if raw is None:
-            return [0] * ncpu
-        return list(memoryview(raw).cast("Q"))
+        return bpf.percpu_u64(self._drops_fd)
 
     # --- Ring protocol -----------------------------------------------------------------
 

@@ -182,10 +182,7 @@ class RingBufGroup:
         """Events lost per CPU (ring full, or a CPU with no buffer)."""
         if not self._fds:
             return []
-        raw = bpf.map_lookup(self.drops_fd, _u32(0), 8 * possible_cpu_count())
-        if raw is None:
-            return [0] * possible_cpu_count()
-        return list(memoryview(raw).cast("Q"))
+        return bpf.percpu_u64(self.drops_fd)
 
     def close(self) -> None:
         """Close the group's map fds (idempotent)."""

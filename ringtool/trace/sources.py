@@ -84,12 +84,6 @@ def _defines_of(cflags: list[str]) -> dict[str, int | str]:
     return out
 
 
-def _percpu_u64(fd: int) -> list[int]:
-    ncpu = possible_cpu_count()
-    raw = bpf.map_lookup(fd, b"\0\0\0\0", 8 * ncpu)
-    return [0] * ncpu if raw is None else list(memoryview(raw).cast("Q"))
-
-
 class TraceSession:
     """The loaded sources of one ``ringtool trace`` run (see the module doc).
 
@@ -213,7 +207,7 @@ class TraceSession:
     def dropped_per_source(self) -> dict[str, list[int]]:
         """Per source, its failed outputs per CPU: each RINGBUF source's own ``drops``
         array; for net the perf buffers' PERF_RECORD_LOST counts."""
-        out = {name: _percpu_u64(obj[b"drops"].map_fd) for name, obj in self.sources.items()}
+        out = {name: bpf.percpu_u64(obj[b"drops"].map_fd) for name, obj in self.sources.items()}
         if self.net is not None:
             lost = self.net.lost()
             out["net"] = [lost.get(cpu, 0) for cpu in range(possible_cpu_count())]
