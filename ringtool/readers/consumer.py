@@ -20,7 +20,7 @@ from typing import Any, Protocol, Self
 
 import numpy as np
 
-from ringtool.errors import ConsumerStateError
+from ringtool.errors import ConsumerStateError, MapTypeError
 from ringtool.readers.poller import Poller
 from ringtool.readers.record import COUNT_CAP, READ_CHUNK, Lease, Record, join_commits
 
@@ -58,6 +58,17 @@ class Ring(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def map_fd_of(map_: Any) -> int:
+    """The fd of ``map_``: a BCC table (its ``.map_fd``) or a raw map fd.
+
+    Raises :class:`MapTypeError` for anything else."""
+    if isinstance(map_, int):
+        return map_
+    if hasattr(map_, "map_fd"):
+        return int(map_.map_fd)
+    raise MapTypeError(f"expected a BCC table or a map fd, got {type(map_).__name__}")
 
 
 def _cap(n: int) -> int:
@@ -184,9 +195,6 @@ class MultiRingConsumer:
                 if got >= limit:
                     break
         return out
-
-    def _copy_all(self, limit: int) -> list[Record]:
-        return [Record(d, i, c) for i, c, datas in self._copy_groups(limit) for d in datas]
 
     def lease(self, limit: int | None = None) -> Lease:
         """Zero-copy views of the available records across all rings, committed once

@@ -36,7 +36,7 @@ from ringtool.errors import (
 from ringtool.kernel import bpf, perf_event
 from ringtool.kernel.cpus import online_cpus
 from ringtool.protocol.perf import PerfRing
-from ringtool.readers.consumer import UNLIMITED, MultiRingConsumer
+from ringtool.readers.consumer import UNLIMITED, MultiRingConsumer, map_fd_of
 
 SampleCallback = Callable[[int, memoryview], Any]
 LostCallback = Callable[[int, int], Any]
@@ -121,14 +121,6 @@ class PerfCpuBuffer:
         os.close(self.fd)
 
 
-def _map_fd(map_: Any) -> int:
-    if isinstance(map_, int):
-        return map_
-    if hasattr(map_, "map_fd"):
-        return int(map_.map_fd)
-    raise MapTypeError(f"expected a BCC table or a map fd, got {type(map_).__name__}")
-
-
 class PerfBuffer(MultiRingConsumer):
     """Per-CPU perf buffers over one PERF_EVENT_ARRAY map, read by ringtool itself.
 
@@ -166,7 +158,7 @@ class PerfBuffer(MultiRingConsumer):
                 f"watermark_bytes {watermark_bytes} must be within the {page_cnt * PAGE_SIZE}"
                 "-byte buffer"
             )
-        fd = _map_fd(map)
+        fd = map_fd_of(map)
         info = bpf.map_info(fd)
         if info.type != bpf.MapType.PERF_EVENT_ARRAY:
             raise MapTypeError(
