@@ -71,6 +71,21 @@ class ConsumerStateError(RingtoolError, RuntimeError):
     after close())."""
 
 
+class ArgumentError(RingtoolError, ValueError):
+    """A bad argument to a consumer or merge API: out of range (a negative limit, no
+    CPU left to attach, a NaN window) or unusable (a dtype that cannot hold ring bytes,
+    a callback that is not callable)."""
+
+
+class BufferIndexError(ArgumentError, IndexError):
+    """A ring / buffer index past the end (``consume_buffer(5)`` with 2 buffers)."""
+
+
+class RecordFormatError(RingtoolError, ValueError):
+    """A record is too short for what is read from it (e.g. a timestamp offset past
+    its end). The record itself is consumed; the error reports it."""
+
+
 class KmesError(RingtoolError):
     """A KMES buffer, metadata page or attach exchange is malformed."""
 

@@ -8,8 +8,10 @@
 
 Sources are anything with ``peek()``/``pop()`` of ``(timestamp, payload)`` events
 (:class:`Source`); adapters: :class:`ListSource`, :class:`DequeSource`,
-:class:`FetchSource` / :func:`ring_source` (a ringtool reader ring's ``copy_out`` plus
-a timestamp extractor such as :func:`u64_at`). The algorithms and the out-of-order
+:class:`FetchSource` (a consuming ``fetch(limit)``), :class:`RingSource` /
+:func:`ring_source` (a ringtool reader ring plus a timestamp extractor such as
+:func:`u64_at`: it commits only what the merge took; ``merger.close()`` or dropping the
+merger gives the rest back to the ring). The algorithms and the out-of-order
 cases each accepts are documented in :mod:`ringtool.merge.algorithms`; the reorder
 window in :mod:`ringtool.merge.window`. Pure Python: no syscalls.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
+from ringtool.errors import ArgumentError
 from ringtool.merge.algorithms import (
     ALGORITHMS,
     Algorithm,
@@ -28,10 +31,11 @@ from ringtool.merge.algorithms import (
     OptimizedMerge,
 )
 from ringtool.merge.source import (
-    CopyOutRing,
     DequeSource,
     FetchSource,
     ListSource,
+    ReaderRing,
+    RingSource,
     Source,
     ring_source,
     u64_at,
@@ -43,7 +47,6 @@ T = TypeVar("T")
 __all__ = [
     "ALGORITHMS",
     "Algorithm",
-    "CopyOutRing",
     "DefaultMerge",
     "DequeSource",
     "FetchSource",
@@ -51,7 +54,9 @@ __all__ = [
     "MergeStats",
     "Merger",
     "OptimizedMerge",
+    "ReaderRing",
     "ReorderWindow",
+    "RingSource",
     "Source",
     "merge_sources",
     "ring_source",
@@ -73,8 +78,8 @@ def merge_sources(
     """
     try:
         cls = ALGORITHMS[algorithm]
-    except KeyError:
-        raise ValueError(
+    except (KeyError, TypeError):
+        raise ArgumentError(
             f"unknown merge algorithm {algorithm!r}: choose one of {sorted(ALGORITHMS)}"
         ) from None
     merger: Merger[T] = cls(sources)

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from heapq import heapify, heappop, heapreplace
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from ringtool.errors import ArgumentError
 from ringtool.merge.source import Source
 
 T = TypeVar("T")
@@ -110,6 +111,11 @@ class Merger(Protocol[T]):
         """Up to ``limit`` events from ``next()``."""
         ...
 
+    def close(self) -> None:
+        """Settle the sources that can (:class:`ringtool.merge.RingSource`): commit
+        what was taken, give back what was not. The merger stays usable."""
+        ...
+
 
 class _Accounting:
     """Out-of-order accounting shared by the mergers and the window."""
@@ -152,7 +158,7 @@ class _SourceMerger(_Accounting, Generic[T]):
 
     def __init__(self, sources: Sequence[Source[T]]) -> None:
         if not sources:
-            raise ValueError("a merge needs at least one source")
+            raise ArgumentError("a merge needs at least one source")
         super().__init__(len(sources))
         self._sources = list(sources)
         self._peeks = [s.peek for s in self._sources]
@@ -175,6 +181,10 @@ class _SourceMerger(_Accounting, Generic[T]):
         nxt = self.next
         while (ev := nxt()) is not None:
             yield ev
+
+    def close(self) -> None:
+        """Settle every source that can (see :class:`Merger`)."""
+        settle_all(self._sources)
 
     def take(self, limit: int) -> list[tuple[int, T]]:
         """Up to ``limit`` events in order (fewer when the sources run dry)."""
@@ -221,12 +231,13 @@ class OptimizedMerge(_SourceMerger[T]):
     are unique in it, so comparisons never reach the event).
     """
 
-    __slots__ = ("_active", "_rebuilds")
+    __slots__ = ("_active", "_error", "_rebuilds")
 
     def __init__(self, sources: Sequence[Source[T]]) -> None:
         super().__init__(sources)
         self._active: list[tuple[int, int, tuple[int, T]]] = []
         self._rebuilds = 0
+        self._error: BaseException | None = None  # a source's, raised by the next next()
 
     @property
     def stats(self) -> MergeStats:
@@ -253,11 +264,18 @@ class OptimizedMerge(_SourceMerger[T]):
 
     def next(self) -> tuple[int, T] | None:
         active = self._active
+        if self._error is not None:
+            exc, self._error = self._error, None
+            raise exc
         if not active and not self._rebuild():
             return None
         ts, bid, ev = active[0]
         self._pops[bid]()
-        head = self._peeks[bid]()
+        try:
+            head = self._peeks[bid]()
+        except Exception as exc:  # ev is taken: deliver it, raise on the next call
+            self._error = exc
+            head = None
         if head is None:
             heappop(active)  # emptied: leaves the list until the list is empty
         else:
@@ -268,6 +286,20 @@ class OptimizedMerge(_SourceMerger[T]):
         self._delivered += 1
         self.last_buffer = bid
         return ev
+
+
+def settle_all(sources: Sequence[Any]) -> None:
+    """Call ``settle()`` on each source that has one (every one, even if one fails)."""
+    first: BaseException | None = None
+    for src in sources:
+        settle = getattr(src, "settle", None)
+        if settle is not None:
+            try:
+                settle()
+            except Exception as exc:
+                first = first or exc
+    if first is not None:
+        raise first
 
 
 ALGORITHMS: dict[str, type[_SourceMerger[Any]]] = {

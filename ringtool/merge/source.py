@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
+from ringtool.errors import ArgumentError, RecordFormatError
+
 P = TypeVar("P")
 T = TypeVar("T")
 P_co = TypeVar("P_co", covariant=True)
@@ -107,58 +109,80 @@ class DequeSource(Generic[T]):
         return dq.popleft() if dq else None
 
 
-class FetchSource(Generic[T]):
-    """A source over a buffer read in batches: ``fetch(limit)`` returns up to ``limit``
-    raw records, oldest first, *consuming* them (a ringtool reader ring's ``copy_out``:
-    RINGBUF rings, perf CPU buffers, KMES CPU buffers all have one).
+class _BatchSource(Generic[T]):
+    """What :class:`FetchSource` and :class:`RingSource` share: events made from raw
+    records taken in batches (:meth:`_take`), and the handling of a bad record.
 
-    ``timestamp(record)`` extracts the event's timestamp (see :func:`u64_at`) and
-    ``payload(record)`` what the event carries (the record itself by default). Events
-    are ``(timestamp, payload)``. Examples: ``ring_source(rb.ring(i), u64_at(0))`` for
-    a RINGBUF ring, ``ring_source(pb.buffers()[i], u64_at(0))`` for a perf CPU buffer,
-    ``FetchSource(kmes_reader.drain, operator.attrgetter("timestamp"))`` for a KMES
-    per-CPU reader (its events are already decoded).
-
-    Records are fetched only when the ones already fetched are all taken, so the head
-    this source shows is always the buffer's real head: the same thing a peek at the
-    live ring would show (records behind a fetched batch are newer in that buffer's
-    order, so they can't come before it). What fetched records cost is that the ring
-    space is released at fetch time, before the merge delivers them.
+    A record whose ``timestamp``/``payload`` raises is consumed and reported like a
+    callback that raises: the records before it are delivered first, then the peek
+    that reaches it raises that exception (counted in ``bad``); the ones after it
+    follow on the next peek.
     """
 
-    __slots__ = ("_batch", "_buf", "_fetch", "_i", "_payload", "_ts", "fetched")
+    __slots__ = ("_batch", "_buf", "_error", "_i", "_payload", "_stash", "_ts", "bad", "fetched")
 
     def __init__(
         self,
-        fetch: Callable[[int], Sequence[Any]],
         timestamp: Callable[[Any], int],
-        *,
-        payload: Callable[[Any], T] | None = None,
-        batch: int = 256,
+        payload: Callable[[Any], T] | None,
+        batch: int,
     ) -> None:
-        if batch < 1:
-            raise ValueError(f"batch must be >= 1, not {batch}")
-        self._fetch = fetch
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ArgumentError(f"batch must be an int >= 1, not {batch!r}")
         self._ts = timestamp
         self._payload = payload
         self._batch = batch
         self._buf: list[tuple[int, T]] = []
         self._i = 0
+        self._error: BaseException | None = None  # raised once the records before it are taken
+        self._stash: Sequence[Any] = ()  # records taken after a bad one
         self.fetched = 0  # records fetched so far (for tests and stats)
+        self.bad = 0  # records whose timestamp/payload raised
+
+    def _take(self, limit: int) -> Sequence[Any]:
+        """The next raw records, oldest first (empty: none now)."""
+        raise NotImplementedError
+
+    def _bad_record(self, index: int) -> None:
+        """Raw record ``index`` of the batch raised and is now reported: consume it."""
 
     def _refill(self) -> bool:
-        raw = self._fetch(self._batch)
+        err = self._error
+        if err is not None:
+            self._error = None
+            self.bad += 1
+            self._bad_record(len(self._buf))
+            raise err
+        raw = self._take(self._batch)
         if not raw:
             return False
         ts = self._ts
         conv = self._payload
-        if conv is None:
-            self._buf = [(ts(r), r) for r in raw]
-        else:
-            self._buf = [(ts(r), conv(r)) for r in raw]
+        try:
+            if conv is None:
+                self._buf = [(ts(r), r) for r in raw]
+            else:
+                self._buf = [(ts(r), conv(r)) for r in raw]
+        except Exception:
+            self._buf = self._fill_until_bad(raw)
         self._i = 0
         self.fetched += len(raw)
-        return True
+        return bool(self._buf) or self._refill()
+
+    def _fill_until_bad(self, raw: Sequence[Any]) -> list[tuple[int, T]]:
+        """The events before the first record that raises; that error is kept for
+        when they are taken, and the records after it for the next refill."""
+        ts, conv = self._ts, self._payload
+        out: list[tuple[int, T]] = []
+        for j, r in enumerate(raw):
+            try:
+                out.append((ts(r), r if conv is None else conv(r)))
+            except Exception as exc:
+                self._error = exc
+                self._stash = raw[j + 1 :]
+                self.fetched -= len(self._stash)
+                break
+        return out
 
     def peek(self) -> tuple[int, T] | None:
         i = self._i
@@ -179,20 +203,126 @@ class FetchSource(Generic[T]):
         return len(self._buf) - self._i
 
 
-class CopyOutRing(Protocol):
-    """Anything with a consuming ``copy_out(limit) -> list[bytes]`` (ringtool's rings)."""
+class FetchSource(_BatchSource[T]):
+    """A source over a buffer read in batches: ``fetch(limit)`` returns up to ``limit``
+    raw records, oldest first, *consuming* them (a KMES per-CPU reader's ``drain``;
+    for ringtool's RINGBUF and perf rings use :class:`RingSource`, which consumes only
+    what the merge took).
 
-    def copy_out(self, limit: int) -> list[bytes]: ...
+    ``timestamp(record)`` extracts the event's timestamp (see :func:`u64_at`) and
+    ``payload(record)`` what the event carries (the record itself by default). Events
+    are ``(timestamp, payload)``. Example: ``FetchSource(kmes_reader.drain,
+    operator.attrgetter("timestamp"))`` for a KMES per-CPU reader (its events are
+    already decoded).
+
+    Records are fetched only when the ones already fetched are all taken, so the head
+    this source shows is always the buffer's real head: the same thing a peek at the
+    live ring would show (records behind a fetched batch are newer in that buffer's
+    order, so they can't come before it). Fetched records not taken yet live only
+    here: keep the source (or its merger) until they are taken.
+    """
+
+    __slots__ = ("_fetch",)
+
+    def __init__(
+        self,
+        fetch: Callable[[int], Sequence[Any]],
+        timestamp: Callable[[Any], int],
+        *,
+        payload: Callable[[Any], T] | None = None,
+        batch: int = 256,
+    ) -> None:
+        super().__init__(timestamp, payload, batch)
+        self._fetch = fetch
+
+    def _take(self, limit: int) -> Sequence[Any]:
+        stash, self._stash = self._stash, ()
+        return stash or self._fetch(limit)
+
+
+class ReaderRing(Protocol):
+    """A ringtool reader ring (``RingBuffer.ring(i)``, ``PerfBuffer.buffers[i]``):
+    records copied out without committing, and the commit (see
+    :class:`ringtool.readers.ring.Ring`)."""
+
+    def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]: ...
+
+    def position_after(self, start: int, n: int) -> int: ...
+
+    def advance(self, pos: int) -> None: ...
+
+
+class RingSource(_BatchSource[bytes]):
+    """A source over one ringtool reader ring that consumes only what the merge took.
+
+    A batch is copied out without committing; the ring position is committed when the
+    batch has all been taken (at the next fetch) and by :meth:`settle`, which commits
+    exactly the records taken and gives the rest back to the ring (they are copied
+    again). The merger's ``close()`` -- or garbage collection of this source --
+    settles it: an abandoned merge loses nothing. Settle before closing the ring's
+    consumer; a source settled after that cannot commit, so the next reader gets its
+    taken records again (at least once).
+    """
+
+    __slots__ = ("_end", "_ring", "_start")
+
+    def __init__(
+        self, ring: ReaderRing, timestamp: Callable[[bytes], int], *, batch: int = 256
+    ) -> None:
+        super().__init__(timestamp, None, batch)
+        self._ring = ring
+        self._start = self._end = -1  # the uncommitted batch, -1: none
+
+    def _copy(self, limit: int) -> list[bytes]:
+        raw, self._start, self._end = self._ring.copy_pending(limit)
+        if not raw:
+            self._ring.advance(self._end)  # discarded / LOST records only
+            self._start = self._end = -1
+        return raw
+
+    def _take(self, limit: int) -> Sequence[Any]:
+        self.settle()  # every record of the last batch was taken
+        return self._copy(limit)
+
+    def _bad_record(self, index: int) -> None:
+        if self._start >= 0:  # the bad record follows the ``index`` good ones
+            self._ring.advance(self._ring.position_after(self._start, index + 1))
+            self._start = self._end = -1
+            self._buf, self._i = [], 0
+
+    def settle(self) -> None:
+        """Commit the ring position just past the last record taken; give back the
+        records fetched but not taken (the next fetch copies them again)."""
+        if self._start < 0:
+            return
+        start, end, taken = self._start, self._end, self._i
+        self._start = self._end = -1
+        left = len(self._buf) - taken
+        self._buf, self._i = [], 0
+        self._stash = ()  # records after a bad one are still in the ring
+        if self._error is not None:
+            left += 1  # the bad record was not reported yet: give it back too
+            self._error = None
+        if left:
+            self._ring.advance(self._ring.position_after(start, taken))
+        else:
+            self._ring.advance(end)
+
+    def __del__(self) -> None:
+        try:
+            self.settle()
+        except Exception:  # the ring is closed: nothing left to commit to
+            pass
 
 
 def ring_source(
-    ring: CopyOutRing,
+    ring: ReaderRing,
     timestamp: Callable[[bytes], int],
     *,
     batch: int = 256,
-) -> FetchSource[bytes]:
+) -> RingSource:
     """A source over one ringtool reader ring; events are ``(timestamp, record bytes)``."""
-    return FetchSource(ring.copy_out, timestamp, batch=batch)
+    return RingSource(ring, timestamp, batch=batch)
 
 
 def u64_at(offset: int) -> Callable[[bytes | bytearray | memoryview], int]:
@@ -201,11 +331,18 @@ def u64_at(offset: int) -> Callable[[bytes | bytearray | memoryview], int]:
     Records here are private copies (never shared memory), so ``struct`` is fine. For
     a C ``struct { u64 ts; ... }`` pass 0; for a KMES event header pass 8.
     """
-    if offset < 0:
-        raise ValueError(f"offset must be >= 0, not {offset}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ArgumentError(f"offset must be an int >= 0, not {offset!r}")
     unpack = struct.Struct("<Q").unpack_from
+    need = offset + 8
 
     def ts(record: bytes | bytearray | memoryview) -> int:
-        return int(unpack(record, offset)[0])
+        try:
+            return int(unpack(record, offset)[0])
+        except struct.error:
+            raise RecordFormatError(
+                f"record of {len(record)} bytes has no u64 timestamp at offset {offset} "
+                f"(needs {need} bytes)"
+            ) from None
 
     return ts

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from heapq import heappop, heappush
 from typing import Generic, TypeVar
 
+from ringtool.errors import ArgumentError
 from ringtool.merge.algorithms import Merger, MergeStats, _Accounting
 
 T = TypeVar("T")
@@ -34,8 +35,12 @@ class ReorderWindow(_Accounting, Generic[T]):
     __slots__ = ("_held", "_inner", "_seq", "_watermark_ts", "_window_ns")
 
     def __init__(self, inner: Merger[T], window_us: float) -> None:
-        if window_us < 0:
-            raise ValueError(f"window_us must be >= 0, not {window_us}")
+        if (
+            isinstance(window_us, bool)
+            or not isinstance(window_us, int | float)
+            or not 0 <= window_us < 2**53
+        ):
+            raise ArgumentError(f"window_us must be a finite number >= 0, not {window_us!r}")
         super().__init__(inner.buffers)
         self._inner = inner
         self._window_ns = round(window_us * 1000)
@@ -111,6 +116,12 @@ class ReorderWindow(_Accounting, Generic[T]):
                 break
             out.append(ev)
         return out
+
+    def close(self) -> None:
+        """Settle the merger's sources (see :meth:`Merger.close`). Held events were
+        taken from them: :meth:`flush` delivers those, dropping the window loses them
+        (``stats.held`` says how many)."""
+        self._inner.close()
 
     def __len__(self) -> int:
         """Events held now."""

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.errors import CorruptRecordError, hexdump
+from ringtool.errors import CorruptRecordError, RingSizeError, hexdump
 
 # struct perf_event_mmap_page (include/uapi/linux/perf_event.h): u64 word indices.
 DATA_HEAD_OFF = 1024
@@ -114,7 +114,7 @@ class PerfRing:
         self.data = memoryview(data).cast("B")
         size = len(self.data)
         if size < 8 or size & (size - 1):
-            raise ValueError(f"perf data area of {size} bytes is not a power of two")
+            raise RingSizeError(f"perf data area of {size} bytes is not a power of two")
         self.size = size
         self.mask = size - 1
         self.cpu = cpu
@@ -125,6 +125,9 @@ class PerfRing:
         self.lost_total = 0
         self.unknown = 0
         self.lost_cb: Callable[[int, int], Any] | None = None
+        # LOST/unknown records before this position are accounted already: a batch
+        # copied out but given back (not committed) is walked again without recounting.
+        self._noted_upto = 0
 
     def release(self) -> None:
         """Drop the views (required before the underlying mmap can be closed)."""
@@ -235,7 +238,10 @@ class PerfRing:
         return int(bad[0]) if len(bad) else k
 
     def _note(self, seg: Segment) -> None:
-        """Account a LOST / unknown segment (calls ``lost_cb(cpu, count)``)."""
+        """Account a LOST / unknown segment (calls ``lost_cb(cpu, count)``), once."""
+        if seg[1] < self._noted_upto:
+            return
+        self._noted_upto = seg[2]
         if seg[0] == LOST:
             self.lost_total += seg[4]
             if self.lost_cb is not None:
@@ -299,11 +305,13 @@ class PerfRing:
                 page.set_data_tail(pos)
         return n, stop
 
-    def spans(self, limit: int) -> tuple[list[Segment], int]:
-        """The sample segments of up to ``limit`` samples and the position after them
-        (LOST/unknown records accounted). Nothing is committed: the caller commits the
-        returned position with :meth:`commit` when done with the data."""
-        pos = self.page.data_tail
+    def spans(self, limit: int) -> tuple[list[Segment], int, int]:
+        """The sample segments of up to ``limit`` samples, the position they start
+        from and the position after them (LOST/unknown records accounted). Nothing is
+        committed: the caller commits with :meth:`advance` when done with the data. A
+        corrupt record after samples ends the walk early; one with no sample before it
+        is raised, after committing the LOST/unknown records before it."""
+        start = pos = self.page.data_tail
         head = self.page.data_head  # acquire (see module doc)
         out: list[Segment] = []
         try:
@@ -314,35 +322,59 @@ class PerfRing:
                     out.append(seg)
                 pos = seg[2]
         except CorruptRecordError:
-            self.commit(pos)
-            raise
-        return out, pos
+            if not out:
+                self.commit(pos)
+                raise
+        return out, start, pos
 
     def commit(self, pos: int) -> None:
         """Release-store ``data_tail`` (see :meth:`UserPage.set_data_tail`)."""
         if pos != self.page.data_tail:
             self.page.set_data_tail(pos)
 
-    def copy_out(self, limit: int) -> list[bytes]:
-        """Owned copies of up to ``limit`` payloads; commits once."""
-        segs, end = self.spans(limit)
+    def advance(self, pos: int) -> None:
+        """Commit ``pos`` if it is ahead of ``data_tail`` (never move back: the kernel
+        may already have reused the space behind it)."""
+        if pos > self.page.data_tail:
+            self.page.set_data_tail(pos)
+
+    def position_after(self, start: int, n: int) -> int:
+        """The position just past the first ``n`` samples from ``start`` (LOST and
+        unknown records before them included). Re-walks records that are still
+        uncommitted, so the kernel cannot have changed them."""
+        pos = start
+        if n <= 0:
+            return pos
+        for seg in self.segments(start, self.page.data_head, n):
+            if seg[0] > BYTES:
+                self._note(seg)  # no-op when accounted already
+            pos = seg[2]
+        return pos
+
+    def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]:
+        """Owned copies of up to ``limit`` payloads, the position they start from and
+        the position after them; commits nothing (see :meth:`spans`)."""
+        segs, start, end = self.spans(limit)
         out: list[bytes] = []
         data = self.data
-        try:
-            for kind, _s, _e, off, cnt, stride, raw, payload in segs:
-                if kind == RUN:
-                    blob = data[off : off + cnt * stride].tobytes()
-                    out.extend([blob[s : s + raw] for s in range(RAW_OFF, cnt * stride, stride)])
-                else:
-                    out.append(payload or b"")
-        finally:
-            self.commit(end)
+        for kind, _s, _e, off, cnt, stride, raw, payload in segs:
+            if kind == RUN:
+                blob = data[off : off + cnt * stride].tobytes()
+                out.extend([blob[s : s + raw] for s in range(RAW_OFF, cnt * stride, stride)])
+            else:
+                out.append(payload or b"")
+        return out, start, end
+
+    def copy_out(self, limit: int) -> list[bytes]:
+        """Owned copies of up to ``limit`` payloads; commits once."""
+        out, _start, end = self.copy_pending(limit)
+        self.advance(end)
         return out
 
-    def lease(self, limit: int) -> tuple[list[memoryview], Callable[[], None]]:
-        """Views of up to ``limit`` payloads (wrapped ones are reassembled copies) and
-        a callable committing them all."""
-        segs, end = self.spans(limit)
+    def views(self, limit: int) -> tuple[list[memoryview], int, int]:
+        """Views of up to ``limit`` payloads (wrapped ones are reassembled copies), the
+        position they start from and the one after them; commits nothing."""
+        segs, start, end = self.spans(limit)
         data = self.data
         views: list[memoryview] = []
         for kind, _s, _e, off, cnt, stride, raw, payload in segs:
@@ -352,14 +384,19 @@ class PerfRing:
                 views.extend([data[s : s + raw] for s in range(first, stop, stride)])
             else:
                 views.append(memoryview(payload or b""))
-        return views, lambda: self.commit(end)
+        return views, start, end
+
+    def lease(self, limit: int) -> tuple[list[memoryview], Callable[[], None]]:
+        """:meth:`views` and a callable committing them all."""
+        views, _start, end = self.views(limit)
+        return views, lambda: self.advance(end)
 
     def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
         """Up to ``limit`` payloads decoded as ``dtype``; commits once. Each RUN is one
         strided numpy copy; a payload longer than ``dtype`` is decoded from its first
         ``itemsize`` bytes (the kernel pads raw data), a shorter one zero-filled."""
         item = dtype.itemsize
-        segs, end = self.spans(limit)
+        segs, _start, end = self.spans(limit)
         parts: list[np.ndarray[Any, Any]] = []
         try:
             for kind, _s, _e, off, cnt, stride, raw, payload in segs:
@@ -381,7 +418,7 @@ class PerfRing:
                     flat[j, :m] = np.frombuffer(body or b"", np.uint8, m)
                 parts.append(rows)
         finally:
-            self.commit(end)
+            self.advance(end)
         if not parts:
             return np.empty(0, dtype=dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)

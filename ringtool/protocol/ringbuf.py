@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.errors import CorruptRecordError, hexdump
+from ringtool.errors import CorruptRecordError, RingSizeError, hexdump
 
 BUSY_BIT = 1 << 31  # BPF_RINGBUF_BUSY_BIT: reserved, not yet committed
 DISCARD_BIT = 1 << 30  # BPF_RINGBUF_DISCARD_BIT: committed as discarded, skip
@@ -73,8 +73,8 @@ class RingState:
         *,
         index: int = 0,
     ) -> None:
-        if size <= 0 or size & (size - 1):
-            raise ValueError(f"ring size {size} is not a power of two")
+        if not isinstance(size, int) or size < 8 or size & (size - 1):
+            raise RingSizeError(f"ring size {size!r} is not a power of two >= 8")
         self.size = size
         self.mask = size - 1
         self.index = index
@@ -82,7 +82,7 @@ class RingState:
         self._prod = memoryview(producer_page).cast("B").cast("Q")
         self.data = memoryview(data).cast("B")
         if len(self.data) < 2 * size:
-            raise ValueError(f"data view has {len(self.data)} bytes, need 2*size={2 * size}")
+            raise RingSizeError(f"data view has {len(self.data)} bytes, need 2*size={2 * size}")
         self._hdr = self.data.cast("I")  # u32 headers: aligned loads (records are 8-aligned)
         self.max_len = size - HDR_SZ
 
@@ -106,6 +106,12 @@ class RingState:
         """Release-store the consumer position — pairs with smp_load_acquire(
         &rb->consumer_pos) in __bpf_ringbuf_reserve."""
         self._cons[0] = pos
+
+    def advance(self, pos: int) -> None:
+        """Commit ``pos`` if it is ahead of the consumer position (never move back:
+        the producer may already have reused the space behind it)."""
+        if pos > self._cons[0]:
+            self._cons[0] = pos  # release: pairs with the producer's acquire
 
     # --- validation --------------------------------------------------------------------
 
@@ -176,7 +182,8 @@ class RingState:
         The view passed to ``deliver`` is released when it returns (valid only during
         the call). Stops at a BUSY record, at ``limit`` records, at the producer
         position read on entry (one snapshot: a fast producer can't keep us here), or
-        when ``deliver`` returns a negative int (that record counts as consumed).
+        when ``deliver`` returns a negative int or raises (either way that record
+        counts as consumed, as in libbpf; the exception propagates).
         The consumer position is stored once, on every exit path.
         Returns ``(records delivered, stop value or 0)``.
         """
@@ -193,6 +200,8 @@ class RingState:
                 start = off + 8
                 for o in range(start, start + count * stride, stride):
                     view = data[o : o + length]
+                    cons += stride  # delivered: consumed even if the callback raises
+                    n += 1
                     try:
                         ret = deliver(view)
                     finally:
@@ -200,21 +209,25 @@ class RingState:
                             view.release()
                         except BufferError:  # the callback exported it (e.g. numpy)
                             pass
-                    cons += stride
-                    n += 1
                     if ret is not None and ret < 0:
                         return n, int(ret)
             return n, 0
         finally:
             self.commit(cons)
 
-    def copy_out(self, source: Any, base: int, limit: int) -> list[bytes]:
-        """Copy up to ``limit`` records' payloads out as ``bytes`` and commit once.
+    def copy_pending(self, source: Any, base: int, limit: int) -> tuple[list[bytes], int, int]:
+        """Copy up to ``limit`` records' payloads out as ``bytes``; commit nothing.
 
-        ``source[base + offset : ...]`` must read the data region (the mmap object
-        itself: slicing it makes one bytes object with no intermediate view).
+        Returns ``(payloads, start, end)``: the consumer position they were read from
+        and the position after the last one. The caller commits ``end`` once it has
+        delivered them all (:meth:`advance`), or :meth:`position_after` what it did
+        deliver. A corrupt record after good ones ends the batch early (it is raised
+        when it is the first record); ``source[base + offset : ...]`` must read the
+        data region (the mmap object itself: slicing it makes one bytes object with
+        no intermediate view).
         """
         cons, prod = self._snapshot()
+        start = cons
         out: list[bytes] = []
         try:
             for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
@@ -222,32 +235,59 @@ class RingState:
                 if hdr & DISCARD_BIT:
                     continue
                 length = hdr & LEN_MASK
-                start = base + off + 8
+                first = base + off + 8
                 if count == 1:
-                    out.append(source[start : start + length])
+                    out.append(source[first : first + length])
                 else:
                     out += [
-                        source[o : o + length] for o in range(start, start + count * stride, stride)
+                        source[o : o + length] for o in range(first, first + count * stride, stride)
                     ]
-        finally:
-            self.commit(cons)
+        except CorruptRecordError:
+            if not out:
+                raise
+        return out, start, cons
+
+    def copy_out(self, source: Any, base: int, limit: int) -> list[bytes]:
+        """:meth:`copy_pending`, then commit the position after the copies."""
+        try:
+            out, _start, end = self.copy_pending(source, base, limit)
+        except CorruptRecordError as exc:
+            self.advance(exc.position)  # discarded records before it are consumed
+            raise
+        self.advance(end)
         return out
+
+    def position_after(self, start: int, n: int) -> int:
+        """The position just past the first ``n`` records delivered from ``start``
+        (discarded ones are skipped). Re-walks headers that are still uncommitted, so
+        the producer cannot have changed them."""
+        cons = start
+        if n <= 0:
+            return cons
+        for pos, _off, stride, count, _hdr in self.runs(start, self.producer_pos, n):
+            cons = pos + count * stride
+        return cons
 
     def views(self, limit: int) -> tuple[list[memoryview], int]:
         """Views of up to ``limit`` records' payloads and the position after them.
 
         Nothing is committed: the caller commits the returned position once it is done
-        with the views (the producer may overwrite them after that)."""
+        with the views (the producer may overwrite them after that), or
+        :meth:`position_after` the ones it consumed."""
         cons, prod = self._snapshot()
         data = self.data
         out: list[memoryview] = []
-        for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
-            cons = pos + count * stride
-            if hdr & DISCARD_BIT:
-                continue
-            length = hdr & LEN_MASK
-            start = off + 8
-            out += [data[o : o + length] for o in range(start, start + count * stride, stride)]
+        try:
+            for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
+                cons = pos + count * stride
+                if hdr & DISCARD_BIT:
+                    continue
+                length = hdr & LEN_MASK
+                start = off + 8
+                out += [data[o : o + length] for o in range(start, start + count * stride, stride)]
+        except CorruptRecordError:
+            if not out:  # raised when it is the first record; else the batch ends here
+                raise
         return out, cons
 
     def decode_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
@@ -256,7 +296,8 @@ class RingState:
         Each run of records of exactly ``dtype.itemsize`` bytes is copied by numpy in
         one step (a strided ``dtype`` view of the run). Other records take the slow
         path: a longer one is decoded from its first ``itemsize`` bytes, a shorter one
-        is zero-filled. Discarded records are skipped; a BUSY one ends the batch.
+        is zero-filled. Discarded records are skipped; a BUSY one ends the batch, and so
+        does a corrupt one after good ones (raised when it is the first).
         """
         cons, prod = self._snapshot()
         item = dtype.itemsize
@@ -284,8 +325,11 @@ class RingState:
                 raw[:, :n] = src_bytes
                 del src_bytes
                 parts.append(rows)
+        except CorruptRecordError:
+            if not parts:  # raised when it is the first record; else the batch ends here
+                raise
         finally:
-            self.commit(cons)
+            self.advance(cons)
         if not parts:
             return np.empty(0, dtype=dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -5,70 +5,93 @@ buffer). Each ring implements :class:`Ring`; this module adds what is the same f
 both: waiting (epoll + eventfd wakeup), the callback / iterator / lease / batch styles,
 the automatic-callback thread, count capping, and safe close.
 
+Delivery guarantees (the one place they are written down; README "Guarantees" sums
+them up). A record is *delivered* when ringtool hands it to the caller's code: passed
+to a callback, yielded by ``read()``'s iterator, present in a lease, or returned in a
+``read_batch`` array. The ring position (RINGBUF ``consumer_pos``, perf ``data_tail``)
+covers a record only once it is delivered, so within one consumer every record is
+delivered **exactly once**, in ring order, whatever the caller does:
+
+* **callback** (``poll``/``consume``/``consume_n``/``consume_buffer``): a record is
+  consumed when its callback is called -- whether it returns, returns a negative
+  value (stop: that value is returned) or raises (the position is committed past
+  that record and everything before it, then the exception propagates; as in libbpf,
+  so a failing record is never delivered again and cannot block the ring).
+* **read()**: records are copied out in batches (up to ``READ_CHUNK`` per batch) and
+  each ring's part is committed once all of it has been yielded. Leaving the loop
+  early -- ``break``, an exception in the loop body, ``close()`` of the generator or
+  of the consumer, the generator being garbage-collected -- commits exactly the
+  records yielded; the rest are delivered by the next ``read()``/``consume()``.
+* **lease**: every view is delivered when ``lease()`` returns; the positions are
+  committed when the lease is released: all of them when the ``with`` block exits,
+  *even if it raises* (the block had them all; what it did with them is its own
+  business), or only the first ``n`` with ``lease.release(n)`` -- the rest are
+  delivered again. A lease dropped unreleased is released (all) when collected.
+* **read_batch**: the array's records are committed before it is returned.
+
+Across a crash of the consuming process the guarantee weakens to *at least once* for
+the records delivered but not yet committed (a callback drain in progress, the
+current ``read()`` batch, an unreleased lease), and *at most once* for a
+``read_batch`` array the caller had not yet processed.
+
+Counted, never delivered: events the producer could not write (RINGBUF: the
+program's ``<ring>_drops`` per-CPU counter, ``dropped()``; perf: PERF_RECORD_LOST,
+``lost()``/``lost_cb``), perf records of other types (``unknown()``). Discarded RINGBUF
+records are skipped (the program chose to). A corrupt record raises
+:class:`CorruptRecordError` when it is the next one; records before it are delivered
+first, and the position stays at it.
+
 Threading contract: any number of threads may call the methods, but rings are drained
-under one lock, so at most one thread consumes at a time. ``close()`` from another
-thread wakes a blocked ``poll``/``read`` and unmaps only after the drain in progress
-ends; ``close()`` from inside a callback takes effect when that callback returns.
+under one lock, so at most one thread consumes at a time. A ``read()`` generator holds
+the lock only while it copies or commits, never while suspended at ``yield``: any other
+consuming call (another thread, another ``read()`` generator, ``consume()`` between two
+``next()``) first *settles* the suspended batch -- commits what was yielded, gives the
+rest back to the ring -- and then delivers those records itself; the generator drops
+its stale copies and goes on with fresh data. A lease holds the lock until released.
+Consuming from inside a callback, or while this thread holds a lease, raises
+:class:`ConsumerStateError`. ``close()`` from another thread wakes a blocked
+``poll``/``read`` and unmaps only after the drain in progress ends; ``close()`` from
+inside a callback takes effect when that callback returns. With ``auto_callback``, a
+callback that raises stops the background thread (that record is consumed); the
+exception is kept in ``auto_error`` and every later call raises ConsumerStateError.
+
+Ring-level reading (``rb.ring(i).copy_out``, :func:`ringtool.merge.ring_source`) does
+not go through this lock: don't mix it with the consumer's styles on the same ring.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Generator
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 import numpy as np
 
-from ringtool.errors import ConsumerStateError, MapTypeError
+from ringtool.errors import ConsumerStateError, CorruptRecordError
+from ringtool.readers.args import (
+    UNLIMITED,
+    check_callable,
+    check_dtype,
+    check_limit,
+    check_timeout,
+    is_int,
+    map_fd_of,
+)
+from ringtool.readers.checkout import Checkout, Group
 from ringtool.readers.poller import Poller
-from ringtool.readers.record import COUNT_CAP, READ_CHUNK, Lease, Record, join_commits
+from ringtool.readers.record import COUNT_CAP, READ_CHUNK, Lease, LeasePart, Record
+from ringtool.readers.ring import Ring
 
-UNLIMITED = 2**63
-
-
-class Ring(Protocol):
-    """One shared ring as a consumer sees it (a BPF ring buffer, or one perf CPU buffer)."""
-
-    index: int
-    cpu: int | None
-
-    def fileno(self) -> int:
-        """The fd that epoll reports readable when this ring has data."""
-        ...
-
-    def drain(self, limit: int) -> tuple[int, int]:
-        """Deliver up to ``limit`` records to this ring's callback; commit once.
-
-        Returns ``(records delivered, stop)``, ``stop`` being the callback's negative
-        return value that ended the drain, else 0.
-        """
-        ...
-
-    def copy_out(self, limit: int) -> list[bytes]:
-        """Copy out up to ``limit`` records' bytes and commit once."""
-        ...
-
-    def lease(self, limit: int) -> tuple[list[memoryview], Any]:
-        """Views of up to ``limit`` records and a callable that commits them."""
-        ...
-
-    def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
-        """Up to ``limit`` records decoded as ``dtype`` (vectorised), committed."""
-        ...
-
-    def close(self) -> None: ...
-
-
-def map_fd_of(map_: Any) -> int:
-    """The fd of ``map_``: a BCC table (its ``.map_fd``) or a raw map fd.
-
-    Raises :class:`MapTypeError` for anything else."""
-    if isinstance(map_, int):
-        return map_
-    if hasattr(map_, "map_fd"):
-        return int(map_.map_fd)
-    raise MapTypeError(f"expected a BCC table or a map fd, got {type(map_).__name__}")
+# Re-exported: the readers import them from here.
+__all__ = [
+    "UNLIMITED",
+    "MultiRingConsumer",
+    "Ring",
+    "check_callable",
+    "is_int",
+    "map_fd_of",
+]
 
 
 def _cap(n: int) -> int:
@@ -89,6 +112,9 @@ class MultiRingConsumer:
         self._closed = False
         self._close_pending = False
         self._depth = 0  # >0 while a drain is running on the lock-owning thread
+        self._leased = False  # a lease holds the lock
+        self._out: Checkout | None = None  # the batch of a suspended read() generator
+        self._deferred: CorruptRecordError | None = None  # raised by the next walk
 
     # --- setup -------------------------------------------------------------------------
 
@@ -106,15 +132,38 @@ class MultiRingConsumer:
     def _check_open(self) -> None:
         if self._closed:
             raise ConsumerStateError(f"{self._what} is closed")
+        exc = self._auto_error
+        if exc is not None:
+            raise ConsumerStateError(
+                f"{self._what}'s automatic-callback thread stopped: {exc!r}"
+            ) from exc
+
+    def _begin(self) -> None:
+        """Before any walk (lock held): refuse re-entry, settle a suspended read()
+        batch, raise an error deferred by the previous walk."""
+        if self._depth:
+            raise ConsumerStateError(
+                f"{self._what}: consuming from inside a callback of the same consumer"
+            )
+        if self._leased:
+            raise ConsumerStateError(f"{self._what}: a lease is out; release it first")
+        out, self._out = self._out, None
+        if out is not None:
+            out.settle()
+        exc, self._deferred = self._deferred, None
+        if exc is not None:
+            raise exc
 
     # --- callback style ----------------------------------------------------------------
 
     def poll(self, timeout_ms: int = -1) -> int:
-        """Wait up to ``timeout_ms`` (-1 forever, 0 not at all) for data, then consume
-        the ready rings. Returns records consumed (capped at 2**31-1), or the negative
-        value a callback returned to stop. Raises ConsumerStateError with auto_callback.
+        """Wait up to ``timeout_ms`` (negative: forever, 0 not at all) for data, then
+        consume the ready rings. Returns records consumed (capped at 2**31-1), or the
+        negative value a callback returned to stop. Raises ConsumerStateError with
+        auto_callback.
         """
         self._check_open()
+        check_timeout(timeout_ms)
         if self._auto_callback:
             raise ConsumerStateError(
                 f"{self._what} was created with auto_callback=True: a background thread "
@@ -133,13 +182,14 @@ class MultiRingConsumer:
     def consume_n(self, n: int) -> int:
         """Consume at most ``n`` records across the rings, without waiting."""
         self._check_open()
-        return self._drain(range(len(self._rings)), max(0, n))
+        return self._drain(range(len(self._rings)), check_limit("n", n))
 
     def _drain(self, indices: Any, limit: int) -> int:
         total = 0
         with self._lock:
             if self._closed:
                 return 0
+            self._begin()
             self._depth += 1
             try:
                 for i in indices:
@@ -159,91 +209,136 @@ class MultiRingConsumer:
 
     # --- iterator / lease / batch ------------------------------------------------------
 
-    def read(self, timeout_ms: int = -1) -> Iterator[Record]:
+    def read(self, timeout_ms: float = -1) -> Generator[Record, None, None]:
         """Yield owned :class:`Record` copies as they arrive.
 
-        Drains what is available (one commit per ring per batch), then waits up to
-        ``timeout_ms`` for more; ends when a wait finds nothing in time, or on close().
-        With ``timeout_ms=-1`` it waits until close().
-        """
-        while not self._closed:
-            groups = self._copy_groups(READ_CHUNK)
-            if groups:
-                # Records are built one at a time as they are yielded: a Record the
-                # caller drops is freed before the next exists, so the cyclic GC never
-                # runs (a list of 4096 Records triggered collections: +100 ns a record).
-                for idx, cpu, datas in groups:
-                    for d in datas:
-                        yield Record(d, idx, cpu)
-                continue
-            ready = self._poller.wait(timeout_ms)
-            if not ready and timeout_ms >= 0:
-                return
-
-    def _copy_groups(self, limit: int) -> list[tuple[int, int | None, list[bytes]]]:
-        """Up to ``limit`` records' bytes copied out, as (ring index, cpu, datas)."""
-        out: list[tuple[int, int | None, list[bytes]]] = []
-        got = 0
-        with self._lock:
-            if self._closed:
-                return out
-            for ring in self._rings:
-                datas = ring.copy_out(limit - got)
-                if datas:
-                    out.append((ring.index, ring.cpu, datas))
-                    got += len(datas)
-                if got >= limit:
-                    break
-        return out
-
-    def lease(self, limit: int | None = None) -> Lease:
-        """Zero-copy views of the available records across all rings, committed once
-        when the returned :class:`Lease` is released (use it in a ``with`` block).
-        Hold the lock until then: no other thread consumes while a lease is out.
+        Drains what is available (one commit per ring per batch, made once that part
+        has been yielded), then waits up to ``timeout_ms`` for more; ends when a wait
+        finds nothing in time, or on close(). With a negative ``timeout_ms`` it waits
+        until close(). Leaving the loop early commits exactly the records yielded
+        (see the module doc).
         """
         self._check_open()
-        lim = UNLIMITED if limit is None else limit
+        check_timeout(timeout_ms)
+        return self._read(timeout_ms)
+
+    def _read(self, timeout_ms: float) -> Generator[Record, None, None]:
+        while not self._closed:
+            co = self._checkout(READ_CHUNK)
+            if co is None:
+                ready = self._poller.wait(timeout_ms)
+                if not ready and timeout_ms >= 0:
+                    return
+                continue
+            try:
+                while True:
+                    ring = co.ring
+                    idx, cpu = ring.index, ring.cpu
+                    # Records are built one at a time as they are yielded: a Record the
+                    # caller drops is freed before the next exists, so the cyclic GC
+                    # never runs (a list of 4096 Records cost +100 ns a record).
+                    for d in co.it:
+                        yield Record(d, idx, cpu)
+                    with self._lock:
+                        if not co.next_group():
+                            break
+            finally:
+                with self._lock:
+                    co.settle()  # no-op unless we left early
+                    if self._out is co:
+                        self._out = None
+
+    def _gather(self, limit: int, take: Callable[[Ring, int], tuple[Any, int]]) -> list[Any]:
+        """``take(ring, room)`` -> ``(result, records)`` on each ring in order until
+        ``limit`` records (lock held). A corrupt record after other records ends the
+        walk: those are delivered and the error is raised by the next walk."""
+        out = []
+        got = 0
+        for ring in self._rings:
+            try:
+                res, n = take(ring, limit - got)
+            except CorruptRecordError as exc:
+                if not got:
+                    raise
+                self._deferred = exc
+                break
+            out.append(res)
+            got += n
+            if got >= limit:
+                break
+        return out
+
+    def _checkout(self, limit: int) -> Checkout | None:
+        """Copy up to ``limit`` records out of the rings, uncommitted, as the batch
+        of one read() generator (registered so that other calls can settle it)."""
+
+        def take(ring: Ring, room: int) -> tuple[Group, int]:
+            datas, start, end = ring.copy_pending(room)
+            if not datas and end != start:
+                ring.advance(end)  # discarded / LOST records only
+            return (ring, start, end, datas), len(datas)
+
+        with self._lock:
+            if self._closed:
+                return None
+            self._begin()
+            groups = [g for g in self._gather(limit, take) if g[3]]
+            if not groups:
+                return None
+            self._out = Checkout(groups)
+            return self._out
+
+    def lease(self, limit: int | None = None) -> Lease:
+        """Zero-copy views of the available records across all rings, committed when
+        the returned :class:`Lease` is released (use it in a ``with`` block; see the
+        module doc for what is committed). Holds the lock until then: no other thread
+        consumes while a lease is out.
+        """
+        self._check_open()
+        lim = check_limit("limit", limit)
+        views: list[memoryview] = []
+        rings: list[int] = []
+
+        def take(ring: Ring, room: int) -> tuple[LeasePart, int]:
+            v, start, end = ring.views(room)
+            part = (ring, start, end, len(views), len(v))
+            views.extend(v)
+            rings.extend([ring.index] * len(v))
+            return part, len(v)
+
         self._lock.acquire()
         try:
-            views: list[memoryview] = []
-            rings: list[int] = []
-            commits = []
-            for ring in self._rings:
-                v, commit = ring.lease(lim - len(views))
-                views.extend(v)
-                rings.extend([ring.index] * len(v))
-                commits.append(commit)
-                if len(views) >= lim:
-                    break
+            if self._closed:
+                raise ConsumerStateError(f"{self._what} is closed")
+            self._begin()
+            parts = self._gather(lim, take)
+            self._leased = True
         except BaseException:
             self._lock.release()
             raise
-        commit_all = join_commits(commits)
+        return Lease(views, rings, parts, self._unlease)
 
-        def commit_and_unlock() -> None:
-            try:
-                commit_all()
-            finally:
-                self._lock.release()
-
-        return Lease(views, rings, commit_and_unlock)
+    def _unlease(self) -> None:
+        self._leased = False
+        self._lock.release()
 
     def read_batch(self, dtype: Any, limit: int | None = None) -> np.ndarray[Any, Any]:
         """Decode the available fixed-size records of all rings as a numpy array of
         ``dtype`` (ring order, then record order), committing once per ring. Runs of
         equal-size records are decoded in one vectorised step."""
         self._check_open()
-        dt = np.dtype(dtype)
-        lim = UNLIMITED if limit is None else limit
-        parts = []
-        got = 0
+        dt = check_dtype(dtype)
+        lim = check_limit("limit", limit)
+
+        def take(ring: Ring, room: int) -> tuple[np.ndarray[Any, Any], int]:
+            arr = ring.read_batch(dt, room)
+            return arr, len(arr)
+
         with self._lock:
-            for ring in self._rings:
-                arr = ring.read_batch(dt, lim - got)
-                got += len(arr)
-                parts.append(arr)
-                if got >= lim:
-                    break
+            if self._closed:
+                raise ConsumerStateError(f"{self._what} is closed")
+            self._begin()
+            parts = self._gather(lim, take)
         if not parts:
             return np.empty(0, dtype=dt)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -291,10 +386,15 @@ class MultiRingConsumer:
     def _finish_close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        self._poller.close()
-        for ring in self._rings:
-            ring.close()
+        out, self._out = self._out, None
+        try:
+            if out is not None:
+                out.settle()  # what a suspended read() yielded; the rest stays in the ring
+        finally:
+            self._closed = True
+            self._poller.close()
+            for ring in self._rings:
+                ring.close()
 
     @property
     def closed(self) -> bool:

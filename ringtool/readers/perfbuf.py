@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from ringtool.errors import (
+    ArgumentError,
+    BufferIndexError,
     ConsumerStateError,
     MapTypeError,
     PerfEventOpenError,
@@ -36,7 +38,13 @@ from ringtool.errors import (
 from ringtool.kernel import bpf, perf_event
 from ringtool.kernel.cpus import online_cpus
 from ringtool.protocol.perf import PerfRing
-from ringtool.readers.consumer import UNLIMITED, MultiRingConsumer, map_fd_of
+from ringtool.readers.consumer import (
+    UNLIMITED,
+    MultiRingConsumer,
+    check_callable,
+    is_int,
+    map_fd_of,
+)
 
 SampleCallback = Callable[[int, memoryview], Any]
 LostCallback = Callable[[int, int], Any]
@@ -80,6 +88,8 @@ class PerfCpuBuffer:
         return self.fd
 
     def _check_mode(self) -> None:
+        if self._closed:
+            raise ConsumerStateError(f"perf buffer of cpu {self.cpu} is closed")
         if self.overwrite:
             raise ConsumerStateError(
                 "PerfBuffer(overwrite=True) is a flight recorder: read it with snapshot()"
@@ -91,13 +101,25 @@ class PerfCpuBuffer:
             raise ConsumerStateError("PerfBuffer has no sample_cb: use read()/lease()")
         return self.ring.drain(self._sample_cb, limit)
 
+    def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]:
+        self._check_mode()
+        return self.ring.copy_pending(limit)
+
     def copy_out(self, limit: int) -> list[bytes]:
+        """Copy out and commit up to ``limit`` samples (for ring-level readers such as
+        :func:`ringtool.merge.ring_source`; don't mix with the consumer's styles)."""
         self._check_mode()
         return self.ring.copy_out(limit)
 
-    def lease(self, limit: int) -> tuple[list[memoryview], Callable[[], None]]:
+    def views(self, limit: int) -> tuple[list[memoryview], int, int]:
         self._check_mode()
-        return self.ring.lease(limit)
+        return self.ring.views(limit)
+
+    def position_after(self, start: int, n: int) -> int:
+        return self.ring.position_after(start, n)
+
+    def advance(self, pos: int) -> None:
+        self.ring.advance(pos)  # release store of data_tail (see protocol.perf)
 
     def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
         self._check_mode()
@@ -127,7 +149,7 @@ class PerfBuffer(MultiRingConsumer):
     ``map`` is a BCC table (``bpf["events"]``) or a map fd (ringtool keeps a dup of it
     until close()). ``page_cnt`` data pages per CPU, a power of two. ``cpus``: attach
     only these CPUs (default: all online ones); offline or absent CPUs are skipped;
-    an online CPU beyond the map's ``max_entries`` is a ValueError when asked for
+    an online CPU beyond the map's ``max_entries`` is an ArgumentError when asked for
     explicitly and skipped by default (as libbpf does). ``wakeup_events`` /
     ``watermark_bytes`` set when epoll reports a buffer readable. ``auto_callback=True``
     runs the callbacks on a background thread.
@@ -151,13 +173,21 @@ class PerfBuffer(MultiRingConsumer):
         super().__init__(auto_callback=auto_callback and not overwrite, what="PerfBuffer")
         self._buffers: list[PerfCpuBuffer] = []
         self._map_fd = -1
-        if page_cnt <= 0 or page_cnt & (page_cnt - 1):
-            raise RingSizeError(f"page_cnt {page_cnt} is not a power of two (1, 2, 4, 8, ...)")
-        if watermark_bytes is not None and not 0 < watermark_bytes <= page_cnt * PAGE_SIZE:
+        check_callable("sample_cb", sample_cb)
+        check_callable("lost_cb", lost_cb)
+        if not is_int(page_cnt) or page_cnt <= 0 or page_cnt & (page_cnt - 1):
+            raise RingSizeError(f"page_cnt {page_cnt!r} is not a power of two (1, 2, 4, 8, ...)")
+        if watermark_bytes is not None and not (
+            is_int(watermark_bytes) and 0 < watermark_bytes <= page_cnt * PAGE_SIZE
+        ):
             raise RingSizeError(
-                f"watermark_bytes {watermark_bytes} must be within the {page_cnt * PAGE_SIZE}"
-                "-byte buffer"
+                f"watermark_bytes {watermark_bytes!r} must be within the "
+                f"{page_cnt * PAGE_SIZE}-byte buffer"
             )
+        if not is_int(wakeup_events) or not 0 <= wakeup_events < 2**32:
+            raise ArgumentError(f"wakeup_events {wakeup_events!r} must be an int in [0, 2**32)")
+        if cpus is not None and not all(is_int(c) for c in cpus):
+            raise ArgumentError(f"cpus must be CPU numbers (ints), not {list(cpus)!r}")
         fd = map_fd_of(map)
         info = bpf.map_info(fd)
         if info.type != bpf.MapType.PERF_EVENT_ARRAY:
@@ -173,12 +203,12 @@ class PerfBuffer(MultiRingConsumer):
             chosen = [c for c in dict.fromkeys(cpus) if c in online]
             beyond = [c for c in chosen if c >= info.max_entries]
             if beyond:
-                raise ValueError(
+                raise ArgumentError(
                     f"online CPUs {beyond} are beyond map {info.name or fd!r}'s max_entries "
                     f"{info.max_entries}: size the PERF_EVENT_ARRAY for every CPU"
                 )
         if not chosen:
-            raise ValueError(f"no online CPU to attach among cpus={list(cpus or [])}")
+            raise ArgumentError(f"no online CPU to attach among cpus={list(cpus or [])}")
         self._map_fd = os.dup(fd)
         attr = perf_event.bpf_output_attr(
             wakeup_events=wakeup_events, watermark_bytes=watermark_bytes, backward=overwrite
@@ -211,16 +241,21 @@ class PerfBuffer(MultiRingConsumer):
     def buffer_cnt(self) -> int:
         return len(self._buffers)
 
+    def _index(self, i: int) -> int:
+        if not is_int(i) or not 0 <= i < len(self._buffers):
+            raise BufferIndexError(
+                f"buffer index {i!r} out of range (buffer_cnt() = {self.buffer_cnt()})"
+            )
+        return i
+
     def buffer_fd(self, i: int) -> int:
         """The perf event fd of buffer ``i`` (epoll it to wait for that CPU alone)."""
-        return self._buffers[i].fd
+        return self._buffers[self._index(i)].fd
 
     def consume_buffer(self, i: int) -> int:
         """Consume what buffer ``i`` holds (index, not CPU id), without waiting."""
         self._check_open()
-        if not 0 <= i < len(self._buffers):
-            raise IndexError(f"buffer index {i} out of range (buffer_cnt() = {self.buffer_cnt()})")
-        return self._drain([i], UNLIMITED)
+        return self._drain([self._index(i)], UNLIMITED)
 
     def lost(self) -> dict[int, int]:
         """Per-CPU totals of the ``lost`` counts of PERF_RECORD_LOST records consumed."""

@@ -36,8 +36,8 @@ class Poller:
         """The epoll fd, for a caller's own event loop (readable when a ring is)."""
         return self._epoll.fileno()
 
-    def wait(self, timeout_ms: int) -> list[int]:
-        """Block up to ``timeout_ms`` (-1 forever, 0 no wait); return ready tags."""
+    def wait(self, timeout_ms: float) -> list[int]:
+        """Block up to ``timeout_ms`` (negative: forever, 0 no wait); return ready tags."""
         with self._lock:
             if self.closed:
                 return []

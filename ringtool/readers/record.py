@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from types import TracebackType
+from typing import Protocol
+
+from ringtool.errors import ArgumentError
 
 #: Counts returned by poll/consume are capped here, as libbpf caps them at INT_MAX.
 COUNT_CAP = 2**31 - 1
@@ -39,23 +42,44 @@ class Record:
     __hash__ = None  # type: ignore[assignment]
 
 
-class Lease:
-    """Zero-copy views of consumed-but-not-yet-released records.
+class LeaseRing(Protocol):
+    """What a lease needs of a ring to commit (see :class:`ringtool.readers.ring.Ring`)."""
 
-    ``views[i]`` is a memoryview straight into the shared ring. The views are valid
-    until the ``with`` block ends; then the consumer position is committed once for all
-    of them and the views are released (using one afterwards raises ValueError).
-    ``rings[i]`` is the ring index of ``views[i]``.
+    def position_after(self, start: int, n: int) -> int: ...
+
+    def advance(self, pos: int) -> None: ...
+
+
+#: One ring's part of a lease: (ring, start, end, index of its first view, views).
+LeasePart = tuple[LeaseRing, int, int, int, int]
+
+
+class Lease:
+    """Zero-copy views of delivered-but-not-yet-committed records.
+
+    ``views[i]`` is a memoryview straight into the shared ring (a record that wraps a
+    perf ring is a reassembled copy). The views are valid until the lease is released:
+    then the views are released (using one afterwards raises ValueError) and the
+    consumer positions are committed -- once per ring -- and the consumer lock is
+    given back. Leaving the ``with`` block releases it and commits *every* view, even
+    when the block raises; ``release(n)`` commits only the first ``n`` and gives the
+    rest back to the ring (the next call delivers them again). A lease dropped without
+    release is released (all) when collected. ``rings[i]`` is the ring of ``views[i]``.
     """
 
-    __slots__ = ("_commit", "_done", "rings", "views")
+    __slots__ = ("_done", "_parts", "_unlock", "rings", "views")
 
     def __init__(
-        self, views: list[memoryview], rings: list[int], commit: Callable[[], None]
+        self,
+        views: list[memoryview],
+        rings: list[int],
+        parts: list[LeasePart],
+        unlock: Callable[[], None],
     ) -> None:
         self.views = views
         self.rings = rings
-        self._commit = commit
+        self._parts = parts
+        self._unlock = unlock
         self._done = False
 
     def __len__(self) -> int:
@@ -78,27 +102,35 @@ class Lease:
     ) -> None:
         self.release()
 
-    def release(self) -> None:
-        """Release the views and commit the consumer positions (idempotent)."""
+    def release(self, count: int | None = None) -> None:
+        """Release the views and commit the first ``count`` of them (all by default);
+        the others are delivered again by the next call. Idempotent."""
+        n = len(self.views) if count is None else count
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= len(self.views):
+            raise ArgumentError(f"count must be an int in [0, {len(self.views)}], not {count!r}")
         if self._done:
             return
         self._done = True
         for v in self.views:
             v.release()
-        self._commit()
-
-
-def join_commits(commits: Sequence[Callable[[], None]]) -> Callable[[], None]:
-    """One commit callable that runs each of ``commits`` (every one, even if one fails)."""
-
-    def commit() -> None:
         first: BaseException | None = None
-        for c in commits:
-            try:
-                c()
-            except BaseException as exc:
-                first = first or exc
+        try:
+            for ring, start, end, at, k in self._parts:
+                taken = n - at  # how many of this ring's views are consumed
+                try:
+                    if taken >= k:
+                        ring.advance(end)
+                    elif taken > 0:
+                        ring.advance(ring.position_after(start, taken))
+                except BaseException as exc:  # commit the other rings all the same
+                    first = first or exc
+        finally:
+            self._unlock()
         if first is not None:
             raise first
 
-    return commit
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:
+            pass

@@ -20,12 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.errors import MapTypeError, RingSizeError
+from ringtool.errors import (
+    BufferIndexError,
+    ConsumerStateError,
+    MapTypeError,
+    RingSizeError,
+)
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
 from ringtool.protocol.ringbuf import RingState
-from ringtool.readers.consumer import MultiRingConsumer, map_fd_of
+from ringtool.readers.consumer import MultiRingConsumer, check_callable, map_fd_of
 
 SampleCallback = Callable[[memoryview], Any]
 
@@ -53,14 +58,100 @@ def _resolve(map_: Any, drops: Any) -> _MapRef:
     return _MapRef(fd=fd, name=name, drops_fd=drops_fd)
 
 
-class MappedRing:
+class StateRing:
+    """The consumer ``Ring`` (see :mod:`ringtool.readers.consumer`) over a
+    :class:`RingState`: the walk of one RINGBUF whose memory someone else mapped.
+
+    ``source[base + offset]`` reads data offset ``offset`` (copies are sliced from it);
+    ``fd`` is what epoll watches. :class:`MappedRing` maps a real map; tests build
+    one over a hand-made ring.
+    """
+
+    cpu: int | None = None
+
+    def __init__(
+        self,
+        state: RingState,
+        source: Any,
+        base: int,
+        fd: int,
+        callback: SampleCallback | None,
+        index: int,
+    ) -> None:
+        check_callable("callback", callback)
+        self.state = state
+        self.index = index
+        self._source = source
+        self._base = base
+        self._fd = fd
+        self._callback = callback
+        self._closed = False
+
+    def _live(self) -> RingState:
+        if self._closed:
+            raise ConsumerStateError(f"ring {self.index} is closed")
+        return self.state
+
+    # --- live state --------------------------------------------------------------------
+
+    @property
+    def consumer_pos(self) -> int:
+        return self._live().consumer_pos
+
+    @property
+    def producer_pos(self) -> int:
+        return self._live().producer_pos
+
+    @property
+    def avail_data_size(self) -> int:
+        return self._live().avail_data_size
+
+    # --- Ring protocol -----------------------------------------------------------------
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def drain(self, limit: int) -> tuple[int, int]:
+        if self._callback is None:
+            raise ConsumerStateError(f"ring {self.index} has no callback: use read()/lease()")
+        return self._live().drain(self._callback, limit)
+
+    def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]:
+        return self._live().copy_pending(self._source, self._base, limit)
+
+    def copy_out(self, limit: int) -> list[bytes]:
+        """Copy out and commit up to ``limit`` records (for ring-level readers such as
+        :func:`ringtool.merge.ring_source`; don't mix with the consumer's styles)."""
+        return self._live().copy_out(self._source, self._base, limit)
+
+    def views(self, limit: int) -> tuple[list[memoryview], int, int]:
+        state = self._live()
+        start = state.consumer_pos
+        views, end = state.views(limit)
+        return views, start, end
+
+    def position_after(self, start: int, n: int) -> int:
+        return self._live().position_after(start, n)
+
+    def advance(self, pos: int) -> None:
+        self._live().advance(pos)  # release: pairs with the producer's acquire
+
+    def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
+        return self._live().decode_batch(dtype, limit)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.state.release()
+
+
+class MappedRing(StateRing):
     """One RINGBUF map mapped into this process; implements the consumer ``Ring``.
 
     ``consumer_pos``, ``producer_pos``, ``avail_data_size`` and ``size`` read the live
     shared state. Views handed out stop being valid when the ring is closed.
     """
-
-    cpu: int | None = None
 
     def __init__(self, ref: _MapRef, callback: SampleCallback | None, index: int) -> None:
         info = bpf.map_info(ref.fd)
@@ -76,12 +167,9 @@ class MappedRing:
                 f"ring {ref.name or ref.fd!r} has {size} bytes: a RINGBUF must be a power "
                 f"of two of {PAGE_SIZE}-byte pages"
             )
-        self.index = index
         self.name = ref.name
         self.size = size
-        self._fd = ref.fd
         self._drops_fd = ref.drops_fd
-        self._callback = callback
         self._cons_map = map_shared(
             ref.fd, PAGE_SIZE, offset=0, writable=True, what="consumer page"
         )
@@ -97,7 +185,7 @@ class MappedRing:
             self._cons_map.close()
             raise
         prod_view = memoryview(self._prod_map)
-        self.state = RingState(
+        state = RingState(
             memoryview(self._cons_map)[:8],
             prod_view[:8],
             prod_view[PAGE_SIZE:],
@@ -105,22 +193,8 @@ class MappedRing:
             index=index,
         )
         prod_view.release()
-        self._data_base = PAGE_SIZE  # offset of data[0] inside _prod_map
-        self._closed = False
-
-    # --- live state --------------------------------------------------------------------
-
-    @property
-    def consumer_pos(self) -> int:
-        return self.state.consumer_pos
-
-    @property
-    def producer_pos(self) -> int:
-        return self.state.producer_pos
-
-    @property
-    def avail_data_size(self) -> int:
-        return self.state.avail_data_size
+        # data[0] is at offset PAGE_SIZE of _prod_map: copies slice the mmap directly
+        super().__init__(state, self._prod_map, PAGE_SIZE, ref.fd, callback, index)
 
     def dropped(self) -> list[int] | None:
         """Failed reservations per CPU from the ring's ``<name>_drops`` per-CPU array
@@ -129,35 +203,10 @@ class MappedRing:
             return None
         return bpf.percpu_u64(self._drops_fd)
 
-    # --- Ring protocol -----------------------------------------------------------------
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def drain(self, limit: int) -> tuple[int, int]:
-        if self._callback is None:
-            raise TypeError(f"ring {self.index} has no callback: use read()/lease()")
-        return self.state.drain(self._callback, limit)
-
-    def copy_out(self, limit: int) -> list[bytes]:
-        return self.state.copy_out(self._prod_map, self._data_base, limit)
-
-    def lease(self, limit: int) -> tuple[list[memoryview], Callable[[], None]]:
-        views, end = self.state.views(limit)
-
-        def commit() -> None:
-            self.state.commit(end)  # release: pairs with the producer's acquire
-
-        return views, commit
-
-    def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
-        return self.state.decode_batch(dtype, limit)
-
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        self.state.release()
+        super().close()
         for m in (self._prod_map, self._cons_map):
             try:
                 m.close()
@@ -190,6 +239,7 @@ class RingBuffer(MultiRingConsumer):
     def add(self, map: Any, callback: SampleCallback | None = None, *, drops: Any = None) -> int:
         """Add another ring; returns its index (rings are numbered in order added)."""
         self._check_open()
+        check_callable("callback", callback)
         ring = MappedRing(_resolve(map, drops), callback, len(self._mapped))
         self._mapped.append(ring)
         self._add_ring(ring)
@@ -197,6 +247,8 @@ class RingBuffer(MultiRingConsumer):
 
     def ring(self, i: int) -> MappedRing:
         """Ring ``i`` (0 = the first map): positions, ``size``, ``dropped()``."""
+        if not isinstance(i, int) or not 0 <= i < len(self._mapped):
+            raise BufferIndexError(f"ring index {i!r} out of range (ring_cnt = {self.ring_cnt})")
         return self._mapped[i]
 
     @property
@@ -214,4 +266,4 @@ class RingBuffer(MultiRingConsumer):
         return total
 
 
-__all__ = ["MappedRing", "RingBuffer"]
+__all__ = ["MappedRing", "RingBuffer", "StateRing"]

@@ -28,7 +28,7 @@ from typing import Any, Self
 from ringtool.errors import RingSizeError
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import online_cpus, possible_cpu_count
-from ringtool.merge import Algorithm, CopyOutRing, Merger, merge_sources, ring_source
+from ringtool.merge import Algorithm, Merger, ReaderRing, merge_sources, ring_source
 from ringtool.readers.ringbuf import RingBuffer
 
 #: Value of the cpu -> buffer id map for CPUs with no buffer (RT_PCPU_NO_BUF in C).
@@ -203,19 +203,22 @@ class RingBufGroup:
 
 
 def merge_rings(
-    rings: Sequence[CopyOutRing],
+    rings: Sequence[ReaderRing],
     timestamp: Callable[[bytes], int],
     *,
     algorithm: Algorithm = "optimized",
     window_us: float | None = None,
     batch: int = 256,
 ) -> Merger[bytes]:
-    """A timestamp-ordered merge over ``rings`` (buffer id = position), each read with
-    its ``copy_out``; events are ``(timestamp(record), record bytes)``.
+    """A timestamp-ordered merge over ``rings`` (buffer id = position), each read by
+    a :class:`ringtool.merge.RingSource`; events are ``(timestamp(record), record
+    bytes)``.
 
-    Works for any reader's rings: ``[rb.ring(i) for i in range(rb.ring_cnt)]`` of a
-    RingBuffer (e.g. :meth:`RingBufGroup.consumer`), perf CPU buffers, KMES CPU
-    buffers. Use it instead of the consumer's callback/iterator styles (both consume).
+    Works for ringtool's reader rings: ``[rb.ring(i) for i in range(rb.ring_cnt)]`` of
+    a RingBuffer (e.g. :meth:`RingBufGroup.consumer`), ``pb.buffers`` of a PerfBuffer.
+    Use it instead of the consumer's callback/iterator styles (both consume). A ring's
+    position covers only the events the merge took: ``close()`` the merger (or drop
+    it) before closing the consumer, and the rest is given back to the rings.
     """
     sources = [ring_source(r, timestamp, batch=batch) for r in rings]
     return merge_sources(sources, algorithm=algorithm, window_us=window_us)

@@ -258,7 +258,7 @@ def test_payload_capture_over_veth() -> None:
             for f in frames:
                 cap.send_frame(f)
             deadline = time.monotonic() + 5
-            ours = []
+            ours: list[Any] = []
             while len(ours) < len(frames) and time.monotonic() < deadline:
                 pb.poll(200)
                 # The kernel's own traffic on a fresh link (IPv6 MLD/ND) is captured

@@ -27,6 +27,8 @@ from ringtool.merge import (
     ring_source,
     u64_at,
 )
+from ringtool.readers.ringbuf import StateRing
+from tests.unit.ringbuf_builder import HandRing
 
 US = 1000
 ALGOS: tuple[Algorithm, ...] = ("default", "optimized")
@@ -252,27 +254,18 @@ def test_take_and_deque_source() -> None:
     assert m.take(10) == [(3, "c"), (4, "d")]
 
 
-def test_fetch_source_over_a_ring() -> None:
+def test_ring_source_over_a_ring() -> None:
+    hand = HandRing(4096)
     original = [t.to_bytes(8, "little") + b"x" * 8 for t in (5, 6, 7)]
-    records = list(original)
-
-    class FakeRing:
-        def __init__(self) -> None:
-            self.calls: list[int] = []
-
-        def copy_out(self, limit: int) -> list[bytes]:
-            self.calls.append(limit)
-            out = records[:limit]
-            del records[:limit]
-            return out
-
-    ring = FakeRing()
+    for rec in original:
+        hand.output(rec)
+    ring = StateRing(hand.state, hand.state.data, 0, -1, None, 0)
     src = ring_source(ring, u64_at(0), batch=2)
     assert src.peek() == (5, original[0])
-    assert ring.calls == [2]
+    assert hand.consumer_pos == 0  # copied, not committed
     got = [src.pop(), src.pop(), src.pop(), src.pop()]
     assert [g[0] if g else None for g in got] == [5, 6, 7, None]
-    assert src.fetched == 3
+    assert src.fetched == 3 and hand.consumer_pos == hand.producer_pos
     conv = FetchSource(lambda n: [b"\x09" + b"\0" * 7], u64_at(0), payload=len)
     assert conv.pop() == (9, 8)
     with pytest.raises(ValueError):

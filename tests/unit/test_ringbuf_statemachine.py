@@ -80,7 +80,7 @@ class RingModel(RuleBasedStateMachine):
             v.release()
         self.ring.state.commit(end)
 
-    @precondition(lambda self: all(len(r[1]) == 8 for r in self.reserved))  # type: ignore[arg-type]
+    @precondition(lambda self: all(len(r[1]) == 8 for r in self.reserved))
     @rule(limit=st.integers(1, 50))
     def consume_batch(self, limit: int) -> None:
         ready = self._ready(limit)

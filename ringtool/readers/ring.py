@@ -1,0 +1,58 @@
+"""The :class:`Ring` protocol: one shared ring as a consumer sees it.
+
+:class:`ringtool.readers.ringbuf.StateRing` (BPF ring buffers) and
+:class:`ringtool.readers.perfbuf.PerfCpuBuffer` (perf CPU buffers) implement it;
+:class:`ringtool.readers.consumer.MultiRingConsumer` drives any number of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class Ring(Protocol):
+    """One shared ring as a consumer sees it (a BPF ring buffer, or one perf CPU buffer).
+
+    Positions are the ring's free-running byte positions. Only :meth:`drain`,
+    :meth:`read_batch` and :meth:`advance` commit; the others leave the ring as it is.
+    """
+
+    index: int
+    cpu: int | None
+
+    def fileno(self) -> int:
+        """The fd that epoll reports readable when this ring has data."""
+        ...
+
+    def drain(self, limit: int) -> tuple[int, int]:
+        """Deliver up to ``limit`` records to this ring's callback; commit once.
+
+        Returns ``(records delivered, stop)``, ``stop`` being the callback's negative
+        return value that ended the drain, else 0.
+        """
+        ...
+
+    def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]:
+        """Copies of up to ``limit`` records' bytes, the position they start from and
+        the position after them. Commits nothing."""
+        ...
+
+    def views(self, limit: int) -> tuple[list[memoryview], int, int]:
+        """Views of up to ``limit`` records, start and end positions. Commits nothing."""
+        ...
+
+    def position_after(self, start: int, n: int) -> int:
+        """The position just past the first ``n`` records delivered from ``start``."""
+        ...
+
+    def advance(self, pos: int) -> None:
+        """Commit ``pos`` (release store) if it is ahead of the ring's position."""
+        ...
+
+    def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
+        """Up to ``limit`` records decoded as ``dtype`` (vectorised), committed."""
+        ...
+
+    def close(self) -> None: ...
