@@ -93,6 +93,12 @@ static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
     bpf_get_current_comm(&h->comm, sizeof(h->comm));
 }
 
+/* The filters run BEFORE anything is reserved (issue 11): a rejected event must
+ * neither take ring space (it would push matching events out and be counted as
+ * their drop) nor wake the consumer (the kernel wakes it on a discard too). So the
+ * sources call trace_skip_current() first and reserve only for a matching task;
+ * nothing is ever reserved and then discarded for filtering. */
+
 /* 1 when ringtool itself or the -p filter excludes tgid `pid` (cheap: no comm). */
 static __always_inline int trace_skip_pid(u32 pid)
 {
@@ -105,17 +111,24 @@ static __always_inline int trace_skip_pid(u32 pid)
     return 0;
 }
 
-/* 1 when the -c filter excludes this comm (a filled trace_hdr's comm). */
-static __always_inline int trace_skip_comm(const char *comm)
+/* 1 when the -c filter excludes the current task's comm. The comm is read as two
+ * u64 words (bpf_get_current_comm NUL-pads all 16 bytes), compared with the -D
+ * constants; without -c this is a constant 0 and reads nothing. */
+static __always_inline int trace_skip_comm(void)
 {
 #ifdef TRACE_FILTER_COMM_LO
-    u64 lo = 0, hi = 0;
-    __builtin_memcpy(&lo, comm, 8);
-    __builtin_memcpy(&hi, comm + 8, 8);
-    if (lo != TRACE_FILTER_COMM_LO || hi != TRACE_FILTER_COMM_HI)
+    u64 words[2] = {};
+    bpf_get_current_comm(words, sizeof(words));
+    if (words[0] != TRACE_FILTER_COMM_LO || words[1] != TRACE_FILTER_COMM_HI)
         return 1;
 #endif
     return 0;
+}
+
+/* 1 when any filter (self, -p, -c) rejects the current task with tgid `pid`. */
+static __always_inline int trace_skip_current(u32 pid)
+{
+    return trace_skip_pid(pid) || trace_skip_comm();
 }
 
 #endif

@@ -1,7 +1,9 @@
 /* ringtool trace source `exec`: exec, exit and fork (sched tracepoints) -> RINGBUF.
  *
  * Records are struct trace_event (bpf/trace_event.h), reserved in this CPU's ring of
- * the per-CPU group (bpf/percpu_ringbuf.h) and submitted. A failed reservation is
+ * the per-CPU group (bpf/percpu_ringbuf.h) and submitted, only after the -p/-c
+ * filters accepted the task (trace_skip_current): a rejected event touches no ring.
+ * A failed reservation is
  * counted twice: in the group's per-CPU drop counter (by the header) and in this
  * source's own per-CPU `drops` array (here, where BCC rewrites map methods).
  * exit: thread-group leaders only (a process exit, not every thread).
@@ -43,8 +45,8 @@ TRACEPOINT_PROBE(syscalls, sys_enter_exit)
     return 0;
 }
 
-/* Reserve and fill the common part of one event of `kind` from process `pid`;
- * NULL (the drop counted) when the ring is full. */
+/* Reserve and fill the common part of one event of `kind` from process `pid`, which
+ * the caller's filter accepted; NULL (the drop counted) when the ring is full. */
 static __always_inline struct trace_event *begin_event(u32 pid, u32 kind)
 {
     struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
@@ -62,20 +64,17 @@ static __always_inline struct trace_event *begin_event(u32 pid, u32 kind)
     return e;
 }
 
-/* Submit `e`, or discard it when the comm filter rejects it. */
+/* Submit a filled event. */
 static __always_inline int finish_event(struct trace_event *e)
 {
-    if (trace_skip_comm(e->h.comm))
-        bpf_ringbuf_discard(e, 0);
-    else
-        bpf_ringbuf_submit(e, 0);
+    bpf_ringbuf_submit(e, 0);
     return 0;
 }
 
 TRACEPOINT_PROBE(sched, sched_process_exec)
 {
     u32 pid = bpf_get_current_pid_tgid() >> 32;
-    if (trace_skip_pid(pid))
+    if (trace_skip_current(pid))  /* the new comm: exec has set it by now */
         return 0;
     struct trace_event *e = begin_event(pid, TRACE_EXEC);
     if (!e)
@@ -89,8 +88,13 @@ TRACEPOINT_PROBE(sched, sched_process_exit)
 {
     u64 id = bpf_get_current_pid_tgid();
     u32 pid = id >> 32;
-    if (pid != (u32)id || trace_skip_pid(pid))
+    if (pid != (u32)id)
         return 0;
+    if (trace_skip_current(pid)) {
+        exit_codes.delete(&pid);
+        parent_of.delete(&pid);
+        return 0;
+    }
     struct trace_event *e = begin_event(pid, TRACE_EXIT);
     if (!e)
         return 0;
@@ -108,7 +112,7 @@ TRACEPOINT_PROBE(sched, sched_process_fork)
     u32 pid = bpf_get_current_pid_tgid() >> 32;
     u32 child = args->child_pid;
     parent_of.update(&child, &pid);  /* before filtering: exec/exit need it */
-    if (trace_skip_pid(pid))
+    if (trace_skip_current(pid))  /* the parent's pid and comm */
         return 0;
     struct trace_event *e = begin_event(pid, TRACE_FORK);
     if (!e)

@@ -1,10 +1,12 @@
 /* ringtool trace source `open`: openat(2) enter/exit -> RINGBUF.
  *
- * sys_enter_openat remembers the path pointer and flags per thread; sys_exit_openat
- * reserves a struct trace_event (bpf/trace_event.h) in this CPU's ring, fills path,
- * flags and result, then *discards* it when the -c comm filter rejects it (the
- * reservation is cheap; filtering after filling shows the discard path) or submits it.
- * Failed reservations are counted per CPU (group counter + this source's `drops`).
+ * sys_enter_openat applies the -p/-c filters (trace_skip_current) and remembers the
+ * path pointer and flags of an accepted thread's call; sys_exit_openat reserves a
+ * struct trace_event (bpf/trace_event.h) in this CPU's ring only for a remembered
+ * call, fills path, flags and result and submits it. A rejected call touches
+ * neither the map nor the ring (no reserve + discard: a discard wakes the reader).
+ * A failed reservation, or a call that could not be remembered because `inflight`
+ * is full, is counted per CPU (group counter + this source's `drops`).
  * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h).
  */
 #include "percpu_ringbuf.h"
@@ -21,13 +23,16 @@ BPF_PERCPU_ARRAY(drops, u64, 1);
 TRACEPOINT_PROBE(syscalls, sys_enter_openat)
 {
     u64 id = bpf_get_current_pid_tgid();
-    if (trace_skip_pid(id >> 32))
+    if (trace_skip_current(id >> 32))
         return 0;
     u32 tid = (u32)id;
     struct open_args a = {};
     a.filename = (u64)args->filename;
     a.flags = args->flags;
-    inflight.update(&tid, &a);
+    if (inflight.update(&tid, &a)) {  /* map full: this call's event is lost */
+        rt_pcpu_count_drop();
+        drops.increment(0);
+    }
     return 0;
 }
 
@@ -51,10 +56,6 @@ TRACEPOINT_PROBE(syscalls, sys_exit_openat)
     e->aux2 = 0;
     bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)a->filename);
     inflight.delete(&tid);
-    if (trace_skip_comm(e->h.comm)) {
-        bpf_ringbuf_discard(e, 0);
-        return 0;
-    }
     bpf_ringbuf_submit(e, 0);
     return 0;
 }

@@ -7,6 +7,8 @@
  *   sys_hist  HASH  key (nr << 8 | log2 slot) -> count, slot = bpf_log2l(latency ns)
  * plus one struct trace_event (bpf/trace_event.h, type TRACE_SYSCALL) per syscall
  * slower than TRACE_SLOW_NS, reserved in this CPU's ring of the per-CPU group.
+ * The -p/-c filters run at sys_enter, before `started` is touched: sys_exit finds an
+ * entry only for accepted threads, so a rejected syscall reserves nothing.
  * Failed reservations are counted per CPU (group counter + this source's `drops`).
  * cflags: RingBufGroup.cflags(), TRACE_SLOW_NS, TRACE_* filters and sizes.
  */
@@ -29,14 +31,8 @@ BPF_PERCPU_ARRAY(drops, u64, 1);
 TRACEPOINT_PROBE(raw_syscalls, sys_enter)
 {
     u64 id = bpf_get_current_pid_tgid();
-    if (trace_skip_pid(id >> 32))
+    if (trace_skip_current(id >> 32))  /* sys_exit only sees threads started here */
         return 0;
-#ifdef TRACE_FILTER_COMM_LO
-    struct trace_hdr h = {};
-    bpf_get_current_comm(&h.comm, sizeof(h.comm));
-    if (trace_skip_comm(h.comm))
-        return 0;
-#endif
     u32 tid = (u32)id;
     struct sys_start *cur = started.lookup(&tid);
     if (cur) {  /* in place: no element churn on the hot path */

@@ -145,6 +145,11 @@ class TraceSession:
             self.net = NetSource(self.opts.iface, self.opts.snaplen, self.opts.perf_pages, defines)
         except RingtoolError as exc:
             self._note(f"source net disabled: {_first_line(exc)}")
+            return
+        if self.opts.pid is not None or self.opts.comm:
+            # TC programs run without a task: there is no pid or comm to filter on
+            self._note(f"source net: -p/-c do not apply to packets; all of {self.opts.iface} "
+                       "is traced")  # fmt: skip
 
     # --- reading -----------------------------------------------------------------------
 
