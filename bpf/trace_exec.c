@@ -15,10 +15,20 @@
  *   exit code  is remembered at exit_group(2)/exit(2) entry (exit_codes: tgid ->
  *              code); an exit without that syscall (a fatal signal) has aux = 0
  *              ("unknown"), otherwise aux = 1 and value = code << 8 (wait status).
- * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h).
+ * sched_process_fork's child_comm is `char child_comm[16]` on 6.1 and
+ * `__data_loc char[] child_comm` on newer kernels (6.18): ringtool reads the running
+ * kernel's tracefs format at load time (ringtool/sources/tracepoints.py) and passes
+ * TRACE_FORK_CHILD_COMM_DATA_LOC (1: __data_loc, 0: char[N]). BCC builds `args` from
+ * the same format file, so only the selected path's member exists.
+ * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h),
+ * tracepoint layouts (tracepoints.layout_defines).
  */
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
+
+#ifndef TRACE_FORK_CHILD_COMM_DATA_LOC
+#error "trace_exec.c: compile with ringtool's tracepoint layout cflags (sources/tracepoints.py)"
+#endif
 
 BPF_PERCPU_ARRAY(drops, u64, 1);
 BPF_TABLE("lru_hash", u32, u32, parent_of, 65536);
@@ -118,6 +128,10 @@ TRACEPOINT_PROBE(sched, sched_process_fork)
     if (!e)
         return 0;
     e->aux = args->child_pid;
+#if TRACE_FORK_CHILD_COMM_DATA_LOC
     TP_DATA_LOC_READ_STR(e->data, child_comm, sizeof(e->data));
+#else
+    bpf_probe_read_kernel_str(e->data, sizeof(args->child_comm), args->child_comm);
+#endif
     return finish_event(e);
 }

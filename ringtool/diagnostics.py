@@ -1,7 +1,8 @@
 """What ``ringtool doctor`` checks: each check says pass/fail, what it saw, and the fix.
 
-Each check is a small function returning a :class:`Check`; none raises. Required
-checks decide the exit status; advisory ones only inform.
+Each check is a small function returning a :class:`Check` (or one per item it
+checked, e.g. per tracepoint layout choice); none raises. Required checks decide the
+exit status; advisory ones only inform.
 """
 
 from __future__ import annotations
@@ -211,7 +212,18 @@ def _kprobes() -> Check:
     )
 
 
-CHECKS: tuple[Callable[[], Check], ...] = (
+def _tracepoint_layouts() -> list[Check]:
+    """One line per tracepoint field whose layout ringtool picks for this kernel."""
+    from ringtool.sources.tracepoints import TracepointFormatError, layout_choices
+
+    try:
+        choices = layout_choices()
+    except TracepointFormatError as exc:
+        return [Check("tracepoint layout", False, str(exc), "check the tracefs line above")]
+    return [Check("tracepoint layout", True, c.describe()) for c in choices]
+
+
+CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     _kernel_version,
     _privileges,
     _btf,
@@ -220,12 +232,13 @@ CHECKS: tuple[Callable[[], Check], ...] = (
     _tracefs,
     _bpffs,
     _headers,
+    _tracepoint_layouts,
     _bcc,
     _kprobes,
 )
 
 
-_NEEDS_PRIVILEGE = {"_bpf_maps", "_perf_event", "_bcc"}
+_NEEDS_PRIVILEGE = {"_bpf_maps", "_perf_event", "_bcc", "_tracepoint_layouts"}
 
 
 def run_checks() -> list[Check]:
@@ -241,7 +254,8 @@ def run_checks() -> list[Check]:
             out.append(Check(name, False, "not tried: needs root", "run with sudo"))
             continue
         try:
-            out.append(check())
+            result = check()
+            out.extend(result if isinstance(result, list) else [result])
         except Exception as exc:
             out.append(Check(check.__name__.strip("_"), False, f"check crashed: {exc}"))
     return out

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ringtool.errors import KernelFeatureError, RingtoolError
+from ringtool.sources.tracepoints import layout_choices, layout_defines
 
 BPF_DIR = Path(__file__).resolve().parents[2] / "bpf"
 
@@ -41,13 +42,22 @@ def cflags_for(defines: Mapping[str, int | str] | None = None) -> list[str]:
 
 def compile_program(filename: str, *, defines: Mapping[str, int | str] | None = None) -> Any:
     """Compile ``bpf/<filename>`` with BCC; returns the ``bcc.BPF`` object (its maps
-    are ``obj["name"]``; programs are loaded with ``obj.load_func``)."""
+    are ``obj["name"]``; programs are loaded with ``obj.load_func``).
+
+    The tracepoint field layouts the file depends on are read from the running
+    kernel's tracefs and added as ``-D`` constants
+    (:func:`ringtool.sources.tracepoints.layout_choices`; a
+    :class:`~ringtool.sources.tracepoints.TracepointFormatError` when they can't be);
+    an entry of ``defines`` with the same name overrides the kernel's choice."""
     bcc = import_bcc()
     path = BPF_DIR / filename
     if not path.is_file():
         raise BpfCompileError(f"no BPF source {path}")
+    tp_defines = layout_defines(layout_choices(filename))
     try:
-        return bcc.BPF(src_file=str(path).encode(), cflags=cflags_for(defines))
+        return bcc.BPF(
+            src_file=str(path).encode(), cflags=cflags_for(tp_defines | dict(defines or {}))
+        )
     except Exception as exc:  # BCC raises bare Exception
         raise BpfCompileError(
             f"BCC could not compile {filename}: {exc}; run `ringtool doctor` to check "

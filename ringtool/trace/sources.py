@@ -11,7 +11,9 @@
   others keep running;
 * the ``net`` source (:mod:`ringtool.trace.net`) over a PERF_EVENT_ARRAY when asked.
 
-Constants (filters, sizes, the group's map fds) reach the C code as ``-D`` cflags.
+Constants (filters, sizes, the group's map fds) reach the C code as ``-D`` cflags;
+the loader adds the running kernel's tracepoint field layouts
+(:mod:`ringtool.sources.tracepoints`).
 """
 
 from __future__ import annotations

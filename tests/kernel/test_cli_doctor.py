@@ -34,3 +34,18 @@ def test_doctor_as_nobody_fails_with_fixes_and_no_traceback() -> None:
     assert res.returncode == 1
     assert "Traceback" not in res.stdout + res.stderr
     assert "✗ privileges" in res.stdout and "fix: run with sudo" in res.stdout
+
+
+def test_doctor_reports_each_tracepoint_layout_choice() -> None:
+    """One line per layout-dependent field, agreeing with the raw format file."""
+    from ringtool.sources.tracepoints import STRING_FIELDS
+
+    res = subprocess.run([*RINGTOOL, "doctor"], capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in res.stdout.splitlines() if "tracepoint layout" in ln]
+    assert len(lines) == len(STRING_FIELDS), res.stdout
+    for spec, line in zip(STRING_FIELDS, lines, strict=True):
+        fmt = Path(f"/sys/kernel/tracing/events/{spec.category}/{spec.event}/format").read_text()
+        data_loc = f"__data_loc char[] {spec.field};" in fmt
+        assert line.startswith("✓ tracepoint layout")
+        assert f"{spec.category}:{spec.event} {spec.field} is " in line
+        assert line.endswith(f"-D{spec.define}={int(data_loc)}")
