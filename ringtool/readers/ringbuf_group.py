@@ -25,10 +25,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ringtool.errors import RingSizeError
+from ringtool.errors import ArgumentError, ConsumerStateError, RingSizeError
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import online_cpus, possible_cpu_count
 from ringtool.merge import Algorithm, Merger, ReaderRing, merge_sources, ring_source
+from ringtool.readers.args import check_callable, is_int
 from ringtool.readers.ringbuf import RingBuffer
 
 #: Value of the cpu -> buffer id map for CPUs with no buffer (RT_PCPU_NO_BUF in C).
@@ -62,11 +63,15 @@ def assign_buffers(cpus: Sequence[int], cpus_per_buffer: int) -> GroupLayout:
     ``cpus_per_buffer`` N >= 1 puts N CPUs (in ascending CPU order) in each buffer;
     0 puts all of them in one shared buffer. Pure: no syscalls.
     """
-    if cpus_per_buffer < 0:
-        raise ValueError(f"cpus_per_buffer must be >= 0 (0 = one shared), not {cpus_per_buffer}")
+    if not is_int(cpus_per_buffer) or cpus_per_buffer < 0:
+        raise ArgumentError(
+            f"cpus_per_buffer must be an int >= 0 (0 = one shared), not {cpus_per_buffer!r}"
+        )
+    if not all(is_int(c) and 0 <= c < NO_BUFFER for c in cpus):
+        raise ArgumentError(f"cpus must be CPU numbers (ints >= 0), not {list(cpus)!r}")
     ordered = sorted(set(cpus))
     if not ordered:
-        raise ValueError("no CPUs to assign buffers to")
+        raise ArgumentError("no CPUs to assign buffers to")
     n = len(ordered) if cpus_per_buffer == 0 else cpus_per_buffer
     mapping = {cpu: pos // n for pos, cpu in enumerate(ordered)}
     return GroupLayout(
@@ -77,6 +82,8 @@ def assign_buffers(cpus: Sequence[int], cpus_per_buffer: int) -> GroupLayout:
 
 
 def _check_ring_bytes(ring_bytes: int) -> None:
+    if not is_int(ring_bytes):
+        raise RingSizeError(f"ring_bytes={ring_bytes!r}: give a number of bytes (int)")
     pages = ring_bytes // _PAGE
     if ring_bytes < _PAGE or ring_bytes % _PAGE or pages & (pages - 1):
         raise RingSizeError(
@@ -100,6 +107,12 @@ class RingBufGroup:
         cpus: Sequence[int] | None = None,
     ) -> None:
         _check_ring_bytes(ring_bytes)
+        if cpus is not None:
+            absent = [c for c in cpus if is_int(c) and c >= possible_cpu_count()]
+            if absent:
+                raise ArgumentError(
+                    f"cpus {absent} do not exist (possible CPUs: 0-{possible_cpu_count() - 1})"
+                )
         self.layout = assign_buffers(online_cpus() if cpus is None else cpus, cpus_per_buffer)
         self.ring_bytes = ring_bytes
         self._fds: list[int] = []
@@ -169,6 +182,9 @@ class RingBufGroup:
         The caller closes it. ``callback`` gets every ring's records (None for the
         iterator / lease / batch styles and for :func:`merge_rings`).
         """
+        check_callable("callback", callback)
+        if not self._fds:
+            raise ConsumerStateError("RingBufGroup is closed: its ring fds are gone")
         rb = RingBuffer(self.ring_fds[0], callback, auto_callback=auto_callback)
         try:
             for fd in self.ring_fds[1:]:
