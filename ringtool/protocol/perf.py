@@ -1,16 +1,7 @@
 """Perf ring buffer consumer protocol over plain buffers (no syscalls).
 
-Layout (include/uapi/linux/perf_event.h; seed 003):
-
-* user page (``struct perf_event_mmap_page``): ``u64 data_head`` at 1024, ``u64
-  data_tail`` at 1032, ``u64 data_offset`` at 1040, ``u64 data_size`` at 1048;
-* data: ``data_size`` bytes (2^n pages) mapped *once*: a record that runs past the end
-  continues at offset 0, so it is reassembled here;
-* record: ``struct perf_event_header { u32 type; u16 misc; u16 size; }`` then the body;
-  ``size`` counts the header and is a multiple of 8 (perf_prepare_header);
-* ``PERF_RECORD_SAMPLE`` with ``sample_type == PERF_SAMPLE_RAW``: header, ``u32 size``,
-  ``size`` raw bytes (the BPF output, padded by the kernel so the record is 8-aligned);
-* ``PERF_RECORD_LOST``: header, ``u64 id``, ``u64 lost``.
+Layout: :mod:`ringtool.protocol.perf_layout` (the data area is mapped *once*: a
+record that runs past its end continues at offset 0, so it is reassembled here).
 
 Positions are free-running u64 byte counts; ``pos & (data_size - 1)`` is the offset.
 
@@ -38,66 +29,28 @@ from typing import Any
 import numpy as np
 
 from ringtool.errors import CorruptRecordError, RingSizeError, hexdump
+from ringtool.protocol.perf_layout import (
+    BYTES,
+    DATA_HEAD_OFF,
+    DATA_TAIL_OFF,
+    HEADER_SIZE,
+    LOST,
+    LOST_COUNT_OFF,
+    LOST_SIZE,
+    PERF_RECORD_LOST,
+    PERF_RECORD_SAMPLE,
+    RAW_OFF,
+    RUN,
+    SKIP,
+    TYPE_MASK,
+    Segment,
+    UserPage,
+)
 
-# struct perf_event_mmap_page (include/uapi/linux/perf_event.h): u64 word indices.
-DATA_HEAD_OFF = 1024
-DATA_TAIL_OFF = 1032
-DATA_OFFSET_OFF = 1040
-DATA_SIZE_OFF = 1048
-# struct perf_event_header + enum perf_event_type (include/uapi/linux/perf_event.h).
-HEADER_SIZE = 8
-PERF_RECORD_LOST = 2
-PERF_RECORD_SAMPLE = 9
-RAW_OFF = 12  # PERF_SAMPLE_RAW: header, u32 size @8, raw bytes @12
-LOST_COUNT_OFF = 16  # PERF_RECORD_LOST: header, u64 id @8, u64 lost @16
-LOST_SIZE = 24
-_TYPE_MASK = 0xFFFFFFFF  # header as one little-endian u64: type | misc << 32 | size << 48
+# Re-exported: the offsets tests and readers use come from here.
+__all__ = ["DATA_HEAD_OFF", "DATA_TAIL_OFF", "SKIP", "PerfRing", "UserPage"]
 
-# Segment kinds produced by PerfRing.segments().
-RUN = 0  # n equal SAMPLEs, contiguous in the data area
-BYTES = 1  # one SAMPLE reassembled across the wrap (payload as bytes)
-LOST = 2  # one PERF_RECORD_LOST (count in `n`)
-SKIP = 3  # one record of another type (counted in `unknown`)
-
-#: (kind, start_pos, end_pos, offset, n, stride, raw_len, payload)
-Segment = tuple[int, int, int, int, int, int, int, bytes | None]
 _RUN_VECTOR_MIN = 16  # candidate runs at least this long are checked with numpy
-
-
-class UserPage:
-    """``data_head``/``data_tail`` of a ``perf_event_mmap_page`` held in ``page`` (a
-    buffer of at least 1056 bytes, 8-aligned; writable unless read-only use)."""
-
-    __slots__ = ("_q",)
-
-    def __init__(self, page: Any) -> None:
-        self._q = memoryview(page).cast("B")[:4096].cast("Q")
-
-    @property
-    def data_head(self) -> int:
-        # acquire: pairs with smp_wmb() + the data_head store in perf_output_put_handle
-        return self._q[DATA_HEAD_OFF >> 3]
-
-    @property
-    def data_tail(self) -> int:
-        # plain load: only this consumer stores data_tail
-        return self._q[DATA_TAIL_OFF >> 3]
-
-    def set_data_tail(self, pos: int) -> None:
-        """Release-store: pairs with READ_ONCE(user_page->data_tail) + smp_mb() in
-        perf_output_begin (the kernel frees the space only after this store)."""
-        self._q[DATA_TAIL_OFF >> 3] = pos & 0xFFFFFFFFFFFFFFFF
-
-    @property
-    def data_offset(self) -> int:
-        return self._q[DATA_OFFSET_OFF >> 3]
-
-    @property
-    def data_size(self) -> int:
-        return self._q[DATA_SIZE_OFF >> 3]
-
-    def release(self) -> None:
-        self._q.release()
 
 
 class PerfRing:
@@ -179,7 +132,7 @@ class PerfRing:
                 v = q[off >> 3]
                 rsize = v >> 48
                 end = off + rsize
-                if v & _TYPE_MASK == PERF_RECORD_SAMPLE and end <= size:
+                if v & TYPE_MASK == PERF_RECORD_SAMPLE and end <= size:
                     self._check_size(rsize, pos, head)
                     raw = i32[(off >> 2) + 2] if rsize >= 16 else size
                     if raw + RAW_OFF > rsize:
