@@ -14,6 +14,11 @@ then per type:
   ``captured`` (and, dropped from JSON output: the packet bytes in ``payload``, the
   whole sample in ``raw``, the timestamp in ns in ``ts_ns``)
 
+Strings (``comm``, paths, names) are the process's bytes: UTF-8 where they are, and
+``\\xNN`` (four characters) for each byte that is not (see :func:`cstr`). They may hold
+control characters and escape sequences: show them on a terminal only through
+:func:`ringtool.trace.safe_text.printable`.
+
 Columns are pulled out of a batch once (``tolist()``), so a batch costs one numpy
 conversion per field plus one dict per record.
 """
@@ -35,10 +40,12 @@ Row = tuple[str, float, int, int, int, str, list[tuple[str, Any]]]
 PROTOS = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmp6"}
 
 
-def _s(raw: bytes) -> str:
+def cstr(raw: bytes) -> str:
     """A C string field: up to the first NUL (the kernel leaves stale bytes after it
-    in a reserved, unzeroed record), decoded leniently."""
-    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+    in a reserved, unzeroed record), decoded as UTF-8 with every byte that is not
+    UTF-8 written as ``\\xNN`` (``backslashreplace``): nothing is lost, and the text
+    is always valid Unicode (JSON-safe, no surrogates)."""
+    return raw.split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
 
 
 class Decoder:
@@ -81,7 +88,7 @@ class Decoder:
         fields = self.fields
         for typ, t, cpu, pid, tid, comm, value, ppid, ret, aux, data in cols:
             name = types.get(typ, str(typ))
-            yield name, t, cpu, pid, tid, _s(comm), fields(name, value, ppid, ret, aux, data)
+            yield name, t, cpu, pid, tid, cstr(comm), fields(name, value, ppid, ret, aux, data)
 
     def fields(
         self, name: str, value: int, ppid: int, ret: int, aux: int, data: bytes
@@ -89,13 +96,13 @@ class Decoder:
         """The type-specific part of an event, in output order (the one place that
         says which record field means what for each type)."""
         if name == "open":
-            return [("path", _s(data)), ("flags", value), ("ret", ret)]
+            return [("path", cstr(data)), ("flags", value), ("ret", ret)]
         if name == "exec":
-            return [("filename", _s(data)), ("ppid", ppid)]
+            return [("filename", cstr(data)), ("ppid", ppid)]
         if name == "exit":
             return [("exit_code", (value >> 8) & 0xFF if aux else None), ("ppid", ppid)]
         if name == "fork":
-            return [("child_pid", aux), ("child_comm", _s(data)), ("ppid", ppid)]
+            return [("child_pid", aux), ("child_comm", cstr(data)), ("ppid", ppid)]
         if name == "syscall":
             return [("syscall", self.syscall_name(aux)), ("nr", aux),
                     ("latency_us", round(value / 1000, 1)), ("ret", ret)]  # fmt: skip
@@ -124,7 +131,7 @@ class Decoder:
             captured = int(rec["captured"])
             ev: Event = {
                 "type": "net", "ts": self.wall(int(h["ts"])), "cpu": int(h["cpu"]),
-                "pid": int(h["pid"]), "tid": int(h["tid"]), "comm": _s(bytes(h["comm"])),
+                "pid": int(h["pid"]), "tid": int(h["tid"]), "comm": cstr(bytes(h["comm"])),
                 "src": addr(fam, bytes(rec["saddr"])), "dst": addr(fam, bytes(rec["daddr"])),
                 "sport": int(rec["sport"]), "dport": int(rec["dport"]),
                 "proto": PROTOS.get(int(rec["proto"]), str(int(rec["proto"]))),
@@ -169,4 +176,4 @@ def detail(ev: Event) -> str:
     return ""
 
 
-__all__ = ["PROTOS", "Decoder", "Event", "addr", "detail"]
+__all__ = ["PROTOS", "Decoder", "Event", "addr", "cstr", "detail"]

@@ -9,6 +9,9 @@
 
 Every line — header, events, the ``--`` stats line per interval and the summary —
 is cut to ``width`` characters; a long path keeps its end (``..`` marks the cut).
+Strings from traced processes (comm, paths) and notes go through
+:func:`ringtool.trace.safe_text.printable`: a control character or escape sequence
+in a file name is printed escaped (``\x1b[2J``), never sent to the terminal.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ringtool.trace.events import Decoder, Event, detail
+from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 
 HEADER = f"{'TIME':<8} {'CPU':>3} {'PID':<7} {'COMM':<16} {'EVENT':<7} DETAIL"
@@ -36,8 +40,9 @@ def fit(text: str, width: int) -> str:
 def format_event(ev: Event, width: int = 80) -> str:
     """One column line for ``ev``, at most ``width`` characters."""
     clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-    head = f"{clock:<8} {ev['cpu']:>3} {ev['pid']:<7} {ev['comm'][:16]:<16} {ev['type']:<7} "
-    return head + fit(detail(ev), max(0, width - len(head)))
+    comm = printable(ev["comm"])[:16]
+    head = f"{clock:<8} {ev['cpu']:>3} {ev['pid']:<7} {comm:<16} {ev['type']:<7} "
+    return head + fit(printable(detail(ev)), max(0, width - len(head)))
 
 
 def format_stats(stats: TraceStats, width: int = 80) -> str:
@@ -78,7 +83,7 @@ class ColumnOutput:
         self.width = width
 
     def start(self, sources: list[str], notes: list[str]) -> None:
-        lines = [f"note: {n}"[: self.width] for n in notes]
+        lines = [f"note: {printable(n)}"[: self.width] for n in notes]
         lines.append(f"sources: {', '.join(sources)}"[: self.width])
         lines.append("Tracing... Ctrl-C to end.")
         lines.append(HEADER[: self.width])
@@ -98,7 +103,7 @@ class ColumnOutput:
         self._write(format_summary(stats, self.width))
 
     def note(self, text: str) -> None:
-        self._write([f"note: {text}"[: self.width]])
+        self._write([f"note: {printable(text)}"[: self.width]])
 
     def _write(self, lines: list[str]) -> None:
         self.stream.write("\n".join(lines) + "\n")

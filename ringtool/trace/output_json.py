@@ -5,7 +5,14 @@ Line kinds (``type``): ``start`` (sources running, notes), one per event (see
 whose ``events`` equals the number of event lines written. A batch of records is
 written with one ``write`` and flushed, so a reader (or ``head``) sees lines promptly.
 Record lines are formatted straight from :meth:`Decoder.rows` (3x faster than building
-dicts for ``json``); the output is what ``json.dumps(decoder.decode(...))`` gives.
+dicts for ``json``); each line parses to what ``json.dumps(decoder.decode(...))`` gives.
+
+Every line is printable text: a character that :meth:`str.isprintable` rejects (a
+control character such as ESC, DEL, a C1 control, a bidi override: anything a traced
+process may put in a file name or comm) is written as its ``\\uXXXX`` escape, so
+``json.loads`` gives back the exact string while a terminal showing the lines sees no
+escape sequence. Bytes that are not UTF-8 arrive as ``\\xNN`` text
+(:func:`ringtool.trace.events.cstr`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,23 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
 _str = encode_basestring  # a JSON string literal (C implementation)
 #: Net event keys that are not output (bytes: the packet goes to --pcap).
 NET_PRIVATE = frozenset(("payload", "raw", "ts_ns"))
+
+
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON escapes a non-BMP character as a UTF-16 surrogate pair
+    return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
+
+
+def printable_line(line: str) -> str:
+    """A JSON text with each non-printable character escaped (see the module doc).
+    Outside strings JSON text is printable ASCII, so this only touches string
+    contents, where ``\\uXXXX`` means the same character."""
+    if line.isprintable():
+        return line
+    return "".join(ch if ch.isprintable() else _escape_char(ch) for ch in line)
 
 
 def _value(v: Any) -> str:
@@ -54,6 +78,8 @@ class JsonOutput:
         ]
         for ev in net:
             lines.append(_dumps({k: v for k, v in ev.items() if k not in NET_PRIVATE}))
+        if not all(map(str.isprintable, lines)):  # one C-level pass in the common case
+            lines = [printable_line(line) for line in lines]
         if lines:
             self.stream.write("\n".join(lines) + "\n")
             self.stream.flush()
@@ -68,8 +94,8 @@ class JsonOutput:
         self._write([{"type": "note", "text": text}])
 
     def _write(self, objs: list[dict[str, Any]]) -> None:
-        self.stream.write("\n".join(map(_dumps, objs)) + "\n")
+        self.stream.write("\n".join(printable_line(_dumps(o)) for o in objs) + "\n")
         self.stream.flush()
 
 
-__all__ = ["JsonOutput"]
+__all__ = ["JsonOutput", "printable_line"]

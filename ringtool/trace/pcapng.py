@@ -62,7 +62,9 @@ class PcapngWriter:
         idx = self._ifaces.get(name)
         if idx is None:
             idx = self._ifaces[name] = len(self._ifaces)
-            opts = _options([(IF_NAME, name.encode()), (IF_TSRESOL, bytes([9]))])
+            # an interface name from the OS need not be UTF-8 (surrogate escapes)
+            raw_name = name.encode("utf-8", "backslashreplace")
+            opts = _options([(IF_NAME, raw_name), (IF_TSRESOL, bytes([9]))])
             body = struct.pack("<HHI", LINKTYPE_ETHERNET, 0, self.snaplen) + opts
             self.stream.write(_block(IDB, body))
         return idx
@@ -76,7 +78,9 @@ class PcapngWriter:
             "<IIIII", iface, (ts_ns >> 32) & 0xFFFFFFFF, ts_ns & 0xFFFFFFFF, len(data),
             max(orig_len, len(data)),
         )  # fmt: skip
-        opts = _options([(OPT_COMMENT, comment.encode())] if comment else [])
+        opts = _options(
+            [(OPT_COMMENT, comment.encode("utf-8", "backslashreplace"))] if comment else []
+        )
         self.stream.write(_block(EPB, head + _pad4(bytes(data)) + opts))
 
     def close(self) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.trace.events import Decoder, Event
 from ringtool.trace.layout import load_layout
+from ringtool.trace.safe_text import printable
 from ringtool.trace.sources import TraceOptions, TraceSession
 from ringtool.trace.stats import TraceStats
 
@@ -168,7 +169,7 @@ def _loop(
     input_fd: int = getattr(out, "input_fd", -1)
     extra_fds = [stop.fileno(), *([input_fd] if input_fd >= 0 else [])]
     for note in session.notes:
-        print(f"ringtool trace: {note}", file=sys.stderr)
+        print(f"ringtool trace: {printable(note)}", file=sys.stderr)
     ordered = session.ordered_reader(cfg.window_us) if cfg.ordered else None
     enter = getattr(out, "__enter__", None)
     exit_ = getattr(out, "__exit__", None)
@@ -253,7 +254,7 @@ def decoder_net(decoder: Decoder, raw: list[tuple[int, bytes]]) -> list[Event]:
 def _packet_comment(ev: Event) -> str:
     """What is known of where a packet came from: CPU, direction, and the process
     when the hook ran in one (pid 0: softirq / not known)."""
-    who = f" pid={ev['pid']} comm={ev['comm']}" if ev["pid"] else ""
+    who = f" pid={ev['pid']} comm={printable(ev['comm'])}" if ev["pid"] else ""
     return f"cpu={ev['cpu']} {ev['dir']}{who}"
 
 

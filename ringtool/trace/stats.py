@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ringtool.trace.events import cstr
+
 #: Event type -> the source that produces it.
 SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
              "syscall": "syscalls", "net": "net"}  # fmt: skip
@@ -120,7 +122,7 @@ class TraceStats:
         pids, first, pcounts = np.unique(h["pid"], return_index=True, return_counts=True)
         comms = h["comm"][first].tolist()
         for pid, comm, c in zip(pids.tolist(), comms, pcounts.tolist(), strict=True):
-            self._count_proc(pid, comm.split(b"\0", 1)[0].decode("utf-8", "replace"), c)
+            self._count_proc(pid, cstr(comm), c)
 
     def add_events(self, events: list[dict[str, Any]]) -> None:
         """Count already-decoded events (the net source)."""

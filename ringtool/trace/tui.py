@@ -7,6 +7,12 @@ events; a footer lists the keys: ``q`` quit, ``p`` pause (the display; counting 
 on), ``s`` cycle the sort (count / rate / p99), ``/`` filter by comm (Enter applies,
 Esc clears). It fits 80×24 and gives extra rows to the tables and the tail.
 
+Data is never markup: every string that comes from a traced process or the user
+(comm, path, notes, the filter) is a :class:`rich.text.Text` made by :func:`data`,
+with control characters and escape sequences shown escaped
+(:func:`ringtool.trace.safe_text.printable`), so a file named ``[/x]`` or
+``\x1b[2J`` is shown as that name and cannot restyle, clear or crash the dashboard.
+
 Cost: records are only counted (vectorised) as they arrive; only the newest few
 exec/open/net records of each batch are decoded. The screen is drawn once per
 interval and after a key, never per event. ``__exit__`` always restores the terminal
@@ -34,6 +40,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ringtool.trace.events import Decoder, Event, detail
+from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -51,9 +58,18 @@ def sparkline(values: list[float], width: int) -> str:
     return "".join(SPARKS[min(len(SPARKS) - 1, int(v / top * (len(SPARKS) - 1)))] for v in vals)
 
 
-def _table(title: str, *cols: tuple[str, str]) -> Table:
+def data(text: str, style: str = "") -> Text:
+    """A cell of data from a traced process (or typed by the user): never markup,
+    never a control character (see :mod:`ringtool.trace.safe_text`)."""
+    return Text(printable(text), style=style, no_wrap=True)
+
+
+def _table(title: str | Text, *cols: tuple[str, str]) -> Table:
+    """A dashboard table; ``title`` is plain text (a ``str`` is not parsed as markup)."""
+    heading = Text(title) if isinstance(title, str) else title.copy()
+    heading.stylize("bold cyan")
     t = Table(
-        title=title, title_justify="left", title_style="bold cyan", box=box.SIMPLE_HEAD,
+        title=heading, title_justify="left", box=box.SIMPLE_HEAD,
         show_edge=False, pad_edge=True, padding=(0, 1), expand=True,
     )  # fmt: skip
     for name, justify in cols:
@@ -263,7 +279,7 @@ class TraceTui:
             if self.filter:
                 procs = [p for p in procs if self.filter in p[1]][:rows]
             for pid, comm, n, recent in procs:
-                t.add_row(str(pid), comm, f"{n:,}", f"{recent:,}")
+                t.add_row(str(pid), data(comm), f"{n:,}", f"{recent:,}")
         return t
 
     def _syscalls(self, rows: int) -> Table:
@@ -283,23 +299,25 @@ class TraceTui:
             drops = s.drops_source.get(name, 0) if s is not None else 0
             t.add_row(name, f"{rate:,.0f}", f"{drops:,}")
         for note in self.notes[: max(0, rows - len(self.sources))]:
-            t.add_row(Text(note, style="yellow"), "", "")
+            t.add_row(data(note, "yellow"), "", "")
         return t
 
     def _tail_table(self, rows: int) -> Table:
-        title = "recent exec/open/net" + (f"  [filter: {self.filter}]" if self.filter else "")
+        title = Text("recent exec/open/net")
+        if self.filter:
+            title.append(f"  [filter: {printable(self.filter)}]")
         t = _table(title, ("TIME", "left"), ("PID", "right"), ("COMM", "left"),
                    ("EVENT", "left"), ("DETAIL", "left"))  # fmt: skip
         t.columns[4].ratio = 1
         events = [e for e in self.tail if not self.filter or self.filter in e["comm"]]
         for ev in events[-rows:] if rows > 0 else []:
             clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-            t.add_row(clock, str(ev["pid"]), ev["comm"], ev["type"], detail(ev))
+            t.add_row(clock, str(ev["pid"]), data(ev["comm"]), ev["type"], data(detail(ev)))
         return t
 
     def _footer(self) -> Text:
         if self.editing is not None:
-            return Text(f"filter by comm: {self.editing}▏ (Enter apply, Esc clear)",
+            return Text(f"filter by comm: {printable(self.editing)}▏ (Enter apply, Esc clear)",
                         style="reverse")  # fmt: skip
         state = "  [PAUSED]" if self.paused else ""
         return Text(
@@ -307,4 +325,4 @@ class TraceTui:
         )
 
 
-__all__ = ["SORTS", "TraceTui", "sparkline"]
+__all__ = ["SORTS", "TraceTui", "data", "sparkline"]
