@@ -15,7 +15,7 @@
  *   struct ev *p = rt_pcpu_reserve(sizeof(*p));   // or reserve + submit
  *   if (!p) return 0;                    // (drop already counted)
  *   ...
- *   bpf_ringbuf_submit(p, 0);            // or bpf_ringbuf_discard(p, 0)
+ *   rt_pcpu_submit(p, sizeof(*p));       // or bpf_ringbuf_discard(p, 0)
  *
  * Macros ringtool passes with -D (computed in Python, no C is generated):
  *   RT_PCPU_RINGS_FD       fd of the ARRAY_OF_MAPS: buffer id -> RINGBUF
@@ -27,6 +27,7 @@
  *   RT_PCPU_CPUS_PER_BUF   N as configured; 0 (one shared buffer, which every CPU
  *                          writes to, even one that comes online later) skips the
  *                          CPU lookup
+ *   RT_PCPU_WAKEUP_BYTES   optional: adaptive wakeups for rt_pcpu_submit (below)
  *
  * Why fds and not BCC table declarations: BCC 0.26 rewrites map methods
  * (x.lookup(), and the &map of a table) only in the main source: edits in an
@@ -97,7 +98,7 @@ static __always_inline long rt_pcpu_output(void *data, u64 size, u64 flags)
 }
 
 /* bpf_ringbuf_reserve in this CPU's buffer; NULL on failure (drop counted). Finish
- * with bpf_ringbuf_submit(p, flags) or bpf_ringbuf_discard(p, flags). */
+ * with rt_pcpu_submit(p, size), bpf_ringbuf_submit(p, flags) or bpf_ringbuf_discard(p, flags). */
 static __always_inline void *rt_pcpu_reserve(u64 size)
 {
     void *ring = rt_pcpu_ring();
@@ -107,6 +108,38 @@ static __always_inline void *rt_pcpu_reserve(u64 size)
     if (!p)
         rt_pcpu_count_drop();
     return p;
+}
+
+/* Submit a record of `size` bytes (its sizeof) from rt_pcpu_reserve.
+ *
+ * Default: flags 0, the kernel's rule: it wakes the reader when the record starts at
+ * the consumer position (the reader had caught up), i.e. about once per record when
+ * the reader keeps up -- one epoll wakeup and one read loop per event.
+ * With -DRT_PCPU_WAKEUP_BYTES=N (adaptive wakeups): BPF_RB_FORCE_WAKEUP only for
+ * the record that makes this CPU's ring cross N bytes of unread data
+ * (bpf_ringbuf_query(BPF_RB_AVAIL_DATA) = producer_pos - consumer_pos, this record
+ * included: before it < N <= with it), BPF_RB_NO_WAKEUP for every other. Forcing on
+ * every record above N would queue the irq_work (a self-IPI) again for each record
+ * once the reader has run it. Nothing is lost by waking less: the ring fd's poll is
+ * level-triggered, so a reader that comes back to wait with data left returns at
+ * once; but a ring below N wakes nobody, so the reader MUST poll with a bounded
+ * timeout (ringtool's TraceSession.wait caps it), which bounds the latency.
+ * The ring found here is the one reserved in: a BPF program does not migrate. */
+static __always_inline void rt_pcpu_submit(void *p, u64 size)
+{
+#ifdef RT_PCPU_WAKEUP_BYTES
+    void *ring = rt_pcpu_ring();
+    u64 span = (size + 8 + 7) & ~7ULL;  /* BPF_RINGBUF_HDR_SZ + data, 8-aligned */
+    u64 flags = BPF_RB_NO_WAKEUP;
+    if (ring) {
+        u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+        if (avail >= RT_PCPU_WAKEUP_BYTES && avail - span < RT_PCPU_WAKEUP_BYTES)
+            flags = BPF_RB_FORCE_WAKEUP;
+    }
+    bpf_ringbuf_submit(p, flags);
+#else
+    bpf_ringbuf_submit(p, 0);
+#endif
 }
 
 #endif

@@ -77,7 +77,7 @@ static __always_inline struct trace_event *begin_event(u32 pid, u32 kind)
 /* Submit a filled event. */
 static __always_inline int finish_event(struct trace_event *e)
 {
-    bpf_ringbuf_submit(e, 0);
+    rt_pcpu_submit(e, sizeof(*e));
     return 0;
 }
 

@@ -56,6 +56,6 @@ TRACEPOINT_PROBE(syscalls, sys_exit_openat)
     e->aux2 = 0;
     bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)a->filename);
     inflight.delete(&tid);
-    bpf_ringbuf_submit(e, 0);
+    rt_pcpu_submit(e, sizeof(*e));
     return 0;
 }

@@ -79,6 +79,6 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit)
     e->aux = nr;
     e->aux2 = 0;
     e->data[0] = 0;
-    bpf_ringbuf_submit(e, 0);
+    rt_pcpu_submit(e, sizeof(*e));
     return 0;
 }

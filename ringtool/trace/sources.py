@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.errors import RingtoolError
+from ringtool.errors import ArgumentError, RingtoolError
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.merge import u64_at
@@ -46,7 +46,13 @@ PAGE = 4096
 class TraceOptions:
     """What to trace. ``events`` ⊆ :data:`ALL_EVENTS`; ``pid``/``comm`` filter in the
     kernel; ``buffer_pages`` per CPU ring (power of two); ``slow_ms`` threshold of
-    slow-syscall events; ``iface``/``snaplen`` for ``net``."""
+    slow-syscall events; ``iface``/``snaplen`` for ``net``.
+
+    ``wakeup_fill``: adaptive wakeups (bpf/percpu_ringbuf.h, rt_pcpu_submit): a record
+    wakes the reader only once its CPU's ring is at least this full (0 < f <= 1);
+    below that the reader polls, :meth:`TraceSession.wait` returning at least every
+    ``max_latency_s``, which bounds how late a record is read. ``None``: the kernel's
+    default (a wakeup for about every record while the reader keeps up)."""
 
     events: tuple[str, ...] = ("exec", "open", "syscalls")
     pid: int | None = None
@@ -56,6 +62,8 @@ class TraceOptions:
     iface: str | None = None
     snaplen: int = 96
     perf_pages: int = 8
+    wakeup_fill: float | None = 0.25
+    max_latency_s: float = 0.05
 
 
 def comm_words(comm: str) -> tuple[int, int]:
@@ -74,6 +82,14 @@ def filter_defines(opts: TraceOptions, self_pid: int) -> dict[str, int | str]:
         out["TRACE_FILTER_COMM_LO"] = f"{lo:#x}ULL"
         out["TRACE_FILTER_COMM_HI"] = f"{hi:#x}ULL"
     return out
+
+
+def wakeup_bytes(ring_bytes: int, fill: float) -> int:
+    """The bytes in a ring of ``ring_bytes`` from which records wake the reader
+    (``fill`` of it, at least 1); :class:`ArgumentError` unless 0 < fill <= 1."""
+    if not 0 < fill <= 1:
+        raise ArgumentError(f"wakeup_fill must be in (0, 1], not {fill!r}")
+    return max(1, int(ring_bytes * fill))
 
 
 def _defines_of(cflags: list[str]) -> dict[str, int | str]:
@@ -125,6 +141,9 @@ class TraceSession:
             self.group = RingBufGroup(cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE)
             defines.update(_defines_of(self.group.cflags()))
             defines["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
+            if opts.wakeup_fill is not None:
+                ring = opts.buffer_pages * PAGE
+                defines["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(ring, opts.wakeup_fill)
         for name in ring_names:
             try:
                 self.sources[name] = compile_program(RING_SOURCES[name], defines=defines)
@@ -162,7 +181,11 @@ class TraceSession:
 
     def wait(self, timeout_s: float, extra_fds: Sequence[int] = ()) -> list[int]:
         """Block until a source (or one of ``extra_fds``) is readable or ``timeout_s``
-        passes; returns the readable fds."""
+        passes; returns the readable fds. With adaptive wakeups a ring below its
+        threshold wakes nobody, so this returns after ``max_latency_s`` at the latest:
+        the caller reads after every return (a poll) and no record waits longer."""
+        if self.rb is not None and self.opts.wakeup_fill is not None:
+            timeout_s = min(timeout_s, self.opts.max_latency_s)
         fds = list(extra_fds)
         if self.rb is not None:
             fds.append(self.rb.epoll_fd())
