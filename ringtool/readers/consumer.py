@@ -22,6 +22,8 @@ delivered **exactly once**, in ring order, whatever the caller does:
   early -- ``break``, an exception in the loop body, ``close()`` of the generator or
   of the consumer, the generator being garbage-collected -- commits exactly the
   records yielded; the rest are delivered by the next ``read()``/``consume()``.
+  The cost: a batch's ring space is freed only once it is yielded, so a slow loop
+  holds up to one batch per ring (the producer counts a drop when the ring is full).
 * **lease**: every view is delivered when ``lease()`` returns; the positions are
   committed when the lease is released: all of them when the ``with`` block exits,
   *even if it raises* (the block had them all; what it did with them is its own

@@ -208,3 +208,69 @@ def test_misuse_is_refused_with_ringtool_errors() -> None:
     with pytest.raises(ConsumerStateError, match="closed"):
         _ = c._rings[0].consumer_pos  # type: ignore[attr-defined]
     assert issubclass(BufferIndexError, IndexError)
+
+
+def test_threads_reading_one_consumer_share_every_record_once() -> None:
+    """Three threads -- two read() loops leaving early at random, one consume_n --
+    on one consumer while the GIL switches as often as it can: every record is
+    delivered once, and each thread sees each ring's records in ring order."""
+    import random
+    import sys
+    import threading
+
+    rings = [HandRing(1 << 16) for _ in range(RINGS)]
+    per_ring = 1500
+    for seq in range(per_ring):
+        for ring, hand in enumerate(rings):
+            assert hand.output(struct.pack("<II", ring, seq) + b"x" * (seq % 17))
+    seen: dict[str, list[tuple[int, int]]] = {"a": [], "b": [], "c": []}
+    c = HandConsumer(rings, lambda v: seen["c"].append(_key(bytes(v))))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def reader(name: str, seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            while not stop.is_set():
+                it = c.read(timeout_ms=0)
+                for i, rec in enumerate(it):
+                    seen[name].append(_key(rec.data))
+                    if i >= rng.randrange(1, 300):
+                        break
+                del it
+        except BaseException as exc:
+            errors.append(exc)
+
+    def consumer() -> None:
+        rng = random.Random(3)
+        try:
+            while not stop.is_set():
+                c.consume_n(rng.randrange(0, 50))
+        except BaseException as exc:
+            errors.append(exc)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [
+        threading.Thread(target=reader, args=("a", 1)),
+        threading.Thread(target=reader, args=("b", 2)),
+        threading.Thread(target=consumer),
+    ]
+    try:
+        for t in threads:
+            t.start()
+        while sum(len(v) for v in seen.values()) < RINGS * per_ring and not errors:
+            stop.wait(0.01)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        sys.setswitchinterval(old)
+        c.close()
+    assert not errors, errors
+    everything = [k for v in seen.values() for k in v]
+    assert sorted(everything) == sorted((r, s) for r in range(RINGS) for s in range(per_ring))
+    for got in seen.values():
+        for ring in range(RINGS):
+            mine = [s for r, s in got if r == ring]
+            assert mine == sorted(mine)
