@@ -18,6 +18,7 @@ import pytest
 import ringtool
 from ringtool.errors import ConsumerStateError
 from ringtool.merge import u64_at
+from ringtool.readers.record import Record
 from ringtool.readers.ringbuf_group import merge_rings
 from tests.kernel.helpers import RingProducer, seqs
 from tests.kernel.test_merge_kernel import Producer as GroupProducer
@@ -40,7 +41,7 @@ def perf() -> Iterator[PerfProducer]:
     p.close()
 
 
-def _first(it: Iterator[ringtool.Record], n: int) -> list[bytes]:
+def _first(it: Iterator[Record], n: int) -> list[bytes]:
     out = []
     for rec in it:
         out.append(rec.data)
