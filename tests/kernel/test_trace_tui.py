@@ -114,3 +114,63 @@ def test_tui_shows_drops_of_a_tiny_buffer(tmp_path: Path) -> None:
         assert int(summary.split(", ")[1].split()[0]) > 0  # "N events in Ts, D dropped"
     finally:
         _tmux("kill-session", "-t", session)
+
+
+OPENER = """
+import sys, time
+with open("/proc/self/comm", "w") as f:
+    f.write(sys.argv[1])
+sys.stdin.readline()  # the trace is running
+while True:
+    for path in sys.argv[2:]:
+        open(path).close()
+    time.sleep(0.2)
+"""
+HOSTILE_COMM = "[/x]\x1b[2Jq"
+HOSTILE_NAMES = ("[/x]", "[bold]x[/bold]", "e\x1b[2Jz", "\x1b]52;c;eA\x07")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_tui_shows_hostile_names_literally() -> None:
+    """File names and a comm with rich markup and terminal escape sequences, opened by a
+    real process: the dashboard keeps running and shows them as text."""
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: fits the tail at 80x24
+    paths = [tmp / name for name in HOSTILE_NAMES]
+    for p in paths:  # "[/x]" is the file "x]" in the directory "["
+        p.parent.mkdir(exist_ok=True)
+        p.write_text("x")
+    opener = subprocess.Popen(
+        [sys.executable, "-c", OPENER, HOSTILE_COMM, *map(str, paths)],
+        stdin=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = (
+        f"cd {ROOT} && {sys.executable} -m ringtool.cli.main trace --events open "
+        f"-p {opener.pid} --interval 0.3; echo EXITED rc=$?; sleep 60"
+    )
+    _tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
+    try:
+        _wait_for(session, "per CPU", "events/s", "q quit")
+        assert opener.stdin is not None
+        opener.stdin.write("go\n")
+        opener.stdin.flush()
+        shown = [f"{tmp}/[/x] = 3", f"{tmp}/[bold]x[/bold] = 3", f"{tmp}/e\\x1b[2Jz = 3",
+                 f"{tmp}/\\x1b]52;c;eA"]  # fmt: skip
+        screen = _wait_for(session, *shown, "[/x]\\x1b[2Jq", timeout=60)
+        first = screen.splitlines()[0]
+        # several more refreshes with the names on screen: the dashboard survives them
+        deadline = time.monotonic() + 60
+        while _tmux("capture-pane", "-p", "-t", session).splitlines()[0] == first:
+            assert time.monotonic() < deadline, "the dashboard stopped refreshing"
+            time.sleep(0.3)
+        screen = _wait_for(session, *shown, "q quit")
+        assert "EXITED" not in screen
+        _tmux("send-keys", "-t", session, "q")
+        _wait_for(session, "EXITED rc=0", "events in")
+    finally:
+        _tmux("kill-session", "-t", session)
+        opener.kill()
+        opener.wait()
+        shutil.rmtree(tmp)
