@@ -71,29 +71,13 @@ from typing import Any, Self
 import numpy as np
 
 from ringtool.errors import ConsumerStateError, CorruptRecordError
-from ringtool.readers.args import (
-    UNLIMITED,
-    check_callable,
-    check_dtype,
-    check_limit,
-    check_timeout,
-    is_int,
-    map_fd_of,
-)
+from ringtool.readers.args import UNLIMITED, check_dtype, check_limit, check_timeout
 from ringtool.readers.checkout import Checkout, Group
 from ringtool.readers.poller import Poller
 from ringtool.readers.record import COUNT_CAP, READ_CHUNK, Lease, LeasePart, Record
 from ringtool.readers.ring import Ring
 
-# Re-exported: the readers import them from here.
-__all__ = [
-    "UNLIMITED",
-    "MultiRingConsumer",
-    "Ring",
-    "check_callable",
-    "is_int",
-    "map_fd_of",
-]
+__all__ = ["MultiRingConsumer", "Ring"]
 
 
 def _cap(n: int) -> int:

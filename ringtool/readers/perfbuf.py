@@ -38,13 +38,8 @@ from ringtool.errors import (
 from ringtool.kernel import bpf, perf_event
 from ringtool.kernel.cpus import online_cpus
 from ringtool.protocol.perf import PerfRing
-from ringtool.readers.consumer import (
-    UNLIMITED,
-    MultiRingConsumer,
-    check_callable,
-    is_int,
-    map_fd_of,
-)
+from ringtool.readers.args import UNLIMITED, check_callable, is_int, map_fd_of
+from ringtool.readers.consumer import MultiRingConsumer
 
 SampleCallback = Callable[[int, memoryview], Any]
 LostCallback = Callable[[int, int], Any]

@@ -30,7 +30,8 @@ from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
 from ringtool.protocol.ringbuf import RingState
-from ringtool.readers.consumer import MultiRingConsumer, check_callable, map_fd_of
+from ringtool.readers.args import check_callable, map_fd_of
+from ringtool.readers.consumer import MultiRingConsumer
 
 SampleCallback = Callable[[memoryview], Any]
 
