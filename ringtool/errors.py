@@ -102,6 +102,12 @@ class KmesAttachError(KmesError):
     """The KMES attach exchange failed: no bridge socket, refused, or a bad reply."""
 
 
+class ExportError(RingtoolError):
+    """Exporting events or metrics failed: a bad ``--export``/``--metrics`` value, a
+    broker that cannot be reached or refuses the credentials, a stream that is not
+    ours (see ringtool.export)."""
+
+
 def hexdump(buf: bytes | bytearray | memoryview, *, base: int = 0, mark: int = -1) -> str:
     """Format ``buf`` as a classic 16-bytes-a-line hex dump; ``mark`` flags one offset."""
     out = []

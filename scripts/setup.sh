@@ -14,7 +14,9 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 # 1. Debian packages. BCC comes from Debian, not PyPI (it must match the system libbcc).
-PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make)
+# nats-server and prometheus: the export tests start their own on 127.0.0.1 (issue 12).
+PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make
+      nats-server prometheus)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -35,6 +37,13 @@ if ((${#missing[@]})); then
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # Debian starts the servers it installs (listening on all addresses); ringtool only
+    # needs the binaries: stop the services this run installed.
+    if [[ -d /run/systemd/system ]]; then
+        for svc in nats-server prometheus; do
+            [[ " ${missing[*]} " == *" $svc "* ]] && systemctl disable --now "$svc" >/dev/null 2>&1 || true
+        done
+    fi
 fi
 
 # 2. Link generic headers where the exact ones are missing (build + source: Debian

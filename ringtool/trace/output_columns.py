@@ -51,6 +51,8 @@ def format_stats(stats: TraceStats, width: int = 80) -> str:
         f"-- {stats.uptime:6.1f}s {stats.rate_total:8.0f} ev/s ({per}) "
         f"drops {stats.dropped} lost {stats.lost}"
     )
+    if stats.export is not None:  # --export: the export drops first, before the cut
+        line = line.replace(" ev/s (", f" ev/s xdrop {stats.export['export_dropped']} (", 1)
     return line[:width]
 
 
@@ -63,6 +65,11 @@ def format_summary(stats: TraceStats, width: int = 80) -> list[str]:
         lines.append(
             "dropped by source: " + ", ".join(f"{k} {v}" for k, v in stats.drops_source.items())
         )
+    if stats.export is not None:
+        x = stats.export
+        why = ", ".join(f"{k} {v}" for k, v in x["export_dropped_by_reason"].items() if v)
+        lines.append(f"export: {x['exported']} exported, {x['export_dropped']} export_dropped"
+                     + (f" ({why})" if why else ""))  # fmt: skip
     if stats.ordering is not None:
         o = stats.ordering
         lines.append(

@@ -91,6 +91,8 @@ class TraceStats:
     _mark_time: float = field(init=False)
     #: ``--ordered`` only: the merge's out-of-order accounting (see set_ordering)
     ordering: dict[str, Any] | None = None
+    #: ``--export`` only: the exporter's counters (ringtool.export.accounting snapshot)
+    export: dict[str, Any] | None = None
     _sys_prev: dict[int, int] = field(default_factory=dict)
     _fill_max: dict[int, float] = field(default_factory=dict)
 
@@ -250,6 +252,11 @@ class TraceStats:
         record = self._stats_fields()
         if self.ordering is not None:
             record["ordering"] = self.ordering
+        if self.export is not None:
+            record["export"] = self.export
+            for row in record["per_cpu"]:
+                per = self.export["export_dropped_per_cpu"]
+                row["export_dropped"] = per[row["cpu"]] if row["cpu"] < len(per) else 0
         return record
 
     def _stats_fields(self) -> dict[str, Any]:
@@ -302,6 +309,7 @@ class TraceStats:
             "lost_per_cpu": {str(k): v for k, v in sorted(self.lost_cpu.items())},
             "sources": self.sources,
             **({"ordering": self.ordering} if self.ordering is not None else {}),
+            **({"export": self.export} if self.export is not None else {}),
         }
 
 

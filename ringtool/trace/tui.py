@@ -235,6 +235,9 @@ class TraceTui:
         per = "  ".join(f"{k} {v:,.0f}/s" for k, v in s.rate_source.items())
         if s.ordering is not None:
             per += f"  out-of-order {s.ordering['out_of_order']:,}"
+        if s.export is not None:
+            per += (f"  exported {s.export['exported']:,}  export_dropped "
+                    f"{s.export['export_dropped']:,}")  # fmt: skip
         line1 = Text.assemble(
             ("ringtool trace", "bold"), f"  up {up // 3600}:{up // 60 % 60:02}:{up % 60:02}  ",
             (f"{s.rate_total:,.0f} events/s", "bold green"), f"  {per}",
@@ -248,7 +251,10 @@ class TraceTui:
     def _cpu_table(self, rows: int, width: int) -> Table:
         cols = [("CPU", "right"), ("FILL%", "right"), ("EV/S", "right"), ("DROPS", "right"),
                 ("LOST", "right")]  # fmt: skip
-        trend = max(0, width // 2 - 42)  # a sparkline column when the half has room
+        xdrop = self._stats is not None and self._stats.export is not None
+        if xdrop:
+            cols.append(("XDROP", "right"))  # --export: events that did not reach the broker
+        trend = max(0, width // 2 - 42 - 7 * xdrop)  # a sparkline column when the half has room
         if trend >= 6:
             cols.append(("EV/S TREND", "left"))
         t = _table("per CPU", *cols)
@@ -264,6 +270,9 @@ class TraceTui:
                     f"{s.drops_cpu[cpu]:,}",
                     f"{s.lost_cpu.get(cpu, 0):,}",
                 ]
+                if xdrop:
+                    per = s.export["export_dropped_per_cpu"]  # type: ignore[index]
+                    cells.append(f"{per[cpu] if cpu < len(per) else 0:,}")
                 if trend >= 6:
                     cells.append(sparkline(list(s.history_cpu[cpu]), trend))
                 t.add_row(*cells, style=style)

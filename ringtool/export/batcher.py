@@ -1,0 +1,77 @@
+"""Cut what one drain turn read into lane batches and number the events.
+
+A lane is (CPU, event type). :class:`Batcher` keeps each lane's next sequence number
+(the first event of a lane is 1) and turns a ``struct trace_event`` array plus decoded
+net events into :class:`~ringtool.export.format.Batch` es of at most ``batch_events``
+events, each a contiguous range of one lane, in the order the CPU's ring delivered
+them. Numbers are given when the batch is made, so a batch the queue refuses leaves a
+gap a reader sees (and the exporter counts as ``export_dropped``).
+
+Vectorised: one stable argsort of ``cpu << 8 | type`` per array, then slices.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ringtool.export.format import Batch
+from ringtool.trace.events import Event
+
+#: Rough bytes of a decoded net event held in the queue beyond its sample.
+_NET_OVERHEAD = 600
+
+
+class Batcher:
+    """Numbers and groups events (see module doc). Not thread-safe: the drain's."""
+
+    def __init__(self, type_names: dict[int, str], batch_events: int = 2048) -> None:
+        self.type_names = type_names
+        self.batch_events = max(1, batch_events)
+        self._next: dict[tuple[int, str], int] = {}
+
+    def _number(self, cpu: int, kind: str, n: int) -> int:
+        first = self._next.get((cpu, kind), 1)
+        self._next[(cpu, kind)] = first + n
+        return first
+
+    def split(self, arr: np.ndarray[Any, Any], net: list[Event]) -> list[Batch]:
+        out: list[Batch] = []
+        if len(arr):
+            h = arr["h"]
+            key = (h["cpu"].astype(np.int64) << 8) | (h["type"].astype(np.int64) & 0xFF)
+            if key[0] == key[-1] and (key == key[0]).all():
+                groups = [(int(key[0]), arr)]
+            else:
+                order = np.argsort(key, kind="stable")
+                sk = key[order]
+                cuts = np.flatnonzero(sk[1:] != sk[:-1]) + 1
+                starts = [0, *cuts.tolist()]
+                stops = [*cuts.tolist(), len(sk)]
+                groups = [(int(sk[a]), arr[order[a:b]]) for a, b in zip(starts, stops, strict=True)]
+            for k, rows in groups:
+                cpu, t = k >> 8, k & 0xFF
+                self._chunks(out, cpu, self.type_names.get(t, f"t{t}"), rows, rows.dtype.itemsize)
+        if net:
+            by_cpu: dict[int, list[Event]] = {}
+            for ev in net:
+                by_cpu.setdefault(ev["cpu"], []).append(ev)
+            for cpu, evs in by_cpu.items():
+                self._chunks(out, cpu, "net", evs, 0)
+        return out
+
+    def _chunks(self, out: list[Batch], cpu: int, kind: str, data: Any, itemsize: int) -> None:
+        n = len(data)
+        first = self._number(cpu, kind, n)
+        step = self.batch_events
+        for a in range(0, n, step):
+            part = data[a : a + step]
+            if itemsize:
+                nbytes = len(part) * itemsize
+            else:
+                nbytes = sum(len(ev["raw"]) + _NET_OVERHEAD for ev in part)
+            out.append(Batch(cpu, kind, first + a, len(part), part, nbytes))
+
+
+__all__ = ["Batcher"]

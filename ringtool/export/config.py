@@ -1,0 +1,213 @@
+"""Where and how events are exported: the broker URL, credentials, TLS, names.
+
+:class:`ExportConfig` is what ``--export`` and its companion flags produce
+(:mod:`ringtool.export.cli_args`); :func:`connect_options` turns it into the keyword
+arguments of ``nats.connect`` (the one place credentials and TLS reach nats-py, for
+the publisher and the collector alike). Everything here is validated before any BPF
+program is loaded: a bad value is an :class:`~ringtool.errors.ExportError` with one
+line that names the flag.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ringtool.errors import ExportError
+
+DEFAULT_STREAM = "RINGTOOL"
+DEFAULT_PREFIX = "ringtool"
+FORMATS = ("json", "rows")
+#: A NATS subject token: no dots, wildcards or whitespace (``ringtool.<host>.<type>``).
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_STREAM = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$")
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+@dataclass(frozen=True)
+class ExportConfig:
+    """One exporter's settings.
+
+    ``url`` is ``nats://[user:password@]host:port`` (or ``tls://``); ``stream`` the
+    JetStream stream (created when missing, subjects ``<prefix>.>``);
+    ``subject_prefix`` the first subject tokens; ``fmt`` ``json`` or ``rows`` (see
+    :mod:`ringtool.export.format`); ``creds`` a file with ``user:password`` on its
+    first line; ``tls_ca`` a CA bundle that verifies the server; ``host`` the host
+    name in every subject and message; ``optional``: an unreachable broker at start
+    is a note, not an error; ``queue_bytes`` bounds what waits for the broker;
+    ``drain_s`` how long the end of a run waits for outstanding acknowledgements.
+    """
+
+    url: str
+    stream: str = DEFAULT_STREAM
+    subject_prefix: str = DEFAULT_PREFIX
+    fmt: str = "json"
+    creds: Path | None = None
+    tls_ca: Path | None = None
+    host: str = ""
+    optional: bool = False
+    queue_bytes: int = 64 << 20
+    batch_events: int = 2048
+    drain_s: float = 5.0
+    connect_timeout_s: float = 2.0
+
+    def subject(self, host: str, kind: str) -> str:
+        return f"{self.subject_prefix}.{host}.{kind}"
+
+    @property
+    def all_subjects(self) -> str:
+        return f"{self.subject_prefix}.>"
+
+
+def check_url(text: str) -> str:
+    """``text`` when it is a NATS URL this exporter can use, else ExportError."""
+    parts = urlsplit(text)
+    if parts.scheme not in ("nats", "tls"):
+        raise ExportError(f"--export {text!r}: the URL must start with nats:// or tls://")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ExportError(f"--export {text!r}: the port is not a number") from None
+    if not parts.hostname:
+        raise ExportError(f"--export {text!r}: no host (nats://HOST:PORT)")
+    if port == 0:
+        raise ExportError(f"--export {text!r}: port 0")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ExportError(f"--export {text!r}: a NATS URL has no path or query")
+    return text
+
+
+def display_url(url: str) -> str:
+    """``url`` without its password (what notes and errors print)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc).geturl()
+
+
+def check_token(text: str, what: str) -> str:
+    if not _TOKEN.match(text):
+        raise ExportError(f"{what} {text!r}: use 1-64 letters, digits, '_' or '-'")
+    return text
+
+
+def check_stream(text: str) -> str:
+    if not _STREAM.match(text):
+        raise ExportError(f"--export-stream {text!r}: use 1-64 letters, digits, '_' or '-'")
+    return text
+
+
+def check_prefix(text: str) -> str:
+    if not _PREFIX.match(text):
+        raise ExportError(
+            f"--export-subject-prefix {text!r}: dot-separated tokens of letters, digits, "
+            "'_' or '-' (no wildcards)"
+        )
+    return text
+
+
+def default_host() -> str:
+    """This machine's name as a subject token (dots and other characters become '_')."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname().split(".")[0])[:64]
+    return name or "localhost"
+
+
+def boot_id() -> str:
+    """The kernel's boot id (``/proc/sys/kernel/random/boot_id``): tells two boots of
+    one host apart (their monotonic clocks and sequences restart)."""
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def read_creds(path: Path) -> tuple[str, str]:
+    """``(user, password)`` from the first line ``user:password`` of ``path``."""
+    try:
+        line = path.read_text().splitlines()[0].strip() if path.stat().st_size else ""
+    except OSError as exc:
+        raise ExportError(f"--export-creds {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ExportError(f"--export-creds {path}: not a text file") from None
+    user, sep, password = line.partition(":")
+    if not sep or not user:
+        raise ExportError(f"--export-creds {path}: the first line must be user:password")
+    return user, password
+
+
+def tls_context(ca: Path) -> ssl.SSLContext:
+    """A client context that verifies the server against the CA bundle ``ca``."""
+    try:
+        return ssl.create_default_context(cafile=str(ca))
+    except (OSError, ssl.SSLError) as exc:
+        raise ExportError(f"--export-tls-ca {ca}: {exc}") from None
+
+
+def connect_options(
+    url: str, creds: Path | None, tls_ca: Path | None, timeout_s: float
+) -> dict[str, Any]:
+    """Keyword arguments of ``nats.connect`` for ``url`` plus the credential and TLS
+    flags. A user/password in the URL is passed as is; ``creds`` overrides it. The
+    caller does its own reconnecting (``allow_reconnect=False``) and passes its own
+    ``error_cb`` (:func:`quiet_callbacks`: nats-py's default prints tracebacks)."""
+    parts = urlsplit(url)
+    server = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    opts: dict[str, Any] = {
+        "servers": [server],
+        "allow_reconnect": False,
+        "connect_timeout": timeout_s,
+        # nats-py: 0 means "forever"; 1 gives up after a second attempt 50 ms later
+        "max_reconnect_attempts": 1,
+        "reconnect_time_wait": 0.05,
+        "name": "ringtool",
+    }
+    if parts.username:
+        opts["user"] = unquote(parts.username)
+        opts["password"] = unquote(parts.password or "")
+    if creds is not None:
+        opts["user"], opts["password"] = read_creds(creds)
+    if tls_ca is not None:
+        opts["tls"] = tls_context(tls_ca)
+    elif parts.scheme == "tls":
+        opts["tls"] = ssl.create_default_context()
+    return opts
+
+
+def quiet_callbacks(errors: list[BaseException]) -> dict[str, Any]:
+    """nats-py callbacks that print nothing: errors are appended to ``errors`` (the
+    caller says what went wrong in one line)."""
+
+    async def on_error(exc: BaseException) -> None:
+        errors.append(exc)
+        del errors[:-4]
+
+    async def nothing() -> None:
+        return None
+
+    return {"error_cb": on_error, "disconnected_cb": nothing, "closed_cb": nothing}
+
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "DEFAULT_STREAM",
+    "FORMATS",
+    "ExportConfig",
+    "boot_id",
+    "check_prefix",
+    "check_stream",
+    "check_token",
+    "check_url",
+    "connect_options",
+    "default_host",
+    "display_url",
+    "quiet_callbacks",
+    "read_creds",
+    "tls_context",
+]

@@ -1,0 +1,381 @@
+"""The exported message format, version 1: many events of one lane per message.
+
+A *lane* is one (CPU, event type) of one exporter run. The exporter numbers each
+lane's events 1, 2, 3, ... in the order the CPU's ring delivered them; a message holds
+a contiguous range of one lane, so a reader can tell from the numbers alone what it
+has, what is missing (the exporter could not send it: ``export_dropped``) and what it
+has twice. Subject: ``<prefix>.<host>.<type>`` (``ringtool.web1.open``).
+
+Every message carries NATS headers (the body is events only):
+
+==========================  =======================================================
+``Nats-Msg-Id``             ``<host>:<run>:<type>:<cpu>:<first>``: JetStream drops a
+                            resend with an id it stored within its duplicate window
+``Ringtool-Format``         ``jsonl/1``, ``rows/1`` or ``stats/1``
+``Ringtool-Host``           the ``--host-name`` (default: the host name)
+``Ringtool-Boot``           ``/proc/sys/kernel/random/boot_id`` of the exporting host
+``Ringtool-Run``            random id of the exporting process run (sequences restart)
+``Ringtool-Source``         ``trace`` or ``bridge``
+``Ringtool-Type``           event type (``exec`` ``exit`` ``fork`` ``open`` ``syscall`` ``net``)
+``Ringtool-Cpu``            the CPU whose ring the events came from
+``Ringtool-Seq``            ``first-last``: the lane's sequence numbers, inclusive
+``Ringtool-Realtime-Offset``  ns to add to a kernel (CLOCK_MONOTONIC) stamp for wall time
+``Ringtool-Data-Len``       ``rows/1`` only: bytes kept of the trailing ``data`` field
+==========================  =======================================================
+
+Bodies:
+
+* ``jsonl/1`` (default): the event lines exactly as ``ringtool trace --json`` writes
+  them, one per event in sequence order, each ending in ``\\n``.
+* ``rows/1``: the records as ``bpf/trace_event.h`` declares them (the numpy dtype of
+  :mod:`ringtool.trace.layout`: the single definition), ``count`` rows back to back,
+  each cut after ``Ringtool-Data-Len`` bytes of its last field ``data`` (the longest
+  string of the batch; bytes after a string's NUL are zeroed first). A reader pads
+  the rows back to the full record with zeros. For ``net``: per sample a little-endian
+  u32 length, then ``struct trace_net`` + packet bytes.
+* ``stats/1``: one JSON object, the exporter's counters (``kind`` ``stats`` or, last,
+  ``summary``) on subject ``<prefix>.<host>.stats``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ringtool.errors import ExportError
+from ringtool.trace.events import Decoder, Event
+from ringtool.trace.layout import TraceLayout
+from ringtool.trace.output_json import JsonOutput
+
+JSONL = "jsonl/1"
+ROWS = "rows/1"
+STATS = "stats/1"
+EVENT_FORMATS = {"json": JSONL, "rows": ROWS}
+STATS_KIND = "stats"
+#: JetStream's default max_payload is 1 MiB: stay below it with room for headers.
+MAX_BODY = 900 * 1024
+_LEN = struct.Struct("<I")
+
+H_ID = "Nats-Msg-Id"
+H_FORMAT = "Ringtool-Format"
+H_HOST = "Ringtool-Host"
+H_BOOT = "Ringtool-Boot"
+H_RUN = "Ringtool-Run"
+H_SOURCE = "Ringtool-Source"
+H_TYPE = "Ringtool-Type"
+H_CPU = "Ringtool-Cpu"
+H_SEQ = "Ringtool-Seq"
+H_CLOCK = "Ringtool-Realtime-Offset"
+H_DATA_LEN = "Ringtool-Data-Len"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Who exports: the same for every message of one run."""
+
+    host: str
+    boot: str
+    run: str
+    source: str
+    realtime_offset_ns: int
+
+
+@dataclass
+class Batch:
+    """``count`` events of lane (``cpu``, ``type``) numbered ``first`` ...
+    ``first + count - 1``. ``data``: a ``struct trace_event`` array, or for ``net`` a
+    list of decoded net events (with their ``raw`` sample)."""
+
+    cpu: int
+    type: str
+    first: int
+    count: int
+    data: Any
+    nbytes: int
+
+    @property
+    def last(self) -> int:
+        return self.first + self.count - 1
+
+
+@dataclass
+class Message:
+    """One NATS message ready to publish (kept as is for a resend)."""
+
+    subject: str
+    headers: dict[str, str]
+    body: bytes
+    cpu: int = -1
+    count: int = 0
+    #: times it was handed to the connection (the publisher's bookkeeping)
+    sends: int = 0
+
+    @property
+    def msg_id(self) -> str:
+        return self.headers[H_ID]
+
+
+def compact_rows(arr: np.ndarray[Any, Any]) -> tuple[int, bytes]:
+    """``(data_len, body)`` of ``rows/1`` for a ``struct trace_event`` array: bytes of
+    ``data`` after its first NUL zeroed (the kernel leaves stale bytes there), every
+    row cut after the longest string's end."""
+    size = arr.dtype.itemsize
+    off = arr.dtype.fields["data"][1]  # type: ignore[index]
+    rows = np.ascontiguousarray(arr).view(np.uint8).reshape(len(arr), size)
+    data = rows[:, off:]
+    nul = data == 0
+    has_nul = nul.any(axis=1)
+    strlen = np.where(has_nul, nul.argmax(axis=1), data.shape[1])
+    keep = int(strlen.max()) if len(arr) else 0
+    out = rows[:, : off + keep].copy()
+    if keep:
+        out[:, off:] *= np.arange(keep) < strlen[:, None]
+    return keep, out.tobytes()
+
+
+def expand_rows(body: bytes, count: int, data_len: int, dtype: np.dtype[Any]) -> Any:
+    """The ``struct trace_event`` array of a ``rows/1`` body (zero-padded rows)."""
+    off = dtype.fields["data"][1]  # type: ignore[index]
+    width = off + data_len
+    if not 0 <= data_len <= dtype.itemsize - off or len(body) != count * width:
+        raise ExportError(
+            f"rows/1 body of {len(body)} bytes does not hold {count} rows of {width} bytes"
+        )
+    rows = np.zeros((count, dtype.itemsize), np.uint8)
+    rows[:, :width] = np.frombuffer(body, np.uint8).reshape(count, width)
+    return rows.view(dtype).reshape(count)
+
+
+def _json_lines(decoder: Decoder, arr: Any, net: list[Event]) -> bytes:
+    buf = io.StringIO()
+    JsonOutput(buf, decoder).batch(arr, net)
+    return buf.getvalue().encode()
+
+
+class Encoder:
+    """Turns :class:`Batch` es into :class:`Message` s of one format for one origin."""
+
+    def __init__(
+        self, origin: Origin, fmt: str, prefix: str, decoder: Decoder, max_body: int = MAX_BODY
+    ) -> None:
+        if fmt not in EVENT_FORMATS:
+            raise ExportError(f"--export-format {fmt!r}: choose from {', '.join(EVENT_FORMATS)}")
+        self.origin = origin
+        self.format = EVENT_FORMATS[fmt]
+        self.prefix = prefix
+        self.decoder = decoder
+        self.max_body = max_body
+        self._empty = np.empty(0, decoder.layout.event)
+
+    def headers(self, kind: str, fmt: str, extra: dict[str, str]) -> dict[str, str]:
+        o = self.origin
+        return {H_FORMAT: fmt, H_HOST: o.host, H_BOOT: o.boot, H_RUN: o.run,
+                H_SOURCE: o.source, H_TYPE: kind, **extra}  # fmt: skip
+
+    def encode(self, batch: Batch) -> list[Message]:
+        """The messages of ``batch`` (more than one when the body would pass
+        ``max_body``: the range is split, never the numbering)."""
+        body, extra = self._body(batch)
+        if len(body) > self.max_body and batch.count > 1:
+            half = batch.count // 2
+            return [*self.encode(_slice(batch, 0, half)),
+                    *self.encode(_slice(batch, half, batch.count))]  # fmt: skip
+        o = self.origin
+        extra.update({
+            H_ID: f"{o.host}:{o.run}:{batch.type}:{batch.cpu}:{batch.first}",
+            H_CPU: str(batch.cpu), H_SEQ: f"{batch.first}-{batch.last}",
+            H_CLOCK: str(o.realtime_offset_ns),
+        })  # fmt: skip
+        headers = self.headers(batch.type, self.format, extra)
+        subject = f"{self.prefix}.{o.host}.{batch.type}"
+        return [Message(subject, headers, body, batch.cpu, batch.count)]
+
+    def _body(self, batch: Batch) -> tuple[bytes, dict[str, str]]:
+        if batch.type == "net":
+            if self.format == JSONL:
+                return _json_lines(self.decoder, self._empty, batch.data), {}
+            return b"".join(_LEN.pack(len(ev["raw"])) + ev["raw"] for ev in batch.data), {}
+        if self.format == JSONL:
+            return _json_lines(self.decoder, batch.data, []), {}
+        keep, body = compact_rows(batch.data)
+        return body, {H_DATA_LEN: str(keep)}
+
+    def stats(self, record: dict[str, Any], number: int) -> Message:
+        """A ``stats/1`` message (the ``number`` th of this run)."""
+        o = self.origin
+        headers = self.headers(STATS_KIND, STATS, {H_ID: f"{o.host}:{o.run}:stats:{number}"})
+        body = json.dumps(record, separators=(",", ":")).encode()
+        return Message(f"{self.prefix}.{o.host}.{STATS_KIND}", headers, body)
+
+
+def _slice(batch: Batch, start: int, stop: int) -> Batch:
+    data = batch.data[start:stop]
+    nbytes = batch.nbytes * (stop - start) // max(batch.count, 1)
+    return Batch(batch.cpu, batch.type, batch.first + start, stop - start, data, nbytes)
+
+
+# --- reading -------------------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    """One decoded message. Events: ``lines`` (JSON lines as ``trace --json`` writes
+    them) and ``ts_ns`` (wall-clock ns per event); ``stats``: the record of a
+    ``stats/1`` message."""
+
+    host: str
+    boot: str
+    run: str
+    source: str
+    type: str
+    fmt: str
+    cpu: int = -1
+    first: int = 0
+    count: int = 0
+    lines: list[str] = field(default_factory=list)
+    ts_ns: list[int] = field(default_factory=list)
+    stats: dict[str, Any] | None = None
+
+    @property
+    def lane(self) -> tuple[str, str, int, str]:
+        return (self.boot, self.run, self.cpu, self.type)
+
+
+def _need(headers: dict[str, str], key: str) -> str:
+    value = headers.get(key)
+    if value is None:
+        raise ExportError(f"message without the {key} header: not a ringtool message")
+    return value
+
+
+def _int(headers: dict[str, str], key: str) -> int:
+    try:
+        return int(_need(headers, key))
+    except ValueError:
+        raise ExportError(f"header {key}={headers[key]!r} is not a number") from None
+
+
+def decode(headers: dict[str, str] | None, body: bytes, decoders: DecoderCache) -> Received:
+    """A message as :class:`Received`; :class:`ExportError` when it is not a version 1
+    ringtool message (unknown format, missing header, body not matching its count)."""
+    h = headers or {}
+    fmt = _need(h, H_FORMAT)
+    rec = Received(_need(h, H_HOST), _need(h, H_BOOT), _need(h, H_RUN), _need(h, H_SOURCE),
+                   _need(h, H_TYPE), fmt)  # fmt: skip
+    if fmt == STATS:
+        try:
+            rec.stats = json.loads(body)
+        except ValueError:
+            raise ExportError("stats/1 body is not JSON") from None
+        if not isinstance(rec.stats, dict):
+            raise ExportError("stats/1 body is not a JSON object")
+        return rec
+    rec.cpu = _int(h, H_CPU)
+    first, _, last = _need(h, H_SEQ).partition("-")
+    try:
+        rec.first, rec.count = int(first), int(last) - int(first) + 1
+    except ValueError:
+        raise ExportError(f"header {H_SEQ}={h[H_SEQ]!r} is not first-last") from None
+    if rec.first < 1 or rec.count < 1:
+        raise ExportError(f"header {H_SEQ}={h[H_SEQ]!r} is not a range of sequence numbers")
+    offset = _int(h, H_CLOCK)
+    if fmt == JSONL:
+        _decode_jsonl(rec, body)
+    elif fmt == ROWS:
+        _decode_rows(rec, body, h, decoders.get(offset))
+    else:
+        raise ExportError(f"unknown {H_FORMAT} {fmt!r} (this ringtool reads {JSONL}, {ROWS})")
+    return rec
+
+
+def _decode_jsonl(rec: Received, body: bytes) -> None:
+    try:
+        text = body.decode()
+    except UnicodeDecodeError:
+        raise ExportError("jsonl/1 body is not UTF-8") from None
+    lines = text.split("\n")
+    if lines[-1] != "" or len(lines) - 1 != rec.count:
+        raise ExportError(f"jsonl/1 body has {len(lines) - 1} lines for {rec.count} events")
+    rec.lines = lines[:-1]
+
+
+def event_ts_ns(rec: Received) -> list[int]:
+    """Wall-clock ns of each event of ``rec`` (parsed from the lines for jsonl/1)."""
+    if not rec.ts_ns and rec.lines:
+        try:
+            rec.ts_ns = [round(json.loads(line)["ts"] * 1e9) for line in rec.lines]
+        except (ValueError, KeyError, TypeError):
+            raise ExportError("jsonl/1 line without a numeric ts") from None
+    return rec.ts_ns
+
+
+def _decode_rows(rec: Received, body: bytes, h: dict[str, str], decoder: Decoder) -> None:
+    layout = decoder.layout
+    if rec.type == "net":
+        samples = _split_samples(body)
+        if len(samples) != rec.count:
+            raise ExportError(f"rows/1 net body has {len(samples)} samples for {rec.count}")
+        events = decoder.decode_net([(rec.cpu, s) for s in samples])
+        if len(events) != rec.count:
+            raise ExportError("rows/1 net sample shorter than struct trace_net")
+        rec.ts_ns = [ev["ts_ns"] for ev in events]
+        rec.lines = _json_lines(decoder, np.empty(0, layout.event), events).decode().splitlines()
+        return
+    arr = expand_rows(body, rec.count, _int(h, H_DATA_LEN), layout.event)
+    rec.ts_ns = (arr["h"]["ts"].astype(np.int64) + decoder.offset_ns).tolist()
+    rec.lines = _json_lines(decoder, arr, []).decode().splitlines()
+
+
+def _split_samples(body: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(body):
+        if pos + 4 > len(body):
+            raise ExportError("rows/1 net body ends inside a length")
+        (n,) = _LEN.unpack_from(body, pos)
+        if pos + 4 + n > len(body):
+            raise ExportError("rows/1 net sample runs past the body")
+        out.append(body[pos + 4 : pos + 4 + n])
+        pos += 4 + n
+    return out
+
+
+class DecoderCache:
+    """Decoders per realtime offset (one per exporting run), over one layout."""
+
+    def __init__(self, layout: TraceLayout, syscall_name: Any = None) -> None:
+        self.layout = layout
+        self.syscall_name = syscall_name
+        self._by_offset: dict[int, Decoder] = {}
+
+    def get(self, offset_ns: int) -> Decoder:
+        d = self._by_offset.get(offset_ns)
+        if d is None:
+            if len(self._by_offset) > 1024:
+                self._by_offset.clear()
+            d = Decoder(self.layout, self.syscall_name, realtime_offset_ns=offset_ns)
+            self._by_offset[offset_ns] = d
+        return d
+
+
+__all__ = [
+    "EVENT_FORMATS",
+    "JSONL",
+    "MAX_BODY",
+    "ROWS",
+    "STATS",
+    "Batch",
+    "DecoderCache",
+    "Encoder",
+    "Message",
+    "Origin",
+    "Received",
+    "compact_rows",
+    "decode",
+    "event_ts_ns",
+    "expand_rows",
+]

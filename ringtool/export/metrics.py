@@ -1,0 +1,178 @@
+"""``--metrics ADDR:PORT``: a Prometheus ``/metrics`` endpoint (prometheus-client).
+
+:class:`MetricsServer` serves what a ``collect`` callable returns at scrape time: the
+numbers are read from the running command's own counters when Prometheus asks, so
+nothing is added to the event path. :class:`Families` builds the metric families
+(counters end in ``_total``); the commands' builders live next to their data
+(:func:`trace_families` here, the collector's in :mod:`ringtool.export.fleet`).
+
+Labels a user filters by: ``host`` (the ``--host-name``), ``source`` (exec, open,
+syscalls, net), ``type`` (exec, exit, fork, open, syscall, net), ``cpu``.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ringtool.errors import ExportError
+
+SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
+             "syscall": "syscalls", "net": "net"}  # fmt: skip
+
+
+class Families:
+    """Collects metric families for one scrape."""
+
+    def __init__(self) -> None:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        self._counter = CounterMetricFamily
+        self._gauge = GaugeMetricFamily
+        self.out: list[Any] = []
+
+    def add(
+        self,
+        kind: str,
+        name: str,
+        doc: str,
+        labels: tuple[str, ...],
+        samples: Iterable[tuple[tuple[Any, ...], float]],
+    ) -> None:
+        """A ``counter`` or ``gauge`` family ``name`` with ``(label values, value)``."""
+        cls = self._counter if kind == "counter" else self._gauge
+        fam = cls(name, doc, labels=list(labels))
+        for values, value in samples:
+            fam.add_metric([str(v) for v in values], float(value))
+        self.out.append(fam)
+
+
+class _Collector:
+    def __init__(self, build: Callable[[Families], None]) -> None:
+        self.build = build
+
+    def collect(self) -> Iterable[Any]:
+        fams = Families()
+        self.build(fams)
+        return fams.out
+
+
+class MetricsServer:
+    """``http://ADDR:PORT/metrics`` in a daemon thread, filled by ``build(families)``
+    on every scrape. :meth:`close` stops it."""
+
+    def __init__(self, addr: tuple[str, int], build: Callable[[Families], None]) -> None:
+        from prometheus_client import CollectorRegistry, start_http_server
+
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Collector(build))  # type: ignore[arg-type]
+        host, port = addr
+        try:
+            self._server, self._thread = start_http_server(port, host, registry=self.registry)
+        except OSError as exc:
+            why = "in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+            raise ExportError(f"--metrics {host}:{port}: cannot listen ({why})") from None
+        self.port = int(self._server.server_port)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+
+def trace_families(fams: Families, host: str, stats: Any, export: Mapping[str, Any] | None) -> None:
+    """The metrics of ``ringtool trace`` from its :class:`~ringtool.trace.stats.TraceStats`
+    and the exporter's counters (when exporting)."""
+    by_type = dict(stats.by_type)
+    fams.add(
+        "counter",
+        "ringtool_events",
+        "Events delivered to ringtool by the kernel",
+        ("host", "source", "type"),
+        (((host, SOURCE_OF.get(t, t), t), n) for t, n in sorted(by_type.items())),
+    )
+    fams.add(
+        "counter",
+        "ringtool_cpu_events",
+        "Events delivered, per CPU ring",
+        ("host", "cpu"),
+        (((host, c), n) for c, n in enumerate(list(stats.per_cpu))),
+    )
+    fams.add(
+        "counter",
+        "ringtool_dropped",
+        "Events the kernel could not put in a full ring (failed reservations)",
+        ("host", "source", "cpu"),
+        (
+            ((host, src, c), n)
+            for src, per in dict(stats.drops_source_cpu).items()
+            for c, n in enumerate(per)
+            if src != "net"
+        ),
+    )
+    fams.add(
+        "counter",
+        "ringtool_lost",
+        "Perf samples lost (PERF_RECORD_LOST)",
+        ("host", "source", "cpu"),
+        (((host, "net", c), n) for c, n in sorted(dict(stats.lost_cpu).items())),
+    )
+    fams.add(
+        "gauge",
+        "ringtool_ring_fill_ratio",
+        "Largest fill of each CPU's ring in the last interval, 0..1",
+        ("host", "cpu"),
+        (((host, c), f) for c, f in sorted(dict(stats.fill_cpu).items())),
+    )
+    if export is not None:
+        export_families(fams, host, export)
+
+
+def export_families(fams: Families, host: str, export: Mapping[str, Any]) -> None:
+    """The exporter's counters (:meth:`ExportCounters.snapshot` + queue state)."""
+    fams.add(
+        "counter",
+        "ringtool_exported",
+        "Events acknowledged by the JetStream stream",
+        ("host", "cpu"),
+        (((host, c), n) for c, n in enumerate(export["exported_per_cpu"])),
+    )
+    fams.add(
+        "counter",
+        "ringtool_export_dropped",
+        "Events that never reached the stream (queue full, refused, left at exit)",
+        ("host", "cpu"),
+        (((host, c), n) for c, n in enumerate(export["export_dropped_per_cpu"])),
+    )
+    fams.add(
+        "counter",
+        "ringtool_export_bytes",
+        "Message body bytes acknowledged",
+        ("host",),
+        [((host,), export["export_bytes"])],
+    )
+    fams.add(
+        "counter",
+        "ringtool_export_messages",
+        "Messages acknowledged",
+        ("host",),
+        [((host,), export["export_messages"])],
+    )
+    fams.add(
+        "gauge",
+        "ringtool_export_queue_bytes",
+        "Bytes waiting for the broker",
+        ("host",),
+        [((host,), export.get("export_queue_bytes", 0))],
+    )
+    fams.add(
+        "gauge",
+        "ringtool_export_connected",
+        "1 while connected to the broker",
+        ("host",),
+        [((host,), int(bool(export.get("export_connected"))))],
+    )
+
+
+__all__ = ["Families", "MetricsServer", "export_families", "trace_families"]

@@ -1,0 +1,43 @@
+"""``trace --quiet``: no per-event output (the events go to ``--export``).
+
+Notes go to stderr as they come; stdout gets one line at the end, the summary as
+JSON (the same object ``--json`` ends with), so a script can check the counts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+import numpy as np
+
+from ringtool.trace.events import Event
+from ringtool.trace.stats import TraceStats
+
+
+class QuietOutput:
+    """The runner's output protocol, printing only notes and the summary."""
+
+    def __init__(self, stream: TextIO, err: TextIO | None = None) -> None:
+        self.stream = stream
+        self.err = err or sys.stderr
+
+    def start(self, sources: list[str], notes: list[str]) -> None:
+        pass
+
+    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+        pass
+
+    def stats(self, stats: TraceStats) -> None:
+        pass
+
+    def summary(self, stats: TraceStats) -> None:
+        self.stream.write(json.dumps(stats.summary_record()) + "\n")
+        self.stream.flush()
+
+    def note(self, text: str) -> None:
+        print(f"ringtool trace: {text}", file=self.err, flush=True)
+
+
+__all__ = ["QuietOutput"]

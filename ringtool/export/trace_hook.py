@@ -1,0 +1,94 @@
+"""The one object ``ringtool trace``'s runner calls for ``--export`` and ``--metrics``.
+
+The runner holds a :class:`TraceHook` when :class:`HookOptions` ask for either and
+calls it at three points: :meth:`~TraceHook.publish` for every drained batch,
+:meth:`~TraceHook.tick` once per interval (it returns notes for the output to show),
+:meth:`~TraceHook.close` at the end, before the summary is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ringtool.export.cli_args import export_config
+from ringtool.export.config import ExportConfig, default_host
+from ringtool.trace.events import Decoder, Event
+
+
+@dataclass(frozen=True)
+class HookOptions:
+    """``export``: the exporter's settings (None: no ``--export``); ``metrics``:
+    ``(addr, port)`` of ``--metrics``; ``host``: the ``host`` label and subject token."""
+
+    export: ExportConfig | None = None
+    metrics: tuple[str, int] | None = None
+    host: str = ""
+
+    @property
+    def wanted(self) -> bool:
+        return self.export is not None or self.metrics is not None
+
+
+def hook_options(args: argparse.Namespace) -> HookOptions:
+    """From parsed ``trace``/``bridge`` flags (ExportError for a bad combination)."""
+    cfg = export_config(args)
+    host = cfg.host if cfg is not None else (args.host_name or default_host())
+    return HookOptions(export=cfg, metrics=args.metrics, host=host)
+
+
+class TraceHook:
+    """Export sink and metrics endpoint of one trace run (see module doc)."""
+
+    def __init__(self, opts: HookOptions, decoder: Decoder, ncpu: int) -> None:
+        self.opts = opts
+        self.sink: Any = None
+        self.metrics: Any = None
+        self._stats: Any = None
+        if opts.export is not None:
+            from ringtool.export.sink import ExportSink
+
+            self.sink = ExportSink(opts.export, decoder, ncpu)
+        if opts.metrics is not None:
+            from ringtool.export.metrics import MetricsServer
+
+            try:
+                self.metrics = MetricsServer(opts.metrics, self._families)
+            except BaseException:
+                if self.sink is not None:
+                    self.sink.close()
+                raise
+
+    def _families(self, fams: Any) -> None:
+        from ringtool.export.metrics import trace_families
+
+        sink = self.sink
+        if self._stats is not None:
+            export = sink.record() if sink is not None else None
+            trace_families(fams, self.opts.host, self._stats, export)
+
+    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+        if self.sink is not None:
+            self.sink.publish(arr, net)
+
+    def tick(self, stats: Any) -> list[str]:
+        """Once per interval, after the kernel counters were taken: notes to show."""
+        self._stats = stats
+        return self.sink.tick(stats) if self.sink is not None else []
+
+    def close(self, stats: Any = None) -> None:
+        """Drain the exporter (final counts into ``stats.export``), stop the endpoint."""
+        sink, self.sink = self.sink, None  # once: later calls do nothing
+        metrics, self.metrics = self.metrics, None
+        try:
+            if sink is not None:
+                sink.close(stats)
+        finally:
+            if metrics is not None:
+                metrics.close()
+
+
+__all__ = ["HookOptions", "TraceHook", "hook_options"]

@@ -1,0 +1,184 @@
+"""Real servers for the export tests: Debian's ``nats-server`` and ``prometheus``.
+
+Each runs on 127.0.0.1 with a free port chosen at start and a temporary directory, and
+is stopped by the fixture that started it. Nothing else on the network is touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        assert time.monotonic() < deadline, f"nothing listens on 127.0.0.1:{port}"
+        time.sleep(0.05)
+
+
+class NatsServer:
+    """``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file storage in ``DIR``),
+    optionally requiring ``user``/``password``. :meth:`stop` and :meth:`start` again
+    keep the port and the store (a broker restart)."""
+
+    def __init__(self, store: Path, user: str | None = None, password: str | None = None):
+        self.store = store
+        self.port = free_port()
+        self.user, self.password = user, password
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = store / "nats.log"
+        store.mkdir(parents=True, exist_ok=True)
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    @property
+    def auth_url(self) -> str:
+        return f"nats://{self.user}:{self.password}@127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        assert self.proc is None
+        args = [NATS_SERVER, "-js", "-sd", str(self.store / "js"), "-a", "127.0.0.1",
+                "-p", str(self.port), "-l", str(self.log)]  # fmt: skip
+        if self.user:
+            args += ["--user", self.user, "--pass", str(self.password)]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+        self._wait_jetstream()
+
+    def _wait_jetstream(self) -> None:
+        deadline = time.monotonic() + 30
+        while (
+            "Server is ready"
+            not in self.log.read_text(errors="replace").split("Starting nats-server")[-1]
+        ):
+            assert self.proc is not None and self.proc.poll() is None, "nats-server exited"
+            assert time.monotonic() < deadline, "nats-server not ready"
+            time.sleep(0.05)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    # --- looking at the stream (a plain nats-py client, as any user would) --------------
+
+    def run(self, coro_fn: Any) -> Any:
+        async def main() -> Any:
+            import nats
+
+            kw = {"user": self.user, "password": self.password} if self.user else {}
+            nc = await nats.connect(self.url, allow_reconnect=False, **kw)
+            try:
+                return await coro_fn(nc)
+            finally:
+                await nc.close()
+
+        return asyncio.run(main())
+
+    def messages(self, stream: str = "RINGTOOL") -> list[Any]:
+        """Every message of ``stream`` (headers, data), read with an ephemeral
+        ordered push consumer until the stream's last sequence."""
+
+        async def read(nc: Any) -> list[Any]:
+            js = nc.jetstream()
+            info = await js.stream_info(stream)
+            last = info.state.last_seq
+            out: list[Any] = []
+            if info.state.messages == 0:
+                return out
+            sub = await js.subscribe(f"{info.config.subjects[0]}", ordered_consumer=True,
+                                     stream=stream)  # fmt: skip
+            while True:
+                msg = await sub.next_msg(timeout=10)
+                out.append(msg)
+                if msg.metadata.sequence.stream >= last:
+                    break
+            await sub.unsubscribe()
+            return out
+
+        return list(self.run(read))
+
+    def stream_info(self, stream: str = "RINGTOOL") -> Any:
+        async def info(nc: Any) -> Any:
+            return await nc.jetstream().stream_info(stream)
+
+        return self.run(info)
+
+
+class Prometheus:
+    """A Prometheus server scraping ``targets`` every second; data in a temp dir."""
+
+    def __init__(self, workdir: Path, targets: list[str]) -> None:
+        self.port = free_port()
+        cfg = workdir / "prometheus.yml"
+        cfg.write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: ringtool\n    static_configs:\n"
+            f"      - targets: {json.dumps(targets)}\n"
+        )
+        self.log = (workdir / "prometheus.log").open("wb")
+        self.proc = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=self.log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        wait_port(self.port)
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": expr}
+        )
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            body = json.load(resp)
+        assert body["status"] == "success", body
+        return list(body["data"]["result"])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+@contextlib.contextmanager
+def nats_server(store: Path, **kw: Any) -> Iterator[NatsServer]:
+    server = NatsServer(store, **kw)
+    try:
+        yield server
+    finally:
+        server.stop()
