@@ -24,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 
 from ringtool.errors import KmesError
-from ringtool.kmes.attach import DEFAULT_SOCKET, AttachInfo, AttachServer
+from ringtool.kmes.attach_server import DEFAULT_SOCKET, AttachInfo, AttachServer
 from ringtool.kmes.boot import BOOT_CAPACITY, BootBuffer
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.config import DEFAULT_CONFIG, resolve_capacity
