@@ -16,6 +16,12 @@ class PrivilegeError(RingtoolError):
     """The operation needs root or CAP_BPF + CAP_PERFMON."""
 
 
+class UsageError(RingtoolError, ValueError):
+    """A command-line value or combination of flags is unusable; the message names the
+    flag. The CLI prints it as one line and exits with status 2, before any BPF program
+    is loaded."""
+
+
 class KernelFeatureError(RingtoolError):
     """The running kernel lacks a feature (map type, helper, hook, tracefs, BTF)."""
 

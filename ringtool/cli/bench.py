@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from ringtool.bench import BENCHMARKS
+from ringtool.cli.validate import integer
 
 
 def register(subs: Any) -> None:
@@ -24,7 +25,9 @@ def register(subs: Any) -> None:
     )
     p.add_argument("which", choices=(*BENCHMARKS, "all"), help="which benchmark")
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
-    p.add_argument("--repeats", type=int, default=5, help="repeats; the median is kept")
+    p.add_argument(
+        "--repeats", type=integer(1, 1000), default=5, help="repeats; the median is kept"
+    )
     p.add_argument("--quick", action="store_true", help="smaller sizes, for smoke runs")
     p.set_defaults(func=run)
 

@@ -19,12 +19,13 @@ import sys
 import time
 from typing import Any
 
-from ringtool.errors import KmesError, RingtoolError
+from ringtool.cli import validate as v
+from ringtool.errors import KmesError
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.kmes.attach import DEFAULT_SOCKET
 from ringtool.kmes.bridge_core import KmesBridge
-from ringtool.kmes.config import DEFAULT_CONFIG, parse_size
+from ringtool.kmes.config import DEFAULT_CONFIG
 from ringtool.kmes.events import BRIDGE_PREFIX, EVENT_EXEC, EVENT_EXIT, EVENT_LOST
 from ringtool.protocol import kmes_layout as L
 
@@ -39,21 +40,38 @@ def register(subs: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--socket", default=DEFAULT_SOCKET, help=f"attach socket ({DEFAULT_SOCKET})")
+    p.add_argument(
+        "--socket", type=v.socket_path, default=DEFAULT_SOCKET,
+        help=f"attach socket ({DEFAULT_SOCKET})",
+    )  # fmt: skip
     p.add_argument(
         "--capacity",
+        type=v.kmes_capacity,
         help="per-CPU buffer bytes, a power of two (e.g. 1M); default: the config "
         f"file's `capacity`, else {L.DEFAULT_CAPACITY}",
     )
-    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file ({DEFAULT_CONFIG})")
+    p.add_argument(
+        "--config", type=v.input_file_optional, default=DEFAULT_CONFIG,
+        help=f"config file ({DEFAULT_CONFIG})",
+    )  # fmt: skip
     p.add_argument(
         "--events",
+        type=v.name_list(tuple(EVENTS)),
         default="exec,exit",
         help="comma-separated event kinds: exec (ring buffer), exit (perf buffer)",
     )
-    p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds")
-    p.add_argument("--ring-pages", type=int, default=64, help="BPF ring buffer pages")
-    p.add_argument("--perf-pages", type=int, default=8, help="perf buffer pages per CPU")
+    p.add_argument(
+        "--duration", type=v.number(0, unit="seconds"), default=0.0,
+        help="stop after N seconds (0: run until Ctrl-C)",
+    )  # fmt: skip
+    p.add_argument(
+        "--ring-pages", type=v.power_of_two(1 << 18), default=64,
+        help="BPF ring buffer pages, a power of two",
+    )  # fmt: skip
+    p.add_argument(
+        "--perf-pages", type=v.power_of_two(1 << 16), default=8,
+        help="perf buffer pages per CPU, a power of two",
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -121,16 +139,8 @@ class BpfSources:
 
 def run(args: argparse.Namespace) -> int:
     require_bpf_privileges("ringtool bridge")
-    kinds = {k.strip() for k in args.events.split(",") if k.strip()}
-    unknown = kinds - set(EVENTS)
-    if unknown or not kinds:
-        raise RingtoolError(f"unknown --events {sorted(unknown)}: choose from {sorted(EVENTS)}")
-    capacity = None
-    if args.capacity is not None:
-        try:
-            capacity = parse_size(args.capacity)
-        except ValueError:
-            raise RingtoolError(f"--capacity {args.capacity!r} is not a size") from None
+    kinds = set(args.events)  # flag values were checked while parsing
+    capacity = args.capacity
     bridge = KmesBridge(
         online_cpus(), socket_path=args.socket, capacity=capacity, config_path=args.config
     )

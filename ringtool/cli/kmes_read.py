@@ -14,6 +14,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from ringtool.cli.validate import socket_path
 from ringtool.errors import RingtoolError
 from ringtool.kmes.attach import DEFAULT_SOCKET, attach
 from ringtool.kmes.events import decode
@@ -29,7 +30,10 @@ def register(subs: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--socket", default=DEFAULT_SOCKET, help=f"bridge socket ({DEFAULT_SOCKET})")
+    p.add_argument(
+        "--socket", type=socket_path, default=DEFAULT_SOCKET,
+        help=f"bridge socket ({DEFAULT_SOCKET})",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object per event")
     p.add_argument("--follow", "-f", action="store_true", help="keep reading until Ctrl-C")
     p.add_argument("--new", action="store_true", help="skip events already in the buffers")

@@ -1,18 +1,38 @@
-"""``ringtool`` entry point: parses the subcommand and turns ringtool errors into one
-clear line on stderr (never a traceback for a problem the user can fix)."""
+"""``ringtool`` entry point: parses the subcommand and turns every problem the user can
+fix into one line on stderr, never a traceback.
+
+Exit status:
+
+* 0 success (or what the subcommand returns);
+* 2 a bad flag value or combination (``ringtool SUBCOMMAND: argument FLAG: ...``),
+  found before any privilege check or BPF program load
+  (:mod:`ringtool.cli.validate`, the subcommand's ``check(args)``);
+* 1 any other :class:`ringtool.errors.RingtoolError` or OS error, as its first line
+  (a missing privilege: ``ringtool trace needs root ...``);
+* 130 Ctrl-C before the subcommand could stop cleanly, silently;
+* 141 stdout closed by the reader (``ringtool trace --json | head -1``), silently,
+  after the subcommand unwound (BPF programs and TC filters are detached).
+
+``RINGTOOL_DEBUG=1`` in the environment shows the full traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import signal
+import os
+import select
 import sys
 from collections.abc import Sequence
 
-from ringtool.errors import PrivilegeError, RingtoolError
+from ringtool import __version__
+from ringtool.cli.validate import ArgumentParser
+from ringtool.errors import PrivilegeError, RingtoolError, UsageError
+from ringtool.trace.safe_text import printable
 
 # Each module has ``register(subparsers)`` which adds its parser and sets ``func``
-# (a callable taking the parsed args and returning the exit status).
+# (a callable taking the parsed args and returning the exit status) and optionally
+# ``check`` (raises UsageError for a bad flag combination; runs before ``func``).
 SUBCOMMAND_MODULES = (
     "ringtool.cli.trace",
     "ringtool.cli.bridge",
@@ -20,16 +40,20 @@ SUBCOMMAND_MODULES = (
     "ringtool.cli.bench",
     "ringtool.cli.doctor",
 )
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell shows for a killed writer
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ringtool",
         description="eBPF tracing with ringtool's own ring buffer and perf buffer consumers.",
         epilog="examples:\n  sudo ringtool doctor\n  sudo ringtool trace -d 10 --json\n"
         "  sudo ringtool bench ringbuf",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"ringtool {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMAND_MODULES:
         try:
@@ -42,21 +66,69 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(exc: BaseException) -> str:
+    """The first line of an error's message, safe to print (no control characters);
+    an OS error as its strerror (and file name), without the ``[Errno N]``."""
+    text = str(exc)
+    if isinstance(exc, OSError) and not isinstance(exc, RingtoolError) and exc.strerror:
+        text = exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    lines = text.strip().splitlines()
+    return printable(lines[0] if lines else type(exc).__name__)
+
+
+def _stdout_broken() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll reports POLLERR)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & select.POLLERR for _fd, ev in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _stdout_gone() -> int:
+    """stdout's reader went away: point stdout at /dev/null so the interpreter's final
+    flush cannot raise again, and exit quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    # Piping into `head`: die quietly on a closed stdout instead of a traceback.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    name = f"ringtool {args.command}"
+    if os.environ.get("RINGTOOL_DEBUG"):
+        check = getattr(args, "check", None)
+        if check is not None:
+            check(args)
+        return int(args.func(args) or 0)
     try:
+        check = getattr(args, "check", None)
+        if check is not None:
+            check(args)
         status = args.func(args)
+    except UsageError as exc:
+        print(f"{name}: {one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except PrivilegeError as exc:
-        print(f"ringtool: {exc}", file=sys.stderr)
+        print(one_line(exc), file=sys.stderr)  # "ringtool trace needs root ..."
         return 1
-    except RingtoolError as exc:
-        print(f"ringtool {args.command}: {exc}", file=sys.stderr)
+    except BrokenPipeError as exc:
+        if _stdout_broken():
+            return _stdout_gone()
+        print(f"{name}: {one_line(exc)}", file=sys.stderr)
+        return 1
+    except (RingtoolError, OSError) as exc:
+        print(f"{name}: {one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _stdout_gone()
     return int(status or 0)
 
 

@@ -1,17 +1,19 @@
 """``ringtool trace``: live tracing of exec/exit/fork, open, syscalls and net.
 
-The privilege check runs before anything imports BCC, so an unprivileged user gets
-one line and a non-zero exit. Heavy modules are imported only in :func:`run`.
+Every flag is checked while parsing (:mod:`ringtool.cli.validate`) and the flag
+combinations in :func:`check`, before the privilege check; the privilege check runs
+before anything imports BCC. Each problem is one line on stderr. Heavy modules are
+imported only in :func:`run`.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from ringtool.errors import RingtoolError
+from ringtool.cli import validate as v
+from ringtool.errors import UsageError
 from ringtool.kernel.privileges import require_bpf_privileges
 
 EVENTS = ("exec", "open", "syscalls", "net")
@@ -31,28 +33,8 @@ examples:
 """
 
 
-def _events(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    bad = [n for n in names if n not in EVENTS]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown event source {', '.join(bad) or '(none)'}: choose from {','.join(EVENTS)}"
-        )
-    return names
-
-
-def _pages(text: str) -> int:
-    n = int(text)
-    if n <= 0 or n & (n - 1):
-        raise argparse.ArgumentTypeError(f"{n} is not a power of two (1, 2, 4, ... pages)")
-    return n
-
-
-def _positive(text: str) -> float:
-    v = float(text)
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be > 0")
-    return v
+#: Per-CPU ring pages at most (1 GiB a CPU).
+MAX_BUFFER_PAGES = 1 << 18
 
 
 def register(subs: Any) -> None:
@@ -64,35 +46,65 @@ def register(subs: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("-p", "--pid", type=int, help="only this process (tgid)")
-    p.add_argument("-c", "--comm", help="only processes with this name (comm, 15 chars)")
-    p.add_argument("-d", "--duration", type=_positive, metavar="SECONDS", help="stop after this")
+    p.add_argument("-p", "--pid", type=v.integer(1, v.PID_MAX), help="only this process (tgid)")
     p.add_argument(
-        "--events", type=_events, metavar="LIST",
+        "-c", "--comm", type=v.comm, help="only processes with this name (comm, <= 15 bytes)"
+    )
+    p.add_argument(
+        "-d", "--duration", type=v.number(above=0, unit="seconds"), metavar="SECONDS",
+        help="stop after this",
+    )  # fmt: skip
+    p.add_argument(
+        "--events", type=v.name_list(EVENTS), metavar="LIST",
         help=f"sources, comma-separated: {','.join(EVENTS)} (default "
         f"{','.join(DEFAULT_EVENTS)}, plus net when -i is given)",
     )  # fmt: skip
-    p.add_argument("-i", "--iface", help="network interface for the net source (TC clsact)")
-    p.add_argument("--snaplen", type=int, default=96, help="packet bytes captured (default 96)")
     p.add_argument(
-        "--buffer-pages", type=_pages, default=128,
+        "-i", "--iface", type=v.ifname, help="network interface for the net source (TC clsact)"
+    )
+    p.add_argument(
+        "--snaplen", type=v.integer(0, 65535, "bytes"), default=96,
+        help="packet bytes captured (default 96)",
+    )  # fmt: skip
+    p.add_argument(
+        "--buffer-pages", type=v.power_of_two(MAX_BUFFER_PAGES), default=128,
         help="pages per CPU ring buffer, a power of two (default 128)",
     )  # fmt: skip
     p.add_argument(
-        "--interval", type=_positive, default=1.0, help="stats/refresh interval, s (default 1)"
-    )
+        "--interval", type=v.number(0.01, 3600, unit="seconds"), default=1.0,
+        help="stats/refresh interval, s (default 1)",
+    )  # fmt: skip
     p.add_argument(
-        "--slow-ms", type=_positive, default=100.0,
+        "--slow-ms", type=v.number(0.001, 1e9, unit="ms"), default=100.0,
         help="report syscalls slower than this as events (default 100 ms)",
     )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON lines on stdout")
     out.add_argument("--no-tui", action="store_true", help="bcc-style columns, 80 wide")
-    p.add_argument("--pcap", type=Path, metavar="FILE", help="write net packets as pcapng")
+    p.add_argument("--pcap", type=v.output_file, metavar="FILE", help="write net packets as pcapng")
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
-    p.add_argument("--window-us", type=float, help="with --ordered: reorder window, µs")
-    p.add_argument("--kmes", metavar="SOCKET", help="also publish events via a KMES bridge")
-    p.set_defaults(func=run)
+    p.add_argument(
+        "--window-us", type=v.number(0, 10_000_000, unit="µs"),
+        help="with --ordered: reorder window, µs",
+    )  # fmt: skip
+    p.add_argument(
+        "--kmes", type=v.socket_path, metavar="SOCKET",
+        help="also publish events via a KMES bridge",
+    )  # fmt: skip
+    p.set_defaults(func=run, check=check)
+
+
+def events_of(args: argparse.Namespace) -> tuple[str, ...]:
+    """The sources to run: ``--events``, else the defaults plus net when ``-i`` is given."""
+    return tuple(args.events or (DEFAULT_EVENTS + (("net",) if args.iface else ())))
+
+
+def check(args: argparse.Namespace) -> None:
+    """The flag combinations (:class:`UsageError`); each value was checked by parsing."""
+    if args.pcap is not None and "net" not in events_of(args):
+        raise UsageError("--pcap writes the net source's packets: add -i IFACE")
+    if args.window_us is not None and not args.ordered:
+        raise UsageError("--window-us needs --ordered")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,13 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from ringtool.trace.runner import RunConfig, run_trace
     from ringtool.trace.sources import TraceOptions
 
-    events = args.events or (DEFAULT_EVENTS + (("net",) if args.iface else ()))
-    if args.snaplen < 0 or args.snaplen > 65535:
-        raise RingtoolError(f"--snaplen {args.snaplen} must be within 0..65535")
-    if args.pcap is not None and "net" not in events:
-        raise RingtoolError("--pcap writes the net source's packets: add -i IFACE")
-    if args.window_us is not None and not args.ordered:
-        raise RingtoolError("--window-us needs --ordered")
+    events = events_of(args)
     if args.json:
         mode = "json"
     elif args.no_tui or not sys.stdout.isatty():

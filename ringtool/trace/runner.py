@@ -25,6 +25,7 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
+from ringtool.errors import RingtoolError, UsageError
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.trace.events import Decoder, Event
 from ringtool.trace.layout import load_layout
@@ -146,12 +147,17 @@ def run_trace(opts: TraceOptions, cfg: RunConfig, stream: TextIO | None = None) 
     namer = _syscall_namer()
     decoder = Decoder(layout, namer)
     early_notes: list[str] = []
-    with _StopSignals() as stop:
-        session = TraceSession(opts, layout, on_note=early_notes.append)
-        try:
-            _loop(session, stop, cfg, decoder, namer, stream)
-        finally:
-            session.close()
+    # the sinks first: a --pcap that cannot be written fails before any BPF load
+    extras = _Extras(cfg, opts.snaplen, decoder)
+    try:
+        with _StopSignals() as stop:
+            session = TraceSession(opts, layout, on_note=early_notes.append)
+            try:
+                _loop(session, stop, cfg, decoder, namer, stream, extras)
+            finally:
+                session.close()
+    finally:
+        extras.close()  # a no-op when the loop closed them
     return 0
 
 
@@ -162,10 +168,10 @@ def _loop(
     decoder: Decoder,
     namer: Callable[[int], str],
     stream: TextIO,
+    extras: _Extras,
 ) -> None:
     stats = TraceStats(decoder.types, possible_cpu_count(), session.active, namer)
     out = make_output(cfg, decoder, stream)
-    extras = _Extras(cfg, session, decoder)
     input_fd: int = getattr(out, "input_fd", -1)
     extra_fds = [stop.fileno(), *([input_fd] if input_fd >= 0 else [])]
     for note in session.notes:
@@ -259,17 +265,25 @@ def _packet_comment(ev: Event) -> str:
 
 
 class _Extras:
-    """Optional sinks: ``--pcap`` (net packets) and ``--kmes`` (every record)."""
+    """Optional sinks: ``--pcap`` (net packets) and ``--kmes`` (every record), opened
+    before the sources load. A ``--pcap`` that cannot be created or written is a
+    :class:`UsageError` naming the flag; a write that fails later a :class:`RingtoolError`."""
 
-    def __init__(self, cfg: RunConfig, session: TraceSession, decoder: Decoder) -> None:
+    def __init__(self, cfg: RunConfig, snaplen: int, decoder: Decoder) -> None:
         self.decoder = decoder
         self.pcap: Any = None
         self.kmes: Any = None
+        self.pcap_path = cfg.pcap
         self._ifnames: dict[int, str] = {}
-        if cfg.pcap is not None:
-            from ringtool.trace.pcapng import PcapngWriter
+        try:
+            self._open(cfg, snaplen)
+        except BaseException:
+            self.close()
+            raise
 
-            self.pcap = PcapngWriter(open(cfg.pcap, "wb"), snaplen=session.opts.snaplen)  # noqa: SIM115
+    def _open(self, cfg: RunConfig, snaplen: int) -> None:
+        if cfg.pcap is not None:
+            self.pcap = _open_pcap(cfg.pcap, snaplen)
         if cfg.kmes is not None:
             from ringtool.trace.kmes_sink import KmesSink
 
@@ -286,20 +300,50 @@ class _Extras:
         return name
 
     def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        if self.pcap is not None:
-            for ev in net:
-                self.pcap.write_packet(
-                    ev["payload"], ev["len"], ev["ts_ns"], ifname=self._ifname(ev["ifindex"]),
-                    comment=_packet_comment(ev),
-                )  # fmt: skip
+        if self.pcap is not None and net:
+            try:
+                for ev in net:
+                    self.pcap.write_packet(
+                        ev["payload"], ev["len"], ev["ts_ns"], ifname=self._ifname(ev["ifindex"]),
+                        comment=_packet_comment(ev),
+                    )  # fmt: skip
+            except OSError as exc:
+                raise RingtoolError(f"--pcap {self.pcap_path}: {exc.strerror}") from None
         if self.kmes is not None:
             self.kmes.publish(arr, net)
 
     def close(self) -> None:
-        for sink in (self.pcap, self.kmes):
-            if sink is not None:
-                with contextlib.suppress(Exception):
-                    sink.close()
+        """Close every sink (once; later calls do nothing). Raises RingtoolError when
+        the pcap file could not be completed (e.g. the disk is full)."""
+        pcap, self.pcap = self.pcap, None
+        kmes, self.kmes = self.kmes, None
+        if kmes is not None:
+            with contextlib.suppress(Exception):
+                kmes.close()
+        if pcap is not None:
+            try:
+                pcap.close()
+            except OSError as exc:
+                raise RingtoolError(f"--pcap {self.pcap_path}: {exc.strerror}") from None
+
+
+def _open_pcap(path: Path, snaplen: int) -> Any:
+    """A PcapngWriter on ``path`` whose section header is already on disk (so a file
+    that cannot be written, like /dev/full, is refused before tracing starts)."""
+    from ringtool.trace.pcapng import PcapngWriter
+
+    try:
+        f = open(path, "wb")  # noqa: SIM115  # owned by the writer
+    except OSError as exc:
+        raise UsageError(f"--pcap {path}: {exc.strerror}") from None
+    try:
+        writer = PcapngWriter(f, snaplen=snaplen)
+        f.flush()
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            f.close()
+        raise UsageError(f"--pcap {path}: {exc.strerror}") from None
+    return writer
 
 
 __all__ = ["BATCH", "RunConfig", "make_output", "run_trace"]

@@ -189,5 +189,5 @@ def test_non_root_gets_one_clear_line() -> None:
     )  # fmt: skip
     assert res.returncode != 0
     lines = res.stderr.strip().splitlines()
-    assert lines == ["ringtool: ringtool trace needs root or CAP_BPF+CAP_PERFMON: run with sudo"]
+    assert lines == ["ringtool trace needs root or CAP_BPF+CAP_PERFMON: run with sudo"]
     assert res.stdout == ""

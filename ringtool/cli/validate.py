@@ -1,0 +1,257 @@
+"""Command-line values, checked while parsing: every bad value is one line naming the flag.
+
+Each function here builds an argparse ``type=`` callable (or is one). A bad value raises
+:class:`argparse.ArgumentTypeError` with a message that says what is wrong and what is
+allowed; :class:`ArgumentParser` prints it as the single line
+``ringtool SUBCOMMAND: argument FLAG: MESSAGE`` and exits with status 2. So every value
+is refused before a privilege check, an import of BCC or a BPF program load. Checks
+that involve more than one flag raise :class:`ringtool.errors.UsageError` from the
+subcommand's ``check(args)`` (same line, same status; see :mod:`ringtool.cli.main`).
+
+Numbers: NaN and infinities are refused everywhere; ranges are inclusive. Strings: a
+value that was not UTF-8 on the command line (Python keeps it as surrogate escapes)
+is refused where the kernel or a file format needs text. Paths: an output file must be
+a file (not a directory) in an existing, writable directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import stat
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+#: The kernel keeps 15 bytes of a task's name (TASK_COMM_LEN 16, with the NUL).
+COMM_MAX = 15
+#: Interface names: IFNAMSIZ 16, with the NUL.
+IFNAME_MAX = 15
+#: sun_path of a sockaddr_un holds 108 bytes, with the NUL.
+SOCKET_PATH_MAX = 107
+#: Linux's PID_MAX_LIMIT (4M) bounds every pid.
+PID_MAX = 4 * 1024 * 1024
+
+
+def _bad(message: str) -> NoReturn:
+    raise argparse.ArgumentTypeError(message)
+
+
+def _fmt(v: float) -> str:
+    return f"{int(v):,}" if float(v).is_integer() and abs(v) < 1e15 else f"{v:g}"
+
+
+def number(
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    above: float | None = None,
+    integer: bool = False,
+    unit: str = "",
+) -> Callable[[str], float]:
+    """A ``type=`` for a finite number (an ``int`` when ``integer``) with
+    ``lo <= v <= hi`` and ``v > above`` where given; ``unit`` is named in messages."""
+    kind = "an integer" if integer else "a number"
+    rules = []
+    if above is not None:
+        rules.append(f"> {_fmt(above)}")
+    if lo is not None:
+        rules.append(f">= {_fmt(lo)}")
+    if hi is not None:
+        rules.append(f"<= {_fmt(hi)}")
+    want = f"{kind}{' ' + ' and '.join(rules) if rules else ''}{' ' + unit if unit else ''}"
+
+    def parse(text: str) -> float:
+        try:
+            v: float = int(text, 10) if integer else float(text)
+        except ValueError:
+            _bad(f"{text!r} is not {kind}: give {want}")
+        if not math.isfinite(v):
+            _bad(f"{text!r} is not finite: give {want}")
+        if (above is not None and v <= above) or (lo is not None and v < lo):
+            _bad(f"{text} is too small: give {want}")
+        if hi is not None and v > hi:
+            _bad(f"{text} is too large: give {want}")
+        return v
+
+    parse.__name__ = "number"
+    return parse
+
+
+def integer(lo: int | None = None, hi: int | None = None, unit: str = "") -> Callable[[str], int]:
+    """A ``type=`` for an integer in ``lo..hi``."""
+    check = number(lo, hi, integer=True, unit=unit)
+
+    def parse(text: str) -> int:
+        return int(check(text))
+
+    return parse
+
+
+def power_of_two(hi: int, unit: str = "pages") -> Callable[[str], int]:
+    """A ``type=`` for a power of two in ``1..hi`` (ring and perf buffer page counts)."""
+    check = integer(1, hi, unit)
+
+    def parse(text: str) -> int:
+        n = check(text)
+        if n & (n - 1):
+            _bad(f"{n} is not a power of two: give 1, 2, 4, ... {hi:,} {unit}")
+        return n
+
+    return parse
+
+
+def utf8(text: str, what: str) -> bytes:
+    """``text`` as the bytes given on the command line; refused unless UTF-8."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        _bad(f"{what} {os.fsencode(text)!r} is not UTF-8 text")
+
+
+def comm(text: str) -> str:
+    """A process name as the kernel stores it: 1..15 bytes of UTF-8 (a longer name
+    would never match: the kernel cuts names to 15 bytes)."""
+    raw = utf8(text, "the name")
+    if not raw:
+        _bad("the name is empty")
+    if len(raw) > COMM_MAX:
+        cut = raw[:COMM_MAX].decode("utf-8", "ignore")
+        _bad(
+            f"{text!r} is {len(raw)} bytes: the kernel keeps {COMM_MAX} bytes of a "
+            f"process name, so it never matches; give {cut!r}"
+        )
+    return text
+
+
+def ifname(text: str) -> str:
+    """A network interface name as the kernel allows it (dev_valid_name): 1..15 bytes,
+    not ``.`` or ``..``, no ``/``, ``:`` or white space."""
+    raw = utf8(text, "the interface name")
+    if (
+        not raw
+        or len(raw) > IFNAME_MAX
+        or text in (".", "..")
+        or any(c in text for c in "/: \t\n\r\v\f")
+    ):
+        _bad(f"{text!r} is not an interface name (1..{IFNAME_MAX} bytes, no '/', ':' or space)")
+    return text
+
+
+def socket_path(text: str) -> str:
+    """A UNIX socket path: not empty, at most 107 bytes (sun_path)."""
+    raw = os.fsencode(text)
+    if not raw:
+        _bad("the socket path is empty")
+    if len(raw) > SOCKET_PATH_MAX:
+        _bad(f"the socket path is {len(raw)} bytes: a UNIX socket path holds {SOCKET_PATH_MAX}")
+    if b"\0" in raw:
+        _bad("the socket path contains a NUL byte")
+    return text
+
+
+def output_file(text: str) -> Path:
+    """A file to create or overwrite: not a directory, in an existing directory that this
+    process may write to (an existing file must be writable)."""
+    if not text:
+        _bad("the file name is empty")
+    path = Path(text)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        _bad(f"{text}: {exc.strerror}")
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            _bad(f"{text} is a directory: give a file name")
+        if not os.access(path, os.W_OK):
+            _bad(f"{text}: not writable")
+        return path
+    parent = path.parent
+    if not parent.is_dir():
+        _bad(f"{text}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        _bad(f"{text}: directory {str(parent)!r} is not writable")
+    return path
+
+
+def input_file_optional(text: str) -> str:
+    """A file that is read when it exists (a missing file means defaults): not empty,
+    not a directory, readable if present."""
+    if not text:
+        _bad("the file name is empty")
+    path = Path(text)
+    if path.is_dir():
+        _bad(f"{text} is a directory: give a file name")
+    if path.exists() and not os.access(path, os.R_OK):
+        _bad(f"{text}: not readable")
+    return text
+
+
+def kmes_capacity(text: str) -> int:
+    """A KMES buffer size: bytes with an optional K/M/G suffix, a power of two within
+    the KMES limits (:func:`ringtool.protocol.kmes_layout.check_capacity`)."""
+    from ringtool.errors import KmesCapacityError
+    from ringtool.kmes.config import parse_size
+    from ringtool.protocol.kmes_layout import check_capacity
+
+    try:
+        size = parse_size(text)
+    except ValueError:
+        _bad(f"{text!r} is not a size: give bytes, e.g. 1048576 or 1M")
+    try:
+        return check_capacity(size)
+    except KmesCapacityError as exc:
+        _bad(str(exc))
+
+
+def name_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    """A ``type=`` for a comma-separated, non-empty list of ``choices`` (duplicates
+    dropped, order kept)."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+        bad = [n for n in names if n not in choices]
+        if bad or not names:
+            _bad(
+                f"unknown {', '.join(map(repr, bad)) or '(none)'}: choose from {','.join(choices)}"
+            )
+        return names
+
+    return parse
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (``PROG: MESSAGE``; the help
+    is one ``--help`` away) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        from ringtool.trace.safe_text import printable
+
+        self.exit(2, f"{self.prog}: {printable(message)}\n")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            sys.stderr.write(message)
+        sys.exit(status)
+
+
+__all__ = [
+    "COMM_MAX",
+    "PID_MAX",
+    "ArgumentParser",
+    "comm",
+    "ifname",
+    "input_file_optional",
+    "integer",
+    "kmes_capacity",
+    "name_list",
+    "number",
+    "output_file",
+    "power_of_two",
+    "socket_path",
+    "utf8",
+]
