@@ -92,6 +92,12 @@ class RecordFormatError(RingtoolError, ValueError):
     its end). The record itself is consumed; the error reports it."""
 
 
+class PcapngFormatError(RingtoolError, ValueError):
+    """A pcapng file is not one that :func:`ringtool.trace.pcapng.read_pcapng` can read
+    (no section header, big-endian, a block or option that runs past its end, a packet
+    on an interface that was never described)."""
+
+
 class KmesError(RingtoolError):
     """A KMES buffer, metadata page or attach exchange is malformed."""
 

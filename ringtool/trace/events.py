@@ -68,6 +68,8 @@ class Decoder:
         if realtime_offset_ns is None:
             realtime_offset_ns = time.time_ns() - time.monotonic_ns()
         self.offset_ns = realtime_offset_ns
+        #: net samples shorter than ``struct trace_net``: counted here, not decoded
+        self.malformed = 0
 
     def wall(self, ts_ns: int) -> float:
         return (ts_ns + self.offset_ns) / 1e9
@@ -119,11 +121,13 @@ class Decoder:
         return out
 
     def decode_net(self, samples: list[tuple[int, bytes]]) -> list[Event]:
-        """Event dicts of raw net samples (``struct trace_net`` + packet bytes)."""
+        """Event dicts of raw net samples (``struct trace_net`` + packet bytes); a sample
+        too short to hold its header is counted in :attr:`malformed` instead."""
         dt = self.layout.net
         out: list[Event] = []
         for _cpu, raw in samples:
             if len(raw) < dt.itemsize:
+                self.malformed += 1
                 continue
             rec = np.frombuffer(raw, dtype=dt, count=1)[0]
             h = rec["h"]

@@ -58,7 +58,8 @@ def format_stats(stats: TraceStats, width: int = 80) -> str:
 
 def format_summary(stats: TraceStats, width: int = 80) -> list[str]:
     lines = [
-        f"{stats.total} events in {stats.uptime:.1f}s, {stats.dropped} dropped, {stats.lost} lost",
+        f"{stats.total} events in {stats.uptime:.1f}s, {stats.dropped} dropped, {stats.lost} lost"
+        + (f", {stats.malformed} malformed" if stats.malformed else ""),
         "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(stats.by_type.items())) or "-"),
     ]
     if stats.drops_source and any(stats.drops_source.values()):

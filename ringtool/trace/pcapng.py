@@ -21,6 +21,8 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from ringtool.errors import PcapngFormatError
+
 SHB = 0x0A0D0D0A
 IDB = 1
 EPB = 6
@@ -96,25 +98,40 @@ class Packet:
     comment: str
 
 
-def _parse_options(raw: bytes) -> dict[int, bytes]:
+def _parse_options(raw: bytes, where: int) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     off = 0
     while off + 4 <= len(raw):
         code, length = struct.unpack_from("<HH", raw, off)
         if code == OPT_ENDOFOPT:
             break
+        if off + 4 + length > len(raw):
+            raise PcapngFormatError(
+                f"option {code} of {length} bytes runs past its block at {where}"
+            )
         out[code] = raw[off + 4 : off + 4 + length]
         off += 4 + length + (-length % 4)
     return out
 
 
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _ts_ns(ts: int, resol: int) -> int:
+    """A timestamp in units of ``if_tsresol`` as ns: bit 7 clear, 10**-n s; set, 2**-n s."""
+    if resol & 0x80:
+        return ts * 1_000_000_000 >> (resol & 0x7F)
+    unit: int = 10**resol
+    return ts * 1_000_000_000 // unit
+
+
 def read_pcapng(data: bytes) -> list[Packet]:
     """The Enhanced Packet Blocks of a little-endian pcapng file (other blocks are
-    skipped; ValueError when it is not one)."""
-    if len(data) < 12 or struct.unpack_from("<I", data)[0] != SHB:
-        raise ValueError("not a pcapng file (no section header block)")
-    if struct.unpack_from("<I", data, 8)[0] != BYTE_ORDER_MAGIC:
-        raise ValueError("only little-endian pcapng sections are supported")
+    skipped; each Section Header Block starts a new interface list). Raises
+    :class:`PcapngFormatError` (a ValueError) for anything else, never another error."""
+    if len(data) < 28 or struct.unpack_from("<I", data)[0] != SHB:
+        raise PcapngFormatError("not a pcapng file (no section header block)")
     names: list[str] = []
     resol: list[int] = []
     packets: list[Packet] = []
@@ -122,21 +139,30 @@ def read_pcapng(data: bytes) -> list[Packet]:
     while off + 12 <= len(data):
         btype, total = struct.unpack_from("<II", data, off)
         if total < 12 or total % 4 or off + total > len(data):
-            raise ValueError(f"bad block length {total} at offset {off}")
+            raise PcapngFormatError(f"bad block length {total} at offset {off}")
         body = data[off + 8 : off + total - 4]
-        if btype == IDB:
-            opts = _parse_options(body[8:])
-            names.append(opts.get(IF_NAME, b"").decode())
-            resol.append(opts.get(IF_TSRESOL, b"\x06")[0])
+        if btype == SHB:
+            if len(body) < 16 or struct.unpack_from("<I", body)[0] != BYTE_ORDER_MAGIC:
+                raise PcapngFormatError("only little-endian pcapng sections are supported")
+            names, resol = [], []
+        elif btype == IDB:
+            if len(body) < 8:
+                raise PcapngFormatError(f"interface description block too short at {off}")
+            opts = _parse_options(body[8:], off)
+            names.append(_text(opts.get(IF_NAME, b"")))
+            resol.append((opts.get(IF_TSRESOL) or b"\x06")[0])
         elif btype == EPB:
+            if len(body) < 20:
+                raise PcapngFormatError(f"enhanced packet block too short at {off}")
             iface, hi, lo, cap, orig = struct.unpack_from("<IIIII", body)
-            pkt = body[20 : 20 + cap]
-            opts = _parse_options(body[20 + cap + (-cap % 4) :])
-            ts = (hi << 32) | lo
-            if resol[iface] != 9:  # power-of-ten resolutions only
-                ts = ts * 10 ** (9 - resol[iface])
-            comment = opts.get(OPT_COMMENT, b"").decode()
-            packets.append(Packet(names[iface], ts, pkt, orig, comment))
+            if iface >= len(names):
+                raise PcapngFormatError(f"packet at {off} on undescribed interface {iface}")
+            if 20 + cap > len(body):
+                raise PcapngFormatError(f"packet at {off}: {cap} captured bytes past the block")
+            opts = _parse_options(body[20 + cap + (-cap % 4) :], off)
+            ts = _ts_ns((hi << 32) | lo, resol[iface])
+            comment = _text(opts.get(OPT_COMMENT, b""))
+            packets.append(Packet(names[iface], ts, body[20 : 20 + cap], orig, comment))
         off += total
     return packets
 

@@ -243,6 +243,7 @@ def _ingest(
             arr = session.read_events(BATCH)
         raw_net = session.read_net()
         net = decoder_net(extras.decoder, raw_net)
+        stats.malformed = extras.decoder.malformed
         if len(arr) == 0 and not net:
             return
         stats.add_batch(arr)

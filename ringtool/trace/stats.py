@@ -93,6 +93,8 @@ class TraceStats:
     ordering: dict[str, Any] | None = None
     #: ``--export`` only: the exporter's counters (ringtool.export.accounting snapshot)
     export: dict[str, Any] | None = None
+    #: samples too short to decode (counted, never output; see Decoder.malformed)
+    malformed: int = 0
     _sys_prev: dict[int, int] = field(default_factory=dict)
     _fill_max: dict[int, float] = field(default_factory=dict)
 
@@ -266,18 +268,10 @@ class TraceStats:
             "events": self.total,
             "events_per_s": round(self.rate_total, 1),
             "per_source_per_s": {k: round(v, 1) for k, v in self.rate_source.items()},
-            "per_cpu": [
-                {
-                    "cpu": cpu,
-                    "events_per_s": round(self.rate_cpu[cpu], 1),
-                    "fill_pct": round(100 * self.fill_cpu.get(cpu, 0.0), 1),
-                    "drops": self.drops_cpu[cpu],
-                    "lost": self.lost_cpu.get(cpu, 0),
-                }
-                for cpu in range(self.ncpu)
-            ],
+            "per_cpu": [self._cpu_record(cpu) for cpu in range(self.ncpu)],
             "dropped": self.dropped,
             "lost": self.lost,
+            "malformed": self.malformed,
             "top_syscalls": [
                 {"syscall": r.name, "count": r.count, "p99_us": round(r.p99_ns / 1000, 1)}
                 for r in self.top_syscalls(5)
@@ -301,6 +295,7 @@ class TraceStats:
             "events": self.total,
             "dropped": self.dropped,
             "lost": self.lost,
+            "malformed": self.malformed,
             "duration_s": round(self.uptime, 3),
             "by_type": dict(sorted(self.by_type.items())),
             "dropped_by_source": self.drops_source,

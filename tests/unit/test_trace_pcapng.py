@@ -8,8 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ringtool.trace.pcapng import PcapngWriter, read_pcapng
+from ringtool.errors import PcapngFormatError
+from ringtool.trace.pcapng import Packet, PcapngWriter, read_pcapng
 
 FRAMES = [
     (b"\xff" * 6 + b"\x02" * 6 + b"\x08\x00" + bytes(range(46)), 60, 1_700_000_000_123_456_789),
@@ -51,3 +54,60 @@ def test_tshark_reads_it(tmp_path: Path) -> None:
     rows = [line.split("\t") for line in res.stdout.splitlines()]
     assert [r[:3] for r in rows] == [["60", "60", "cpu=0 pid=42"], ["1514", "3", "cpu=1 pid=42"]]
     assert rows[0][3].startswith("1700000000.123456789")
+
+
+def _valid() -> bytes:
+    buf = io.BytesIO()
+    _write(buf)
+    return buf.getvalue()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=512))
+def test_reader_raises_only_its_error_on_random_bytes(data: bytes) -> None:
+    _read_or_format_error(data)
+    _read_or_format_error(_valid()[:28] + data)  # a valid section header, then garbage
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cut=st.integers(0, 400),
+    flips=st.lists(st.tuples(st.integers(0, 399), st.integers(0, 255)), max_size=6),
+)
+def test_reader_raises_only_its_error_on_damaged_files(
+    cut: int, flips: list[tuple[int, int]]
+) -> None:
+    data = bytearray(_valid())
+    for pos, value in flips:
+        if pos < len(data):
+            data[pos] = value
+    _read_or_format_error(bytes(data[: cut or len(data)]))
+
+
+def _read_or_format_error(data: bytes) -> None:
+    try:
+        pkts = read_pcapng(data)
+    except PcapngFormatError:
+        return
+    assert all(isinstance(p, Packet) for p in pkts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    frames=st.lists(
+        st.tuples(st.binary(max_size=100), st.integers(0, 2**63 - 1), st.text(max_size=20)),
+        max_size=5,
+    ),
+    ifname=st.text(min_size=1, max_size=15),
+)
+def test_any_written_file_round_trips(frames: list[tuple[bytes, int, str]], ifname: str) -> None:
+    buf = io.BytesIO()
+    w = PcapngWriter(buf)  # type: ignore[arg-type]
+    for data, ts, comment in frames:
+        w.write_packet(data, len(data), ts, ifname=ifname, comment=comment)
+    pkts = read_pcapng(buf.getvalue())
+    want = ifname.encode("utf-8", "backslashreplace").decode("utf-8", "backslashreplace")
+    assert [(p.data, p.ts_ns, p.ifname) for p in pkts] == [(d, t, want) for d, t, _ in frames]
+    assert [p.comment for p in pkts] == [
+        c.encode("utf-8", "backslashreplace").decode() for _, _, c in frames
+    ]

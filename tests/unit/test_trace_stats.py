@@ -61,3 +61,20 @@ def test_counts_rates_top_and_summary() -> None:
     assert st.top_procs(1) == [(10, "a", 2, 0)]
     rec = st.stats_record()
     assert rec["type"] == "stats" and len(rec["per_cpu"]) == 2
+
+
+def test_short_net_samples_are_counted_not_dropped_silently() -> None:
+    from ringtool.trace.events import Decoder
+    from ringtool.trace.output_columns import format_summary
+
+    lay = load_layout()
+    dec = Decoder(lay)
+    whole = bytes(lay.net.itemsize)
+    events = dec.decode_net([(0, b"\x01" * 7), (1, whole), (0, b"")])
+    assert len(events) == 1 and dec.malformed == 2
+    st = TraceStats(lay.type_names, 2, ["net"])
+    st.add_events(events)
+    st.malformed = dec.malformed
+    assert st.summary_record()["malformed"] == 2
+    assert st.stats_record()["malformed"] == 2
+    assert format_summary(st)[0].endswith(", 2 malformed")
