@@ -38,6 +38,7 @@ SUBCOMMAND_MODULES = (
     "ringtool.cli.bridge",
     "ringtool.cli.kmes_read",
     "ringtool.cli.bench",
+    "ringtool.cli.collect",
     "ringtool.cli.doctor",
 )
 EXIT_USAGE = 2

@@ -28,7 +28,9 @@ from ringtool.export.config import (
 )
 
 
-def _typed(check: Any) -> Any:
+def checked(check: Any) -> Any:
+    """An argparse ``type`` that turns ``check``'s ExportError into a usage error."""
+
     def parse(text: str) -> Any:
         try:
             return check(text)
@@ -38,7 +40,7 @@ def _typed(check: Any) -> Any:
     return parse
 
 
-def _readable_file(flag: str) -> Any:
+def readable_file(flag: str) -> Any:
     def parse(text: str) -> Path:
         path = Path(text)
         if not path.is_file():
@@ -90,7 +92,7 @@ def add_export_args(parser: argparse.ArgumentParser, quiet_group: Any = None) ->
     g = parser.add_argument_group("export to NATS JetStream (see README: Tracing a fleet)")
     g.add_argument(
         "--export",
-        type=_typed(check_url),
+        type=checked(check_url),
         metavar="URL",
         help="publish every event to JetStream at nats://[user:pass@]HOST:PORT",
     )
@@ -101,14 +103,14 @@ def add_export_args(parser: argparse.ArgumentParser, quiet_group: Any = None) ->
     )
     g.add_argument(
         "--export-stream",
-        type=_typed(check_stream),
+        type=checked(check_stream),
         default=DEFAULT_STREAM,
         metavar="NAME",
         help=f"stream name, created if missing ({DEFAULT_STREAM})",
     )
     g.add_argument(
         "--export-subject-prefix",
-        type=_typed(check_prefix),
+        type=checked(check_prefix),
         default=DEFAULT_PREFIX,
         metavar="PREFIX",
         help=f"subjects PREFIX.<host>.<type> ({DEFAULT_PREFIX})",
@@ -121,13 +123,13 @@ def add_export_args(parser: argparse.ArgumentParser, quiet_group: Any = None) ->
     )
     g.add_argument(
         "--export-creds",
-        type=_readable_file("--export-creds"),
+        type=readable_file("--export-creds"),
         metavar="FILE",
         help="file whose first line is user:password",
     )
     g.add_argument(
         "--export-tls-ca",
-        type=_readable_file("--export-tls-ca"),
+        type=readable_file("--export-tls-ca"),
         metavar="FILE",
         help="CA bundle that verifies the broker's TLS certificate",
     )
@@ -148,7 +150,7 @@ def add_export_args(parser: argparse.ArgumentParser, quiet_group: Any = None) ->
     )
     g.add_argument(
         "--host-name",
-        type=_typed(lambda t: check_token(t, "--host-name")),
+        type=checked(lambda t: check_token(t, "--host-name")),
         metavar="NAME",
         help="host name in subjects and messages (default: hostname)",
     )
@@ -181,4 +183,11 @@ def export_config(args: argparse.Namespace) -> ExportConfig | None:
     )  # fmt: skip
 
 
-__all__ = ["add_export_args", "add_metrics_arg", "export_config", "parse_addr_port"]
+__all__ = [
+    "add_export_args",
+    "add_metrics_arg",
+    "checked",
+    "export_config",
+    "parse_addr_port",
+    "readable_file",
+]

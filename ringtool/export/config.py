@@ -10,6 +10,7 @@ line that names the flag.
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import ssl
@@ -98,17 +99,16 @@ def check_token(text: str, what: str) -> str:
     return text
 
 
-def check_stream(text: str) -> str:
+def check_stream(text: str, flag: str = "--export-stream") -> str:
     if not _STREAM.match(text):
-        raise ExportError(f"--export-stream {text!r}: use 1-64 letters, digits, '_' or '-'")
+        raise ExportError(f"{flag} {text!r}: use 1-64 letters, digits, '_' or '-'")
     return text
 
 
-def check_prefix(text: str) -> str:
+def check_prefix(text: str, flag: str = "--export-subject-prefix") -> str:
     if not _PREFIX.match(text):
         raise ExportError(
-            f"--export-subject-prefix {text!r}: dot-separated tokens of letters, digits, "
-            "'_' or '-' (no wildcards)"
+            f"{flag} {text!r}: dot-separated tokens of letters, digits, '_' or '-' (no wildcards)"
         )
     return text
 
@@ -180,6 +180,17 @@ def connect_options(
     return opts
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line for a connection error (``Connection refused``, nats-py's message)."""
+    if isinstance(exc, OSError) and exc.errno:
+        return os.strerror(exc.errno)
+    text = str(exc).strip().splitlines()
+    name = type(exc).__name__
+    if not text or text[0] in ("", name):
+        return name
+    return text[0].strip("'\"")
+
+
 def quiet_callbacks(errors: list[BaseException]) -> dict[str, Any]:
     """nats-py callbacks that print nothing: errors are appended to ``errors`` (the
     caller says what went wrong in one line)."""
@@ -206,6 +217,7 @@ __all__ = [
     "check_url",
     "connect_options",
     "default_host",
+    "describe_error",
     "display_url",
     "quiet_callbacks",
     "read_creds",

@@ -175,4 +175,64 @@ def export_families(fams: Families, host: str, export: Mapping[str, Any]) -> Non
     )
 
 
-__all__ = ["Families", "MetricsServer", "export_families", "trace_families"]
+def collect_families(fams: Families, fleet: Any) -> None:
+    """The metrics of ``ringtool collect`` from its :class:`~ringtool.export.fleet.Fleet`."""
+    rows = fleet.records()
+    fams.add(
+        "counter",
+        "ringtool_collect_events",
+        "Events read from the stream",
+        ("host", "type"),
+        (((r["host"], t), n) for r in rows for t, n in r["by_type"].items()),
+    )
+    fams.add(
+        "counter",
+        "ringtool_collect_bytes",
+        "Message body bytes read",
+        ("host",),
+        (((r["host"],), r["bytes"]) for r in rows),
+    )
+    fams.add(
+        "gauge",
+        "ringtool_collect_gaps",
+        "Sequence numbers missing below the highest read (export drops, unread)",
+        ("host",),
+        (((r["host"],), r["gaps"]) for r in rows),
+    )
+    fams.add(
+        "counter",
+        "ringtool_collect_duplicates",
+        "Events read more than once",
+        ("host",),
+        (((r["host"],), r["duplicates"]) for r in rows),
+    )
+    fams.add(
+        "gauge",
+        "ringtool_collect_lag_seconds",
+        "Wall-clock age of the newest event read from the host",
+        ("host",),
+        (((r["host"],), r["lag_s"]) for r in rows),
+    )
+    fams.add(
+        "gauge",
+        "ringtool_collect_pending_messages",
+        "Consumer lag: messages in the stream not yet read and acknowledged",
+        (),
+        [((), fleet.pending)],
+    )
+    for key, doc in (
+        ("dropped", "Kernel ring drops reported by the host"),
+        ("lost", "Perf samples lost, reported by the host"),
+        ("export_dropped", "Events the host could not export"),
+        ("exported", "Events the host exported"),
+    ):
+        fams.add(
+            "counter",
+            f"ringtool_host_{key}",
+            doc,
+            ("host",),
+            (((r["host"],), r[key]) for r in rows),
+        )
+
+
+__all__ = ["Families", "MetricsServer", "collect_families", "export_families", "trace_families"]

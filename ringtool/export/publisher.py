@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
 import time
 from collections import deque
@@ -36,7 +35,13 @@ from typing import Any
 from ringtool.errors import ExportError
 from ringtool.export.accounting import ExportCounters
 from ringtool.export.acks import AckInbox, Answer
-from ringtool.export.config import ExportConfig, connect_options, display_url, quiet_callbacks
+from ringtool.export.config import (
+    ExportConfig,
+    connect_options,
+    describe_error,
+    display_url,
+    quiet_callbacks,
+)
 from ringtool.export.format import Batch, Encoder, Message
 from ringtool.export.ledger import Ledger
 from ringtool.export.queue import BoundedQueue
@@ -153,10 +158,10 @@ class Publisher:
                 cause: BaseException = self._errors[-1] if self._errors else exc
                 self._errors.clear()
                 if not self._first.is_set():
-                    self._first_error = _describe(cause)
+                    self._first_error = describe_error(cause)
                     self._first.set()
                 elif down_since is None:
-                    self.on_note(f"export: cannot reach {self._url} ({_describe(cause)}); "
+                    self.on_note(f"export: cannot reach {self._url} ({describe_error(cause)}); "
                                  "retrying with backoff")  # fmt: skip
                 down_since = down_since or time.monotonic()
                 self._wake.clear()
@@ -277,16 +282,6 @@ class Publisher:
 async def _close(nc: Any) -> None:
     with contextlib.suppress(Exception):
         await asyncio.wait_for(nc.close(), timeout=2)
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.errno:
-        return os.strerror(exc.errno)
-    text = str(exc).strip().splitlines()
-    name = type(exc).__name__
-    if not text or text[0] in ("", name):
-        return name
-    return text[0].strip("'\"")
 
 
 __all__ = ["ACK_TIMEOUT_S", "WINDOW", "Publisher"]

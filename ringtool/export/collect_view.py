@@ -1,0 +1,164 @@
+"""The three outputs of ``ringtool collect``.
+
+* :class:`TableView`: the fleet view, one row per host (events/s, events, kernel drops,
+  lost, export drops, gaps, lag), redrawn once per interval: a rich live table on a
+  terminal, plain text blocks otherwise.
+* :class:`JsonView` (``--json``): per interval one ``{"type": "host", ...}`` line per
+  host and one ``{"type": "fleet", ...}``; at the end a ``{"type": "summary", ...}``.
+* :class:`MergedView` (``--merged``): the events of every host as JSON lines (each with
+  ``"host"``) in timestamp order, merged with :mod:`ringtool.merge` (one buffer per
+  host, a reorder window of ``window_ms`` of event time); the fleet summary goes to
+  stderr at the end.
+
+Host names and event text are data: the table shows them as rich ``Text``, never markup.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import deque
+from typing import Any, TextIO
+
+from ringtool.export.fleet import Fleet
+from ringtool.export.format import Received
+
+COLUMNS = ("HOST", "EV/S", "EVENTS", "DROPPED", "LOST", "EXP_DROP", "GAPS", "LAG_S")
+
+
+def fleet_record(fleet: Fleet) -> dict[str, Any]:
+    return {"type": "fleet", "hosts": len(fleet.hosts), "messages": fleet.messages,
+            "pending_messages": fleet.pending, "bad_messages": fleet.bad}  # fmt: skip
+
+
+def summary_record(fleet: Fleet) -> dict[str, Any]:
+    return {**fleet_record(fleet), "type": "summary",
+            "per_host": {r["host"]: r for r in fleet.records()}}  # fmt: skip
+
+
+def _row(r: dict[str, Any]) -> list[str]:
+    nums = [f"{r[k]:,}" for k in ("events", "dropped", "lost", "export_dropped", "gaps")]
+    return [r["host"], f"{r['events_per_s']:,.0f}", *nums, f"{r['lag_s']:.1f}"]
+
+
+class TableView:
+    """The fleet table (see module doc)."""
+
+    def __init__(self, stream: TextIO, title: str) -> None:
+        self.stream = stream
+        self.title = title
+        self.live: Any = None
+        self.tty = stream.isatty()
+
+    def message(self, rec: Received) -> None:
+        pass
+
+    def _table(self, fleet: Fleet) -> Any:
+        from rich.table import Table
+        from rich.text import Text
+
+        t = Table(title=Text(f"{self.title}  backlog {fleet.pending:,} messages"))
+        for c in COLUMNS:
+            t.add_column(c, justify="left" if c == "HOST" else "right")
+        for r in fleet.records():
+            t.add_row(*(Text(cell) for cell in _row(r)))
+        return t
+
+    def tick(self, fleet: Fleet) -> None:
+        if self.tty:
+            if self.live is None:  # started at the first refresh: after connecting
+                from rich.console import Console
+                from rich.live import Live
+
+                self.live = Live(console=Console(file=self.stream), auto_refresh=False)
+                self.live.start()
+            self.live.update(self._table(fleet), refresh=True)
+            return
+        lines = [f"-- {time.strftime('%H:%M:%S')} {self.title}: backlog {fleet.pending} "
+                 "messages", " ".join(f"{c:>10}" for c in COLUMNS)]  # fmt: skip
+        lines += [" ".join(f"{cell:>10}" for cell in _row(r)) for r in fleet.records()]
+        self.stream.write("\n".join(lines) + "\n")
+        self.stream.flush()
+
+    def close(self, fleet: Fleet) -> None:
+        self.tick(fleet)
+        if self.live is not None:
+            self.live.stop()
+
+
+class JsonView:
+    """``--json`` (see module doc)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def message(self, rec: Received) -> None:
+        pass
+
+    def tick(self, fleet: Fleet) -> None:
+        objs = [{"type": "host", **r} for r in fleet.records()] + [fleet_record(fleet)]
+        self.stream.write("".join(json.dumps(o) + "\n" for o in objs))
+        self.stream.flush()
+
+    def close(self, fleet: Fleet) -> None:
+        self.stream.write(json.dumps(summary_record(fleet)) + "\n")
+        self.stream.flush()
+
+
+class MergedView:
+    """``--merged`` (see module doc)."""
+
+    def __init__(self, stream: TextIO, window_ms: float, err: TextIO | None = None) -> None:
+        self.stream = stream
+        self.err = err or sys.stderr
+        self.window_us = window_ms * 1000
+        self.buffers: dict[str, deque[tuple[int, str]]] = {}
+        self.merger: Any = None
+        self.written = 0
+
+    def message(self, rec: Received) -> None:
+        if not rec.lines:
+            return
+        buf = self.buffers.get(rec.host)
+        if buf is None:
+            self._rebuild(rec.host)
+            buf = self.buffers[rec.host]
+        head = '{"host": ' + json.dumps(rec.host) + ", "
+        buf.extend(zip(rec.ts_ns, (head + line[1:] for line in rec.lines), strict=True))
+        self._write(self.merger.take(1 << 20))
+
+    def _rebuild(self, host: str) -> None:
+        """A new host is a new buffer: deliver what the old merge holds, then merge
+        over every host's buffer (what they hold stays in them)."""
+        from ringtool.merge import DequeSource, merge_sources
+
+        if self.merger is not None:
+            self._write(list(self.merger.flush()))
+        self.buffers[host] = deque()
+        sources = [DequeSource(dq) for dq in self.buffers.values()]
+        self.merger = merge_sources(sources, window_us=self.window_us)
+
+    def _write(self, items: list[tuple[int, str]]) -> None:
+        if items:
+            self.stream.write("".join(line + "\n" for _, line in items))
+            self.stream.flush()
+            self.written += len(items)
+
+    def tick(self, fleet: Fleet) -> None:
+        if self.merger is not None:
+            self.merger.advance(time.time_ns())
+            self._write(self.merger.take(1 << 20))
+
+    def close(self, fleet: Fleet) -> None:
+        if self.merger is not None:
+            self._write(self.merger.take(1 << 30))
+            self._write(list(self.merger.flush()))
+            late = self.merger.stats.out_of_order
+        else:
+            late = 0
+        rec = {**summary_record(fleet), "events_written": self.written, "out_of_order": late}
+        print(json.dumps(rec), file=self.err, flush=True)
+
+
+__all__ = ["JsonView", "MergedView", "TableView", "fleet_record", "summary_record"]

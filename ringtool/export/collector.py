@@ -1,0 +1,169 @@
+"""``ringtool collect``: read the stream of many hosts with a durable consumer.
+
+:class:`Collector` binds to (or creates) a durable pull consumer on
+``<prefix>.>`` of the stream, so a second run resumes where the first stopped: it
+fetches messages in batches, decodes them (:mod:`ringtool.export.format`), feeds the
+:class:`~ringtool.export.fleet.Fleet` and the view, and acknowledges a batch (ack
+policy *all*: the last message acknowledges the ones before it) after the view has
+taken it. So every message is handed to the view at least once; a collector stopped
+between the two sees up to one batch again on the next run (counted as duplicates).
+Once per interval it asks the consumer for its backlog (messages not yet delivered:
+the consumer lag).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ringtool.errors import ExportError
+from ringtool.export.config import connect_options, describe_error, display_url, quiet_callbacks
+from ringtool.export.fleet import Fleet
+from ringtool.export.format import DecoderCache, Received, decode, event_ts_ns
+from ringtool.trace.layout import load_layout
+
+FETCH = 256
+
+
+@dataclass(frozen=True)
+class CollectConfig:
+    """``url``/``creds``/``tls_ca`` as for the exporter; ``durable`` the consumer
+    name; ``duration`` None: until Ctrl-C; ``drain``: stop once the backlog is read;
+    ``timestamps``: the view needs every event's time (``--merged``)."""
+
+    url: str
+    stream: str = "RINGTOOL"
+    subject_prefix: str = "ringtool"
+    durable: str = "ringtool-collect"
+    creds: Path | None = None
+    tls_ca: Path | None = None
+    interval: float = 1.0
+    duration: float | None = None
+    drain: bool = False
+    timestamps: bool = False
+
+
+class View(Protocol):
+    """What the collector drives: the fleet table, JSON lines or the merged events."""
+
+    def message(self, rec: Received) -> None: ...
+    def tick(self, fleet: Fleet) -> None: ...
+    def close(self, fleet: Fleet) -> None: ...
+
+
+class Collector:
+    """See the module doc. ``stop()`` may be called from a signal handler."""
+
+    def __init__(self, cfg: CollectConfig, view: View) -> None:
+        self.cfg = cfg
+        self.view = view
+        self.fleet = Fleet()
+        from ringtool.trace.runner import _syscall_namer  # the tracer's names (BCC's table)
+
+        self.decoders = DecoderCache(load_layout(), _syscall_namer())
+        self._stop = False
+        self._connected = False
+        self._errors: list[BaseException] = []
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def run(self) -> int:
+        try:
+            asyncio.run(self._main())
+        finally:
+            if self._connected:
+                self.view.close(self.fleet)
+        return 0
+
+    async def _main(self) -> None:
+        import nats
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        opts = connect_options(self.cfg.url, self.cfg.creds, self.cfg.tls_ca, 2.0)
+        opts.update(quiet_callbacks(self._errors))
+        try:
+            nc = await nats.connect(**opts)
+        except Exception as exc:
+            cause = self._errors[-1] if self._errors else exc
+            raise ExportError(f"{display_url(self.cfg.url)}: {describe_error(cause)}") from None
+        self._connected = True
+        try:
+            js = nc.jetstream()
+            config = ConsumerConfig(
+                durable_name=self.cfg.durable, ack_policy=AckPolicy.ALL,
+                deliver_policy=DeliverPolicy.ALL, ack_wait=30, max_ack_pending=-1,
+                filter_subject=f"{self.cfg.subject_prefix}.>",
+            )  # fmt: skip
+            try:
+                psub = await js.pull_subscribe(f"{self.cfg.subject_prefix}.>",
+                                               durable=self.cfg.durable, stream=self.cfg.stream,
+                                               config=config)  # fmt: skip
+            except Exception as exc:
+                raise ExportError(f"stream {self.cfg.stream}: {describe_error(exc)}") from None
+            await self._loop(nc, psub)
+        finally:
+            with contextlib.suppress(Exception):
+                await nc.flush(timeout=2)
+            with contextlib.suppress(Exception):
+                await nc.close()
+
+    async def _loop(self, nc: Any, psub: Any) -> None:
+        from nats.errors import TimeoutError as NatsTimeout
+
+        start = time.monotonic()
+        end = None if self.cfg.duration is None else start + self.cfg.duration
+        next_tick = start + self.cfg.interval
+        await self._backlog(psub)
+        while not self._stop and (end is None or time.monotonic() < end):
+            try:
+                msgs = await psub.fetch(FETCH, timeout=min(0.5, self.cfg.interval))
+            except (TimeoutError, NatsTimeout):
+                msgs = []
+            for msg in msgs:
+                self._take(msg)
+            if msgs:
+                await msgs[-1].ack()
+            if time.monotonic() >= next_tick or (not msgs and self.cfg.drain):
+                await self._backlog(psub)
+                self.fleet.tick()
+                self.view.tick(self.fleet)
+                next_tick = time.monotonic() + self.cfg.interval
+                if self.cfg.drain and not msgs and self.fleet.pending == 0:
+                    break
+            if nc.is_closed:
+                raise ExportError(f"{display_url(self.cfg.url)}: the connection closed")
+
+    async def _backlog(self, psub: Any) -> None:
+        with contextlib.suppress(Exception):
+            info = await psub.consumer_info()
+            self.fleet.pending = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+
+    def _take(self, msg: Any) -> None:
+        try:
+            rec = decode(msg.headers, msg.data, self.decoders)
+            ts = event_ts_ns(rec) if self.cfg.timestamps or rec.ts_ns else None
+            if ts is None and rec.lines:  # lag: the newest event's time
+                rec.ts_ns = []
+                ts = _last_ts(rec)
+        except ExportError:
+            self.fleet.bad += 1
+            return
+        self.fleet.add(rec, len(msg.data), ts)
+        self.view.message(rec)
+
+
+def _last_ts(rec: Received) -> list[int]:
+    import json
+
+    try:
+        return [round(json.loads(rec.lines[-1])["ts"] * 1e9)]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+__all__ = ["CollectConfig", "Collector", "View"]

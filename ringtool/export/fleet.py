@@ -1,0 +1,157 @@
+"""What ``ringtool collect`` knows about each host, from the messages it read.
+
+:class:`Fleet` is fed :class:`~ringtool.export.format.Received` messages. Per host it
+keeps events received (per type), bytes, the newest event time (so the *lag*: how far
+behind real time the newest event read is), and per lane (boot, run, CPU, type) the
+sequence numbers seen, as intervals: ``gaps`` are numbers below the highest seen that
+never arrived (events the exporter counted as ``export_dropped``, or not read yet),
+``duplicates`` numbers seen twice (a redelivery). The host's own counters (kernel
+drops, lost, export drops, exported) come from its latest ``stats/1`` message of each
+run, summed over runs.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import Any
+
+from ringtool.export.format import Received
+
+
+class SeqSet:
+    """Sequence numbers seen, as sorted disjoint ``[first, last]`` intervals."""
+
+    __slots__ = ("duplicates", "iv", "total")
+
+    def __init__(self) -> None:
+        self.iv: list[list[int]] = []
+        self.total = 0
+        self.duplicates = 0
+
+    def add(self, first: int, last: int) -> None:
+        """Record ``first..last``; numbers already present count as duplicates."""
+        iv = self.iv
+        i = bisect_left(iv, [first, first])
+        if i and iv[i - 1][1] >= first - 1:
+            i -= 1
+        a, b, merged = first, last, 0
+        j = i
+        while j < len(iv) and iv[j][0] <= b + 1:
+            lo, hi = iv[j]
+            self.duplicates += max(0, min(hi, last) - max(lo, first) + 1)
+            merged += hi - lo + 1
+            a, b = min(a, lo), max(b, hi)
+            j += 1
+        iv[i:j] = [[a, b]]
+        self.total += (b - a + 1) - merged
+
+    @property
+    def highest(self) -> int:
+        return self.iv[-1][1] if self.iv else 0
+
+    @property
+    def gaps(self) -> int:
+        return self.highest - self.total
+
+
+@dataclass
+class HostView:
+    """One host's numbers (see module doc)."""
+
+    host: str
+    events: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+    bytes: int = 0
+    messages: int = 0
+    newest_ts_ns: int = 0
+    last_arrival: float = 0.0
+    lanes: dict[tuple[str, str, int, str], SeqSet] = field(default_factory=dict)
+    runs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    finished: set[tuple[str, str]] = field(default_factory=set)
+    rate: float = 0.0
+    _mark: int = 0
+
+    def run_total(self, key: str) -> int:
+        return sum(int(r.get(key, 0)) for r in self.runs.values())
+
+    @property
+    def gaps(self) -> int:
+        return sum(s.gaps for s in self.lanes.values())
+
+    @property
+    def duplicates(self) -> int:
+        return sum(s.duplicates for s in self.lanes.values())
+
+    def lag_s(self, now: float) -> float:
+        return max(0.0, now - self.newest_ts_ns / 1e9) if self.newest_ts_ns else 0.0
+
+    def record(self, now: float) -> dict[str, Any]:
+        return {
+            "host": self.host, "events": self.events, "events_per_s": round(self.rate, 1),
+            "by_type": dict(sorted(self.by_type.items())), "bytes": self.bytes,
+            "dropped": self.run_total("dropped"), "lost": self.run_total("lost"),
+            "exported": self.run_total("exported"),
+            "export_dropped": self.run_total("export_dropped"),
+            "gaps": self.gaps, "duplicates": self.duplicates,
+            "lag_s": round(self.lag_s(now), 3), "runs": len(self.runs),
+            "finished_runs": len(self.finished),
+        }  # fmt: skip
+
+
+class Fleet:
+    """Every host seen (see module doc); ``pending`` is the consumer's backlog in
+    messages (set by the collector), ``bad`` the messages that were not ringtool's."""
+
+    def __init__(self) -> None:
+        self.hosts: dict[str, HostView] = {}
+        self.pending = 0
+        self.bad = 0
+        self.messages = 0
+        self._mark_time = time.monotonic()
+
+    def host(self, name: str) -> HostView:
+        view = self.hosts.get(name)
+        if view is None:
+            view = self.hosts[name] = HostView(name)
+        return view
+
+    def add(self, rec: Received, nbytes: int, ts_ns: list[int] | None = None) -> HostView:
+        """Count one message; ``ts_ns`` (its events' wall-clock ns) when known."""
+        self.messages += 1
+        view = self.host(rec.host)
+        view.messages += 1
+        view.last_arrival = time.time()
+        if rec.stats is not None:
+            run = (rec.boot, rec.run)
+            view.runs[run] = rec.stats
+            if rec.stats.get("kind") == "summary":
+                view.finished.add(run)
+            return view
+        view.events += rec.count
+        view.bytes += nbytes
+        view.by_type[rec.type] = view.by_type.get(rec.type, 0) + rec.count
+        lane = view.lanes.get(rec.lane)
+        if lane is None:
+            lane = view.lanes[rec.lane] = SeqSet()
+        lane.add(rec.first, rec.first + rec.count - 1)
+        if ts_ns:
+            view.newest_ts_ns = max(view.newest_ts_ns, max(ts_ns))
+        return view
+
+    def tick(self) -> None:
+        """Close an interval: per-host events/s since the last tick."""
+        now = time.monotonic()
+        dt = max(now - self._mark_time, 1e-6)
+        for view in self.hosts.values():
+            view.rate = (view.events - view._mark) / dt
+            view._mark = view.events
+        self._mark_time = now
+
+    def records(self) -> list[dict[str, Any]]:
+        now = time.time()
+        return [self.hosts[h].record(now) for h in sorted(self.hosts)]
+
+
+__all__ = ["Fleet", "HostView", "SeqSet"]
