@@ -123,7 +123,7 @@ def trace_families(fams: Families, host: str, stats: Any, export: Mapping[str, A
         "ringtool_ring_fill_ratio",
         "Largest fill of each CPU's ring in the last interval, 0..1",
         ("host", "cpu"),
-        (((host, c), f) for c, f in sorted(dict(stats.fill_cpu).items())),
+        (((host, c), dict(stats.fill_cpu).get(c, 0.0)) for c in range(stats.ncpu)),
     )
     if export is not None:
         export_families(fams, host, export)

@@ -142,6 +142,7 @@ class Prometheus:
 
     def __init__(self, workdir: Path, targets: list[str]) -> None:
         self.port = free_port()
+        workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / "prometheus.yml"
         cfg.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -155,6 +156,18 @@ class Prometheus:
             stdout=self.log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         wait_port(self.port)
+        deadline = time.monotonic() + 60
+        while not self._ready():
+            assert self.proc.poll() is None, "prometheus exited"
+            assert time.monotonic() < deadline, "prometheus not ready"
+            time.sleep(0.1)
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=5) as r:
+                return bool(r.status == 200)
+        except OSError:
+            return False
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
