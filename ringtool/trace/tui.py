@@ -5,7 +5,11 @@ the per-CPU table (ring fill %, events/s, drops, lost), top processes, top sysca
 (count, rate, p99 latency), per-source counters, and a tail of recent exec/open/net
 events; a footer lists the keys: ``q`` quit, ``p`` pause (the display; counting goes
 on), ``s`` cycle the sort (count / rate / p99), ``/`` filter by comm (Enter applies,
-Esc clears). It fits 80×24 and gives extra rows to the tables and the tail.
+Esc clears). It fits 80×24 and gives extra rows to the tables and the tail; below
+80×24 it says that the terminal is too small instead of drawing cut cells. Numbers are
+scaled (``10.8k``, ``8.53M``, ``4.08µs``, ``34.2s``: :mod:`ringtool.trace.units`) and
+their columns have fixed minimum widths, so a number is never cut and columns do not
+jump between frames; the text column of each table takes the room that is left.
 
 Data is never markup: every string that comes from a traced process or the user
 (comm, path, notes, the filter) is a :class:`rich.text.Text` made by :func:`data`,
@@ -42,8 +46,11 @@ from rich.text import Text
 from ringtool.trace.events import Decoder, Event, detail
 from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
+from ringtool.trace.units import count, duration_ns
 
 SPARKS = "▁▂▃▄▅▆▇█"
+#: The smallest terminal the dashboard draws in; below it a one-line message says so.
+MIN_WIDTH, MIN_HEIGHT = 80, 24
 SORTS = ("count", "rate", "p99")
 TAIL_TYPES = ("exec", "open", "net")
 TAIL_KEEP = 200
@@ -64,16 +71,26 @@ def data(text: str, style: str = "") -> Text:
     return Text(printable(text), style=style, no_wrap=True)
 
 
-def _table(title: str | Text, *cols: tuple[str, str]) -> Table:
-    """A dashboard table; ``title`` is plain text (a ``str`` is not parsed as markup)."""
+def _table(
+    title: str | Text, *cols: tuple[str, str] | tuple[str, str, int], flex: str = ""
+) -> Table:
+    """A dashboard table; ``title`` is plain text (a ``str`` is not parsed as markup).
+    A column is ``(name, justify)``, or ``(name, justify, min_width)`` for a number
+    column that must never be cut (its values are at most that wide: see
+    :mod:`ringtool.trace.units`); number columns keep their width from frame to frame.
+    The ``flex`` column takes the room that is left (and is the one cut with ``…``)."""
     heading = Text(title) if isinstance(title, str) else title.copy()
     heading.stylize("bold cyan")
     t = Table(
         title=heading, title_justify="left", box=box.SIMPLE_HEAD,
         show_edge=False, pad_edge=True, padding=(0, 1), expand=True,
     )  # fmt: skip
-    for name, justify in cols:
-        t.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
+    for name, justify, *width in cols:
+        t.add_column(
+            name, justify=justify, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
+            min_width=max(len(name), *width) if width else None,
+            ratio=1 if name == flex else None,
+        )  # fmt: skip
     return t
 
 
@@ -209,8 +226,11 @@ class TraceTui:
             self._live.update(self.render(), refresh=True)
 
     def render(self) -> RenderableType:
-        """The whole screen for the console's current size."""
+        """The whole screen for the console's current size (below
+        :data:`MIN_WIDTH` x :data:`MIN_HEIGHT`, a message asking for more room)."""
         width, height = self.console.size
+        if width < MIN_WIDTH or height < MIN_HEIGHT:
+            return self._too_small(width, height)
         s = self._stats
         ncpu = s.ncpu if s is not None else 1
         rows_a = max(3, min(ncpu, (height - 12) // 3))
@@ -227,33 +247,44 @@ class TraceTui:
         layout["b"].split_row(Layout(self._syscalls(rows_b)), Layout(self._sources(rows_b)))
         return layout
 
+    def _too_small(self, width: int, height: int) -> RenderableType:
+        need = (
+            f"terminal too small: {width}x{height}, ringtool trace needs {MIN_WIDTH}x{MIN_HEIGHT}"
+        )
+        return Group(
+            Text(need, style="bold red", overflow="fold"),
+            Text("enlarge the window (q quits)", overflow="fold"),
+        )
+
     def _header(self, width: int) -> RenderableType:
         s = self._stats
         if s is None:
             return Text(f"ringtool trace: starting {', '.join(self.sources)}...")
         up = int(s.uptime)
-        per = "  ".join(f"{k} {v:,.0f}/s" for k, v in s.rate_source.items())
+        per = "  ".join(f"{k} {count(v)}/s" for k, v in s.rate_source.items())
         if s.ordering is not None:
-            per += f"  out-of-order {s.ordering['out_of_order']:,}"
+            per += f"  out-of-order {count(s.ordering['out_of_order'])}"
         if s.export is not None:
             per += (f"  exported {s.export['exported']:,}  export_dropped "
                     f"{s.export['export_dropped']:,}")  # fmt: skip
         line1 = Text.assemble(
             ("ringtool trace", "bold"), f"  up {up // 3600}:{up // 60 % 60:02}:{up % 60:02}  ",
-            (f"{s.rate_total:,.0f} events/s", "bold green"), f"  {per}",
+            (f"{count(s.rate_total)} events/s", "bold green"), f"  {per}",
         )  # fmt: skip
         line1.truncate(width, overflow="ellipsis")
         hist = list(s.history)
-        label = f"events/s (max {max(hist, default=0):,.0f}) "
+        label = f"events/s (max {count(max(hist, default=0))}) "
         line2 = Text(label + sparkline(hist, max(0, width - len(label))), style="green")
         return Group(line1, line2)
 
     def _cpu_table(self, rows: int, width: int) -> Table:
-        cols = [("CPU", "right"), ("FILL%", "right"), ("EV/S", "right"), ("DROPS", "right"),
-                ("LOST", "right")]  # fmt: skip
+        cols: list[tuple[str, str] | tuple[str, str, int]] = [
+            ("CPU", "right", 3), ("FILL%", "right", 5), ("EV/S", "right", 5),
+            ("DROPS", "right", 5), ("LOST", "right", 5),
+        ]  # fmt: skip
         xdrop = self._stats is not None and self._stats.export is not None
         if xdrop:
-            cols.append(("XDROP", "right"))  # --export: events that did not reach the broker
+            cols.append(("XDROP", "right", 5))  # --export: events that did not reach the broker
         trend = max(0, width // 2 - 42 - 7 * xdrop)  # a sparkline column when the half has room
         if trend >= 6:
             cols.append(("EV/S TREND", "left"))
@@ -266,13 +297,13 @@ class TraceTui:
                 cells = [
                     str(cpu),
                     f"{fill:.1f}",
-                    f"{s.rate_cpu[cpu]:,.0f}",
-                    f"{s.drops_cpu[cpu]:,}",
-                    f"{s.lost_cpu.get(cpu, 0):,}",
+                    count(s.rate_cpu[cpu]),
+                    count(s.drops_cpu[cpu]),
+                    count(s.lost_cpu.get(cpu, 0)),
                 ]
                 if xdrop:
                     per = s.export["export_dropped_per_cpu"]  # type: ignore[index]
-                    cells.append(f"{per[cpu] if cpu < len(per) else 0:,}")
+                    cells.append(count(per[cpu] if cpu < len(per) else 0))
                 if trend >= 6:
                     cells.append(sparkline(list(s.history_cpu[cpu]), trend))
                 t.add_row(*cells, style=style)
@@ -280,33 +311,35 @@ class TraceTui:
 
     def _procs(self, rows: int) -> Table:
         by = "rate" if SORTS[self.sort] == "rate" else "count"
-        t = _table(f"top processes (by {by})", ("PID", "right"), ("COMM", "left"),
-                   ("EVENTS", "right"), ("EV/IV", "right"))  # fmt: skip
+        t = _table(f"top processes (by {by})", ("PID", "right", 7), ("COMM", "left"),
+                   ("EVENTS", "right", 5), ("EV/IV", "right", 5), flex="COMM")  # fmt: skip
         s = self._stats
         if s is not None:
             procs = s.top_procs(len(s.procs) if self.filter else rows, by)
             if self.filter:
                 procs = [p for p in procs if self.filter in p[1]][:rows]
             for pid, comm, n, recent in procs:
-                t.add_row(str(pid), data(comm), f"{n:,}", f"{recent:,}")
+                t.add_row(str(pid), data(comm), count(n), count(recent))
         return t
 
     def _syscalls(self, rows: int) -> Table:
         t = _table(f"top syscalls (by {SORTS[self.sort]})", ("SYSCALL", "left"),
-                   ("COUNT", "right"), ("/S", "right"), ("P99 us", "right"))  # fmt: skip
+                   ("COUNT", "right", 5), ("/S", "right", 5), ("P99", "right", 6),
+                   flex="SYSCALL")  # fmt: skip
         s = self._stats
         if s is not None:
             for r in s.top_syscalls(rows, SORTS[self.sort]):
-                t.add_row(r.name, f"{r.count:,}", f"{r.rate:,.0f}", f"{r.p99_ns / 1000:,.1f}")
+                t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns))
         return t
 
     def _sources(self, rows: int) -> Table:
-        t = _table("sources", ("SOURCE", "left"), ("EV/S", "right"), ("DROPS", "right"))
+        t = _table("sources", ("SOURCE", "left"), ("EV/S", "right", 5), ("DROPS", "right", 5),
+                   flex="SOURCE")  # fmt: skip
         s = self._stats
         for name in self.sources[:rows]:
             rate = s.rate_source.get(name, 0.0) if s is not None else 0.0
             drops = s.drops_source.get(name, 0) if s is not None else 0
-            t.add_row(name, f"{rate:,.0f}", f"{drops:,}")
+            t.add_row(name, count(rate), count(drops))
         for note in self.notes[: max(0, rows - len(self.sources))]:
             t.add_row(data(note, "yellow"), "", "")
         return t
@@ -315,9 +348,8 @@ class TraceTui:
         title = Text("recent exec/open/net")
         if self.filter:
             title.append(f"  [filter: {printable(self.filter)}]")
-        t = _table(title, ("TIME", "left"), ("PID", "right"), ("COMM", "left"),
-                   ("EVENT", "left"), ("DETAIL", "left"))  # fmt: skip
-        t.columns[4].ratio = 1
+        t = _table(title, ("TIME", "left", 8), ("PID", "right", 7), ("COMM", "left"),
+                   ("EVENT", "left"), ("DETAIL", "left"), flex="DETAIL")  # fmt: skip
         events = [e for e in self.tail if not self.filter or self.filter in e["comm"]]
         for ev in events[-rows:] if rows > 0 else []:
             clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
@@ -334,4 +366,4 @@ class TraceTui:
         )
 
 
-__all__ = ["SORTS", "TraceTui", "data", "sparkline"]
+__all__ = ["MIN_HEIGHT", "MIN_WIDTH", "SORTS", "TraceTui", "data", "sparkline"]

@@ -15,6 +15,11 @@ pytestmark = pytest.mark.kernel
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# Every pane command starts with `unset COLUMNS LINES`: pytest exports COLUMNS/LINES,
+# tmux passes them on, and rich would size the dashboard by them instead of the pane.
+RUN = f"unset COLUMNS LINES; cd {ROOT} && {sys.executable} -m ringtool.cli.main"
+
+
 def _tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
 
@@ -35,7 +40,7 @@ def _wait_for(session: str, *needles: str, timeout: float = 60) -> str:
 def test_tui_in_tmux(w: int, h: int, tmp_path: Path) -> None:
     session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = (
-        f"cd {ROOT} && {sys.executable} -m ringtool.cli.main trace --interval 0.5; "
+        f"{RUN} trace --interval 0.5; "
         "echo EXITED rc=$?; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-*icanon'; sleep 60"
     )
     _tmux("new-session", "-d", "-s", session, "-x", str(w), "-y", str(h), cmd)
@@ -65,6 +70,12 @@ def _ringtool_pid(session: str) -> int:
     return int(out[0])
 
 
+def _scaled(cell: str) -> float:
+    """A number cell as the TUI scales it (``950``, ``10.8k``, ``8.53M``)."""
+    mult = {"k": 1e3, "M": 1e6, "G": 1e9}.get(cell[-1:], 1.0)
+    return float(cell[:-1] if mult != 1.0 else cell) * mult
+
+
 def _cpu_rows(screen: str) -> list[list[str]]:
     """The per-CPU table's rows: CPU FILL% EV/S DROPS LOST (and the table beside)."""
     lines = screen.splitlines()
@@ -84,10 +95,7 @@ def test_tui_shows_drops_of_a_tiny_buffer(tmp_path: Path) -> None:
     import signal
 
     session = f"rt-{uuid.uuid4().hex[:8]}"
-    cmd = (
-        f"cd {ROOT} && {sys.executable} -m ringtool.cli.main trace --events open "
-        "--buffer-pages 1 --interval 0.5; sleep 60"
-    )
+    cmd = f"{RUN} trace --events open --buffer-pages 1 --interval 0.5; sleep 60"
     _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
     try:
         _wait_for(session, "per CPU", "events/s")
@@ -103,7 +111,7 @@ def test_tui_shows_drops_of_a_tiny_buffer(tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         while True:
             rows = _cpu_rows(_tmux("capture-pane", "-p", "-t", session))
-            drops = sum(int(r[3].replace(",", "")) for r in rows)
+            drops = sum(_scaled(r[3]) for r in rows)
             if drops > 0 or time.monotonic() > deadline:
                 break
             time.sleep(0.3)
@@ -146,10 +154,7 @@ def test_tui_shows_hostile_names_literally() -> None:
         stdin=subprocess.PIPE, text=True,
     )  # fmt: skip
     session = f"rt-{uuid.uuid4().hex[:8]}"
-    cmd = (
-        f"cd {ROOT} && {sys.executable} -m ringtool.cli.main trace --events open "
-        f"-p {opener.pid} --interval 0.3; echo EXITED rc=$?; sleep 60"
-    )
+    cmd = f"{RUN} trace --events open -p {opener.pid} --interval 0.3; echo EXITED rc=$?; sleep 60"
     _tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
     try:
         _wait_for(session, "per CPU", "events/s", "q quit")
@@ -174,3 +179,17 @@ def test_tui_shows_hostile_names_literally() -> None:
         opener.kill()
         opener.wait()
         shutil.rmtree(tmp)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_tui_in_a_small_terminal_says_so() -> None:
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = f"{RUN} trace --events open --interval 0.3; echo EXITED rc=$?; sleep 60"
+    _tmux("new-session", "-d", "-s", session, "-x", "70", "-y", "20", cmd)
+    try:
+        screen = _wait_for(session, "terminal too small: 70x20", "needs 80x24")
+        assert "…" not in screen and "per CPU" not in screen
+        _tmux("send-keys", "-t", session, "q")
+        _wait_for(session, "EXITED rc=0")
+    finally:
+        _tmux("kill-session", "-t", session)

@@ -133,7 +133,7 @@ def test_tui_renders_hostile_data_as_text(
 
     plain = _render(tui, color=False, w=w, h=h)
     assert _clean(plain), repr(plain)
-    assert len(plain.splitlines()) == h
+    assert len(plain.splitlines()) == h or w < 80  # below 80x24: the "too small" message
     tui.filter = texts[0][:20]
     tui.editing = texts[-1][:20]
     colored = _render(tui, color=True, w=w, h=h)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import pty
+import re
 import termios
 
 import numpy as np
@@ -78,3 +79,51 @@ def test_keys_and_terminal_restored_after_an_error() -> None:
     finally:
         os.close(master)
         os.close(slave)
+
+
+def _big_stats() -> TraceStats:
+    """Counts that do not fit their columns unscaled (10,849 drops, 8,528,577 events)."""
+    lay = load_layout()
+    st = TraceStats(lay.type_names, 2, ["exec", "open", "syscalls"], start=0.0)
+    arr = np.zeros(3, dtype=lay.event)
+    arr["h"]["type"] = lay.type_id("open")
+    arr["h"]["pid"] = [4194001, 4194002, 4194003]
+    arr["h"]["comm"] = b"worker-long-nam"
+    st.add_batch(arr)
+    st.procs[4194001][1] = 8_528_577
+    st.tick(drops_cpu=[10_849, 0], lost_cpu={1: 123_456_789},
+            drops_source={"open": [10_849, 0]}, syscall_hist={0: {35: 9}, 1: {12: 10**6}},
+            now=0.001)  # fmt: skip
+    return st
+
+
+@pytest.mark.parametrize(("w", "h"), [(80, 24), (120, 40), (200, 60)])
+def test_numbers_are_scaled_not_cut(w: int, h: int) -> None:
+    lay = load_layout()
+    buf = io.StringIO()
+    console = Console(file=buf, width=w, height=h, color_system=None)
+    tui = TraceTui(Decoder(lay), console=console, input_fd=-1)
+    tui.start(["exec", "open", "syscalls"], [])
+    tui.stats(_big_stats())
+    console.print(tui.render(), height=h)
+    text = buf.getvalue()
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    # CPU FILL% EV/S DROPS LOST of each CPU; the procs table shares the lines
+    assert any(line.startswith("0 0.0 3000 10.8k 0 ") for line in lines), text
+    assert any(line.startswith("1 0.0 0 0 123M ") for line in lines), text
+    assert re.search(r" 4194001 worker-\S* 8\.53M 8\.53M$", "\n".join(lines), re.M), text
+    assert any(line.startswith("sys_1 1.00M 1.00G 4.08µs ") for line in lines), text
+    assert any(line.startswith("sys_0 9 9000 34.2s ") for line in lines), text
+
+
+@pytest.mark.parametrize(("w", "h"), [(79, 24), (80, 23), (40, 10)])
+def test_too_small_says_so(w: int, h: int) -> None:
+    buf = io.StringIO()
+    console = Console(file=buf, width=w, height=h, color_system=None)
+    tui = TraceTui(Decoder(load_layout()), console=console, input_fd=-1)
+    tui.start(["open"], [])
+    tui.stats(_big_stats())
+    console.print(tui.render(), height=h)
+    text = " ".join(buf.getvalue().split())
+    assert f"terminal too small: {w}x{h}, ringtool trace needs 80x24" in text
+    assert "per CPU" not in text
