@@ -59,7 +59,7 @@ def _write_read(n: int) -> tuple[float, float, float]:
             for _ in range(n // 256):
                 w2.write_batch(batch)
             batched = time.perf_counter() - t
-            r = Reader(os.dup(buf2.fd))
+            r = Reader(*buf2.consumer_fds())
             t = time.perf_counter()
             got = 0
             while evs := r.drain(8192):

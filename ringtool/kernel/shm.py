@@ -2,18 +2,24 @@
 
 Python's ``mmap`` module can't place a mapping at a fixed address, which a double
 mapping needs (KMES seed §5.1.4): we reserve address space with an anonymous
-``PROT_NONE`` mapping and replace it with two ``MAP_FIXED`` mappings of the same file
-through libc's ``mmap``.
+``PROT_NONE`` mapping and replace it with ``MAP_FIXED`` mappings of the metadata file
+and (twice) the data file through libc's ``mmap``.
+
+Seals (DESIGN.md attach protocol v2). Every KMES memfd is sealed against shrink and
+grow (:data:`SIZE_SEALS`). The data memfd additionally gets ``F_SEAL_FUTURE_WRITE``
+once the writer's own writable mapping exists (:func:`seal_future_write`): the writer's
+mapping keeps working, while every later ``write()``, ``fallocate()`` and
+``mmap(PROT_WRITE, MAP_SHARED)`` through *any* descriptor of that file (including a
+re-open of ``/proc/<pid>/fd/N`` with ``O_RDWR``) fails with EPERM. Both memfds end with
+``F_SEAL_SEAL`` so no consumer can add seals of its own (e.g. ``F_SEAL_FUTURE_WRITE``
+on the metadata page, which would stop later consumers from mapping it writable).
 """
 
 from __future__ import annotations
 
 import ctypes
-import errno as errno_mod
 import fcntl
 import os
-from collections.abc import Callable
-from functools import cache
 
 from ringtool.errors import KmesError, MmapError
 from ringtool.kernel.libc import libc
@@ -28,24 +34,48 @@ MAP_ANONYMOUS = 0x20
 MAP_NORESERVE = 0x4000
 MAP_FAILED = ctypes.c_void_p(-1).value
 
-#: Seals every KMES memfd carries (DESIGN.md attach protocol: sealed against shrink and
-#: grow; F_SEAL_SEAL so no one can add F_SEAL_WRITE and stall the writer).
-KMES_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+#: ``F_SEAL_FUTURE_WRITE`` (linux/fcntl.h, Linux >= 5.1); Python's fcntl lacks it.
+F_SEAL_FUTURE_WRITE = 0x0010
+#: Seals every KMES memfd carries from its creation: its size never changes.
+SIZE_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
 
 
 def create_sealed_memfd(name: str, size: int) -> int:
-    """A new memfd of ``size`` zero bytes sealed with :data:`KMES_SEALS`; caller owns it."""
+    """A new memfd of ``size`` zero bytes sealed with :data:`SIZE_SEALS`; caller owns it.
+
+    Still accepts more seals: finish with :func:`seal_future_write` (data) or
+    :func:`seal_final` (metadata).
+    """
     try:
         fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     except OSError as exc:
         raise KmesError(f"memfd_create({name!r}) failed: {exc.strerror}") from None
     try:
         os.ftruncate(fd, size)
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, KMES_SEALS)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SIZE_SEALS)
     except OSError as exc:
         os.close(fd)
         raise KmesError(f"cannot size/seal memfd {name!r}: {exc.strerror}") from None
     return fd
+
+
+def _add_seals(fd: int, seals: int) -> None:
+    try:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    except OSError as exc:
+        raise KmesError(f"cannot seal memfd (seals {seals:#x}): {exc.strerror}") from None
+
+
+def seal_future_write(fd: int) -> None:
+    """``F_SEAL_FUTURE_WRITE`` then ``F_SEAL_SEAL`` on ``fd``: from now on only mappings
+    that already exist can write it. Call after the writer mapped it writable."""
+    _add_seals(fd, F_SEAL_FUTURE_WRITE)
+    _add_seals(fd, fcntl.F_SEAL_SEAL)
+
+
+def seal_final(fd: int) -> None:
+    """``F_SEAL_SEAL`` on ``fd``: no one can add seals (the file stays writable)."""
+    _add_seals(fd, fcntl.F_SEAL_SEAL)
 
 
 def memfd_seals(fd: int) -> int:
@@ -53,12 +83,14 @@ def memfd_seals(fd: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_GET_SEALS)
 
 
-@cache
-def _mprotect() -> Callable[[int, int, int], int]:
-    fn = libc().mprotect
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return fn  # type: ignore[no-any-return]
+def reopen(fd: int, flags: int) -> int:
+    """A new open file description of ``fd``'s file (``/proc/self/fd/N``) with ``flags``
+    (``O_CLOEXEC`` added); caller owns it. ``O_RDONLY`` gives a descriptor that can't
+    be mapped writable (``MAP_SHARED``)."""
+    try:
+        return os.open(f"/proc/self/fd/{fd}", flags | os.O_CLOEXEC)
+    except OSError as exc:
+        raise KmesError(f"cannot re-open descriptor {fd}: {exc.strerror}") from None
 
 
 def _mmap(addr: int | None, length: int, prot: int, flags: int, fd: int, off: int) -> int:
@@ -71,21 +103,24 @@ def _mmap(addr: int | None, length: int, prot: int, flags: int, fd: int, off: in
 
 
 class DoubleMapping:
-    """``fd`` mapped as ``[head][ring][ring again]``: the ring is double-mapped (§5.1.4).
+    """``[head_fd][ring_fd][ring_fd again]``: the ring is double-mapped (§5.1.4-5).
 
-    The file must be ``head_size + ring_size`` bytes; both sizes multiples of the page
-    size. The head (KMES: metadata page) is always read-write; the ring is read-write
-    only if ``writable_ring`` (consumers map it read-only). ``head`` and ``ring`` are
-    byte memoryviews (``ring`` is ``2 * ring_size`` long, so ``ring[i]`` and
-    ``ring[i + ring_size]`` are the same byte). ``addr`` is the head's address (futexes
-    need it).
+    ``head_fd`` (``head_size`` bytes; KMES: the metadata page) is mapped read-write at
+    the start of a reserved region of ``head_size + 2 * ring_size`` bytes, ``ring_fd``
+    (``ring_size`` bytes) twice right after it, read-write only if ``writable_ring``
+    (consumers map it read-only). Both sizes are multiples of the page size. ``head``
+    and ``ring`` are byte memoryviews (``ring`` is ``2 * ring_size`` long, so ``ring[i]``
+    and ``ring[i + ring_size]`` are the same byte). ``addr`` is the head's address
+    (futexes need it). The descriptors stay the caller's (a mapping doesn't need them).
 
     Contract: after :meth:`close` the views are released; touching memory through a
     view obtained earlier is undefined (the memory is unmapped). Don't close while
     another thread is reading.
     """
 
-    def __init__(self, fd: int, head_size: int, ring_size: int, *, writable_ring: bool) -> None:
+    def __init__(
+        self, head_fd: int, ring_fd: int, head_size: int, ring_size: int, *, writable_ring: bool
+    ) -> None:
         self.head_size = head_size
         self.ring_size = ring_size
         self.total = head_size + 2 * ring_size
@@ -96,20 +131,10 @@ class DoubleMapping:
         )
         self.addr = base
         try:
-            # Mapping 1: file offset 0 -> head + ring (then the ring part made read-only).
-            _mmap(base, head_size + ring_size, rw, MAP_SHARED | MAP_FIXED, fd, 0)
-            if not writable_ring and _mprotect()(base + head_size, ring_size, PROT_READ) != 0:
-                err = ctypes.get_errno() or errno_mod.EINVAL
-                raise MmapError(err, f"mprotect failed: {os.strerror(err)}")
-            # Mapping 2: file offset head_size -> the ring again, right after the first.
-            _mmap(
-                base + head_size + ring_size,
-                ring_size,
-                ring_prot,
-                MAP_SHARED | MAP_FIXED,
-                fd,
-                head_size,
-            )
+            _mmap(base, head_size, rw, MAP_SHARED | MAP_FIXED, head_fd, 0)
+            ring_at = base + head_size
+            _mmap(ring_at, ring_size, ring_prot, MAP_SHARED | MAP_FIXED, ring_fd, 0)
+            _mmap(ring_at + ring_size, ring_size, ring_prot, MAP_SHARED | MAP_FIXED, ring_fd, 0)
         except BaseException:
             libc().munmap(base, self.total)
             raise

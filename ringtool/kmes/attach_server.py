@@ -1,10 +1,26 @@
-"""The server side of the KMES attach protocol (DESIGN.md): :class:`AttachServer`.
+"""The server side of the KMES attach protocol v2 (DESIGN.md): :class:`AttachServer`.
 
-See :mod:`ringtool.kmes.attach` for the protocol and the client.
+Wire format (see :mod:`ringtool.kmes.attach` for the client):
+
+* request: the line ``ATTACH\n`` (at most 64 bytes are read);
+* reply: one JSON line ``{"version": 2, "cpus": [...], "capacity": N, "generation": G,
+  "fds_per_cpu": 2}`` and ``2 * len(cpus)`` descriptors in the order meta0, data0,
+  meta1, data1, ... . The descriptors travel in chunks of at most :data:`FD_CHUNK`
+  (an even number) per ``sendmsg`` (one SCM_RIGHTS message carries at most 253): the
+  first chunk with the JSON line, each later chunk with the single byte ``b" "``. A
+  client reads the line up to ``"\n"``, then keeps receiving until it holds
+  ``2 * len(cpus)`` descriptors, ignoring the space bytes.
+* refusal: one line ``{"error": "..."}`` and no descriptors.
+
+Robustness: every send uses ``MSG_NOSIGNAL`` (a peer that went away is EPIPE, never
+SIGPIPE); the listen backlog is :data:`BACKLOG`; at most :data:`MAX_HANDSHAKES`
+handshakes run at once (more connections wait in the backlog); each handshake must
+finish within :data:`HANDSHAKE_TIMEOUT` seconds in total, or it is dropped.
 """
 
 from __future__ import annotations
 
+import array
 import contextlib
 import json
 import os
@@ -13,23 +29,31 @@ import socket
 import stat
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringtool.errors import KmesAttachError
+from ringtool.errors import KmesAttachError, RingtoolError
 
 DEFAULT_SOCKET = "/run/ringtool/kmes.sock"
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+FDS_PER_CPU = 2  # meta, data
 REQUEST = b"ATTACH\n"
 SCM_MAX_FD = 253  # the kernel's limit of descriptors in one SCM_RIGHTS message
+FD_CHUNK = 252  # descriptors per sendmsg: <= SCM_MAX_FD, even (whole CPUs)
+CHUNK_FILLER = b" "  # the payload of every sendmsg after the first
+BACKLOG = 512
+MAX_HANDSHAKES = 32
+HANDSHAKE_TIMEOUT = 2.0  # seconds, for the whole exchange
 _UCRED = struct.Struct("iII")  # struct ucred: pid, uid, gid
 
 
 @dataclass(frozen=True, slots=True)
 class AttachInfo:
-    """What the server hands out. ``fds`` are fresh descriptors (e.g. ``os.dup``) that the
-    server closes once sent, so the provider may close its own at any time."""
+    """What the server hands out. ``fds`` are ``FDS_PER_CPU`` fresh descriptors per CPU
+    (meta0, data0, meta1, data1, ...) that the server closes once sent, so the provider
+    may close its own at any time."""
 
     cpus: list[int]
     fds: list[int]
@@ -61,13 +85,16 @@ class AttachServer:
         self._provide = provide
         self.served = 0
         self.refused = 0
+        self.failed = 0  # handshakes that timed out, broke off or could not be answered
+        self._slots = threading.BoundedSemaphore(MAX_HANDSHAKES)
+        self._stopping = False
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._unlink_stale()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
             self._sock.bind(path)
             os.chmod(path, mode)
-            self._sock.listen(64)
+            self._sock.listen(BACKLOG)
         except OSError as exc:
             self._sock.close()
             raise KmesAttachError(f"cannot listen on {path}: {exc.strerror}") from None
@@ -104,20 +131,46 @@ class AttachServer:
     def serve(self) -> None:
         """Serve until :meth:`close` (blocking)."""
         while True:
-            for key, _ev in self._sel.select():
-                if key.fileobj == self._stop_r:
+            # A free handshake slot first: while all are busy, new connections wait in
+            # the listen backlog (their connect() has succeeded; the reply comes later).
+            while not self._slots.acquire(timeout=0.1):
+                if self._stopping:
                     return
-                try:
-                    conn, _ = self._sock.accept()
-                except OSError:
-                    continue
-                # One short-lived thread per client: a client that connects and then
-                # says nothing (2 s timeout) delays no one else.
+            conn = self._next_connection()
+            if conn is None:
+                self._slots.release()
+                if self._stopping:
+                    return
+                continue
+            try:
+                # One short-lived thread per client (at most MAX_HANDSHAKES): a client
+                # that connects and then says nothing delays no one else.
                 threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
+            except RuntimeError:  # can't start a thread: drop this one, keep serving
+                conn.close()
+                self.failed += 1
+                self._slots.release()
+
+    def _next_connection(self) -> socket.socket | None:
+        """Wait for a connection (None on stop, or if accept failed)."""
+        for key, _ev in self._sel.select():
+            if key.fileobj == self._stop_r:
+                self._stopping = True
+                return None
+        try:
+            conn, _ = self._sock.accept()
+        except OSError:
+            return None
+        return conn
 
     def _serve_one(self, conn: socket.socket) -> None:
-        with conn:
-            self._handle(conn)
+        try:
+            with conn:
+                self._handle(conn)
+        except Exception:  # never a traceback from a client's thread; the client sees EOF
+            self.failed += 1
+        finally:
+            self._slots.release()
 
     def _allowed(self, conn: socket.socket) -> bool:
         pid, uid, gid = _UCRED.unpack(
@@ -128,45 +181,44 @@ class AttachServer:
         return self._gid in _peer_groups(pid)
 
     def _handle(self, conn: socket.socket) -> None:
-        conn.settimeout(2.0)
+        deadline = time.monotonic() + HANDSHAKE_TIMEOUT
         try:
             request = b""
             while not request.endswith(b"\n") and len(request) < 64:
+                conn.settimeout(max(deadline - time.monotonic(), 0.001))
                 chunk = conn.recv(64 - len(request))
                 if not chunk:
+                    self.failed += 1
                     return
                 request += chunk
             if request != REQUEST:
-                conn.sendall(b'{"error": "expected ATTACH"}\n')
+                _send_line(conn, deadline, b'{"error": "expected ATTACH"}')
+                self.failed += 1
                 return
             if not self._allowed(conn):
                 self.refused += 1  # (counters are approximate across client threads)
-                conn.sendall(b'{"error": "permission denied (root or the socket group)"}\n')
+                _send_line(
+                    conn, deadline, b'{"error": "permission denied (root or the socket group)"}'
+                )
                 return
-            info = self._provide()
             try:
-                self._send(conn, info)
+                info = self._provide()
+            except (RingtoolError, OSError) as exc:
+                self.failed += 1
+                _send_line(conn, deadline, json.dumps({"error": f"bridge: {exc}"}).encode())
+                return
+            try:
+                _send_reply(conn, deadline, info)
             finally:
                 for fd in info.fds:
                     os.close(fd)
             self.served += 1
-        except OSError:
-            return  # a client that went away is its own problem
-
-    @staticmethod
-    def _send(conn: socket.socket, info: AttachInfo) -> None:
-        line = json.dumps(
-            {
-                "version": PROTOCOL_VERSION,
-                "cpus": info.cpus,
-                "capacity": info.capacity,
-                "generation": info.generation,
-            }
-        )
-        socket.send_fds(conn, [line.encode() + b"\n"], info.fds)
+        except OSError:  # timed out, reset, or went away: its own problem
+            self.failed += 1
 
     def close(self) -> None:
         """Stop serving, remove the socket file (if still ours)."""
+        self._stopping = True
         os.write(self._stop_w, b"x")
         if self._thread is not None:
             self._thread.join(5)
@@ -177,3 +229,37 @@ class AttachServer:
         with contextlib.suppress(OSError):
             if os.stat(self.path).st_ino == self._ino:
                 os.unlink(self.path)
+
+
+def _send_line(conn: socket.socket, deadline: float, line: bytes) -> None:
+    """Send ``line + b"\\n"`` (MSG_NOSIGNAL, within ``deadline``)."""
+    conn.settimeout(max(deadline - time.monotonic(), 0.001))
+    conn.sendall(line + b"\n", socket.MSG_NOSIGNAL)
+
+
+def _send_reply(conn: socket.socket, deadline: float, info: AttachInfo) -> None:
+    """The JSON line with the first :data:`FD_CHUNK` descriptors, then one
+    ``CHUNK_FILLER`` byte per further chunk (all MSG_NOSIGNAL, within ``deadline``)."""
+    line = (
+        json.dumps(
+            {
+                "version": PROTOCOL_VERSION,
+                "cpus": info.cpus,
+                "capacity": info.capacity,
+                "generation": info.generation,
+                "fds_per_cpu": FDS_PER_CPU,
+            }
+        ).encode()
+        + b"\n"
+    )
+    fds = info.fds
+    first = True
+    for i in range(0, max(len(fds), 1), FD_CHUNK):
+        chunk = fds[i : i + FD_CHUNK]
+        payload = line if first else CHUNK_FILLER
+        first = False
+        while payload:
+            conn.settimeout(max(deadline - time.monotonic(), 0.001))
+            anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", chunk))] if chunk else []
+            sent = conn.sendmsg([payload], anc, socket.MSG_NOSIGNAL)
+            payload, chunk = payload[sent:], []  # descriptors go with the first byte

@@ -37,8 +37,13 @@ _HS = L.HEADER_SIZE
 def copy_surviving(old: Writer, new: Writer) -> int:
     """§5.1.8.4 step 2: copy ``old``'s surviving events (seq and timestamp kept) into
     ``new``, oldest first; events too large for ``new`` are skipped (their seq becomes a
-    gap). Uses ``old``'s private positions; stops at anything that is not a valid event
-    (a scribbled data region). Publishes ``new``; returns the number copied."""
+    gap). ``new`` must have been built with ``next_seq=old.last_seq + 1``.
+
+    Nothing here comes from the shared metadata page: the range is ``old``'s private
+    ``tail_pos``..``write_pos``, and the events are read from the data region, which
+    only the writer's own mapping can write (``F_SEAL_FUTURE_WRITE``). They are still
+    checked (size, and seq increasing and <= ``old.last_seq``); the copy stops at the
+    first one that fails. Publishes ``new``; returns the number copied."""
     data, mask = old.buffer.data, old.capacity - 1
     pos, end = old.tail_pos, old.write_pos
     if end - pos > new.capacity:  # the oldest would be overwritten anyway: skip them
@@ -49,11 +54,13 @@ def copy_surviving(old: Writer, new: Writer) -> int:
                 break
             pos += size
     copied = 0
+    prev_seq = 0
     while pos < end:
         off = pos & mask
-        size = L.EVENT_HEADER.unpack_from(data, off)[0]
-        if size < _HS or size & 7 or pos + size > end:
+        size, *_h, seq, _cpu, _res, _plen = L.EVENT_HEADER.unpack_from(data, off)
+        if size < _HS or size & 7 or pos + size > end or not prev_seq < seq <= old.last_seq:
             break
+        prev_seq = seq
         try:
             new.write_raw(data[off : off + size])
             copied += 1
@@ -151,10 +158,28 @@ class KmesBridge:
             self._server.start()
 
     def _provide(self) -> AttachInfo:
+        """Fresh consumer descriptors (meta0, data0, meta1, ...) of the current buffers,
+        after re-storing their static fields (a scribbled magic must not turn honest
+        consumers away)."""
         with self._lock:
-            fds = [os.dup(self.buffers[c].fd) for c in self.cpus]
+            fds: list[int] = []
+            try:
+                for c in self.cpus:
+                    buf = self.buffers[c]
+                    buf.restore_static()
+                    fds.extend(buf.consumer_fds())
+            except BaseException:
+                for fd in fds:
+                    os.close(fd)
+                raise
             gen = max(b.private_generation for b in self.buffers.values())
             return AttachInfo(list(self.cpus), fds, self.capacity, gen)
+
+    def restore_static(self) -> None:
+        """Re-store every buffer's static metadata from private copies (service loop)."""
+        with self._lock:
+            for buf in self.buffers.values():
+                buf.restore_static()
 
     def resize(self, capacity: int) -> None:
         """§5.1.8.4 per CPU: copy survivors into a new buffer, switch, bump the old
@@ -188,8 +213,12 @@ class KmesBridge:
         signal.signal(signal.SIGTERM, self.request_stop)
 
     def service(self) -> bool:
-        """Do a requested reload; return True if the capacity changed."""
-        if not self._reload or self._boot is not None:
+        """Periodic work from the event loop: re-store the static metadata fields, then
+        do a requested reload; return True if the capacity changed."""
+        if self._boot is not None:
+            return False
+        self.restore_static()
+        if not self._reload:
             return False
         self._reload = False
         capacity = resolve_capacity(self._explicit, self.config_path)

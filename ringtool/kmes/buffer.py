@@ -1,8 +1,14 @@
-"""One per-CPU KMES buffer: a sealed memfd, double-mapped (KMES seed §5.1.4-6).
+"""One per-CPU KMES buffer: two sealed memfds, double-mapped (KMES seed §5.1.4-6).
 
-:class:`KmesBuffer` is the producer's side (creates and owns the memfd, maps the data
-region read-write). :class:`MappedBuffer` is a consumer's mapping of a descriptor it was
-given: metadata page read-write (consumers own ``need_wake``), data read-only.
+Attach protocol v2 (DESIGN.md): each per-CPU buffer is a *metadata* memfd (4096 bytes,
+the §5.1.6 page; read-write for everyone: consumers own ``need_wake``) and a *data*
+memfd (``capacity`` bytes). The data memfd carries ``F_SEAL_FUTURE_WRITE`` once the
+writer has mapped it, and consumers get it opened ``O_RDONLY``: no consumer can change
+the events other consumers read. See :mod:`ringtool.kernel.shm` for the seals.
+
+:class:`KmesBuffer` is the producer's side (creates and owns both memfds, maps the data
+region read-write). :class:`MappedBuffer` is a consumer's mapping of the two
+descriptors it was given: metadata page read-write, data read-only.
 
 Shared words. ``words64``/``words32`` are ``memoryview.cast("Q")``/``cast("I")`` views of
 the metadata page: indexing one is a single aligned 8-/4-byte load or store (never
@@ -12,11 +18,18 @@ assembled from bytes), which is what KMES's release/acquire protocol needs. See
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 
 from ringtool.errors import KmesFormatError
-from ringtool.kernel.shm import DoubleMapping, create_sealed_memfd
+from ringtool.kernel.shm import (
+    DoubleMapping,
+    create_sealed_memfd,
+    reopen,
+    seal_final,
+    seal_future_write,
+)
 from ringtool.protocol import kmes_layout as L
 
 
@@ -36,9 +49,10 @@ def store_load_fence(lock: threading.Lock) -> None:
 
 
 class _Mapped:
-    """Common part: the mapping, its views and the static fields."""
+    """Common part: the two descriptors, the mapping, its views and the static fields."""
 
-    fd: int
+    meta_fd: int
+    data_fd: int
     cpu: int
     capacity: int
     mapping: DoubleMapping
@@ -55,39 +69,84 @@ class _Mapped:
         return int(self.words64[L.Q_GENERATION])
 
     def close(self) -> None:
-        """Release the views, unmap, close the fd (idempotent)."""
+        """Release the views, unmap, close both descriptors (idempotent)."""
         if self.mapping.closed:
             return
         self.words64.release()
         self.words32.release()
         self.mapping.close()
-        os.close(self.fd)
+        os.close(self.meta_fd)
+        os.close(self.data_fd)
 
 
 class KmesBuffer(_Mapped):
     """A new per-CPU buffer of ``capacity`` bytes (power of two, §5.1.3) for ``cpu``.
 
-    The memfd is ``4096 + capacity`` bytes, sealed against shrink and grow; the metadata
-    page is initialised per §5.1.6 with ``generation``. Owns ``fd`` until :meth:`close`.
+    Creates the metadata memfd (4096 bytes, initialised per §5.1.6 with ``generation``)
+    and the data memfd (``capacity`` bytes), maps them (data read-write, double-mapped),
+    then seals: data ``F_SEAL_FUTURE_WRITE`` + ``F_SEAL_SEAL``, metadata ``F_SEAL_SEAL``.
+    Owns both descriptors until :meth:`close`; hand consumers :meth:`consumer_fds`.
     """
 
     def __init__(self, cpu: int, capacity: int, generation: int = L.FIRST_GENERATION) -> None:
         L.check_capacity(capacity)
         self.cpu = cpu
         self.capacity = capacity
-        self.fd = create_sealed_memfd(f"kmes-cpu{cpu}", L.file_size(capacity))
+        self.meta_fd = create_sealed_memfd(f"kmes-meta-cpu{cpu}", L.PAGE_SIZE)
         try:
-            self.mapping = DoubleMapping(self.fd, L.PAGE_SIZE, capacity, writable_ring=True)
+            self.data_fd = create_sealed_memfd(f"kmes-data-cpu{cpu}", capacity)
         except BaseException:
-            os.close(self.fd)
+            os.close(self.meta_fd)
+            raise
+        try:
+            self.mapping = DoubleMapping(
+                self.meta_fd, self.data_fd, L.PAGE_SIZE, capacity, writable_ring=True
+            )
+        except BaseException:
+            os.close(self.meta_fd)
+            os.close(self.data_fd)
+            raise
+        try:
+            # Only after our writable mapping exists (finding F1: a read-only descriptor
+            # alone can be re-opened O_RDWR through /proc).
+            seal_future_write(self.data_fd)
+            seal_final(self.meta_fd)
+        except BaseException:
+            self.mapping.close()
+            os.close(self.meta_fd)
+            os.close(self.data_fd)
             raise
         L.init_metadata(self.mapping.head, cpu_id=cpu, capacity=capacity, generation=generation)
+        self._static = bytes(self.mapping.head[0 : L.OFF_GENERATION])  # magic .. data_offset
         self._views()
         self._generation = generation  # private copy: never read back from shared memory
 
     @property
     def private_generation(self) -> int:
         return self._generation
+
+    def consumer_fds(self) -> tuple[int, int]:
+        """Fresh ``(meta_fd, data_fd)`` for one consumer (the caller owns both): the
+        metadata memfd re-opened read-write, the data memfd re-opened ``O_RDONLY``."""
+        meta = reopen(self.meta_fd, os.O_RDWR)
+        try:
+            return meta, reopen(self.data_fd, os.O_RDONLY)
+        except BaseException:
+            os.close(meta)
+            raise
+
+    def restore_static(self) -> None:
+        """Re-store cache line 0 (magic .. data_offset, generation) from private copies.
+
+        A consumer may scribble the shared metadata page; the bridge calls this before
+        answering an attach and from its service loop, so honest consumers (which
+        validate the static fields when they map) are not turned away. Plain stores of
+        the values the page had: honest readers see no change.
+        """
+        self.meta[0 : len(self._static)] = self._static
+        # One aligned u64 store; pairs with the reader's generation load.
+        self.words64[L.Q_GENERATION] = self._generation
+        self.meta[L.OFF_RESERVED1 : L.OFF_WRITE_POS] = bytes(L.OFF_WRITE_POS - L.OFF_RESERVED1)
 
     def bump_generation(self) -> int:
         """§5.1.8.4 step 4: generation += 1 in this (old) buffer, one aligned u64 store.
@@ -101,25 +160,38 @@ class KmesBuffer(_Mapped):
         return self._generation
 
 
-class MappedBuffer(_Mapped):
-    """A consumer's mapping of the KMES descriptor ``fd`` (which it now owns).
+def _writable(fd: int) -> bool:
+    return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
 
-    Validates the metadata page (magic, version, data_offset, capacity) and the file
-    size before mapping; raises :class:`KmesFormatError` if it is not a KMES buffer.
+
+class MappedBuffer(_Mapped):
+    """A consumer's mapping of ``meta_fd`` + ``data_fd`` (it owns both from now on).
+
+    Validates before mapping: the metadata page (magic, version, data_offset,
+    capacity), the sizes (meta 4096 bytes, data ``capacity`` bytes) and that
+    ``data_fd`` is not open for writing. Raises :class:`KmesFormatError` otherwise
+    (both descriptors are closed on any failure).
     """
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
+    def __init__(self, meta_fd: int, data_fd: int) -> None:
+        self.meta_fd, self.data_fd = meta_fd, data_fd
         try:
-            static = L.read_static(os.pread(fd, L.PAGE_SIZE, 0))
-            size = os.fstat(fd).st_size
-            if size != L.file_size(static.capacity):
+            static = L.read_static(os.pread(meta_fd, L.PAGE_SIZE, 0))
+            meta_size, data_size = os.fstat(meta_fd).st_size, os.fstat(data_fd).st_size
+            if meta_size != L.PAGE_SIZE:
+                raise KmesFormatError(f"KMES metadata descriptor is {meta_size} bytes, not 4096")
+            if data_size != static.capacity:
                 raise KmesFormatError(
-                    f"KMES descriptor is {size} bytes, expected {L.file_size(static.capacity)}"
+                    f"KMES data descriptor is {data_size} bytes, expected {static.capacity}"
                 )
-            self.mapping = DoubleMapping(fd, L.PAGE_SIZE, static.capacity, writable_ring=False)
+            if _writable(data_fd):
+                raise KmesFormatError("KMES data descriptor is writable (attach protocol v2)")
+            self.mapping = DoubleMapping(
+                meta_fd, data_fd, L.PAGE_SIZE, static.capacity, writable_ring=False
+            )
         except BaseException:
-            os.close(fd)
+            os.close(meta_fd)
+            os.close(data_fd)
             raise
         self.cpu = static.cpu_id
         self.capacity = static.capacity

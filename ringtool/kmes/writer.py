@@ -4,13 +4,14 @@ Contract:
 
 * Exactly one thread writes through a :class:`Writer` (the per-CPU single writer of
   §5.1.7); any number of processes may read the buffer concurrently.
-* The writer never trusts shared memory. Its ``write_pos``, ``tail_pos``,
-  ``futex_counter`` and ``seq`` are private copies that it only *stores* into the
-  metadata page; the only shared word it loads is ``need_wake`` (any non-zero byte means
-  "wake"). Event sizes read back while advancing ``tail_pos`` are validated; if a
-  consumer with a writable mapping scribbled over the data region, the writer discards
-  everything older than its frontier instead of walking garbage. So a consumer writing
-  anything anywhere can't crash or stall the writer.
+* The writer never takes a value from shared memory. Its ``write_pos``, ``tail_pos``,
+  ``futex_counter``, ``seq`` and generation are private copies that it only *stores*
+  into the metadata page (the one page consumers can write); the only shared word it
+  loads is ``need_wake`` (any non-zero byte means "wake"). The data region is sealed
+  (``F_SEAL_FUTURE_WRITE``: only the writer's own mapping can write it), so the event
+  sizes it reads back while advancing ``tail_pos`` are its own bytes; they are still
+  validated (a bad one discards everything older than the frontier instead of walking
+  garbage). So a consumer writing anything it can reach can't crash or stall the writer.
 * ``seq`` is per CPU: first event 1, +1 per event, continuous across generations
   (pass ``next_seq`` to a writer that continues another); a dropped event (> 50% of
   capacity, §5.1.7 step 5) consumes its number.
@@ -67,7 +68,6 @@ class Writer:
         self._w32 = buffer.words32
         self._futex_addr = buffer.futex_addr
         self._fence = threading.Lock()
-        self._static = bytes(buffer.meta[0 : L.OFF_GENERATION])  # magic .. data_offset
         # Private positions (§5.1.7: "internal running write offset").
         self._front = 0  # end of the last event written (maybe unpublished)
         self._published = 0  # last write_pos stored
@@ -123,9 +123,10 @@ class Writer:
         """Copy an already-built event (header included) as is; does not publish.
 
         For the bridge's boot-buffer flush and resize copy: the event keeps its seq and
-        timestamp; the writer's seq counter moves up to it. ``event_size`` is checked.
+        timestamp. The writer's seq counter does *not* move (the caller built the writer
+        with ``next_seq`` past every copied event). ``event_size`` is checked.
         """
-        size, _t, _o, _f, _ts, seq, _c, _r, plen = _HDR.unpack_from(event, 0)
+        size, _t, _o, _f, _ts, _seq, _c, _r, plen = _HDR.unpack_from(event, 0)
         if size != len(event) or size % 8 or size < _HS + plen or size > self._max:
             raise ValueError(f"not a KMES event that fits: size {size}, {len(event)} bytes")
         self._room(size)
@@ -133,7 +134,6 @@ class Writer:
         self._data[off : off + size] = event
         self._front += size
         self.stats.written += 1
-        self._seq = max(self._seq, seq)
 
     def consume_seq_through(self, seq: int) -> None:
         """Make ``seq`` (and everything before) count as taken: the next event gets at
@@ -142,10 +142,9 @@ class Writer:
 
     def publish(self) -> None:
         """Steps 8-9: store write_pos, then wake sleeping consumers if need_wake is set."""
-        # Re-store what a scribbling consumer may have overwritten: the static fields and
-        # generation (cache line 0) and tail_pos are the same values as before, so
-        # honest readers see no change; write_pos is stored every time for the same reason.
-        self._meta[0 : len(self._static)] = self._static
+        # Re-store the private generation and tail_pos over anything a consumer may have
+        # scribbled (same values as before: honest readers see no change; the static
+        # fields are re-stored by KmesBuffer.restore_static from the bridge's loop).
         self._w64[L.Q_GENERATION] = self.buffer.private_generation
         self._w64[L.Q_TAIL_POS] = self._tail
         self._published = self._front

@@ -20,16 +20,22 @@ from ringtool.kmes.writer import Writer
 from ringtool.protocol import kmes_layout as L
 
 
-def reattach_from(bridge: KmesBridge) -> Callable[[int], tuple[int, int]]:
-    def again(cpu: int) -> tuple[int, int]:
+def pairs(fds: list[int]) -> list[tuple[int, int]]:
+    """(meta, data) per CPU from an AttachInfo's fds (meta0, data0, meta1, ...)."""
+    return list(zip(fds[0::2], fds[1::2], strict=True))
+
+
+def reattach_from(bridge: KmesBridge) -> Callable[[int], tuple[int, int, int]]:
+    def again(cpu: int) -> tuple[int, int, int]:
         info = bridge._provide()
-        mine = -1
-        for c, fd in zip(info.cpus, info.fds, strict=True):
+        mine = (-1, -1)
+        for c, pair in zip(info.cpus, pairs(info.fds), strict=True):
             if c == cpu:
-                mine = fd
+                mine = pair
             else:
-                os.close(fd)
-        return mine, info.generation
+                os.close(pair[0])
+                os.close(pair[1])
+        return mine[0], mine[1], info.generation
 
     return again
 
@@ -37,7 +43,7 @@ def reattach_from(bridge: KmesBridge) -> Callable[[int], tuple[int, int]]:
 def readers_of(bridge: KmesBridge) -> list[Reader]:
     info = bridge._provide()
     again = reattach_from(bridge)
-    return [Reader(fd, generation=info.generation, reattach=again) for fd in info.fds]
+    return [Reader(m, d, generation=info.generation, reattach=again) for m, d in pairs(info.fds)]
 
 
 def test_reader_notices_a_buffer_retired_before_it_was_mapped() -> None:
@@ -50,7 +56,7 @@ def test_reader_notices_a_buffer_retired_before_it_was_mapped() -> None:
     b.resize(1 << 15)  # ...and retired (bumped to 2) before the reader maps it
     b.submit(0, 1, 1, b"y")
     b.flush()
-    r = Reader(info.fds[0], generation=info.generation, reattach=reattach_from(b))
+    r = Reader(*info.fds, generation=info.generation, reattach=reattach_from(b))
     seqs = [e.seq for e in drain_all(r)]
     assert seqs == [1, 2, 3, 4, 5, 6] and r.generation == 2
     r.close()
@@ -74,7 +80,7 @@ def test_boot_buffer_overwrites_and_flushes() -> None:
     w = Writer(buf, next_seq=boot.last_seq + 1)
     assert boot.flush_into(w) == 18 and len(boot) == 0
     w.write(5, b"after")
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     evs = drain_all(r)
     assert [e.seq for e in evs] == [*range(23, 41), 42]
     assert all(e.cpu_id == 1 for e in evs) and evs[0].payload == bytes([23]) * 24
@@ -180,7 +186,7 @@ def test_resize_while_writing_concurrently() -> None:
 def test_reader_without_reattach_raises_on_resize() -> None:
     b = KmesBridge([0], socket_path=None, capacity=1 << 14)
     b.start()
-    r = Reader(b._provide().fds[0])
+    r = Reader(*b._provide().fds)
     b.resize(1 << 15)
     with pytest.raises(KmesError, match="resized"):
         r.drain()

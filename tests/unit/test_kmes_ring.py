@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import mmap
 import os
 import random
 import threading
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ringtool.kernel.shm import DoubleMapping
+from ringtool.kernel.shm import F_SEAL_FUTURE_WRITE, DoubleMapping
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.reader import Reader
 from ringtool.kmes.writer import Writer
@@ -39,14 +40,17 @@ def drain_all(r: Reader) -> list[L.Event]:
     return out
 
 
-def test_memfd_sealed_and_sized(ring: tuple[KmesBuffer, Writer]) -> None:
+def test_memfds_sealed_and_sized(ring: tuple[KmesBuffer, Writer]) -> None:
     buf, _ = ring
-    assert os.fstat(buf.fd).st_size == 4096 + CAP
-    seals = fcntl.fcntl(buf.fd, fcntl.F_GET_SEALS)
-    want = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
-    assert seals & want == want
-    with pytest.raises(OSError):
-        os.ftruncate(buf.fd, 4096 + 2 * CAP)
+    assert os.fstat(buf.meta_fd).st_size == 4096
+    assert os.fstat(buf.data_fd).st_size == CAP
+    size = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+    assert fcntl.fcntl(buf.meta_fd, fcntl.F_GET_SEALS) == size  # stays writable
+    assert fcntl.fcntl(buf.data_fd, fcntl.F_GET_SEALS) == size | F_SEAL_FUTURE_WRITE
+    for fd, n in ((buf.meta_fd, 4096), (buf.data_fd, CAP)):
+        for bad in (0, n // 2, 2 * n):
+            with pytest.raises(PermissionError):
+                os.ftruncate(fd, bad)
 
 
 def test_double_mapping_aliases_and_crossing_event(ring: tuple[KmesBuffer, Writer]) -> None:
@@ -54,7 +58,7 @@ def test_double_mapping_aliases_and_crossing_event(ring: tuple[KmesBuffer, Write
     assert len(buf.data) == 2 * CAP
     buf.data[CAP + 5] = 0x5A  # write through the second mapping...
     assert buf.data[5] == 0x5A  # ...read through the first
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     w.write_batch([(1, 1, b"\0" * 1984)] * 2)  # frontier 64 bytes before the end
     assert w.write_pos == CAP - 64
     assert [e.seq for e in drain_all(r)] == [1, 2]
@@ -70,7 +74,7 @@ def test_double_mapping_aliases_and_crossing_event(ring: tuple[KmesBuffer, Write
 
 def test_reader_maps_data_read_only(ring: tuple[KmesBuffer, Writer]) -> None:
     buf, _ = ring
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     assert r._data.readonly and not r._meta.readonly
     with pytest.raises(TypeError):
         r._data[0] = 1  # type: ignore[index]
@@ -79,7 +83,7 @@ def test_reader_maps_data_read_only(ring: tuple[KmesBuffer, Writer]) -> None:
 
 def test_header_fields_and_seq(ring: tuple[KmesBuffer, Writer]) -> None:
     buf, w = ring
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     import time
 
     t0 = time.time_ns()
@@ -98,7 +102,7 @@ def test_header_fields_and_seq(ring: tuple[KmesBuffer, Writer]) -> None:
 
 def test_oversized_event_dropped_with_visible_gap(ring: tuple[KmesBuffer, Writer]) -> None:
     buf, w = ring
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     w.write(1, b"a")
     assert w.write(1, b"x" * CAP) == 2  # 2x oversized: dropped, seq consumed
     w.write(1, b"b")
@@ -110,7 +114,7 @@ def test_oversized_event_dropped_with_visible_gap(ring: tuple[KmesBuffer, Writer
 
 def test_lapped_reader_counts_exactly(ring: tuple[KmesBuffer, Writer]) -> None:
     buf, w = ring
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     w.write(1, b"first")
     assert [e.seq for e in r.drain()] == [1]
     for s in range(2, 502):
@@ -127,7 +131,7 @@ def test_lapped_reader_counts_exactly(ring: tuple[KmesBuffer, Writer]) -> None:
 
 def test_torn_read_detected_and_retried(ring: tuple[KmesBuffer, Writer]) -> None:
     buf, w = ring
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     for s in range(1, 60):
         w.write(1, payload_for(s, 24))
     real_parse = r._parse
@@ -166,7 +170,7 @@ ops = st.lists(
 def test_property_nothing_lost_unless_counted(script: list[tuple[str, object]]) -> None:
     buf = KmesBuffer(2, CAP)
     w = Writer(buf)
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     got: list[L.Event] = []
     dropped: set[int] = set()
     try:
@@ -202,8 +206,9 @@ def test_property_nothing_lost_unless_counted(script: list[tuple[str, object]]) 
 
 def test_scribbled_metadata_does_not_stop_writer(ring: tuple[KmesBuffer, Writer]) -> None:
     buf, w = ring
-    good = Reader(os.dup(buf.fd))
-    evil = DoubleMapping(os.dup(buf.fd), 4096, CAP, writable_ring=False)
+    good = Reader(*buf.consumer_fds())
+    meta_fd, data_fd = buf.consumer_fds()
+    evil = DoubleMapping(meta_fd, data_fd, 4096, CAP, writable_ring=False)
     rnd = random.Random(5)
     got: list[L.Event] = []
     for s in range(1, 3001):
@@ -220,30 +225,73 @@ def test_scribbled_metadata_does_not_stop_writer(ring: tuple[KmesBuffer, Writer]
     assert seqs == sorted(set(seqs)) and seqs[-1] == 3001
     assert all(e.payload == payload_for(e.seq, 16) for e in got)
     evil.close()
-    os.close(os.dup(0))  # fd table still sane
+    os.close(meta_fd)
+    os.close(data_fd)
     good.close()
 
 
-def test_scribbled_data_region_does_not_stall_writer(ring: tuple[KmesBuffer, Writer]) -> None:
+def test_data_region_cannot_be_written_by_a_consumer(ring: tuple[KmesBuffer, Writer]) -> None:
+    """Attach protocol v2: the data fd a consumer gets is read-only and the memfd is
+    F_SEAL_FUTURE_WRITE-sealed, so no way of writing it works (v1 allowed all of them)."""
     buf, w = ring
-    evil = DoubleMapping(os.dup(buf.fd), 4096, CAP, writable_ring=True)
+    w.write(1, payload_for(1, 40))
+    before = bytes(buf.data[0:CAP])
+    meta_fd, data_fd = buf.consumer_fds()
+    assert fcntl.fcntl(data_fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
+    with pytest.raises(PermissionError):
+        mmap.mmap(data_fd, CAP, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    with pytest.raises(OSError):
+        DoubleMapping(meta_fd, data_fd, 4096, CAP, writable_ring=True)
+    rw = os.open(f"/proc/self/fd/{data_fd}", os.O_RDWR)  # finding F1: the re-open works...
+    try:
+        with pytest.raises(PermissionError):  # ...but nothing written through it does
+            os.pwrite(rw, b"forged", 32)
+        with pytest.raises(PermissionError):
+            mmap.mmap(rw, CAP, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        with pytest.raises(PermissionError):
+            os.ftruncate(rw, 0)
+        with pytest.raises(PermissionError):
+            fcntl.fcntl(rw, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+    finally:
+        os.close(rw)
+    assert bytes(buf.data[0:CAP]) == before
+    # the metadata page stays writable for consumers (need_wake), but can't be re-sealed
+    m = mmap.mmap(meta_fd, 4096, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    m[L.OFF_NEED_WAKE] = 1
+    assert buf.meta[L.OFF_NEED_WAKE] == 1
+    m.close()
+    with pytest.raises(PermissionError):
+        fcntl.fcntl(meta_fd, fcntl.F_ADD_SEALS, F_SEAL_FUTURE_WRITE)
+    os.close(meta_fd)
+    os.close(data_fd)
+    w.write(1, payload_for(2, 40))  # the writer's own mapping still writes
+    r = Reader(*buf.consumer_fds())
+    assert [e.payload for e in drain_all(r)] == [payload_for(1, 40), payload_for(2, 40)]
+    r.close()
+
+
+def test_writer_survives_bad_event_sizes_in_its_own_region(
+    ring: tuple[KmesBuffer, Writer],
+) -> None:
+    """Defence in depth: even if the data region held garbage (it can't be written by a
+    consumer any more), a tail walk never loops or crashes."""
+    buf, w = ring
     for s in range(1, 50):
         w.write(1, payload_for(s, 40))
-    evil.ring[0:CAP] = bytes(CAP)  # event_size 0 everywhere: a tail walk would loop
+    buf.data[0:CAP] = bytes(CAP)  # event_size 0 everywhere: a tail walk would loop
     for s in range(50, 300):
         w.write(1, payload_for(s, 40))
     assert w.stats.corrupt_resets >= 1 and w.last_seq == 299
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     evs = drain_all(r)
     assert evs and evs[-1].seq == 299
     assert all(e.payload == payload_for(e.seq, 40) for e in evs)
     r.close()
-    evil.close()
 
 
 def test_blocked_reader_is_woken(ring: tuple[KmesBuffer, Writer]) -> None:
     buf, w = ring
-    r = Reader(os.dup(buf.fd))
+    r = Reader(*buf.consumer_fds())
     result: list[bool] = []
     t = threading.Thread(target=lambda: result.append(r.wait(timeout=30)))
     t.start()
@@ -263,7 +311,7 @@ def test_start_head_skips_existing(ring: tuple[KmesBuffer, Writer]) -> None:
     buf, w = ring
     for _ in range(5):
         w.write(1, b"old")
-    r = Reader(os.dup(buf.fd), start="head")
+    r = Reader(*buf.consumer_fds(), start="head")
     assert r.last_seq == 5 and r.drain() == []
     w.write(1, b"new")
     assert [(e.seq, e.payload) for e in r.drain()] == [(6, b"new")]
