@@ -54,7 +54,8 @@ class ExportConfig:
     host: str = ""
     optional: bool = False
     queue_bytes: int = 64 << 20
-    batch_events: int = 2048
+    #: events per message at most; 0: 8192 for ``rows``, 2048 for ``json``
+    batch_events: int = 0
     drain_s: float = 5.0
     connect_timeout_s: float = 2.0
 

@@ -29,9 +29,10 @@ Bodies:
   them, one per event in sequence order, each ending in ``\\n``.
 * ``rows/1``: the records as ``bpf/trace_event.h`` declares them (the numpy dtype of
   :mod:`ringtool.trace.layout`: the single definition), ``count`` rows back to back,
-  each cut after ``Ringtool-Data-Len`` bytes of its last field ``data`` (the longest
-  string of the batch; bytes after a string's NUL are zeroed first). A reader pads
-  the rows back to the full record with zeros. For ``net``: per sample a little-endian
+  each cut after ``Ringtool-Data-Len`` bytes of its last field ``data`` (a multiple
+  of 8 that holds the batch's longest string and its NUL; the 8-byte words after the
+  one holding a string's NUL are zeroed). A reader pads the rows back to the full
+  record with zeros and reads ``data`` up to the NUL. For ``net``: per sample a little-endian
   u32 length, then ``struct trace_net`` + packet bytes.
 * ``stats/1``: one JSON object, the exporter's counters (``kind`` ``stats`` or, last,
   ``summary``) on subject ``<prefix>.<host>.stats``.
@@ -120,22 +121,43 @@ class Message:
         return self.headers[H_ID]
 
 
+_LO = np.uint64(0x0101010101010101)
+_HI = np.uint64(0x8080808080808080)
+
+
 def compact_rows(arr: np.ndarray[Any, Any]) -> tuple[int, bytes]:
-    """``(data_len, body)`` of ``rows/1`` for a ``struct trace_event`` array: bytes of
-    ``data`` after its first NUL zeroed (the kernel leaves stale bytes there), every
-    row cut after the longest string's end."""
+    """``(data_len, body)`` of ``rows/1`` for a ``struct trace_event`` array.
+
+    Works on 8-byte words of ``data`` (a multiple of 8 bytes at an 8-aligned offset,
+    as the header lays it out): per row the first word holding a NUL byte (the
+    classic ``(w - 0x01..) & ~w & 0x80..`` test: exact for the first zero byte of a
+    word, which is all that is asked) ends the string; the words after it
+    are zeroed (the kernel leaves stale bytes there) and every row is cut after the
+    longest string's last word, so ``data_len`` is a multiple of 8."""
     size = arr.dtype.itemsize
     off = arr.dtype.fields["data"][1]  # type: ignore[index]
-    rows = np.ascontiguousarray(arr).view(np.uint8).reshape(len(arr), size)
-    data = rows[:, off:]
-    nul = data == 0
-    has_nul = nul.any(axis=1)
-    strlen = np.where(has_nul, nul.argmax(axis=1), data.shape[1])
-    keep = int(strlen.max()) if len(arr) else 0
-    out = rows[:, : off + keep].copy()
-    if keep:
-        out[:, off:] *= np.arange(keep) < strlen[:, None]
-    return keep, out.tobytes()
+    n = len(arr)
+    if n == 0:
+        return 0, b""
+    rows = np.ascontiguousarray(arr).view(np.uint8).reshape(n, size)
+    words = rows[:, off:].view("<u8")
+    # word by word from the start, only as far as the longest string goes: paths are
+    # short, and no temporary of the whole field is made (those cost page faults)
+    first = np.full(n, words.shape[1] - 1)
+    pending = np.ones(n, bool)
+    for k in range(words.shape[1]):
+        col = words[:, k]
+        hit = ((col - _LO) & ~col & _HI) != 0
+        hit &= pending
+        first[hit] = k
+        pending &= ~hit
+        if not pending.any():
+            break
+    keep_words = int(first.max()) + 1
+    out = rows[:, : off + 8 * keep_words].copy()
+    kept = out[:, off:].view("<u8")
+    kept[np.arange(keep_words) > first[:, None]] = 0
+    return 8 * keep_words, out.tobytes()
 
 
 def expand_rows(body: bytes, count: int, data_len: int, dtype: np.dtype[Any]) -> Any:

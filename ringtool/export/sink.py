@@ -43,7 +43,9 @@ class ExportSink:
         self.cfg = cfg
         self.origin = new_origin(cfg, "trace", decoder.offset_ns)
         self.counters = ExportCounters(ncpu)
-        self.batcher = Batcher(decoder.types, cfg.batch_events)
+        self.batcher = Batcher(
+            decoder.types, cfg.batch_events or (8192 if cfg.fmt == "rows" else 2048)
+        )
         encoder = Encoder(self.origin, cfg.fmt, cfg.subject_prefix, decoder)
         self.encoder = encoder
         self._notes: deque[str] = deque()

@@ -10,8 +10,6 @@ import asyncio
 import contextlib
 import json
 import shutil
-import signal
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -20,77 +18,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"
+from ringtool.export.local_server import LocalNats, free_port, wait_port
+
+__all__ = ["NatsServer", "Prometheus", "free_port", "nats_server"]
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        assert time.monotonic() < deadline, f"nothing listens on 127.0.0.1:{port}"
-        time.sleep(0.05)
-
-
-class NatsServer:
-    """``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file storage in ``DIR``),
-    optionally requiring ``user``/``password``. :meth:`stop` and :meth:`start` again
-    keep the port and the store (a broker restart)."""
-
-    def __init__(self, store: Path, user: str | None = None, password: str | None = None):
-        self.store = store
-        self.port = free_port()
-        self.user, self.password = user, password
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = store / "nats.log"
-        store.mkdir(parents=True, exist_ok=True)
-        self.start()
-
-    @property
-    def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
+class NatsServer(LocalNats):
+    """:class:`ringtool.export.local_server.LocalNats` plus ways to look at the stream."""
 
     @property
     def auth_url(self) -> str:
         return f"nats://{self.user}:{self.password}@127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        assert self.proc is None
-        args = [NATS_SERVER, "-js", "-sd", str(self.store / "js"), "-a", "127.0.0.1",
-                "-p", str(self.port), "-l", str(self.log)]  # fmt: skip
-        if self.user:
-            args += ["--user", self.user, "--pass", str(self.password)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(self.port)
-        self._wait_jetstream()
-
-    def _wait_jetstream(self) -> None:
-        deadline = time.monotonic() + 30
-        while (
-            "Server is ready"
-            not in self.log.read_text(errors="replace").split("Starting nats-server")[-1]
-        ):
-            assert self.proc is not None and self.proc.poll() is None, "nats-server exited"
-            assert time.monotonic() < deadline, "nats-server not ready"
-            time.sleep(0.05)
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc is None:
-            return
-        self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
 
     # --- looking at the stream (a plain nats-py client, as any user would) --------------
 

@@ -90,16 +90,23 @@ def test_reader_gets_the_tracers_lines_with_lanes_numbered_from_one(fmt: str) ->
         assert ts == sorted(ts)
 
 
-def test_rows_are_compact_and_zero_stale_bytes_after_the_string() -> None:
-    arr = records(4, paths=[b"/a", b"/bb/cc"])
+def test_rows_are_compact_and_zero_stale_words_after_the_string() -> None:
+    arr = records(4, paths=[b"/a", b"/bb/cc/dd/ee"])
     off = LAYOUT.event.fields["data"][1]
     arr.view(np.uint8).reshape(4, -1)[0, off + 5 : off + 40] = 0x41  # stale, after the NUL
     keep, body = compact_rows(arr)
-    assert keep == len(b"/bb/cc")
+    assert keep == 16  # "/bb/cc/dd/ee" + NUL fits two 8-byte words
+    assert len(body) == 4 * (off + 16)
     back = expand_rows(body, 4, keep, LAYOUT.event)
-    assert back["data"].tolist() == [b"/a", b"/bb/cc", b"/a", b"/bb/cc"]
+    strings = [d.split(b"\0")[0] for d in back["data"].tolist()]
+    assert strings == [b"/a", b"/bb/cc/dd/ee", b"/a", b"/bb/cc/dd/ee"]
+    raw = back.view(np.uint8).reshape(4, -1)
+    assert not raw[0, off + 8 :].any()  # the stale words after the NUL's word: zeroed
     assert back["h"].tolist() == arr["h"].tolist()
-    assert len(body) == 4 * (LAYOUT.event.itemsize - 256 + keep)
+    # a string that fills the whole field (no NUL) is kept whole
+    arr["data"][1] = b"x" * 256
+    keep, body = compact_rows(arr)
+    assert keep == 256 and expand_rows(body, 4, keep, LAYOUT.event)["data"][1] == b"x" * 256
 
 
 def test_a_batch_too_large_for_one_message_is_split_without_renumbering() -> None:

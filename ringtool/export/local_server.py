@@ -1,0 +1,101 @@
+"""A throwaway ``nats-server`` with JetStream on 127.0.0.1, for benchmarks and tests.
+
+:class:`LocalNats` runs Debian's ``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file
+storage in ``DIR``, a free port chosen at start), optionally requiring a user and
+password, and waits until the server says it is ready. :meth:`~LocalNats.stop` and
+:meth:`~LocalNats.start` again keep the port and the store: a broker restart. Nothing
+listens beyond 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from ringtool.errors import ExportError
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        if time.monotonic() > deadline:
+            raise ExportError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+class LocalNats:
+    """See the module doc."""
+
+    def __init__(self, store: Path, user: str | None = None, password: str | None = None):
+        binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
+        if not Path(binary).exists():
+            raise ExportError("nats-server is not installed: run `make setup` (Debian package)")
+        self.binary = binary
+        self.store = store
+        store.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.user, self.password = user, password
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = store / "nats.log"
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        if self.proc is not None:
+            return
+        args = [self.binary, "-js", "-sd", str(self.store / "js"), "-a", "127.0.0.1",
+                "-p", str(self.port), "-l", str(self.log)]  # fmt: skip
+        if self.user:
+            args += ["--user", self.user, "--pass", str(self.password)]
+        ready = self._log_text().count("Server is ready")
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while self._log_text().count("Server is ready") <= ready:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise ExportError(f"nats-server did not start (see {self.log})")
+            time.sleep(0.05)
+        wait_port(self.port)
+
+    def _log_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def __enter__(self) -> LocalNats:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+__all__ = ["LocalNats", "free_port", "wait_port"]
