@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 ARGS  ?=
 
-.PHONY: setup trace test test-unit lint bench doctor clean
+.PHONY: setup trace test test-unit test-vm lint bench doctor clean
 
 setup:
 	@bash scripts/setup.sh
@@ -17,6 +17,10 @@ test: setup
 
 test-unit: setup
 	$(PY) -m pytest -m "not kernel" $(ARGS)
+
+# The whole suite in a Debian 12 VM (root; builds the box once): see vagrant/README.md.
+test-vm:
+	@bash vagrant/test-vm.sh
 
 lint: setup
 	$(VENV)/bin/ruff check ringtool tests

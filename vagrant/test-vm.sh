@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# `make test-vm`: runs the whole suite (`make test`) in a Debian 12 VM on Debian's own
+# kernel and exits with the suite's status. Run as root on a Debian 12 host.
+#
+# Phases: host packages (from Debian) -> box (vagrant/build-box.sh, cached) -> libvirt
+# daemons (started here when not running, stopped by PID afterwards) -> accelerator
+# (KVM only if a short boot under KVM reaches a login prompt, else TCG) -> up ->
+# provision (vagrant/Vagrantfile's provisioners: host CAs/proxies, scripts/setup.sh)
+# -> tests -> destroy. The JUnit XML and the logs land in $RINGTOOL_VM_OUT (default
+# vagrant/out/). Environment:
+#   RINGTOOL_BOX            box to use instead of the locally built one
+#   RINGTOOL_VM_ACCEL       kvm|tcg: skip the probe
+#   RINGTOOL_VM_KEEP=1      leave the VM (and daemons) running for `vagrant ssh`
+#   RINGTOOL_VM_TEST_TIMEOUT seconds for the test phase (default 3600)
+#   RINGTOOL_VM_CACHE       box cache (default /var/cache/ringtool-vm)
+set -euo pipefail
+SCRIPT_NAME=test-vm
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=vagrant/lib.sh
+. "$HERE/lib.sh"
+need_root
+
+OUT="${RINGTOOL_VM_OUT:-$HERE/out}"
+HOST_PKGS=(qemu-system-x86 qemu-utils debootstrap fdisk vagrant vagrant-libvirt
+    libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients dnsmasq-base
+    iptables rsync openssh-client ca-certificates)
+export VAGRANT_CWD="$HERE"
+export LIBVIRT_DEFAULT_URI=qemu:///system
+export RINGTOOL_VM_CONSOLE_LOG="$OUT/console.log"
+PROBE_SECONDS=60
+STARTED_PIDS=()
+STARTED_LIBVIRTD=0
+PROBE_PID=""
+VM_CREATED=0
+TEST_STATUS=1
+
+mkdir -p "$OUT"
+rm -f "$OUT"/*.log "$OUT"/junit.xml
+
+start_daemon() { # NAME: starts it unless running; remembers the PID it started
+    local name="$1" pid
+    if pidof "$name" >/dev/null; then
+        say "$name already running (pid $(pidof "$name")), left as is"
+        return 0
+    fi
+    "/usr/sbin/$name" -d
+    for _ in $(seq 50); do
+        pid="$(cat "/run/$name.pid" 2>/dev/null || true)"
+        [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && break
+        sleep 0.2
+    done
+    [[ -n "$pid" ]] || die "$name did not start"
+    STARTED_PIDS+=("$pid")
+    [[ "$name" == libvirtd ]] && STARTED_LIBVIRTD=1
+    say "started $name (pid $pid)"
+}
+
+stop_daemons() {
+    local net i pid
+    if ((STARTED_LIBVIRTD)); then # its networks' dnsmasq and NAT rules go with it
+        for net in $(virsh net-list --name 2>/dev/null); do
+            virsh net-destroy "$net" >/dev/null 2>&1 || true
+        done
+    fi
+    for ((i = ${#STARTED_PIDS[@]} - 1; i >= 0; i--)); do
+        pid="${STARTED_PIDS[i]}"
+        kill "$pid" 2>/dev/null || continue
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+        say "stopped pid $pid"
+    done
+    STARTED_PIDS=()
+}
+
+finish() {
+    local rc=$?
+    [[ -z "$PROBE_PID" ]] || kill "$PROBE_PID" 2>/dev/null || true
+    if [[ "${RINGTOOL_VM_KEEP:-0}" == 1 ]]; then
+        phase_end
+        say "RINGTOOL_VM_KEEP=1: VM left running (VAGRANT_CWD=$HERE vagrant ssh); daemons too"
+    else
+        phase destroy
+        if ((VM_CREATED)); then
+            vagrant destroy -f >"$OUT/destroy.log" 2>&1 \
+                || say "vagrant destroy failed: see $OUT/destroy.log"
+        fi
+        stop_daemons
+        phase_end
+    fi
+    say "phase times:"
+    printf '  %s\n' "${PHASE_TIMES[@]}" >&2
+    say "total ${SECONDS}s; JUnit XML and logs in $OUT"
+    exit "$rc"
+}
+trap finish EXIT
+
+# box_image NAME: the qcow2 `vagrant box add` unpacked for box NAME.
+box_image() {
+    find "${VAGRANT_HOME:-$HOME/.vagrant.d}/boxes/$1" -path '*/libvirt/box.img' 2>/dev/null | head -1
+}
+
+# probe_kvm IMAGE: true when the box boots to a login prompt under KVM in time.
+probe_kvm() {
+    [[ -c /dev/kvm && -w /dev/kvm ]] || { say "no usable /dev/kvm"; return 1; }
+    local log="$OUT/kvm-probe.log" pid t
+    : >"$log"
+    qemu-system-x86_64 -accel kvm -cpu host -smp 2 -m 1024 -display none -monitor none \
+        -no-reboot -nic none -serial "file:$log" \
+        -drive "file=$1,if=virtio,format=qcow2,snapshot=on" 2>"$OUT/kvm-probe.err" &
+    pid=$!
+    PROBE_PID=$pid
+    for ((t = 0; t < PROBE_SECONDS; t++)); do
+        grep -q 'login:' "$log" && { kill "$pid"; wait "$pid" 2>/dev/null; PROBE_PID=""; return 0; }
+        kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; say "KVM probe: QEMU exited: $(tail -1 "$OUT/kvm-probe.err")"; return 1; }
+        sleep 1
+    done
+    kill "$pid"; wait "$pid" 2>/dev/null
+    PROBE_PID=""
+    say "KVM probe: no login prompt after ${PROBE_SECONDS}s (last console line: $(tr -d '\r' <"$log" | grep -v '^$' | tail -1 | cut -c1-100))"
+    return 1
+}
+
+phase "host packages"
+apt_install "${HOST_PKGS[@]}"
+
+phase "box build"
+box_file="$(bash "$HERE/build-box.sh")"
+key="$(basename "$(dirname "$box_file")")"
+local_box="ringtool-debian12-$key"
+export RINGTOOL_BOX="${RINGTOOL_BOX:-$local_box}"
+if [[ "$RINGTOOL_BOX" == "$local_box" ]] && ! vagrant box list | grep -q "^$local_box "; then
+    say "vagrant box add $local_box"
+    vagrant box add --name "$local_box" "$box_file" >"$OUT/box-add.log" 2>&1 \
+        || die "vagrant box add failed: see $OUT/box-add.log"
+    # Older local boxes (earlier build-box.sh versions) go: box, cache.
+    for old in $(vagrant box list | awk '/^ringtool-debian12-/ {print $1}'); do
+        [[ "$old" == "$local_box" ]] || vagrant box remove -f "$old" >/dev/null 2>&1 || true
+    done
+    for old in "$VM_CACHE"/*/; do
+        [[ "$(basename "$old")" == "$key" || ! -f "$old/ringtool-debian12.box" ]] || rm -rf "$old"
+    done
+fi
+
+phase "daemons"
+start_daemon virtlogd
+start_daemon libvirtd
+# A VM left by an interrupted run would be reused by `vagrant up`: start clean.
+vagrant destroy -f >/dev/null 2>&1 || true
+
+phase "accelerator"
+accel="${RINGTOOL_VM_ACCEL:-}"
+if [[ -z "$accel" ]]; then
+    image="$(box_image "$RINGTOOL_BOX")"
+    if [[ -z "$image" ]]; then
+        accel=tcg
+        say "KVM probe skipped: no local image for box $RINGTOOL_BOX"
+    elif probe_kvm "$image"; then
+        accel=kvm
+    else
+        accel=tcg
+    fi
+fi
+case "$accel" in
+    kvm) export RINGTOOL_VM_DRIVER=kvm; say "accelerator: KVM (a test boot under KVM reached login)" ;;
+    tcg) export RINGTOOL_VM_DRIVER=qemu; say "accelerator: TCG (QEMU emulation; KVM unusable here, see $OUT/kvm-probe.log)" ;;
+    *) die "RINGTOOL_VM_ACCEL must be kvm or tcg, not $accel" ;;
+esac
+
+phase up
+VM_CREATED=1
+vagrant up --provider=libvirt --no-provision >"$OUT/up.log" 2>&1 \
+    || { tail -20 "$OUT/up.log" >&2; die "vagrant up failed: see $OUT/up.log"; }
+
+phase provision
+vagrant provision >"$OUT/provision.log" 2>&1 \
+    || { tail -20 "$OUT/provision.log" >&2; die "provisioning failed: see $OUT/provision.log"; }
+
+phase tests
+say "make test in the VM; log: $OUT/test.log"
+set +e
+timeout "${RINGTOOL_VM_TEST_TIMEOUT:-3600}" vagrant ssh -c \
+    'cd /vagrant && sudo make test ARGS="--junitxml=/tmp/ringtool-junit.xml"' \
+    >"$OUT/test.log" 2>&1
+TEST_STATUS=$?
+set -e
+vagrant ssh -c 'cat /tmp/ringtool-junit.xml' >"$OUT/junit.xml" 2>/dev/null \
+    || say "no JUnit XML in the VM"
+vagrant ssh -c 'uname -r' 2>/dev/null | tr -d '\r' | sed 's/^/guest kernel: /' >>"$OUT/test.log" || true
+say "suite: $(grep -E '^=+ .*(passed|failed|error).* =+$' "$OUT/test.log" | tail -1 || echo "no summary (status $TEST_STATUS)")"
+exit "$TEST_STATUS"
