@@ -244,6 +244,9 @@ class Publisher:
             return None
         for m in self.encoder.encode(batch):
             self.ledger.add(m)
+        # Encoding holds the GIL: hand it to the drain thread if it waits for it (a
+        # drain kept waiting lets the kernel rings fill; sleep(0) releases the GIL).
+        time.sleep(0)
         return self.ledger.next_to_send()
 
     def _answer(self, token: str, ans: Answer) -> None:
