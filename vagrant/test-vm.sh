@@ -73,7 +73,9 @@ stop_daemons() {
 
 finish() {
     local rc=$?
-    [[ -z "$PROBE_PID" ]] || kill "$PROBE_PID" 2>/dev/null || true
+    if [[ -n "$PROBE_PID" && -s "$OUT/kvm-probe.pid" ]]; then
+        kill "$(cat "$OUT/kvm-probe.pid")" 2>/dev/null || true
+    fi
     if [[ "${RINGTOOL_VM_KEEP:-0}" == 1 ]]; then
         phase_end
         say "RINGTOOL_VM_KEEP=1: VM left running (VAGRANT_CWD=$HERE vagrant ssh); daemons too"
@@ -101,21 +103,30 @@ box_image() {
 # probe_kvm IMAGE: true when the box boots to a login prompt under KVM in time.
 probe_kvm() {
     [[ -c /dev/kvm && -w /dev/kvm ]] || { say "no usable /dev/kvm"; return 1; }
-    local log="$OUT/kvm-probe.log" pid t
+    local log="$OUT/kvm-probe.log" pidfile="$OUT/kvm-probe.pid" t
     : >"$log"
-    qemu-system-x86_64 -accel kvm -cpu host -smp 2 -m 1024 -display none -monitor none \
-        -no-reboot -nic none -serial "file:$log" \
-        -drive "file=$1,if=virtio,format=qcow2,snapshot=on" 2>"$OUT/kvm-probe.err" &
-    pid=$!
-    PROBE_PID=$pid
+    rm -f "$pidfile"
+    # In a subshell whose stderr is dropped (bash's "Aborted" notice when QEMU
+    # aborts); QEMU's own pidfile names the process to stop.
+    (qemu-system-x86_64 -accel kvm -cpu host -smp 2 -m 1024 -display none -monitor none \
+        -no-reboot -nic none -serial "file:$log" -pidfile "$pidfile" \
+        -drive "file=$1,if=virtio,format=qcow2,snapshot=on" 2>"$OUT/kvm-probe.err"
+        exit $?) 2>/dev/null &
+    PROBE_PID=$!
     for ((t = 0; t < PROBE_SECONDS; t++)); do
-        grep -q 'login:' "$log" && { kill "$pid"; wait "$pid" 2>/dev/null; PROBE_PID=""; return 0; }
-        kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; say "KVM probe: QEMU exited: $(tail -1 "$OUT/kvm-probe.err")"; return 1; }
+        grep -q 'login:' "$log" && break
+        kill -0 "$PROBE_PID" 2>/dev/null || break
         sleep 1
     done
-    kill "$pid"; wait "$pid" 2>/dev/null
+    [[ ! -s "$pidfile" ]] || kill "$(cat "$pidfile")" 2>/dev/null || true
+    wait "$PROBE_PID" 2>/dev/null || true
     PROBE_PID=""
-    say "KVM probe: no login prompt after ${PROBE_SECONDS}s (last console line: $(tr -d '\r' <"$log" | grep -v '^$' | tail -1 | cut -c1-100))"
+    grep -q 'login:' "$log" && return 0
+    if ((t < PROBE_SECONDS)); then
+        say "KVM probe: QEMU exited: $(tail -1 "$OUT/kvm-probe.err")"
+    else
+        say "KVM probe: no login prompt after ${PROBE_SECONDS}s (last console line: $(tr -d '\r' <"$log" | grep -v '^$' | tail -1 | cut -c1-100))"
+    fi
     return 1
 }
 
