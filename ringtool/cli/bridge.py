@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import select
+import signal
 import struct
 import sys
 import time
 from typing import Any
 
 from ringtool.cli import validate as v
-from ringtool.errors import KmesError
+from ringtool.errors import KmesError, RingtoolError
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.kmes.attach import DEFAULT_SOCKET
@@ -139,6 +140,21 @@ class BpfSources:
 
 def run(args: argparse.Namespace) -> int:
     require_bpf_privileges("ringtool bridge")
+    # A consumer that closes its socket early must cost it an EPIPE, not kill the bridge
+    # (the CLI sets SIGPIPE to SIG_DFL for `| head`; the attach server also sends with
+    # MSG_NOSIGNAL).
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:
+        return _run(args)
+    except (RingtoolError, OSError, KeyboardInterrupt):
+        raise  # one line from ringtool.cli.main
+    except Exception as exc:  # a dying bridge says why in one line, never a traceback
+        print(f"ringtool bridge: stopped by an internal error: {type(exc).__name__}: {exc}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     kinds = set(args.events)  # flag values were checked while parsing
     capacity = args.capacity
     bridge = KmesBridge(

@@ -16,6 +16,7 @@ The capacity comes from the bridge's configuration (its defaults when none).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from ringtool.kernel.cpus import online_cpus
 from ringtool.trace.events import Event
 
 TRACE_EVENT_BASE = 0x7400
+RESTORE_INTERVAL = 0.25  # seconds between re-stores of the buffers' static fields
 ORIGIN_RINGBUF = 1
 ORIGIN_PERF = 2
 
@@ -41,6 +43,7 @@ class KmesSink:
             self.bridge.close()
             raise
         self.published = 0
+        self._next_restore = 0.0
 
     def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         """Queue the batch's records (one KMES event each) and flush."""
@@ -62,6 +65,10 @@ class KmesSink:
         if n or net:
             self.published += n + len(net)
             self.bridge.flush()
+        now = time.monotonic()
+        if now >= self._next_restore:  # undo a consumer's scribbles on cache line 0
+            self._next_restore = now + RESTORE_INTERVAL
+            self.bridge.service()
 
     def close(self) -> None:
         self.bridge.close()
