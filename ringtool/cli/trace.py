@@ -9,13 +9,12 @@ imported only in :func:`run`.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from typing import Any
 
 from ringtool.cli import validate as v
 from ringtool.errors import UsageError
-from ringtool.export.cli_args import add_export_args, add_metrics_arg
-from ringtool.export.trace_hook import hook_options
 from ringtool.kernel.privileges import require_bpf_privileges
 
 EVENTS = ("exec", "open", "syscalls", "net")
@@ -23,7 +22,8 @@ DEFAULT_EVENTS = ("exec", "open", "syscalls")
 
 EPILOG = """\
 output: the live TUI when stdout is a terminal (keys: q quit, p pause, s sort,
-/ filter by comm), else columns; --json for JSON lines.
+/ filter by comm), else columns (whole lines; cut to the terminal with --no-tui
+unless -w); --json for JSON lines.
 
 examples:
   sudo ringtool trace                          # TUI, exec/exit/fork + open + syscalls
@@ -82,7 +82,13 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON lines on stdout")
-    out.add_argument("--no-tui", action="store_true", help="bcc-style columns, 80 wide")
+    out.add_argument(
+        "--no-tui", action="store_true",
+        help="bcc-style columns (cut to the terminal's width; whole lines into a pipe or file)",
+    )  # fmt: skip
+    p.add_argument(
+        "-w", "--wide", action="store_true", help="columns: never cut lines, also on a terminal"
+    )
     p.add_argument("--pcap", type=v.output_file, metavar="FILE", help="write net packets as pcapng")
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
     p.add_argument(
@@ -93,8 +99,6 @@ def register(subs: Any) -> None:
         "--kmes", type=v.socket_path, metavar="SOCKET",
         help="also publish events via a KMES bridge",
     )  # fmt: skip
-    add_export_args(p, quiet_group=out)
-    add_metrics_arg(p)
     p.set_defaults(func=run, check=check)
 
 
@@ -112,27 +116,24 @@ def check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    hook = hook_options(args)  # --export/--metrics checked before anything loads
     require_bpf_privileges("ringtool trace")  # before BCC is imported
     from ringtool.trace.runner import RunConfig, run_trace
     from ringtool.trace.sources import TraceOptions
 
     events = events_of(args)
-    if args.quiet:
-        mode = "quiet"
-    elif args.json:
+    if args.json:
         mode = "json"
     elif args.no_tui or not sys.stdout.isatty():
         mode = "columns"
     else:
         mode = "tui"
+    width = None if args.wide or not sys.stdout.isatty() else shutil.get_terminal_size().columns
     opts = TraceOptions(
         events=events, pid=args.pid, comm=args.comm, buffer_pages=args.buffer_pages,
         slow_ms=args.slow_ms, iface=args.iface, snaplen=args.snaplen,
     )  # fmt: skip
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
-        window_us=args.window_us, pcap=args.pcap, kmes=args.kmes,
-        export=hook if hook.wanted else None,
+        window_us=args.window_us, pcap=args.pcap, kmes=args.kmes, width=width,
     )  # fmt: skip
     return run_trace(opts, cfg)

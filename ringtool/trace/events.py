@@ -158,26 +158,34 @@ def addr(family: int, raw: bytes) -> str:
     return ""
 
 
-def detail(ev: Event) -> str:
-    """A one-line human description of the event's type-specific part."""
+def detail_split(ev: Event) -> tuple[str, str]:
+    """The event's type-specific part as ``(path, rest)``: the file name of an exec or
+    open (``""`` for other types) and what follows it; :func:`detail` is the two
+    joined. A column output that must cut keeps the end of ``path`` and all of
+    ``rest``, and cuts other details at their end (their start says the most)."""
     t = ev["type"]
     if t == "exec":
-        return f"{ev['filename']} ppid={ev['ppid']}"
+        return ev["filename"], f" ppid={ev['ppid']}"
     if t == "open":
-        return f"{ev['path']} = {ev['ret']}"
+        return ev["path"], f" = {ev['ret']}"
     if t == "exit":
         code = "?" if ev["exit_code"] is None else ev["exit_code"]
-        return f"code={code} ppid={ev['ppid']}"
+        return "", f"code={code} ppid={ev['ppid']}"
     if t == "fork":
-        return f"child={ev['child_pid']} ({ev['child_comm']})"
+        return "", f"child={ev['child_pid']} ({ev['child_comm']})"
     if t == "syscall":
-        return f"{ev['syscall']} {ev['latency_us'] / 1000:.1f} ms = {ev['ret']}"
+        return "", f"{ev['syscall']} {ev['latency_us'] / 1000:.1f} ms = {ev['ret']}"
     if t == "net":
-        return (
+        return "", (
             f"{ev['dir'][:3]} {ev['proto']} {ev['src']}:{ev['sport']} > "
             f"{ev['dst']}:{ev['dport']} len={ev['len']}"
         )
-    return ""
+    return "", ""
 
 
-__all__ = ["PROTOS", "Decoder", "Event", "addr", "cstr", "detail"]
+def detail(ev: Event) -> str:
+    """A one-line human description of the event's type-specific part."""
+    return "".join(detail_split(ev))
+
+
+__all__ = ["PROTOS", "Decoder", "Event", "addr", "cstr", "detail", "detail_split"]

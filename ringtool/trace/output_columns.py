@@ -1,4 +1,4 @@
-"""``--no-tui`` output: bcc-style columns that fit ``width`` (80) columns.
+"""``--no-tui`` output: bcc-style columns, cut to ``width`` columns on a terminal.
 
 ::
 
@@ -7,8 +7,11 @@
     TIME     CPU PID     COMM             EVENT   DETAIL
     12:00:01   1 4242    cat              exec    /usr/bin/cat ppid=4241
 
-Every line — header, events, the ``--`` stats line per interval and the summary —
-is cut to ``width`` characters; a long path keeps its end (``..`` marks the cut).
+With a ``width`` (the CLI gives the terminal's width when stdout is one), every line —
+header, events, the ``--`` stats line per interval and the summary — is cut to
+``width`` characters: a long path keeps its end and what follows it (``..`` marks the
+cut), other details keep their start (a net line keeps direction and protocol).
+``width=None`` (stdout is a pipe or a file, or ``-w``) never cuts.
 Strings from traced processes (comm, paths) and notes go through
 :func:`ringtool.trace.safe_text.printable`: a control character or escape sequence
 in a file name is printed escaped (``\x1b[2J``), never sent to the terminal.
@@ -21,7 +24,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ringtool.trace.events import Decoder, Event, detail
+from ringtool.trace.events import Decoder, Event, detail_split
 from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 
@@ -37,15 +40,33 @@ def fit(text: str, width: int) -> str:
     return ".." + text[len(text) - width + 2 :]
 
 
-def format_event(ev: Event, width: int = 80) -> str:
-    """One column line for ``ev``, at most ``width`` characters."""
+def cut(line: str, width: int | None) -> str:
+    """``line`` cut to ``width`` characters (None: whole)."""
+    return line if width is None else line[:width]
+
+
+def fit_detail(ev: Event, width: int | None) -> str:
+    """The event's detail, printable, in at most ``width`` characters: a path is cut
+    at its start, anything else at its end (see the module doc)."""
+    path, rest = (printable(part) for part in detail_split(ev))
+    if width is None or len(path) + len(rest) <= width:
+        return path + rest
+    if path and len(rest) + 3 <= width:
+        return fit(path, width - len(rest)) + rest
+    text = path + rest
+    return text[: width - 2] + ".." if width > 2 else text[:width]
+
+
+def format_event(ev: Event, width: int | None = 80) -> str:
+    """One column line for ``ev``, at most ``width`` characters (None: no limit)."""
     clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-    comm = printable(ev["comm"])[:16]
+    comm = printable(ev["comm"])
+    comm = comm if width is None else comm[:16]
     head = f"{clock:<8} {ev['cpu']:>3} {ev['pid']:<7} {comm:<16} {ev['type']:<7} "
-    return head + fit(printable(detail(ev)), max(0, width - len(head)))
+    return head + fit_detail(ev, None if width is None else max(0, width - len(head)))
 
 
-def format_stats(stats: TraceStats, width: int = 80) -> str:
+def format_stats(stats: TraceStats, width: int | None = 80) -> str:
     per = " ".join(f"{k} {v:.0f}" for k, v in stats.rate_source.items())
     line = (
         f"-- {stats.uptime:6.1f}s {stats.rate_total:8.0f} ev/s ({per}) "
@@ -53,10 +74,10 @@ def format_stats(stats: TraceStats, width: int = 80) -> str:
     )
     if stats.export is not None:  # --export: the export drops first, before the cut
         line = line.replace(" ev/s (", f" ev/s xdrop {stats.export['export_dropped']} (", 1)
-    return line[:width]
+    return cut(line, width)
 
 
-def format_summary(stats: TraceStats, width: int = 80) -> list[str]:
+def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
     lines = [
         f"{stats.total} events in {stats.uptime:.1f}s, {stats.dropped} dropped, {stats.lost} lost"
         + (f", {stats.malformed} malformed" if stats.malformed else ""),
@@ -79,22 +100,22 @@ def format_summary(stats: TraceStats, width: int = 80) -> list[str]:
         )
     for row in stats.top_syscalls(5):
         lines.append(f"  {row.name:<20} {row.count:>10} calls  p99 {row.p99_ns / 1000:10.1f} us")
-    return [line[:width] for line in lines]
+    return [cut(line, width) for line in lines]
 
 
 class ColumnOutput:
     """Writes column lines to ``stream`` (see the module doc)."""
 
-    def __init__(self, stream: TextIO, decoder: Decoder, width: int = 80) -> None:
+    def __init__(self, stream: TextIO, decoder: Decoder, width: int | None = 80) -> None:
         self.stream = stream
         self.decoder = decoder
         self.width = width
 
     def start(self, sources: list[str], notes: list[str]) -> None:
-        lines = [f"note: {printable(n)}"[: self.width] for n in notes]
-        lines.append(f"sources: {', '.join(sources)}"[: self.width])
+        lines = [cut(f"note: {printable(n)}", self.width) for n in notes]
+        lines.append(cut(f"sources: {', '.join(sources)}", self.width))
         lines.append("Tracing... Ctrl-C to end.")
-        lines.append(HEADER[: self.width])
+        lines.append(cut(HEADER, self.width))
         self._write(lines)
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
@@ -111,11 +132,20 @@ class ColumnOutput:
         self._write(format_summary(stats, self.width))
 
     def note(self, text: str) -> None:
-        self._write([f"note: {printable(text)}"[: self.width]])
+        self._write([cut(f"note: {printable(text)}", self.width)])
 
     def _write(self, lines: list[str]) -> None:
         self.stream.write("\n".join(lines) + "\n")
         self.stream.flush()
 
 
-__all__ = ["HEADER", "ColumnOutput", "fit", "format_event", "format_stats", "format_summary"]
+__all__ = [
+    "HEADER",
+    "ColumnOutput",
+    "cut",
+    "fit",
+    "fit_detail",
+    "format_event",
+    "format_stats",
+    "format_summary",
+]

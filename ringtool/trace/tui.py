@@ -183,7 +183,7 @@ class TraceTui:
     def summary(self, stats: TraceStats) -> None:
         from ringtool.trace.output_columns import format_summary
 
-        for line in format_summary(stats, 80):
+        for line in format_summary(stats, None):
             print(line)
 
     def note(self, text: str) -> None:

@@ -4,6 +4,7 @@ traceback; the sources are detached on the way out."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -62,3 +63,22 @@ def test_full_stdout_is_one_line() -> None:
         res = _run("trace", "--json", "--events", "open", "-d", "5", stdout=full.fileno())
     assert res.returncode == 1, res.stderr
     assert res.stderr.splitlines() == ["ringtool trace: No space left on device"]
+
+
+def test_columns_into_a_pipe_are_whole_lines(tmp_path: Path) -> None:
+    import signal
+
+    from tests.kernel.trace_helpers import Trace
+
+    target = tmp_path / ("n" * (200 - len(str(tmp_path))))  # the record holds 256 bytes
+    target.write_text("x")
+    proc = Trace("--no-tui", "--events", "open", "-p", str(os.getpid()))
+    deadline = time.monotonic() + 60
+    while not any(str(target) in line for line in list(proc.lines)):
+        assert time.monotonic() < deadline, proc.lines[-5:]
+        target.open().close()
+        time.sleep(0.1)
+    proc.signal(signal.SIGINT)
+    lines, _ = proc.finish()
+    line = next(line for line in lines if str(target) in line)
+    assert line.split()[-3:-1] == [str(target), "="] and len(line) > 200

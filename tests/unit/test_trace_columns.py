@@ -44,3 +44,39 @@ def test_column_output_all_lines_fit() -> None:
     assert "Tracing... Ctrl-C to end." in lines
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
     assert lines[-3].startswith("3 events") or any(x.startswith("3 events") for x in lines)
+
+
+def _ev(typ: str, **fields: object) -> dict[str, object]:
+    return {"type": typ, "ts": 0.0, "cpu": 1, "pid": 42, "tid": 42, "comm": "c", **fields}
+
+
+def test_wide_lines_are_whole() -> None:
+    path = "/d" * 150 + "/file.txt"
+    line = format_event(_ev("open", path=path, flags=0, ret=3), None)
+    assert line.endswith(f" {path} = 3")
+    long_comm = format_event(_ev("exec", filename="/x", ppid=1, comm="\x1b" * 15), None)
+    assert "\\x1b" * 15 in long_comm  # escaped, and not cut to 16 characters
+
+
+def test_cut_lines_keep_what_matters() -> None:
+    path = "/d" * 150 + "/file.txt"
+    line = format_event(_ev("open", path=path, flags=0, ret=-2), 80)
+    assert len(line) == 80 and line.endswith("/file.txt = -2") and "open    ../d/d/" in line
+    net = _ev("net", dir="egress", proto="tcp", src="2001:db8::1" * 3, sport=443,
+              dst="2001:db8::2" * 3, dport=51234, len=1500)  # fmt: skip
+    line = format_event(net, 80)
+    assert len(line) == 80 and line.split()[5:7] == ["egr", "tcp"] and line.endswith("..")
+    assert format_event(net, 400).endswith("len=1500")
+
+
+def test_column_output_without_width_never_cuts() -> None:
+    lay = load_layout()
+    out = io.StringIO()
+    col = ColumnOutput(out, Decoder(lay), width=None)
+    col.start(["open"], ["x" * 300])
+    arr = np.zeros(1, dtype=lay.event)
+    arr["h"]["type"] = lay.type_id("open")
+    arr["data"] = b"/" + b"q" * 250
+    col.batch(arr, [])
+    text = out.getvalue()
+    assert "note: " + "x" * 300 in text and "/" + "q" * 250 + " = 0" in text
