@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 
 from ringtool.errors import KmesFormatError
 from ringtool.kernel.shm import (
@@ -164,28 +165,46 @@ def _writable(fd: int) -> bool:
     return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
 
 
+#: A consumer may be scribbling the metadata page while we validate it; the bridge
+#: re-stores it (before each attach and from its loop), so a bad snapshot is re-read
+#: this many times, :data:`STATIC_RETRY_SLEEP` seconds apart, before giving up.
+STATIC_RETRIES = 100
+STATIC_RETRY_SLEEP = 0.001
+
+
+def _read_static(meta_fd: int) -> L.StaticFields:
+    """Cache line 0 of ``meta_fd``, validated; retried while it does not validate."""
+    for _ in range(STATIC_RETRIES):
+        try:
+            return L.read_static(os.pread(meta_fd, L.PAGE_SIZE, 0))
+        except KmesFormatError:
+            time.sleep(STATIC_RETRY_SLEEP)
+    return L.read_static(os.pread(meta_fd, L.PAGE_SIZE, 0))
+
+
 class MappedBuffer(_Mapped):
     """A consumer's mapping of ``meta_fd`` + ``data_fd`` (it owns both from now on).
 
     Validates before mapping: the metadata page (magic, version, data_offset,
-    capacity), the sizes (meta 4096 bytes, data ``capacity`` bytes) and that
-    ``data_fd`` is not open for writing. Raises :class:`KmesFormatError` otherwise
-    (both descriptors are closed on any failure).
+    capacity; re-read for a short while if a scribbling consumer made it invalid), the
+    sizes (meta 4096 bytes, data ``capacity`` bytes) and that ``data_fd`` is not open
+    for writing. Raises :class:`KmesFormatError` otherwise (both descriptors are closed
+    on any failure).
     """
 
     def __init__(self, meta_fd: int, data_fd: int) -> None:
         self.meta_fd, self.data_fd = meta_fd, data_fd
         try:
-            static = L.read_static(os.pread(meta_fd, L.PAGE_SIZE, 0))
+            if _writable(data_fd):
+                raise KmesFormatError("KMES data descriptor is writable (attach protocol v2)")
             meta_size, data_size = os.fstat(meta_fd).st_size, os.fstat(data_fd).st_size
             if meta_size != L.PAGE_SIZE:
                 raise KmesFormatError(f"KMES metadata descriptor is {meta_size} bytes, not 4096")
+            static = _read_static(meta_fd)
             if data_size != static.capacity:
                 raise KmesFormatError(
                     f"KMES data descriptor is {data_size} bytes, expected {static.capacity}"
                 )
-            if _writable(data_fd):
-                raise KmesFormatError("KMES data descriptor is writable (attach protocol v2)")
             self.mapping = DoubleMapping(
                 meta_fd, data_fd, L.PAGE_SIZE, static.capacity, writable_ring=False
             )
