@@ -187,9 +187,10 @@ def run(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
     load = _Load()
     rows = []
     try:
-        with tempfile.TemporaryDirectory(prefix="ringtool-bench-") as tmp, LocalNats(
-            Path(tmp) / "nats"
-        ) as server:
+        with (
+            tempfile.TemporaryDirectory(prefix="ringtool-bench-") as tmp,
+            LocalNats(Path(tmp) / "nats") as server,
+        ):
             for path in PATHS:
                 rows.append(run_path(path, load, server.url, rate, seconds, Path(tmp)))
     finally:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ringtool.cli import validate as v
 from ringtool.errors import KmesError, RingtoolError
+from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.kmes.attach import DEFAULT_SOCKET
@@ -73,6 +74,8 @@ def register(subs: Any) -> None:
         "--perf-pages", type=v.power_of_two(1 << 16), default=8,
         help="perf buffer pages per CPU, a power of two",
     )  # fmt: skip
+    add_export_args(p, quiet=False)
+    add_metrics_arg(p)
     p.set_defaults(func=run)
 
 
@@ -161,10 +164,14 @@ def _run(args: argparse.Namespace) -> int:
         online_cpus(), socket_path=args.socket, capacity=capacity, config_path=args.config
     )
     bridge.install_signal_handlers()
+    from ringtool.export.bridge_hook import bridge_hook
+
+    hook = bridge_hook(args, bridge)  # --export/--metrics: taps bridge.submit
     sources = BpfSources(bridge, kinds, args.ring_pages, args.perf_pages)
     try:
         sources.pump(0)  # events flowing already land in the boot buffers (§5.1.2)
         bridge.flush()
+        hook.flush()
         bridge.start()
         print(
             f"ringtool bridge: serving {args.socket}: {len(bridge.cpus)} CPUs x "
@@ -176,6 +183,7 @@ def _run(args: argparse.Namespace) -> int:
         while not bridge.stop_requested and (end is None or time.monotonic() < end):
             sources.pump(100)
             bridge.flush()
+            hook.flush()
             try:
                 if bridge.service():
                     print(f"ringtool bridge: resized to {bridge.capacity}", file=sys.stderr)
@@ -186,6 +194,7 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         stats = bridge.stats()
         sources.close()
+        hook.close(stats)  # the rest handed over and drained: every event counted
         bridge.close()
     for cpu, s in stats.items():
         print(

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.export.format import Batch
+from ringtool.export.format import Batch, Lines
 from ringtool.trace.events import Event
 
 #: Rough bytes of a decoded net event held in the queue beyond its sample.
@@ -61,6 +61,12 @@ class Batcher:
                 self._chunks(out, cpu, "net", evs, 0)
         return out
 
+    def lines(self, cpu: int, kind: str, lines: list[str]) -> list[Batch]:
+        """Batches of events already rendered as JSON lines (the bridge's)."""
+        out: list[Batch] = []
+        self._chunks(out, cpu, kind, lines, 0)
+        return out
+
     def _chunks(self, out: list[Batch], cpu: int, kind: str, data: Any, itemsize: int) -> None:
         n = len(data)
         first = self._number(cpu, kind, n)
@@ -69,6 +75,9 @@ class Batcher:
             part = data[a : a + step]
             if itemsize:
                 nbytes = len(part) * itemsize
+            elif isinstance(data, Lines):
+                part = Lines(part)
+                nbytes = sum(len(line) for line in part) + 50 * len(part)
             else:
                 nbytes = sum(len(ev["raw"]) + _NET_OVERHEAD for ev in part)
             out.append(Batch(cpu, kind, first + a, len(part), part, nbytes))

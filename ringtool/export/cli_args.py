@@ -86,9 +86,11 @@ def _queue_mb(text: str) -> float:
     return v
 
 
-def add_export_args(parser: argparse.ArgumentParser, quiet_group: Any = None) -> None:
-    """``--export`` and companions; ``--quiet`` goes into ``quiet_group`` (the output
-    modes' mutually exclusive group) when given."""
+def add_export_args(
+    parser: argparse.ArgumentParser, quiet_group: Any = None, *, quiet: bool = True
+) -> None:
+    """``--export`` and companions; ``--quiet`` (when ``quiet``) goes into
+    ``quiet_group`` (the output modes' mutually exclusive group) when given."""
     g = parser.add_argument_group("export to NATS JetStream (see README: Tracing a fleet)")
     g.add_argument(
         "--export",
@@ -154,6 +156,8 @@ def add_export_args(parser: argparse.ArgumentParser, quiet_group: Any = None) ->
         metavar="NAME",
         help="host name in subjects and messages (default: hostname)",
     )
+    if not quiet:
+        return
     target = quiet_group if quiet_group is not None else parser
     target.add_argument(
         "--quiet",

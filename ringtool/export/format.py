@@ -26,7 +26,8 @@ Every message carries NATS headers (the body is events only):
 Bodies:
 
 * ``jsonl/1`` (default): the event lines exactly as ``ringtool trace --json`` writes
-  them, one per event in sequence order, each ending in ``\\n``.
+  them, one per event in sequence order, each ending in ``\\n`` (``bridge``: ``type``,
+  ``ts``, ``cpu``, ``origin`` and the fields :mod:`ringtool.kmes.events` decodes).
 * ``rows/1``: the records as ``bpf/trace_event.h`` declares them (the numpy dtype of
   :mod:`ringtool.trace.layout`: the single definition), ``count`` rows back to back,
   each cut after ``Ringtool-Data-Len`` bytes of its last field ``data`` (a multiple
@@ -84,6 +85,10 @@ class Origin:
     run: str
     source: str
     realtime_offset_ns: int
+
+
+class Lines(list[str]):
+    """Events already rendered as JSON lines (the bridge's): a batch's ``data``."""
 
 
 @dataclass
@@ -218,6 +223,8 @@ class Encoder:
         return [Message(subject, headers, body, batch.cpu, batch.count)]
 
     def _body(self, batch: Batch) -> tuple[bytes, dict[str, str]]:
+        if isinstance(batch.data, Lines):
+            return "".join(line + "\n" for line in batch.data).encode(), {}
         if batch.type == "net":
             if self.format == JSONL:
                 return _json_lines(self.decoder, self._empty, batch.data), {}
@@ -237,6 +244,8 @@ class Encoder:
 
 def _slice(batch: Batch, start: int, stop: int) -> Batch:
     data = batch.data[start:stop]
+    if isinstance(batch.data, Lines):
+        data = Lines(data)
     nbytes = batch.nbytes * (stop - start) // max(batch.count, 1)
     return Batch(batch.cpu, batch.type, batch.first + start, stop - start, data, nbytes)
 
@@ -393,6 +402,7 @@ __all__ = [
     "Batch",
     "DecoderCache",
     "Encoder",
+    "Lines",
     "Message",
     "Origin",
     "Received",

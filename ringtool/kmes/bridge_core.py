@@ -19,7 +19,7 @@ import os
 import signal
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
 
@@ -105,10 +105,15 @@ class KmesBridge:
         self.stop_requested = False
         self.capacity = 0
         self.unknown_cpu = 0  # events from a CPU the bridge has no buffer for
+        #: called with every submitted event, in the submitting thread (``--export``:
+        #: ringtool.export.bridge_hook); None: nothing extra
+        self.tap: Callable[[int, int, int, bytes], None] | None = None
 
     # -- input ---------------------------------------------------------------------------
     def submit(self, cpu: int, origin_class: int, event_type: int, payload: bytes) -> None:
         """Queue one event for ``cpu``; it is written on the next :meth:`flush`."""
+        if self.tap is not None:
+            self.tap(cpu, origin_class, event_type, payload)
         pending = self._pending.get(cpu)
         if pending is None:
             self.unknown_cpu += 1
