@@ -114,6 +114,14 @@ class KmesAttachError(KmesError):
     """The KMES attach exchange failed: no bridge socket, refused, or a bad reply."""
 
 
+class KmesBridgeDiedError(KmesError):
+    """The KMES bridge (the writer) a reader is attached to has exited (``pid``)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(f"bridge (pid {pid}) died")
+        self.pid = pid
+
+
 class ExportError(RingtoolError):
     """Exporting events or metrics failed: a bad ``--export``/``--metrics`` value, a
     broker that cannot be reached or refuses the credentials, a stream that is not

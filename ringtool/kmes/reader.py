@@ -1,105 +1,164 @@
-"""The KMES reader: §5.1.8 drain loop, notification wait and generation switch.
+"""The KMES reader: §5.1.8 drain loop and generation switch over one per-CPU buffer.
 
 Contract:
 
-* One :class:`Reader` per CPU buffer, used by one thread at a time. It owns the
-  descriptor it is given (closes it on :meth:`close` or when switching generation).
+* One :class:`Reader` per CPU buffer, used by one thread at a time. It owns the two
+  descriptors it is given (attach protocol v2: metadata read-write, data read-only),
+  closing them on :meth:`close`, on a generation switch, or if they are refused.
 * :meth:`Reader.drain` returns validated events in per-CPU order, each exactly once.
-  Events that were overwritten before they could be read are never returned; they are
-  counted: ``stats.lapped_events`` (lost to overwrite: sequence gaps right after a lap),
-  ``stats.gap_events`` (other gaps: events the writer dropped as too large),
-  ``stats.laps``, ``stats.torn`` (a batch discarded because the writer overwrote it
-  during the read, then retried).
-* When the bridge resizes (generation bumped in the old buffer), ``drain`` first empties
-  the old buffer, then calls ``reattach(cpu)`` for a new descriptor and resumes at the
-  first event with seq > the last one returned: nothing lost, nothing duplicated.
+  Events overwritten before they could be read are never returned; they are counted:
+  ``stats.lapped_events`` (seq gaps right after a lap or a resync), ``stats.gap_events``
+  (other gaps: events the writer dropped as too large), ``stats.laps``, ``stats.torn``.
+* The metadata page is writable by every consumer, so its positions are untrusted: a
+  snapshot (write_pos, tail_pos) must be 8-aligned, tail <= write, write - tail <=
+  capacity, write_pos must not go back, and every header walked must pass
+  :func:`kmes_layout.header_ok` with strictly increasing seqs. Anything else is counted
+  once per snapshot in ``stats.inconsistent`` and the reader resynchronises (waits for
+  the writer to store its private positions again, then re-reads from tail_pos, handing
+  out only seqs above the last one returned). Only bytes at walked event boundaries of
+  the read-only data region are returned.
+* When the bridge resizes (generation bumped in the old buffer), ``drain`` empties the
+  old buffer, then calls ``reattach(cpu)`` for new descriptors and resumes at the first
+  event with seq > the last one returned: nothing lost, nothing duplicated.
+* ``writer_pid`` (the bridge's pid from SO_PEERCRED) is watched with a pidfd; the waits
+  in :mod:`ringtool.kmes.wait` raise :class:`KmesBridgeDiedError` once it has exited
+  and the buffer is drained.
+* Every method raises only ``ringtool.errors`` types; each call does bounded work.
 
 Ordering: each shared word is one aligned load (``memoryview.cast``). x86-64 doesn't
 reorder loads with loads, so "load write_pos, then read data" is an acquire load (pairs
 with ``Writer.publish``), and "read data, then re-load tail_pos" detects torn reads (pairs
-with ``Writer._room``'s tail store, which precedes the overwrite). ``wait`` fences its
-need_wake store against the write_pos re-load (see ``store_load_fence``). ARM64 would
-need ``ldar`` for those loads and ``dmb ish`` for the fence.
+with ``Writer._room``'s tail store, which precedes the overwrite). ARM64 would need
+``ldar`` for those loads.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ringtool.errors import KmesError, KmesFormatError
-from ringtool.kernel.futex import futex_wait, futex_waitv
-from ringtool.kmes.buffer import MappedBuffer, store_load_fence
+from ringtool.kernel.pidfd import ProcessWatch
+from ringtool.kmes.buffer import MappedBuffer
+from ringtool.kmes.wait import wait_any
 from ringtool.protocol import kmes_layout as L
 from ringtool.protocol.kmes_layout import Event
 
 _HDR = L.EVENT_HEADER
 _HS = L.HEADER_SIZE
-#: Longest single futex sleep: with several consumers on one buffer another one may
-#: clear need_wake, so a sleeper re-arms it this often (bounds that delay).
-WAIT_SLICE = 0.05
+_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW  # DESIGN.md v2: both descriptors
+_MAX_ROUNDS = 64  # torn-read retries per drain() before giving up until the next call
+__all__ = ["Reader", "ReaderStats", "Reattach", "open_buffer", "wait_any"]
+WATCH_EVERY = 0.25  # seconds between checks of the writer's pidfd while waiting
+
+#: ``reattach(cpu) -> (meta_fd, data_fd, generation)``: a fresh attach for one CPU.
+Reattach = Callable[[int], tuple[int, int, int]]
 
 
 @dataclass(slots=True)
 class ReaderStats:
     events: int = 0
     laps: int = 0  # times read_pos < tail_pos was found
-    lapped_events: int = 0  # events lost to overwrite (seq gap after a lap)
+    lapped_events: int = 0  # events lost to overwrite (seq gap after a lap or resync)
     gap_events: int = 0  # other seq gaps (dropped by the writer)
     torn: int = 0  # batches discarded because overwritten during the read
-    inconsistent: int = 0  # metadata snapshots that made no sense (retried later)
+    inconsistent: int = 0  # metadata snapshots that made no sense (resynchronised)
     generations: int = 0  # generation switches
+
+    def add(self, other: ReaderStats) -> None:
+        """Add ``other``'s counts to these (totals across re-attaches)."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+def open_buffer(meta_fd: int, data_fd: int) -> MappedBuffer:
+    """Map a (meta, data) pair after checking both are sealed against shrink and grow
+    (else a bridge could truncate them under us: SIGBUS). Owns both descriptors:
+    closes them and raises :class:`KmesFormatError` if they are refused."""
+    try:
+        for fd, what in ((meta_fd, "metadata"), (data_fd, "data")):
+            try:
+                seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+            except OSError as exc:
+                raise KmesFormatError(f"KMES {what} descriptor is not a memfd: {exc}") from None
+            if seals & _SEALS != _SEALS:
+                raise KmesFormatError(f"KMES {what} memfd is not sealed against shrink/grow")
+    except BaseException:
+        os.close(meta_fd)
+        os.close(data_fd)
+        raise
+    try:
+        return MappedBuffer(meta_fd, data_fd)
+    except OSError as exc:  # MappedBuffer closed both
+        raise KmesFormatError(f"cannot map the KMES buffer: {exc}") from None
 
 
 class Reader:
-    """Reads one per-CPU KMES buffer from descriptor ``fd`` (owned from now on).
+    """Reads one per-CPU KMES buffer from ``meta_fd``/``data_fd`` (owned from now on).
 
     ``start``: "tail" reads everything still in the buffer, "head" only new events.
-    ``generation`` is the generation the descriptor was handed out with (the attach
-    reply's); the buffer's own word may already be bumped by the time it is mapped, and
-    the reader must notice that. Default: the word as mapped.
-    ``reattach(cpu)`` returns ``(descriptor, generation)`` of the current buffer for
-    ``cpu`` (a fresh attach); without it a generation change raises :class:`KmesError`.
+    ``generation`` is the generation the descriptors were handed out with (the attach
+    reply's); default: the word as mapped. ``reattach`` gives fresh descriptors on a
+    generation change (without it that raises :class:`KmesError`).
     """
 
     def __init__(
         self,
-        fd: int,
+        meta_fd: int,
+        data_fd: int,
         *,
         generation: int | None = None,
-        reattach: Callable[[int], tuple[int, int]] | None = None,
+        reattach: Reattach | None = None,
         start: str = "tail",
         spin: float = 0.0,
+        writer_pid: int | None = None,
     ) -> None:
         self._reattach = reattach
-        self._spin = spin
-        self._fence = threading.Lock()
+        self.spin = spin
+        self.fence = threading.Lock()
         self.stats = ReaderStats()
         self.last_seq = 0  # seq of the last event returned (0: none yet)
         self._ignored_gen = -1  # a scribbled generation value found to be no swap
         self._lapped = False
-        self._map(MappedBuffer(fd), generation)
-        w64 = self._buf.words64
-        if start == "head":
-            self._rp = int(w64[L.Q_WRITE_POS])
-            self.last_seq = self._seq_before(self._rp)
-        else:  # everything still in the buffer; earlier seqs are not counted as gaps
-            self._rp = int(w64[L.Q_TAIL_POS])
-            self.last_seq = max(self._seq_before(self._rp + 1) - 1, 0)
+        self._bad: tuple[int, int] | None = None  # snapshot already counted inconsistent
+        self._resync = False  # our position is not a walked boundary: restart at tail
+        self.writer_pid = writer_pid
+        self._watch: ProcessWatch | None = None
+        self._next_check = 0.0
+        self._map(open_buffer(meta_fd, data_fd), generation)
+        try:
+            if writer_pid is not None:
+                self._watch = ProcessWatch(writer_pid)
+            self._rp = 0
+            self._resync = True
+            wp, tail = int(self._w64[L.Q_WRITE_POS]), int(self._w64[L.Q_TAIL_POS])
+            if self._consistent(wp, tail):
+                self._resync = False
+                if start == "head":
+                    self._rp = wp
+                    self.last_seq = self._seq_before(wp, tail)
+                else:  # everything still in the buffer; earlier seqs are not gaps
+                    self._rp = tail
+                    self.last_seq = max(self._seq_before(tail + 1, tail) - 1, 0)
+        except BaseException:
+            self.close()
+            raise
 
     def _map(self, buf: MappedBuffer, generation: int | None) -> None:
         self._buf = buf
         self.cpu = buf.cpu
         self.capacity = buf.capacity
         self._mask = buf.capacity - 1
+        self._max_size = L.max_event_size(buf.capacity)
         self._data = buf.data
-        self._data32 = buf.data.cast("I")
         self._w64 = buf.words64
-        self._w32 = buf.words32
-        self._meta = buf.meta
+        self.words32 = buf.words32
+        self.meta = self._meta = buf.meta  # _meta: the name older tests use
+        self.futex_addr = buf.futex_addr
         self.generation = buf.generation() if generation is None else generation
 
     @property
@@ -107,86 +166,108 @@ class Reader:
         return self._rp
 
     def fileno(self) -> int:
-        return self._buf.fd
+        return self._buf.meta_fd
 
     def close(self) -> None:
-        self._data32.release()
         self._buf.close()
+        if self._watch is not None:
+            self._watch.close()
+
+    def writer_exited(self) -> bool:
+        """Whether the writer (``writer_pid``) has exited; checks its pidfd at most
+        every :data:`WATCH_EVERY` seconds (False without a ``writer_pid``)."""
+        if self._watch is None:
+            return False
+        now = time.monotonic()
+        if now >= self._next_check:
+            self._next_check = now + WATCH_EVERY
+            return self._watch.exited()
+        return False
+
+    def has_data(self) -> bool:
+        """Whether drain() may have something to do (events or a generation change)."""
+        gen = self._w64[L.Q_GENERATION]
+        if gen != self.generation and gen != self._ignored_gen:
+            return True
+        snap = (self._w64[L.Q_WRITE_POS], self._w64[L.Q_TAIL_POS])
+        return (snap[0] != self._rp or self._resync) and snap != self._bad
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Sleep until events may be available (see :func:`ringtool.kmes.wait.wait_any`)."""
+        return wait_any([self], timeout)
+
+    def _consistent(self, wp: int, tail: int) -> bool:
+        return not (wp | tail) & 7 and tail <= wp and wp - tail <= self.capacity
+
+    def _inconsistent(self, snap: tuple[int, int]) -> list[Event]:
+        self.stats.inconsistent += 1
+        self._bad = snap
+        return []
 
     # -- §5.1.8.1 drain loop -------------------------------------------------------------
     def drain(self, max_events: int = 4096) -> list[Event]:
         """Up to ``max_events`` new events (never blocks; [] when none are available)."""
         w64 = self._w64
-        while True:
+        for _ in range(_MAX_ROUNDS):
             # Generation first, then write_pos: a bumped generation means the old buffer
             # is final (the bridge switched before bumping), so the write_pos loaded after
             # it is the last one. Pairs with KmesBuffer.bump_generation.
             gen = w64[L.Q_GENERATION]
             wp = w64[L.Q_WRITE_POS]  # acquire load; pairs with Writer.publish's store
-            if wp == self._rp:
+            tail = w64[L.Q_TAIL_POS]  # acquire load; pairs with Writer._room's store
+            snap = (wp, tail)
+            if wp == self._rp and not self._resync:
                 if gen != self.generation and gen != self._ignored_gen:
                     self._switch(gen)
                     w64 = self._w64
                     continue
                 return []
-            tail = w64[L.Q_TAIL_POS]  # acquire load; pairs with Writer._room's store
-            if tail > wp or wp - tail > self.capacity:
-                self.stats.inconsistent += 1  # scribbled metadata: try later
-                return []
-            if wp < self._rp:
-                # write_pos never goes back: our position came from scribbled metadata
-                # (or write_pos is scribbled now). Restart at tail; seq filtering in
-                # _account keeps re-read events from being handed out twice.
-                self.stats.inconsistent += 1
-                self._rp = tail
-                self._lapped = True
-                return []
+            if snap == self._bad:
+                return []  # counted already; the writer stores its own values again
+            if not self._consistent(wp, tail) or (wp < self._rp and not self._resync):
+                return self._inconsistent(snap)  # scribbled: write_pos never goes back
             rp = self._rp
-            if rp < tail:  # step 2: lapped
-                self.stats.laps += 1
+            if self._resync or rp < tail:  # step 2: lapped (or re-basing): go to tail
+                self.stats.laps += rp < tail and not self._resync
                 self._lapped = True
-                rp = self._rp = tail
-                if rp == wp:
-                    continue
-            out, end = self._parse(rp, wp, max_events)
+                rp = tail
+            out, end, ok = self._parse(rp, wp, max_events)
             tail2 = w64[L.Q_TAIL_POS]  # step 5: re-read tail (torn-read check)
-            if tail2 > tail and rp < tail2:
+            if tail2 != tail and rp < tail2:
                 self.stats.torn += 1
                 continue
-            if end < 0:  # garbage that wasn't a torn read: skip to the writer
-                self._rp = wp
-                self._lapped = True
-                self.stats.inconsistent += 1
-                continue
-            self._rp = end
-            return self._account(out)
+            if end == rp and not ok:  # nothing valid at our position
+                self._resync = True
+                return self._inconsistent(snap)
+            self._rp, self._resync = end, False
+            if not ok:  # valid events, then garbage: keep them, resync after
+                self._inconsistent(snap)
+            keep = self._account(out)
+            if keep or not ok or end == wp:
+                return keep
+        return []  # bounded: a writer (or scribbler) outran us; the caller comes back
 
-    def _parse(self, rp: int, wp: int, limit: int) -> tuple[list[Event], int]:
-        data, mask, unpack = self._data, self._mask, _HDR.unpack_from
+    def _parse(self, rp: int, wp: int, limit: int) -> tuple[list[Event], int, bool]:
+        """Walk headers from ``rp`` to ``wp``: (events, end position, all valid)."""
+        data, mask, unpack, ok = self._data, self._mask, _HDR.unpack_from, L.header_ok
+        cpu_id, max_size = self.cpu, self._max_size
         out: list[Event] = []
-        pos = rp
+        pos, prev = rp, -1
         while pos < wp and len(out) < limit:
             off = pos & mask
             size, etype, origin, flags, ts, seq, cpu, res, plen = unpack(data, off)
-            # Only the writer writes the data region, but a position taken from scribbled
-            # metadata may point into a payload: reject anything not shaped like a header.
             if (
-                size < _HS
-                or size & 7
+                not ok(size, etype, origin, flags, cpu, res, plen, cpu_id=cpu_id, max_size=max_size)
                 or pos + size > wp
-                or _HS + plen > size
-                or cpu != self.cpu
-                or flags
-                or res
-                or not etype
-                or not 1 <= origin <= 3
+                or seq <= prev
             ):
-                return out, -1
+                return out, pos, False
             out.append(
                 Event(etype, origin, flags, ts, seq, cpu, bytes(data[off + _HS : off + _HS + plen]))
             )
             pos += size
-        return out, pos
+            prev = seq
+        return out, pos, True
 
     def _account(self, events: list[Event]) -> list[Event]:
         """Sequence-gap accounting; drops anything not newer than ``last_seq``."""
@@ -213,124 +294,65 @@ class Reader:
         if self._reattach is None:
             raise KmesError(f"KMES buffer of CPU {self.cpu} was resized and no re-attach is set")
         old_gen = self.generation
-        fd, new_gen = self._reattach(self.cpu)
-        if os.fstat(fd).st_ino == os.fstat(self._buf.fd).st_ino:
+        meta, data, new_gen = self._reattach(self.cpu)
+        try:
+            same = os.fstat(meta).st_ino == os.fstat(self._buf.meta_fd).st_ino
+        except OSError as exc:
+            os.close(meta)
+            os.close(data)
+            raise KmesFormatError(f"re-attach gave a bad descriptor: {exc}") from None
+        if same:
             # Same buffer: the generation word was scribbled by some consumer, not bumped
-            # by the bridge. Ignore that value (the writer restores the word).
-            os.close(fd)
+            # by the bridge. Ignore that value (the bridge restores the word).
+            os.close(meta)
+            os.close(data)
             self._ignored_gen = seen_gen
             return
-        new = MappedBuffer(fd)
+        new = open_buffer(meta, data)
         if new.cpu != self.cpu or new_gen <= old_gen:
             new.close()
             raise KmesFormatError(f"re-attach gave CPU {new.cpu} generation {new_gen}")
-        self._data32.release()
         self._buf.close()
         self._map(new, new_gen)
+        self._bad = None
         self._rp = self._first_after(self.last_seq)
         self.stats.generations += 1
 
     def _first_after(self, last_seq: int) -> int:
         """Position of the first event with seq > ``last_seq`` (write_pos if none)."""
-        while True:
-            wp = self._w64[L.Q_WRITE_POS]
-            tail = self._w64[L.Q_TAIL_POS]
-            if tail > wp or wp - tail > self.capacity:  # scribbled: start at the writer
-                self._lapped = True
-                return int(wp)
-            pos = tail
-            first = 0
-            while pos < wp:
-                off = pos & self._mask
-                size, _t, _o, _f, _ts, seq, _c, _r, _p = _HDR.unpack_from(self._data, off)
-                if size < _HS or size & 7 or seq > last_seq:
-                    first = seq
-                    break
-                pos += size
-            if self._w64[L.Q_TAIL_POS] == tail:  # not overwritten while scanning
-                # Events after last_seq missing from the new buffer were overwritten (in
-                # it, or left out of the copy because they no longer fit): a lap.
-                self._lapped = pos == tail and first > last_seq + 1
-                return min(pos, wp)
+        wp, tail = int(self._w64[L.Q_WRITE_POS]), int(self._w64[L.Q_TAIL_POS])
+        if not self._consistent(wp, tail):
+            self._resync = True  # scribbled already: start at tail once it makes sense
+            return 0
+        pos, first = tail, 0
+        while pos < wp:
+            size, seq = self._header(pos)
+            if size == 0 or seq > last_seq:
+                first = seq
+                break
+            pos += size
+        # Events after last_seq missing from the new buffer were overwritten (in it, or
+        # left out of the copy because they no longer fit): a lap.
+        self._lapped = pos == tail and first > last_seq + 1
+        return min(pos, wp)
 
-    def _seq_before(self, pos: int) -> int:
-        """Seq of the last event starting before ``pos``, scanning from tail (0 if none)."""
-        tail, last = self._w64[L.Q_TAIL_POS], 0
-        wp = self._w64[L.Q_WRITE_POS]
-        while tail < pos and tail < wp:
-            size, _t, _o, _f, _ts, seq, *_ = _HDR.unpack_from(self._data, tail & self._mask)
-            if size < _HS or size & 7:
+    def _header(self, pos: int) -> tuple[int, int]:
+        """(event_size, seq) of a valid header at ``pos``, else (0, 0)."""
+        size, etype, origin, flags, _ts, seq, cpu, res, plen = _HDR.unpack_from(
+            self._data, pos & self._mask
+        )
+        ok = L.header_ok(
+            size, etype, origin, flags, cpu, res, plen, cpu_id=self.cpu, max_size=self._max_size
+        )
+        return (size, seq) if ok else (0, 0)
+
+    def _seq_before(self, pos: int, tail: int) -> int:
+        """Seq of the last event starting before ``pos``, walking from ``tail`` (0 if none)."""
+        last = 0
+        end = min(pos, tail + self.capacity)
+        while tail < end:
+            size, seq = self._header(tail)
+            if not size:
                 break
             tail, last = tail + size, seq
-        return int(last)
-
-    # -- §5.1.8.2 notification wait ------------------------------------------------------
-    def _arm(self) -> int | None:
-        """Steps 1-3: need_wake = 1, fence, re-check; the futex value, or None if data."""
-        self._meta[L.OFF_NEED_WAKE] = 1  # release store; pairs with Writer.publish's load
-        store_load_fence(self._fence)
-        if self.has_data():
-            self._meta[L.OFF_NEED_WAKE] = 0  # relaxed clear
-            return None
-        return int(self._w32[L.I_FUTEX_COUNTER])  # pairs with Writer.publish's store
-
-    def has_data(self) -> bool:
-        """Whether drain() may have something to do (events or a generation change)."""
-        gen = self._w64[L.Q_GENERATION]
-        changed = gen != self.generation and gen != self._ignored_gen
-        return bool(changed or self._w64[L.Q_WRITE_POS] != self._rp)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Sleep until events (or a generation change) may be available; False on timeout.
-
-        An idle reader sleeps in FUTEX_WAIT (no CPU); it re-arms need_wake every
-        :data:`WAIT_SLICE` seconds in case another consumer cleared it.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            val = self._arm()
-            if val is None:
-                return True
-            if self._spin > 0:  # step 4: optional spin
-                spin_end = time.monotonic() + self._spin
-                while time.monotonic() < spin_end:
-                    if self.has_data():
-                        self._meta[L.OFF_NEED_WAKE] = 0
-                        return True
-            left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, deadline - time.monotonic())
-            if left <= 0:
-                self._meta[L.OFF_NEED_WAKE] = 0
-                return False
-            futex_wait(self._buf.futex_addr, val, left)  # step 5
-            self._meta[L.OFF_NEED_WAKE] = 0  # step 6 (relaxed)
-            if self.has_data():
-                return True
-
-
-def wait_any(readers: list[Reader], timeout: float | None = None) -> bool:
-    """Sleep until any of ``readers`` may have events (futex_waitv over all of them)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        words = []
-        for r in readers:
-            val = r._arm()
-            if val is None:
-                _disarm(readers)
-                return True
-            words.append((r._buf.futex_addr, val))
-        left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, deadline - time.monotonic())
-        if left <= 0:
-            _disarm(readers)
-            return False
-        try:
-            futex_waitv(words, left)
-        except KmesError:  # no futex_waitv: sleep on the first, poll the others
-            futex_wait(words[0][0], words[0][1], min(left, 0.01))
-        _disarm(readers)
-        if any(r.has_data() for r in readers):
-            return True
-
-
-def _disarm(readers: list[Reader]) -> None:
-    for r in readers:
-        r._meta[L.OFF_NEED_WAKE] = 0
+        return last

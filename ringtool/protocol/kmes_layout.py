@@ -82,7 +82,7 @@ def check_capacity(capacity: int) -> int:
 
     Raises :class:`KmesCapacityError` otherwise.
     """
-    if capacity <= 0 or capacity & (capacity - 1):
+    if not isinstance(capacity, int) or capacity <= 0 or capacity & (capacity - 1):
         raise KmesCapacityError(
             f"KMES capacity {capacity} is not a power of two (use e.g. {DEFAULT_CAPACITY} = 1 MiB)"
         )
@@ -123,9 +123,12 @@ def init_metadata(
     one has mapped yet (it uses plain stores).
     """
     check_capacity(capacity)
-    meta[0:PAGE_SIZE] = bytes(PAGE_SIZE)
-    _STATIC.pack_into(meta, OFF_MAGIC, MAGIC, VERSION, cpu_id, 0, capacity, DATA_OFFSET)
-    struct.pack_into("<Q", meta, OFF_GENERATION, generation)
+    try:
+        meta[0:PAGE_SIZE] = bytes(PAGE_SIZE)
+        _STATIC.pack_into(meta, OFF_MAGIC, MAGIC, VERSION, cpu_id, 0, capacity, DATA_OFFSET)
+        struct.pack_into("<Q", meta, OFF_GENERATION, generation)
+    except (TypeError, ValueError, struct.error) as exc:
+        raise KmesFormatError(f"cannot write a KMES metadata page: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +144,13 @@ class StaticFields:
 
 def read_static(meta: memoryview | bytes | bytearray) -> StaticFields:
     """Parse and validate cache line 0; raise :class:`KmesFormatError` if it is not KMES."""
-    if len(meta) < PAGE_SIZE:
-        raise KmesFormatError(f"KMES metadata page is {len(meta)} bytes, expected {PAGE_SIZE}")
-    magic, version, cpu_id, _res0, capacity, data_offset = _STATIC.unpack_from(meta, 0)
+    if not isinstance(meta, (bytes, bytearray, memoryview)) or len(meta) < PAGE_SIZE:
+        size = len(meta) if isinstance(meta, (bytes, bytearray, memoryview)) else "not"
+        raise KmesFormatError(f"KMES metadata page is {size} bytes, expected {PAGE_SIZE}")
+    try:
+        magic, version, cpu_id, _res0, capacity, data_offset = _STATIC.unpack_from(meta, 0)
+    except (TypeError, struct.error) as exc:  # e.g. a memoryview of another format
+        raise KmesFormatError(f"not a KMES metadata page: {exc}") from None
     if bytes(magic) != MAGIC:
         raise KmesFormatError(f"not a KMES ring buffer: magic {bytes(magic)!r} != {MAGIC!r}")
     if version != VERSION:
@@ -188,23 +195,65 @@ def pack_event(
     """
     n = len(payload)
     size = event_size(n)
-    EVENT_HEADER.pack_into(
-        buf, offset, size, event_type, origin_class, 0, timestamp, seq, cpu_id, 0, n
-    )
+    if offset < 0 or offset + size > len(buf):
+        raise KmesFormatError(f"a {size}-byte KMES event does not fit at {offset}")
+    try:
+        EVENT_HEADER.pack_into(
+            buf, offset, size, event_type, origin_class, 0, timestamp, seq, cpu_id, 0, n
+        )
+    except struct.error as exc:
+        raise KmesFormatError(f"cannot pack KMES event header: {exc}") from None
     end = offset + HEADER_SIZE + n
     buf[offset + HEADER_SIZE : end] = payload
     buf[end : offset + size] = bytes(size - HEADER_SIZE - n)
     return size
 
 
-def unpack_event(buf: memoryview | bytes | bytearray, offset: int = 0) -> tuple[int, Event]:
+def header_ok(
+    size: int, etype: int, origin: int, flags: int, cpu: int, res: int, plen: int,
+    *, cpu_id: int, max_size: int,
+) -> bool:  # fmt: skip
+    """Whether an unpacked header is one the writer could have written (DESIGN.md):
+    ``event_size`` a multiple of 8 in [32, ``max_size``], ``payload_len`` fits in it,
+    ``event_type`` non-zero, ``origin_class`` in {1, 2, 3}, flags and reserved zero,
+    ``cpu_id`` the buffer's CPU. The one check used by :func:`unpack_event` and by
+    the KMES reader (a position taken from a scribbled metadata page may point into a
+    payload: this rejects anything not shaped like a header)."""
+    return (
+        HEADER_SIZE <= size <= max_size
+        and not size & (EVENT_ALIGN - 1)
+        and HEADER_SIZE + plen <= size
+        and cpu == cpu_id
+        and 1 <= origin <= 3
+        and etype != 0
+        and flags == 0
+        and res == 0
+    )
+
+
+def unpack_event(
+    buf: memoryview | bytes | bytearray, offset: int = 0, *, cpu_id: int | None = None
+) -> tuple[int, Event]:
     """Parse the event at ``buf[offset:]``; return ``(event_size, Event)``.
 
-    Raises :class:`KmesFormatError` if the header is inconsistent (size not a multiple
-    of 8, shorter than header + payload_len, or past the end of ``buf``).
+    Raises :class:`KmesFormatError` (and nothing else) if ``buf`` is not a bytes-like
+    object, ``offset`` is out of range, fewer than 32 bytes remain, the header fails
+    :func:`header_ok` (``cpu_id``, when given, must match; the event must end inside
+    ``buf``).
     """
-    size, etype, origin, flags, ts, seq, cpu, _res, plen = EVENT_HEADER.unpack_from(buf, offset)
-    if size % EVENT_ALIGN or size < HEADER_SIZE + plen or offset + size > len(buf):
-        raise KmesFormatError(f"bad KMES event header at {offset}: size {size}, payload {plen}")
+    try:
+        avail = len(buf) - offset
+        fields = EVENT_HEADER.unpack_from(buf, offset) if offset >= 0 and avail >= 32 else None
+    except (TypeError, struct.error) as exc:
+        raise KmesFormatError(f"not a KMES event buffer: {exc}") from None
+    if fields is None:
+        raise KmesFormatError(f"KMES event header at {offset} needs 32 bytes, {avail} left")
+    size, etype, origin, flags, ts, seq, cpu, res, plen = fields
+    want_cpu = cpu if cpu_id is None else cpu_id
+    if not header_ok(size, etype, origin, flags, cpu, res, plen, cpu_id=want_cpu, max_size=avail):
+        raise KmesFormatError(
+            f"bad KMES event header at {offset}: size {size}, type {etype}, origin {origin}, "
+            f"flags {flags}, cpu {cpu}, reserved {res}, payload {plen}"
+        )
     start = offset + HEADER_SIZE
     return size, Event(etype, origin, flags, ts, seq, cpu, bytes(buf[start : start + plen]))

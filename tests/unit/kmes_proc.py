@@ -72,7 +72,10 @@ def idle(sock: str, seconds: float) -> None:
 def scribble(sock: str, seconds: float) -> None:
     reply, fds = attach_fds(sock)
     cap = int(reply["capacity"])  # type: ignore[call-overload]
-    maps = [DoubleMapping(fd, 4096, cap, writable_ring=False) for fd in fds]
+    maps = [
+        DoubleMapping(fds[i], fds[i + 1], 4096, cap, writable_ring=False)
+        for i in range(0, len(fds), 2)
+    ]
     print("attached", flush=True)
     rnd = random.Random(1)
     end = time.monotonic() + seconds
@@ -82,8 +85,9 @@ def scribble(sock: str, seconds: float) -> None:
             m.head[:] = rnd.randbytes(4096)
             n += 1
     print(json.dumps({"scribbles": n}), flush=True)
-    for m, fd in zip(maps, fds, strict=True):
+    for m in maps:
         m.close()
+    for fd in fds:
         os.close(fd)
 
 

@@ -68,10 +68,12 @@ def test_socket_mode_and_reply(bridge: KmesBridge) -> None:
     assert bridge.socket_path is not None
     assert stat.S_IMODE(os.stat(bridge.socket_path).st_mode) == 0o660
     reply, fds = attach_fds(bridge.socket_path)
-    assert reply == {"version": 1, "cpus": [0, 1], "capacity": 1 << 16, "generation": 1}
-    assert len(fds) == 2
-    for fd in fds:
-        assert os.fstat(fd).st_size == 4096 + (1 << 16)
+    assert reply == {
+        "version": 2, "cpus": [0, 1], "capacity": 1 << 16, "generation": 1, "fds_per_cpu": 2
+    }  # fmt: skip
+    assert len(fds) == 4  # meta0, data0, meta1, data1
+    for i, fd in enumerate(fds):
+        assert os.fstat(fd).st_size == (4096 if i % 2 == 0 else 1 << 16)
         os.close(fd)
 
 
@@ -81,7 +83,7 @@ def test_raw_exchange_one_line_and_fds(bridge: KmesBridge) -> None:
         s.connect(bridge.socket_path)
         s.sendall(b"ATTACH\n")
         msg, fds, _flags, _addr = socket.recv_fds(s, 4096, 16)
-        assert msg.endswith(b"\n") and msg.count(b"\n") == 1 and len(fds) == 2
+        assert msg.endswith(b"\n") and msg.count(b"\n") == 1 and len(fds) == 4
         for fd in fds:
             os.close(fd)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
