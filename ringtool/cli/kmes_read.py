@@ -2,8 +2,15 @@
 
 Drains every CPU buffer (events merged by timestamp within each drain round), decodes
 known event types (else shows the payload in hex) and reports lapping and sequence gaps
-at the end (on stderr). ``--follow`` keeps reading (sleeping in futex_waitv while idle)
-until Ctrl-C.
+at the end (on stderr), with the inconsistent metadata snapshots the readers found
+(some consumer scribbled the shared page) and the bridge restarts seen. ``--follow``
+keeps reading (sleeping in futex_waitv while idle) until Ctrl-C.
+
+The bridge's pid (SO_PEERCRED) is watched with a pidfd: when it dies, kmes-read says so
+in one line; without ``--follow`` it exits 1, with ``--follow`` it re-attaches once a
+bridge serves the socket again (retrying with backoff, silently) and says so. A new
+bridge restarts every CPU's sequence at 1: each restart is counted; events emitted
+while no bridge ran were never buffered and cannot be counted.
 """
 
 from __future__ import annotations
@@ -11,14 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ringtool.cli.validate import socket_path
-from ringtool.errors import RingtoolError
+from ringtool.errors import KmesBridgeDiedError, KmesError, RingtoolError
 from ringtool.kmes.attach import DEFAULT_SOCKET, attach
 from ringtool.kmes.events import decode
-from ringtool.kmes.reader import Reader, wait_any
+from ringtool.kmes.reader import Reader, ReaderStats, wait_any
 from ringtool.protocol.kmes_layout import ORIGINS, Event
 from ringtool.trace.kmes_sink import TracePayloads
 
@@ -79,16 +87,29 @@ def _print(events: list[Event], as_json: bool, out: TextIO, trace: TracePayloads
     out.flush()
 
 
-def summary(readers: list[Reader]) -> list[str]:
-    lines = []
+def summary(
+    readers: list[Reader], past: dict[int, ReaderStats] | None = None, restarts: int = 0
+) -> list[str]:
+    """One line per CPU: the current readers' counts plus ``past`` ones (earlier bridges),
+    then the bridge restarts if any."""
+    totals = {cpu: ReaderStats() for cpu in past or {}}
+    for cpu, st in (past or {}).items():
+        totals[cpu].add(st)
+    last = {r.cpu: r.last_seq for r in readers}
     for r in readers:
-        s = r.stats
+        totals.setdefault(r.cpu, ReaderStats()).add(r.stats)
+    lines = []
+    for cpu in sorted(totals):
+        s = totals[cpu]
         lines.append(
-            f"cpu {r.cpu}: {s.events} events, last seq {r.last_seq}, lapped {s.laps} times "
+            f"cpu {cpu}: {s.events} events, last seq {last.get(cpu, 0)}, lapped {s.laps} times "
             f"({s.lapped_events} events lost to overwrite), {s.gap_events} events missing "
             f"(dropped by the writer), {s.torn} torn reads retried, "
+            f"{s.inconsistent} inconsistent metadata snapshots skipped, "
             f"{s.generations} generation changes"
         )
+    if restarts:
+        lines.append(f"bridge restarts: {restarts} (sequences restarted at 1 each time)")
     return lines
 
 
@@ -101,36 +122,78 @@ def _trace_payloads() -> TracePayloads | None:
         return None
 
 
-def run(args: argparse.Namespace) -> int:
-    readers = attach(args.socket, start="head" if args.new else "tail")
-    trace = _trace_payloads()
+def _announce(sock: str, readers: list[Reader], verb: str) -> None:
+    pid = readers[0].writer_pid if readers else None
     print(
-        f"ringtool kmes-read: attached to {args.socket}: CPUs {[r.cpu for r in readers]}, "
+        f"ringtool kmes-read: {verb} {sock} (bridge pid {pid}): CPUs {[r.cpu for r in readers]}, "
         f"capacity {readers[0].capacity if readers else 0}, "
         f"generation {readers[0].generation if readers else 0}",
         file=sys.stderr,
         flush=True,
     )
+
+
+def _wait_for_bridge(sock: str) -> list[Reader]:
+    """Attach again once a bridge serves ``sock`` (quiet retries with backoff)."""
+    delay = 0.1
+    while True:
+        try:
+            return attach(sock, start="tail", timeout=1.0)
+        except KmesError:
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def _drain_round(
+    readers: list[Reader], args: argparse.Namespace, trace: TracePayloads | None
+) -> int:
+    batch: list[Event] = []
+    for r in readers:
+        batch.extend(r.drain())
+    if batch:
+        _print(batch, args.json, sys.stdout, trace)
+    return len(batch)
+
+
+def run(args: argparse.Namespace) -> int:
+    readers = attach(args.socket, start="head" if args.new else "tail")
+    trace = _trace_payloads()
+    _announce(args.socket, readers, "attached to")
+    past: dict[int, ReaderStats] = {}
+    restarts, rc = 0, 0
     try:
         while True:
-            got = 0
-            batch: list[Event] = []
-            for r in readers:
-                evs = r.drain()
-                got += len(evs)
-                batch.extend(evs)
-            if batch:
-                _print(batch, args.json, sys.stdout, trace)
-            if got:
-                continue
-            if not args.follow:
+            try:
+                if _drain_round(readers, args, trace):
+                    continue
+                if args.follow:
+                    wait_any(readers, timeout=1.0)
+                    continue
+                if readers and readers[0].writer_exited():
+                    raise KmesBridgeDiedError(readers[0].writer_pid or 0)
                 break
-            wait_any(readers, timeout=1.0)
+            except KmesBridgeDiedError as exc:
+                if not args.follow:
+                    print(f"kmes-read: bridge (pid {exc.pid}) died", file=sys.stderr)
+                    rc = 1
+                    break
+                print(
+                    f"kmes-read: bridge (pid {exc.pid}) died; waiting for it to come back",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                for r in readers:
+                    past.setdefault(r.cpu, ReaderStats()).add(r.stats)
+                    r.close()
+                readers = []
+                readers = _wait_for_bridge(args.socket)
+                restarts += 1
+                _announce(args.socket, readers, "re-attached (sequences restart at 1) to")
     except KeyboardInterrupt:
         pass
     finally:
-        for line in summary(readers):
+        for line in summary(readers, past, restarts):
             print(line, file=sys.stderr)
         for r in readers:
             r.close()
-    return 0
+    return rc
