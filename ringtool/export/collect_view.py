@@ -22,7 +22,7 @@ from collections import deque
 from typing import Any, TextIO
 
 from ringtool.export.fleet import Fleet
-from ringtool.export.format import Received
+from ringtool.export.reading import Received
 
 COLUMNS = ("HOST", "EV/S", "EVENTS", "DROPPED", "LOST", "EXP_DROP", "GAPS", "LAG_S")
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from ringtool.errors import ExportError
 from ringtool.export.config import connect_options, describe_error, display_url, quiet_callbacks
 from ringtool.export.fleet import Fleet
-from ringtool.export.format import DecoderCache, Received, decode, event_ts_ns
+from ringtool.export.reading import DecoderCache, Received, decode, event_ts_ns
 from ringtool.trace.layout import load_layout
 
 FETCH = 256

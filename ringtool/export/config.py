@@ -182,7 +182,15 @@ def connect_options(
 
 
 def describe_error(exc: BaseException) -> str:
-    """One line for a connection error (``Connection refused``, nats-py's message)."""
+    """One line for a connection error (``Connection refused``, a TLS failure,
+    nats-py's message)."""
+    if isinstance(exc, ssl.SSLError):
+        detail = getattr(exc, "verify_message", "") or exc.reason or str(exc)
+        return (
+            f"TLS: {exc.reason}: {detail}"
+            if exc.reason and detail != exc.reason
+            else (f"TLS: {detail}")
+        )
     if isinstance(exc, OSError) and exc.errno:
         return os.strerror(exc.errno)
     text = str(exc).strip().splitlines()

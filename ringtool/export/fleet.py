@@ -17,7 +17,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
-from ringtool.export.format import Received
+from ringtool.export.reading import Received
 
 
 class SeqSet:

@@ -2,7 +2,7 @@
 
 :class:`LocalNats` runs Debian's ``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file
 storage in ``DIR``, a free port chosen at start), optionally requiring a user and
-password, and waits until the server says it is ready. :meth:`~LocalNats.stop` and
+password or TLS, and waits until the server says it is ready. :meth:`~LocalNats.stop` and
 :meth:`~LocalNats.start` again keep the port and the store: a broker restart. Nothing
 listens beyond 127.0.0.1.
 """
@@ -40,7 +40,13 @@ def wait_port(port: int, timeout: float = 30.0) -> None:
 class LocalNats:
     """See the module doc."""
 
-    def __init__(self, store: Path, user: str | None = None, password: str | None = None):
+    def __init__(
+        self,
+        store: Path,
+        user: str | None = None,
+        password: str | None = None,
+        tls: tuple[Path, Path] | None = None,
+    ) -> None:
         binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
         if not Path(binary).exists():
             raise ExportError("nats-server is not installed: run `make setup` (Debian package)")
@@ -49,6 +55,7 @@ class LocalNats:
         store.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.user, self.password = user, password
+        self.tls = tls  # (certificate, key): clients must use TLS
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = store / "nats.log"
         self.start()
@@ -64,6 +71,8 @@ class LocalNats:
                 "-p", str(self.port), "-l", str(self.log)]  # fmt: skip
         if self.user:
             args += ["--user", self.user, "--pass", str(self.password)]
+        if self.tls:
+            args += ["--tls", "--tlscert", str(self.tls[0]), "--tlskey", str(self.tls[1])]
         ready = self._log_text().count("Server is ready")
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30

@@ -13,18 +13,9 @@ from hypothesis import strategies as st
 
 from ringtool.errors import ExportError
 from ringtool.export.batcher import Batcher
-from ringtool.export.format import (
-    H_SEQ,
-    Batch,
-    DecoderCache,
-    Encoder,
-    Origin,
-    compact_rows,
-    decode,
-    event_ts_ns,
-    expand_rows,
-)
+from ringtool.export.format import H_SEQ, Batch, Encoder, Origin, compact_rows, expand_rows
 from ringtool.export.queue import BoundedQueue
+from ringtool.export.reading import DecoderCache, decode, event_ts_ns
 from ringtool.trace.events import Decoder
 from ringtool.trace.layout import load_layout
 
