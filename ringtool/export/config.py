@@ -185,12 +185,8 @@ def describe_error(exc: BaseException) -> str:
     """One line for a connection error (``Connection refused``, a TLS failure,
     nats-py's message)."""
     if isinstance(exc, ssl.SSLError):
-        detail = getattr(exc, "verify_message", "") or exc.reason or str(exc)
-        return (
-            f"TLS: {exc.reason}: {detail}"
-            if exc.reason and detail != exc.reason
-            else (f"TLS: {detail}")
-        )
+        detail = getattr(exc, "verify_message", "") or ""
+        return f"TLS: {exc.reason or exc}" + (f": {detail}" if detail else "")
     if isinstance(exc, OSError) and exc.errno:
         return os.strerror(exc.errno)
     text = str(exc).strip().splitlines()
