@@ -78,11 +78,15 @@ class JsonOutput:
         ]
         for ev in net:
             lines.append(_dumps({k: v for k, v in ev.items() if k not in NET_PRIVATE}))
-        if not all(map(str.isprintable, lines)):  # one C-level pass in the common case
-            lines = [printable_line(line) for line in lines]
-        if lines:
-            self.stream.write("\n".join(lines) + "\n")
-            self.stream.flush()
+        if not lines:
+            return
+        text = "\n".join(lines)
+        # JSON already escapes C0 controls: ASCII text without DEL is printable (two
+        # C-level checks); anything else gets the per-character pass
+        if not text.isascii() or "\x7f" in text:
+            text = "\n".join(map(printable_line, lines))
+        self.stream.write(text + "\n")
+        self.stream.flush()
 
     def stats(self, stats: TraceStats) -> None:
         self._write([stats.stats_record()])
