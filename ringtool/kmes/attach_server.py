@@ -13,9 +13,12 @@ Wire format (see :mod:`ringtool.kmes.attach` for the client):
 * refusal: one line ``{"error": "..."}`` and no descriptors.
 
 Robustness: every send uses ``MSG_NOSIGNAL`` (a peer that went away is EPIPE, never
-SIGPIPE); the listen backlog is :data:`BACKLOG`; at most :data:`MAX_HANDSHAKES`
-handshakes run at once (more connections wait in the backlog); each handshake must
-finish within :data:`HANDSHAKE_TIMEOUT` seconds in total, or it is dropped.
+SIGPIPE); the listen backlog is :data:`BACKLOG`. One thread serves every connection
+through a selector (no thread per client): a connection costs nothing until its request
+line is complete, at most :data:`MAX_HANDSHAKES` wait for theirs at once (beyond that a
+new connection is closed at once), and each must finish within
+:data:`HANDSHAKE_TIMEOUT` seconds in total, or it is dropped. So silent or slow clients
+never delay an honest one.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ SCM_MAX_FD = 253  # the kernel's limit of descriptors in one SCM_RIGHTS message
 FD_CHUNK = 252  # descriptors per sendmsg: <= SCM_MAX_FD, even (whole CPUs)
 CHUNK_FILLER = b" "  # the payload of every sendmsg after the first
 BACKLOG = 512
-MAX_HANDSHAKES = 32
+MAX_HANDSHAKES = 1024  # connections waiting for their request line
 HANDSHAKE_TIMEOUT = 2.0  # seconds, for the whole exchange
+SEND_TIMEOUT = 0.5  # seconds a reply may block (it fits in the socket buffer)
 _UCRED = struct.Struct("iII")  # struct ucred: pid, uid, gid
 
 
@@ -86,8 +90,7 @@ class AttachServer:
         self.served = 0
         self.refused = 0
         self.failed = 0  # handshakes that timed out, broke off or could not be answered
-        self._slots = threading.BoundedSemaphore(MAX_HANDSHAKES)
-        self._stopping = False
+        self._pending: dict[socket.socket, tuple[float, bytearray]] = {}
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._unlink_stale()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
@@ -95,6 +98,7 @@ class AttachServer:
             self._sock.bind(path)
             os.chmod(path, mode)
             self._sock.listen(BACKLOG)
+            self._sock.setblocking(False)
         except OSError as exc:
             self._sock.close()
             raise KmesAttachError(f"cannot listen on {path}: {exc.strerror}") from None
@@ -130,47 +134,76 @@ class AttachServer:
 
     def serve(self) -> None:
         """Serve until :meth:`close` (blocking)."""
+        try:
+            while True:
+                now = time.monotonic()
+                wait = min((d for d, _ in self._pending.values()), default=now + 1.0) - now
+                for key, _ev in self._sel.select(max(wait, 0.0)):
+                    if key.fileobj == self._stop_r:
+                        return
+                    if key.fileobj is self._sock:
+                        self._accept_all()
+                    else:
+                        conn = key.fileobj
+                        assert isinstance(conn, socket.socket)
+                        self._readable(conn)
+                self._expire(time.monotonic())
+        finally:
+            for conn in list(self._pending):
+                self._drop(conn)
+
+    def _accept_all(self) -> None:
         while True:
-            # A free handshake slot first: while all are busy, new connections wait in
-            # the listen backlog (their connect() has succeeded; the reply comes later).
-            while not self._slots.acquire(timeout=0.1):
-                if self._stopping:
-                    return
-            conn = self._next_connection()
-            if conn is None:
-                self._slots.release()
-                if self._stopping:
-                    return
-                continue
             try:
-                # One short-lived thread per client (at most MAX_HANDSHAKES): a client
-                # that connects and then says nothing delays no one else.
-                threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
-            except RuntimeError:  # can't start a thread: drop this one, keep serving
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # e.g. EMFILE: the backlog keeps the rest for later
+                self.failed += 1
+                return
+            if len(self._pending) >= MAX_HANDSHAKES:
                 conn.close()
                 self.failed += 1
-                self._slots.release()
+                continue
+            conn.setblocking(False)
+            self._pending[conn] = (time.monotonic() + HANDSHAKE_TIMEOUT, bytearray())
+            self._sel.register(conn, selectors.EVENT_READ)
 
-    def _next_connection(self) -> socket.socket | None:
-        """Wait for a connection (None on stop, or if accept failed)."""
-        for key, _ev in self._sel.select():
-            if key.fileobj == self._stop_r:
-                self._stopping = True
-                return None
+    def _drop(self, conn: socket.socket) -> None:
+        self._pending.pop(conn, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self._sel.unregister(conn)
+        conn.close()
+
+    def _expire(self, now: float) -> None:
+        for conn, (deadline, _) in list(self._pending.items()):
+            if now >= deadline:
+                self.failed += 1
+                self._drop(conn)
+
+    def _readable(self, conn: socket.socket) -> None:
+        _deadline, request = self._pending[conn]
         try:
-            conn, _ = self._sock.accept()
+            chunk = conn.recv(64 - len(request))
+        except (BlockingIOError, InterruptedError):
+            return
         except OSError:
-            return None
-        return conn
-
-    def _serve_one(self, conn: socket.socket) -> None:
+            chunk = b""
+        if not chunk:
+            self.failed += 1
+            self._drop(conn)
+            return
+        request += chunk
+        if not request.endswith(b"\n") and len(request) < 64:
+            return
+        self._pending.pop(conn)
+        self._sel.unregister(conn)
         try:
             with conn:
-                self._handle(conn)
-        except Exception:  # never a traceback from a client's thread; the client sees EOF
+                conn.settimeout(SEND_TIMEOUT)
+                self._answer(conn, bytes(request))
+        except Exception:  # never a traceback, never the server's end; the client sees EOF
             self.failed += 1
-        finally:
-            self._slots.release()
 
     def _allowed(self, conn: socket.socket) -> bool:
         pid, uid, gid = _UCRED.unpack(
@@ -180,23 +213,16 @@ class AttachServer:
             return True
         return self._gid in _peer_groups(pid)
 
-    def _handle(self, conn: socket.socket) -> None:
-        deadline = time.monotonic() + HANDSHAKE_TIMEOUT
+    def _answer(self, conn: socket.socket, request: bytes) -> None:
+        """Answer a complete request line (``conn`` blocking, with a send timeout)."""
+        deadline = time.monotonic() + SEND_TIMEOUT
         try:
-            request = b""
-            while not request.endswith(b"\n") and len(request) < 64:
-                conn.settimeout(max(deadline - time.monotonic(), 0.001))
-                chunk = conn.recv(64 - len(request))
-                if not chunk:
-                    self.failed += 1
-                    return
-                request += chunk
             if request != REQUEST:
                 _send_line(conn, deadline, b'{"error": "expected ATTACH"}')
                 self.failed += 1
                 return
             if not self._allowed(conn):
-                self.refused += 1  # (counters are approximate across client threads)
+                self.refused += 1
                 _send_line(
                     conn, deadline, b'{"error": "permission denied (root or the socket group)"}'
                 )
@@ -218,7 +244,6 @@ class AttachServer:
 
     def close(self) -> None:
         """Stop serving, remove the socket file (if still ours)."""
-        self._stopping = True
         os.write(self._stop_w, b"x")
         if self._thread is not None:
             self._thread.join(5)

@@ -125,7 +125,7 @@ def test_200_concurrent_attaches_all_succeed_without_retry(bridge: KmesBridge) -
 
 
 def test_silent_clients_are_capped_and_timed_out(bridge: KmesBridge) -> None:
-    """40 clients that connect and say nothing (more than the 32 handshakes in flight):
+    """40 clients that connect and say nothing (no thread each; no slot to wait for):
     each is dropped after its deadline, and an honest consumer is still served."""
     assert bridge.socket_path is not None and bridge._server is not None
     silent = []
