@@ -126,6 +126,7 @@ class Reader:
         self._lapped = False
         self._bad: tuple[int, int] | None = None  # snapshot already counted inconsistent
         self._resync = False  # our position is not a walked boundary: restart at tail
+        self._after = -1  # _parse: the seq the walk's first event must exceed
         self.writer_pid = writer_pid
         self._watch: ProcessWatch | None = None
         self._next_check = 0.0
@@ -227,6 +228,10 @@ class Reader:
             if not self._consistent(wp, tail) or (wp < self._rp and not self._resync):
                 return self._inconsistent(snap)  # scribbled: write_pos never goes back
             rp = self._rp
+            # Seqs only grow: from a trusted position the first event must be newer than
+            # the last one returned (older bytes there are stale data past a scribbled
+            # write_pos); re-basing at tail re-reads older events, dropped by _account.
+            self._after = -1 if self._resync else self.last_seq
             if self._resync or rp < tail:  # step 2: lapped (or re-basing): go to tail
                 self.stats.laps += rp < tail and not self._resync
                 self._lapped = True
@@ -248,11 +253,12 @@ class Reader:
         return []  # bounded: a writer (or scribbler) outran us; the caller comes back
 
     def _parse(self, rp: int, wp: int, limit: int) -> tuple[list[Event], int, bool]:
-        """Walk headers from ``rp`` to ``wp``: (events, end position, all valid)."""
+        """Walk headers from ``rp`` to ``wp`` with seqs increasing from above
+        ``self._after``: (events, end position, all valid)."""
         data, mask, unpack, ok = self._data, self._mask, _HDR.unpack_from, L.header_ok
         cpu_id, max_size = self.cpu, self._max_size
         out: list[Event] = []
-        pos, prev = rp, -1
+        pos, prev = rp, self._after
         while pos < wp and len(out) < limit:
             off = pos & mask
             size, etype, origin, flags, ts, seq, cpu, res, plen = unpack(data, off)
