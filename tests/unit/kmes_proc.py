@@ -7,6 +7,8 @@ reached seq SEQ; print seqs and stats.
 ``python -m tests.unit.kmes_proc idle SOCK SECONDS``: attach, wait idle, print CPU time.
 ``python -m tests.unit.kmes_proc scribble SOCK SECONDS``: attach and scribble random
 bytes over every metadata page (writable mapping) for SECONDS.
+``python -m tests.unit.kmes_proc bridge SOCK N``: serve a KMES bridge (CPU 0) on SOCK
+with N events in it, print "serving", then sleep until killed.
 """
 
 from __future__ import annotations
@@ -91,9 +93,23 @@ def scribble(sock: str, seconds: float) -> None:
         os.close(fd)
 
 
+def bridge(sock: str, n: int) -> None:
+    from ringtool.kmes.bridge_core import KmesBridge
+
+    b = KmesBridge([0], socket_path=sock, capacity=1 << 16)
+    b.start()
+    for seq in range(1, n + 1):
+        b.submit(0, 1, 9, seq.to_bytes(8, "little"))
+    b.flush()
+    print("serving", flush=True)
+    time.sleep(3600)
+
+
 if __name__ == "__main__":
     cmd, sock, *rest = sys.argv[1:]
-    if cmd == "read":
+    if cmd == "bridge":
+        bridge(sock, int(rest[0]))
+    elif cmd == "read":
         read(sock, int(rest[0]), float(rest[1]))
     elif cmd == "until":
         until(sock, int(rest[0]), float(rest[1]))
