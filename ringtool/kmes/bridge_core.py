@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -32,6 +33,8 @@ from ringtool.kmes.writer import Writer
 from ringtool.protocol import kmes_layout as L
 
 _HS = L.HEADER_SIZE
+#: Seconds the bridge keeps re-storing a retired buffer's metadata after a resize.
+RETIRED_GRACE = 5.0
 
 
 def copy_surviving(old: Writer, new: Writer) -> int:
@@ -102,6 +105,7 @@ class KmesBridge:
         self._pending: dict[int, deque[tuple[int, int, bytes]]] = {c: deque() for c in self.cpus}
         self._server: AttachServer | None = None
         self._reload = False
+        self._retired: list[tuple[float, Writer]] = []  # (release time, retired writer)
         self.stop_requested = False
         self.capacity = 0
         self.unknown_cpu = 0  # events from a CPU the bridge has no buffer for
@@ -181,10 +185,19 @@ class KmesBridge:
             return AttachInfo(list(self.cpus), fds, self.capacity, gen)
 
     def restore_static(self) -> None:
-        """Re-store every buffer's static metadata from private copies (service loop)."""
+        """Re-store every buffer's static metadata from private copies (service loop);
+        for retired buffers also their final positions and generation, until their grace
+        period ends (then they are released)."""
         with self._lock:
             for buf in self.buffers.values():
                 buf.restore_static()
+            now = time.monotonic()
+            for end, w in self._retired:
+                w.buffer.restore_static()
+                w.publish()  # final write_pos, tail_pos, bumped generation; wakes sleepers
+                if now >= end:
+                    w.buffer.close()
+            self._retired = [(end, w) for end, w in self._retired if now < end]
 
     def resize(self, capacity: int) -> None:
         """§5.1.8.4 per CPU: copy survivors into a new buffer, switch, bump the old
@@ -201,7 +214,10 @@ class KmesBridge:
                 self.buffers[cpu], self.writers[cpu] = new_buf, new_w  # switch
                 old_buf.bump_generation()
                 old_w.wake()  # sleeping readers see the new generation now
-                old_buf.close()  # consumers keep their own mappings (§5.1.8.3)
+                # Consumers keep their own mappings (§5.1.8.3). We keep ours for
+                # RETIRED_GRACE s to re-store the final positions and generation over a
+                # consumer's scribbles while honest readers finish the old buffer.
+                self._retired.append((time.monotonic() + RETIRED_GRACE, old_w))
             self.capacity = capacity
 
     def request_reload(self, _sig: int = 0, _frame: FrameType | None = None) -> None:
@@ -242,6 +258,9 @@ class KmesBridge:
         with self._lock:
             for buf in self.buffers.values():
                 buf.close()
+            for _end, w in self._retired:
+                w.buffer.close()
+            self._retired.clear()
             self.buffers.clear()
             self.writers.clear()
 
