@@ -114,6 +114,8 @@ class MergedView:
         self.err = err or sys.stderr
         self.window_us = window_ms * 1000
         self.buffers: dict[str, deque[tuple[int, str]]] = {}
+        self.carry: deque[tuple[int, str]] = deque()
+        self.late = 0  # out of order, mergers replaced so far
         self.merger: Any = None
         self.written = 0
 
@@ -129,14 +131,19 @@ class MergedView:
         self._write(self.merger.take(1 << 20))
 
     def _rebuild(self, host: str) -> None:
-        """A new host is a new buffer: deliver what the old merge holds, then merge
-        over every host's buffer (what they hold stays in them)."""
+        """A new host is a new buffer. The window's held events go to a *carry* buffer
+        (buffer 0, kept in timestamp order) so nothing is delivered early; then the
+        merge runs over the carry and every host's buffer (what they hold stays)."""
+        from heapq import merge
+
         from ringtool.merge import DequeSource, merge_sources
 
         if self.merger is not None:
-            self._write(list(self.merger.flush()))
+            self.late += self.merger.stats.out_of_order
+            held = list(self.merger.flush())
+            self.carry = deque(merge(self.carry, held, key=lambda ev: ev[0]))
         self.buffers[host] = deque()
-        sources = [DequeSource(dq) for dq in self.buffers.values()]
+        sources = [DequeSource(self.carry), *(DequeSource(dq) for dq in self.buffers.values())]
         self.merger = merge_sources(sources, window_us=self.window_us)
 
     def _write(self, items: list[tuple[int, str]]) -> None:
@@ -154,7 +161,7 @@ class MergedView:
         if self.merger is not None:
             self._write(self.merger.take(1 << 30))
             self._write(list(self.merger.flush()))
-            late = self.merger.stats.out_of_order
+            late = self.late + self.merger.stats.out_of_order
         else:
             late = 0
         rec = {**summary_record(fleet), "events_written": self.written, "out_of_order": late}
