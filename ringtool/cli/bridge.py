@@ -125,6 +125,8 @@ class BpfSources:
         self._ep.poll(timeout_ms / 1000)
         for c in self.consumers:
             c.consume()
+        for note in self.perf.check_cpus():  # CPU hotplug: at most one sysfs read per s
+            print(f"ringtool bridge: {note}", file=sys.stderr, flush=True)
         drops = self.ring.dropped()  # failed ring reservations, per CPU
         if len(self._ring_drops) != len(drops):
             self._ring_drops = [0] * len(drops)

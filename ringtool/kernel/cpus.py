@@ -1,7 +1,13 @@
-"""CPU topology from sysfs: online and possible CPU lists."""
+"""CPU topology from sysfs: online and possible CPU lists.
+
+The possible set is fixed at boot (per-CPU maps are sized by it), so it is read once
+per process and cached; the online set changes with CPU hotplug and is read on every
+call (:mod:`ringtool.kernel.hotplug` rate-limits that for periodic checks).
+"""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 _SYS_CPU = Path("/sys/devices/system/cpu")
@@ -27,9 +33,17 @@ def online_cpus() -> list[int]:
 
 
 def possible_cpus() -> list[int]:
-    """The CPUs the kernel may ever bring online (per-CPU maps are sized by this)."""
-    return parse_cpu_list((_SYS_CPU / "possible").read_text())
+    """The CPUs the kernel may ever bring online (per-CPU maps are sized by this);
+    read from sysfs once per process (the set cannot change after boot)."""
+    return list(_possible())
 
 
+@functools.cache
+def _possible() -> tuple[int, ...]:
+    return tuple(parse_cpu_list((_SYS_CPU / "possible").read_text()))
+
+
+@functools.cache
 def possible_cpu_count() -> int:
-    return max(possible_cpus()) + 1
+    """Highest possible CPU id + 1 (cached: counter reads call this every time)."""
+    return max(_possible()) + 1

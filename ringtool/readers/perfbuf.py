@@ -14,6 +14,15 @@ counts as consumed, as in libbpf). ``lost_cb(cpu, count)`` is called for each
 PERF_RECORD_LOST (in every reading style); ``lost()`` keeps per-CPU totals.
 
 Buffer index is not CPU id: ``buffers[i].cpu`` says which CPU buffer ``i`` serves.
+
+CPU hotplug: :meth:`PerfBuffer.check_cpus` (call it from the read loop; it reads the
+online list at most once per second, :mod:`ringtool.kernel.hotplug`) notices CPUs
+that went offline or came online. An offline CPU's buffer stays mapped and is read by
+the usual calls until empty. A CPU that comes online gets a new perf event and buffer
+(its fd stored in the map): the kernel detached the old event when the CPU went down
+and does not re-attach it, so outputs on that CPU fail until then -- and a program
+that counts failed outputs counts them; the old buffer stays in :attr:`buffers` (it
+gets no new data). Each change is one line in the returned list.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +46,7 @@ from ringtool.errors import (
 )
 from ringtool.kernel import bpf, perf_event
 from ringtool.kernel.cpus import online_cpus
+from ringtool.kernel.hotplug import OnlineWatcher
 from ringtool.protocol.perf import PerfRing
 from ringtool.readers.args import UNLIMITED, check_callable, is_int, map_fd_of
 from ringtool.readers.consumer import MultiRingConsumer
@@ -167,6 +177,7 @@ class PerfBuffer(MultiRingConsumer):
     ) -> None:
         super().__init__(auto_callback=auto_callback and not overwrite, what="PerfBuffer")
         self._buffers: list[PerfCpuBuffer] = []
+        self._live: dict[int, PerfCpuBuffer] = {}  # cpu -> the buffer whose fd is in the map
         self._map_fd = -1
         check_callable("sample_cb", sample_cb)
         check_callable("lost_cb", lost_cb)
@@ -192,6 +203,10 @@ class PerfBuffer(MultiRingConsumer):
                 "RINGBUF)"
             )
         online = online_cpus()
+        #: the hotplug watcher of check_cpus (replaceable: tests give it a fake list)
+        self.cpu_watcher = OnlineWatcher(online)
+        self._wanted = None if cpus is None else frozenset(cpus)
+        self._max_entries, self._map_name = info.max_entries, info.name or str(fd)
         if cpus is None:
             chosen = [c for c in online if c < info.max_entries]
         else:
@@ -208,23 +223,88 @@ class PerfBuffer(MultiRingConsumer):
         attr = perf_event.bpf_output_attr(
             wakeup_events=wakeup_events, watermark_bytes=watermark_bytes, backward=overwrite
         )
+        self._open_args = (page_cnt, sample_cb, lost_cb, attr, overwrite)
         try:
             for cpu in chosen:
                 try:
-                    buf = PerfCpuBuffer(
-                        len(self._buffers), cpu, page_cnt, sample_cb, lost_cb, attr, overwrite
-                    )
+                    self._open_cpu(cpu)
                 except PerfEventOpenError as exc:
                     if exc.errno == errno.ENODEV:  # went offline since online_cpus()
                         continue
                     raise
-                self._buffers.append(buf)
-                self._add_ring(buf)
-                bpf.map_update(self._map_fd, _u32(cpu), _u32(buf.fd))
-                perf_event.enable(buf.fd)
         except BaseException:
             self.close()
             raise
+
+    def _open_cpu(self, cpu: int) -> PerfCpuBuffer:
+        """Open ``cpu``'s perf event and buffer, add it to the rings, store its fd in
+        the map (replacing a previous one: that buffer stays and is drained), enable."""
+        page_cnt, sample_cb, lost_cb, attr, overwrite = self._open_args
+        with self._lock:
+            buf = PerfCpuBuffer(
+                len(self._buffers), cpu, page_cnt, sample_cb, lost_cb, attr, overwrite
+            )
+            try:
+                self._add_ring(buf)
+            except BaseException:
+                buf.close()
+                raise
+            self._buffers.append(buf)
+            self._live[cpu] = buf
+            bpf.map_update(self._map_fd, _u32(cpu), _u32(buf.fd))
+            perf_event.enable(buf.fd)
+            return buf
+
+    # --- CPU hotplug -------------------------------------------------------------------
+
+    def add_cpu(self, cpu: int) -> PerfCpuBuffer:
+        """Open a buffer for ``cpu`` (one left out at start, or one that came online)
+        and return it. :class:`ArgumentError` for a CPU beyond the map's max_entries or
+        one that already has a live buffer; :class:`PerfEventOpenError` (ENODEV) for
+        an offline CPU."""
+        self._check_open()
+        if not is_int(cpu) or not 0 <= cpu < self._max_entries:
+            raise ArgumentError(
+                f"cpu {cpu!r} is not a CPU number below map {self._map_name!r}'s "
+                f"max_entries {self._max_entries}"
+            )
+        if cpu in self._live and cpu in self.cpu_watcher.online:
+            raise ArgumentError(f"cpu {cpu} already has a perf buffer in this PerfBuffer")
+        buf = self._open_cpu(cpu)
+        if self._wanted is not None:
+            self._wanted |= {cpu}  # followed across hotplug from now on
+        return buf
+
+    def check_cpus(self, *, force: bool = False) -> list[str]:
+        """Follow CPU hotplug (see the module doc): at most one read of the online
+        list per second (``force``: now). Returns one line per change."""
+        if self._closed:
+            return []
+        change = self.cpu_watcher.check(force=force)
+        notes: list[str] = []
+        for cpu in change.offline:
+            buf = self._live.get(cpu)
+            if buf is not None:
+                pending = buf.ring.page.data_head - buf.ring.page.data_tail
+                notes.append(f"cpu {cpu} went offline: its perf buffer stays open and is "
+                             f"drained ({pending} bytes pending)")  # fmt: skip
+        for cpu in change.online:
+            if self._wanted is not None and cpu not in self._wanted:
+                continue
+            if cpu >= self._max_entries:
+                limit = f"map {self._map_name!r}'s max_entries {self._max_entries}"
+                notes.append(f"cpu {cpu} came online beyond {limit}: its events are not read")
+                continue
+            old = self._live.get(cpu)
+            try:
+                self._open_cpu(cpu)
+            except PerfEventOpenError as exc:
+                notes.append(f"cpu {cpu} came online but its perf buffer could not be "
+                             f"opened: {exc}")  # fmt: skip
+                continue
+            again = "" if old is None else " (the previous one is kept until drained)"
+            notes.append(f"cpu {cpu} came online: opened a perf buffer for it{again}")
+        return notes
 
     # --- libbpf-style accessors --------------------------------------------------------
 
@@ -254,11 +334,11 @@ class PerfBuffer(MultiRingConsumer):
 
     def lost(self) -> dict[int, int]:
         """Per-CPU totals of the ``lost`` counts of PERF_RECORD_LOST records consumed."""
-        return {b.ring.cpu: b.ring.lost_total for b in self._buffers}
+        return _per_cpu_sum((b.ring.cpu, b.ring.lost_total) for b in self._buffers)
 
     def unknown(self) -> dict[int, int]:
         """Per-CPU counts of records of other types, skipped."""
-        return {b.ring.cpu: b.ring.unknown for b in self._buffers}
+        return _per_cpu_sum((b.ring.cpu, b.ring.unknown) for b in self._buffers)
 
     def snapshot(self) -> dict[int, list[bytes]]:
         """Flight recorder (``overwrite=True``): per CPU, pause output, copy the newest
@@ -267,8 +347,11 @@ class PerfBuffer(MultiRingConsumer):
         self._check_open()
         if not self._buffers or not self._buffers[0].overwrite:
             raise ConsumerStateError("snapshot() needs PerfBuffer(..., overwrite=True)")
+        out: dict[int, list[bytes]] = {}
         with self._lock:
-            return {b.ring.cpu: b.snapshot() for b in self._buffers}
+            for b in self._buffers:  # a CPU's replaced buffer (older records) first
+                out.setdefault(b.ring.cpu, []).extend(b.snapshot())
+        return out
 
     def _finish_close(self) -> None:
         if self._closed:
@@ -283,6 +366,13 @@ class PerfBuffer(MultiRingConsumer):
         if self._map_fd >= 0:
             bpf.close_fd(self._map_fd)
             self._map_fd = -1
+
+
+def _per_cpu_sum(pairs: Iterable[tuple[int, int]]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for cpu, n in pairs:
+        out[cpu] = out.get(cpu, 0) + n
+    return out
 
 
 def _u32(v: int) -> bytes:

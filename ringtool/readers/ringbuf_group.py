@@ -9,8 +9,17 @@ inner ring in one :class:`ringtool.RingBuffer` (ring index = buffer id), and
 
 Buffer ids (seed 002): ids 0..B-1 are given to the *online* CPUs in ascending order,
 N at a time, so they are contiguous even when some CPUs are offline. With N >= 1,
-CPUs offline at setup get no buffer (their events are dropped and counted): like the
-seed, no CPU hotplug at run time. With N = 0 every CPU writes to the one buffer.
+CPUs offline at setup get no buffer (their events are dropped and counted) until
+:meth:`RingBufGroup.check_cpus` sees them come online. With N = 0 every CPU writes to
+the one buffer.
+
+CPU hotplug: a RINGBUF does not depend on its CPU being online, so a CPU that goes
+offline keeps its ring (read until empty by the consumers as usual) and one that comes
+back writes to the ring it had. ``check_cpus()`` (call it from the read loop; the
+online list is read at most once per second) reports both in one line each, and for a
+CPU that had no ring (offline at setup) creates one: added to the ARRAY_OF_MAPS
+(sized for every possible CPU) and to every consumer made by :meth:`consumer`, then
+entered in the cpu -> buffer id map, so its first event already has a reader.
 
 Lifetime: the group owns its map fds (close() or ``with``); a loaded program keeps its
 own references to the maps, and the consumer maps the rings (closing the group does
@@ -20,14 +29,15 @@ not unmap them).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ringtool.errors import ArgumentError, ConsumerStateError, RingSizeError
+from ringtool.errors import ArgumentError, ConsumerStateError, RingSizeError, RingtoolError
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import online_cpus, possible_cpu_count
+from ringtool.kernel.hotplug import OnlineWatcher
 from ringtool.merge import Algorithm, Merger, ReaderRing, merge_sources, ring_source
 from ringtool.readers.args import check_callable, is_int
 from ringtool.readers.ringbuf import RingBuffer
@@ -113,21 +123,26 @@ class RingBufGroup:
                 raise ArgumentError(
                     f"cpus {absent} do not exist (possible CPUs: 0-{possible_cpu_count() - 1})"
                 )
-        self.layout = assign_buffers(online_cpus() if cpus is None else cpus, cpus_per_buffer)
+        online = online_cpus()
+        self.layout = assign_buffers(online if cpus is None else cpus, cpus_per_buffer)
         self.ring_bytes = ring_bytes
+        #: the hotplug watcher of check_cpus (replaceable: tests give it a fake list)
+        self.cpu_watcher = OnlineWatcher(online)
+        self._wanted = None if cpus is None else frozenset(cpus)
+        self._consumers: list[tuple[RingBuffer, Callable[[memoryview], Any] | None]] = []
         self._fds: list[int] = []
         try:
             self.ring_fds = [self._create_ring() for _ in range(self.layout.buffers)]
+            ncpu = max(possible_cpu_count(), max(self.layout.cpu_to_buffer) + 1)
             self.rings_fd = self._own(
                 bpf.map_create(
                     bpf.MapType.ARRAY_OF_MAPS,
                     key_size=4,
                     value_size=4,
-                    max_entries=self.layout.buffers,
+                    max_entries=max(self.layout.buffers, ncpu),  # room for hotplugged CPUs
                     inner_map_fd=self.ring_fds[0],  # the template: type/flags must match
                 )
             )
-            ncpu = max(possible_cpu_count(), max(self.layout.cpu_to_buffer) + 1)
             self.cpumap_fd = self._own(
                 bpf.map_create(bpf.MapType.ARRAY, key_size=4, value_size=4, max_entries=ncpu)
             )
@@ -192,7 +207,65 @@ class RingBufGroup:
         except BaseException:
             rb.close()
             raise
+        self._consumers.append((rb, callback))
         return rb
+
+    def check_cpus(self, *, force: bool = False) -> list[str]:
+        """Follow CPU hotplug (see the module doc): at most one read of the online list
+        per second (``force``: now). Returns one line per change."""
+        if not self._fds:
+            return []
+        change = self.cpu_watcher.check(force=force)
+        shared = self.layout.cpus_per_buffer == 0
+        notes: list[str] = []
+        for cpu in change.offline:
+            bid = 0 if shared else self.layout.cpu_to_buffer.get(cpu)
+            if bid is not None:
+                notes.append(f"cpu {cpu} went offline: its ring buffer {bid} is read until empty")
+        for cpu in change.online:
+            bid = 0 if shared else self.layout.cpu_to_buffer.get(cpu)
+            if bid is not None:
+                notes.append(f"cpu {cpu} came online: it writes to its ring buffer {bid} again")
+            elif self._wanted is None or cpu in self._wanted:
+                try:
+                    bid = self.add_cpu(cpu)
+                except (RingtoolError, OSError) as exc:
+                    notes.append(f"cpu {cpu} came online but no ring buffer could be made for "
+                                 f"it (its events are dropped and counted): {exc}")  # fmt: skip
+                    continue
+                notes.append(f"cpu {cpu} came online: opened ring buffer {bid} for it")
+        return notes
+
+    def add_cpu(self, cpu: int) -> int:
+        """Give ``cpu`` (one with no buffer yet) a new ring and return its buffer id: in
+        the ARRAY_OF_MAPS, in every open consumer, and only then in the cpu -> buffer
+        id map (the program's first write has a reader). :class:`ArgumentError` for a
+        CPU that has a buffer, a shared group, or a CPU beyond the group's maps."""
+        if not self._fds:
+            raise ConsumerStateError("RingBufGroup is closed: its ring fds are gone")
+        if not is_int(cpu) or not 0 <= cpu < self._ncpu:
+            raise ArgumentError(
+                f"cpu {cpu!r} is not a CPU of the group's maps (0-{self._ncpu - 1})"
+            )
+        if self.layout.cpus_per_buffer == 0 or cpu in self.layout.cpu_to_buffer:
+            raise ArgumentError(f"cpu {cpu} already writes to a ring buffer of this group")
+        bid = self.layout.buffers
+        fd = self._create_ring()
+        bpf.map_update(self.rings_fd, _u32(bid), _u32(fd))
+        self.ring_fds.append(fd)
+        for rb, callback in list(self._consumers):
+            try:
+                if rb.ring_cnt == bid:  # ring index = buffer id
+                    rb.add(fd, callback)
+            except ConsumerStateError:  # closed by its owner: forget it
+                self._consumers.remove((rb, callback))
+        self.layout = replace(
+            self.layout,
+            cpu_to_buffer={**self.layout.cpu_to_buffer, cpu: bid},
+            buffers=bid + 1,
+        )
+        bpf.map_update(self.cpumap_fd, _u32(cpu), _u32(bid))
+        return bid
 
     def dropped(self) -> list[int]:
         """Events lost per CPU (ring full, or a CPU with no buffer)."""

@@ -92,6 +92,10 @@ class NetSource:
         out, self._pending = self._pending, []
         return out
 
+    def check_cpus(self) -> list[str]:
+        """Follow CPU hotplug (:meth:`ringtool.PerfBuffer.check_cpus`); one line per change."""
+        return [] if self._pb is None else self._pb.check_cpus()
+
     def lost(self) -> dict[int, int]:
         """PERF_RECORD_LOST totals per CPU."""
         return {} if self._pb is None else self._pb.lost()

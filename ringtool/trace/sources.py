@@ -105,7 +105,8 @@ def _defines_of(cflags: list[str]) -> dict[str, int | str]:
 class TraceSession:
     """The loaded sources of one ``ringtool trace`` run (see the module doc).
 
-    ``on_note(text)`` is told about every source that had to be disabled.
+    ``on_note(text)`` is told about every source that had to be disabled and, while
+    running, every CPU hotplug change (the runner points it at the output).
     """
 
     def __init__(
@@ -117,7 +118,7 @@ class TraceSession:
         self.opts = opts
         self.layout = layout
         self.notes: list[str] = []
-        self._on_note = on_note
+        self.on_note = on_note
         self.sources: dict[str, Any] = {}  # name -> BCC object
         self.group: RingBufGroup | None = None
         self.rb: RingBuffer | None = None
@@ -130,8 +131,8 @@ class TraceSession:
 
     def _note(self, text: str) -> None:
         self.notes.append(text)
-        if self._on_note is not None:
-            self._on_note(text)
+        if self.on_note is not None:
+            self.on_note(text)
 
     def _setup(self) -> None:
         opts = self.opts
@@ -183,7 +184,11 @@ class TraceSession:
         """Block until a source (or one of ``extra_fds``) is readable or ``timeout_s``
         passes; returns the readable fds. With adaptive wakeups a ring below its
         threshold wakes nobody, so this returns after ``max_latency_s`` at the latest:
-        the caller reads after every return (a poll) and no record waits longer."""
+        the caller reads after every return (a poll) and no record waits longer.
+
+        Each call also follows CPU hotplug (:meth:`check_cpus`: cheap, the online list
+        is read at most once per second); changes reach ``on_note``."""
+        self.check_cpus()
         if self.rb is not None and self.opts.wakeup_fill is not None:
             timeout_s = min(timeout_s, self.opts.max_latency_s)
         fds = list(extra_fds)
@@ -196,6 +201,15 @@ class TraceSession:
         except InterruptedError:
             return []
         return list(ready)
+
+    def check_cpus(self) -> None:
+        """Notice CPUs that went offline (their rings are read until empty) or came
+        online (rings opened for them); one note per change."""
+        notes = self.group.check_cpus() if self.group is not None and self.rb else []
+        if self.net is not None:
+            notes += [f"net: {n}" for n in self.net.check_cpus()]
+        for text in notes:
+            self._note(text)
 
     def ordered_reader(self, window_us: float | None) -> OrderedReader | None:
         """A timestamp-ordered reader over the per-CPU rings (``--ordered``)."""
