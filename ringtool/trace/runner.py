@@ -185,6 +185,7 @@ def _loop(
         enter()
     try:
         out.start(session.active, session.notes)
+        session.on_note = out.note  # later notes (CPU hotplug) go to the output
         start = time.monotonic()
         deadline = None if cfg.duration is None else start + cfg.duration
         next_tick = start + cfg.interval
