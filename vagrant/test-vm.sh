@@ -189,7 +189,7 @@ phase tests
 say "make test in the VM; log: $OUT/test.log"
 set +e
 timeout "${RINGTOOL_VM_TEST_TIMEOUT:-3600}" vagrant ssh -c \
-    'cd /vagrant && sudo make test ARGS="--junitxml=/tmp/ringtool-junit.xml"' \
+    'cd /vagrant && sudo RINGTOOL_VM=1 make test ARGS="--junitxml=/tmp/ringtool-junit.xml"' \
     >"$OUT/test.log" 2>&1
 TEST_STATUS=$?
 set -e
