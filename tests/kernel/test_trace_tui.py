@@ -55,7 +55,7 @@ def test_tui_in_tmux(w: int, h: int, tmp_path: Path) -> None:
         _tmux("send-keys", "-t", session, "p")
         _wait_for(session, "[PAUSED]")
         _tmux("send-keys", "-t", session, "q")
-        screen = _wait_for(session, "EXITED rc=0", "events in")
+        screen = _wait_for(session, "EXITED rc=0", "events in", "icanon")  # stty ran
         tail = screen.split("EXITED rc=0", 1)[1].split()
         assert tail[:1] == ["icanon"]  # canonical mode is back
         assert "per CPU" not in screen  # the alternate screen is gone
