@@ -11,7 +11,7 @@
 #   RINGTOOL_BOX            box to use instead of the locally built one
 #   RINGTOOL_VM_ACCEL       kvm|tcg: skip the probe
 #   RINGTOOL_VM_KEEP=1      leave the VM (and daemons) running for `vagrant ssh`
-#   RINGTOOL_VM_TEST_TIMEOUT seconds for the test phase (default 3600)
+#   RINGTOOL_VM_TEST_TIMEOUT seconds for the test phase (default 5400)
 #   RINGTOOL_VM_CACHE       box cache (default /var/cache/ringtool-vm)
 set -euo pipefail
 SCRIPT_NAME=test-vm
@@ -130,71 +130,77 @@ probe_kvm() {
     return 1
 }
 
-phase "host packages"
-apt_install "${HOST_PKGS[@]}"
+# The whole run is one function, parsed before it starts: the file can be edited
+# (other work in progress) while a run reads it.
+main() {
+    phase "host packages"
+    apt_install "${HOST_PKGS[@]}"
 
-phase "box build"
-box_file="$(bash "$HERE/build-box.sh")"
-key="$(basename "$(dirname "$box_file")")"
-local_box="ringtool-debian12-$key"
-export RINGTOOL_BOX="${RINGTOOL_BOX:-$local_box}"
-if [[ "$RINGTOOL_BOX" == "$local_box" ]] && ! vagrant box list | grep -q "^$local_box "; then
-    say "vagrant box add $local_box"
-    vagrant box add --name "$local_box" "$box_file" >"$OUT/box-add.log" 2>&1 \
-        || die "vagrant box add failed: see $OUT/box-add.log"
-    # Older local boxes (earlier build-box.sh versions) go: box, cache.
-    for old in $(vagrant box list | awk '/^ringtool-debian12-/ {print $1}'); do
-        [[ "$old" == "$local_box" ]] || vagrant box remove -f "$old" >/dev/null 2>&1 || true
-    done
-    for old in "$VM_CACHE"/*/; do
-        [[ "$(basename "$old")" == "$key" || ! -f "$old/ringtool-debian12.box" ]] || rm -rf "$old"
-    done
-fi
-
-phase "daemons"
-start_daemon virtlogd
-start_daemon libvirtd
-# A VM left by an interrupted run would be reused by `vagrant up`: start clean.
-vagrant destroy -f >/dev/null 2>&1 || true
-
-phase "accelerator"
-accel="${RINGTOOL_VM_ACCEL:-}"
-if [[ -z "$accel" ]]; then
-    image="$(box_image "$RINGTOOL_BOX")"
-    if [[ -z "$image" ]]; then
-        accel=tcg
-        say "KVM probe skipped: no local image for box $RINGTOOL_BOX"
-    elif probe_kvm "$image"; then
-        accel=kvm
-    else
-        accel=tcg
+    phase "box build"
+    box_file="$(bash "$HERE/build-box.sh")"
+    key="$(basename "$(dirname "$box_file")")"
+    local_box="ringtool-debian12-$key"
+    export RINGTOOL_BOX="${RINGTOOL_BOX:-$local_box}"
+    if [[ "$RINGTOOL_BOX" == "$local_box" ]] && ! vagrant box list | grep -q "^$local_box "; then
+        say "vagrant box add $local_box"
+        vagrant box add --name "$local_box" "$box_file" >"$OUT/box-add.log" 2>&1 \
+            || die "vagrant box add failed: see $OUT/box-add.log"
+        # Older local boxes (earlier build-box.sh versions) go: box, cache.
+        for old in $(vagrant box list | awk '/^ringtool-debian12-/ {print $1}'); do
+            [[ "$old" == "$local_box" ]] || vagrant box remove -f "$old" >/dev/null 2>&1 || true
+        done
+        for old in "$VM_CACHE"/*/; do
+            [[ "$(basename "$old")" == "$key" || ! -f "$old/ringtool-debian12.box" ]] || rm -rf "$old"
+        done
     fi
-fi
-case "$accel" in
-    kvm) export RINGTOOL_VM_DRIVER=kvm; say "accelerator: KVM (a test boot under KVM reached login)" ;;
-    tcg) export RINGTOOL_VM_DRIVER=qemu; say "accelerator: TCG (QEMU emulation; KVM unusable here, see $OUT/kvm-probe.log)" ;;
-    *) die "RINGTOOL_VM_ACCEL must be kvm or tcg, not $accel" ;;
-esac
 
-phase up
-VM_CREATED=1
-vagrant up --provider=libvirt --no-provision >"$OUT/up.log" 2>&1 \
-    || { tail -20 "$OUT/up.log" >&2; die "vagrant up failed: see $OUT/up.log"; }
+    phase "daemons"
+    start_daemon virtlogd
+    start_daemon libvirtd
+    # A VM left by an interrupted run would be reused by `vagrant up`: start clean.
+    vagrant destroy -f >/dev/null 2>&1 || true
 
-phase provision
-vagrant provision >"$OUT/provision.log" 2>&1 \
-    || { tail -20 "$OUT/provision.log" >&2; die "provisioning failed: see $OUT/provision.log"; }
+    phase "accelerator"
+    accel="${RINGTOOL_VM_ACCEL:-}"
+    if [[ -z "$accel" ]]; then
+        image="$(box_image "$RINGTOOL_BOX")"
+        if [[ -z "$image" ]]; then
+            accel=tcg
+            say "KVM probe skipped: no local image for box $RINGTOOL_BOX"
+        elif probe_kvm "$image"; then
+            accel=kvm
+        else
+            accel=tcg
+        fi
+    fi
+    case "$accel" in
+        kvm) export RINGTOOL_VM_DRIVER=kvm; say "accelerator: KVM (a test boot under KVM reached login)" ;;
+        tcg) export RINGTOOL_VM_DRIVER=qemu; say "accelerator: TCG (QEMU emulation; KVM unusable here, see $OUT/kvm-probe.log)" ;;
+        *) die "RINGTOOL_VM_ACCEL must be kvm or tcg, not $accel" ;;
+    esac
 
-phase tests
-say "make test in the VM; log: $OUT/test.log"
-set +e
-timeout "${RINGTOOL_VM_TEST_TIMEOUT:-3600}" vagrant ssh -c \
-    'cd /vagrant && sudo RINGTOOL_VM=1 make test ARGS="--junitxml=/tmp/ringtool-junit.xml"' \
-    >"$OUT/test.log" 2>&1
-TEST_STATUS=$?
-set -e
-vagrant ssh -c 'cat /tmp/ringtool-junit.xml' >"$OUT/junit.xml" 2>/dev/null \
-    || say "no JUnit XML in the VM"
-vagrant ssh -c 'uname -r' 2>/dev/null | tr -d '\r' | sed 's/^/guest kernel: /' >>"$OUT/test.log" || true
-say "suite: $(grep -E '^=+ .*(passed|failed|error).* =+$' "$OUT/test.log" | tail -1 || echo "no summary (status $TEST_STATUS)")"
-exit "$TEST_STATUS"
+    phase up
+    VM_CREATED=1
+    vagrant up --provider=libvirt --no-provision >"$OUT/up.log" 2>&1 \
+        || { tail -20 "$OUT/up.log" >&2; die "vagrant up failed: see $OUT/up.log"; }
+
+    phase provision
+    vagrant provision >"$OUT/provision.log" 2>&1 \
+        || { tail -20 "$OUT/provision.log" >&2; die "provisioning failed: see $OUT/provision.log"; }
+
+    phase tests
+    say "make test in the VM; log: $OUT/test.log"
+    set +e
+    timeout "${RINGTOOL_VM_TEST_TIMEOUT:-5400}" vagrant ssh -c \
+        'cd /vagrant && sudo RINGTOOL_VM=1 make test ARGS="--junitxml=/tmp/ringtool-junit.xml"' \
+        >"$OUT/test.log" 2>&1
+    TEST_STATUS=$?
+    set -e
+    vagrant ssh -c 'cat /tmp/ringtool-junit.xml' >"$OUT/junit.xml" 2>/dev/null \
+        || say "no JUnit XML in the VM"
+    vagrant ssh -c 'uname -r' 2>/dev/null | tr -d '\r' | sed 's/^/guest kernel: /' >>"$OUT/test.log" || true
+    say "suite: $(grep -E '^=+ .*(passed|failed|error).* =+$' "$OUT/test.log" | tail -1 || echo "no summary (status $TEST_STATUS)")"
+    exit "$TEST_STATUS"
+}
+
+main "$@"
