@@ -128,6 +128,11 @@ class ExportError(RingtoolError):
     ours (see ringtool.export)."""
 
 
+class BenchError(RingtoolError):
+    """A benchmark could not run one of its parts: the system compiler (``cc``) failed
+    on a bench's C source, or a traced child exited before it was ready."""
+
+
 def hexdump(buf: bytes | bytearray | memoryview, *, base: int = 0, mark: int = -1) -> str:
     """Format ``buf`` as a classic 16-bytes-a-line hex dump; ``mark`` flags one offset."""
     out = []

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from ringtool.bench import BENCHMARKS
+from ringtool.cli import validate as v
 from ringtool.cli.validate import integer
 
 
@@ -29,6 +30,10 @@ def register(subs: Any) -> None:
         "--repeats", type=integer(1, 1000), default=5, help="repeats; the median is kept"
     )
     p.add_argument("--quick", action="store_true", help="smaller sizes, for smoke runs")
+    p.add_argument(
+        "--seconds", type=v.number(0.2, 600, unit="seconds"), default=None,
+        help="bench trace: seconds per phase (default 3, 1 with --quick)",
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -52,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     names = BENCHMARKS if args.which == "all" else (args.which,)
     for name in names:
         module = importlib.import_module(f"ringtool.bench.{name}")
-        rows: list[dict[str, Any]] = module.run(repeats=args.repeats, quick=args.quick)
+        extra = {"seconds": args.seconds} if name == "trace" else {}
+        rows: list[dict[str, Any]] = module.run(repeats=args.repeats, quick=args.quick, **extra)
         if args.json:
             for row in rows:
                 print(json.dumps(row), flush=True)

@@ -1,0 +1,17 @@
+/* Empty programs on every tracepoint the default `ringtool trace` sources attach to
+ * (trace_exec.c, trace_open.c, trace_syscalls.c): the baseline of
+ * `ringtool bench trace`'s overhead phase. What a tracepoint with a BPF program costs
+ * a syscall when the program does nothing; the traced run's extra over this is what
+ * the sources' own work (filters, maps, ring reservations) adds.
+ */
+#include <uapi/linux/ptrace.h>
+
+TRACEPOINT_PROBE(syscalls, sys_enter_openat) { return 0; }
+TRACEPOINT_PROBE(syscalls, sys_exit_openat) { return 0; }
+TRACEPOINT_PROBE(raw_syscalls, sys_enter) { return 0; }
+TRACEPOINT_PROBE(raw_syscalls, sys_exit) { return 0; }
+TRACEPOINT_PROBE(syscalls, sys_enter_exit_group) { return 0; }
+TRACEPOINT_PROBE(syscalls, sys_enter_exit) { return 0; }
+TRACEPOINT_PROBE(sched, sched_process_exec) { return 0; }
+TRACEPOINT_PROBE(sched, sched_process_exit) { return 0; }
+TRACEPOINT_PROBE(sched, sched_process_fork) { return 0; }

@@ -1,0 +1,227 @@
+"""``ringtool bench trace``: the whole ``ringtool trace`` pipeline under a real load.
+
+The producer is ``csrc/syscall_loop.c`` (compiled with ``cc`` at run time,
+:mod:`ringtool.bench.trace_proc`) making ``openat`` + ``close`` calls at full speed,
+pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
+(:mod:`ringtool.bench.trace_child`). Phases, each bounded by ``seconds``:
+
+* ``trace-e2e``, per output (``json`` and ``columns`` to a file, ``tui``: the TUI
+  without a terminal, ``export``: ``--export`` to a local ``nats-server`` with
+  ``--quiet``): ``trace --events open -c rt_bench_loop --buffer-pages 1024 -d D``
+  while the producer runs ``seconds``; events/s offered (loop iterations: one
+  ``openat`` each) and delivered (the summary's ``events``), kernel drops, and the
+  consumer's CPU per delivered event: ``wait4`` user + system CPU of the trace
+  process minus that of an idle run of the same ``-d D`` (no producer), so loading
+  and idle polling cancel out;
+* ``trace-overhead``: ns per syscall of the producer untraced, traced (default
+  sources, ``-c rt_bench_loop``, ``--json`` to ``/dev/null``) and with
+  ``bpf/trace_empty.c`` (empty programs on the same tracepoints), in alternating
+  rounds; the median of each;
+* ``trace-idle``: CPU% of ``trace -c no-such-comm`` (``/proc`` schedstat, exact
+  ns) while the producer runs its ``openexec`` mode (opens plus a fork + exec every
+  64 iterations);
+* ``trace-startup``: seconds from starting ``ringtool trace --json`` to its first
+  event line on stdout, the producer already running (``ready_s``: to the sources
+  being attached).
+
+Only numbers; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ringtool.bench.trace_proc import (
+    COMM,
+    ChildResult,
+    Loop,
+    TraceChild,
+    build_loop,
+    run_loop,
+    task_cpu_ns,
+)
+from ringtool.kernel.privileges import require_bpf_privileges
+
+PRODUCER_CPU = 0
+TRACE_CPU = 1
+BUFFER_PAGES = 1024
+OUTPUTS = ("json", "columns", "tui", "export")
+#: Trace run past the producer's end: the drain of what is left.
+DRAIN_S = 1.0
+OVERHEAD_ROUNDS = 2
+
+
+def _e2e_args(output: str, duration: float, url: str | None) -> list[str]:
+    base = ["--events", "open", "-c", COMM, "--buffer-pages", str(BUFFER_PAGES),
+            "-d", f"{duration:.3f}"]  # fmt: skip
+    if output == "json":
+        return [*base, "--json"]
+    if output == "export":
+        return [*base, "--export", str(url), "--quiet"]
+    return [*base, "--no-tui", "-w"]
+
+
+def _cpu_of_run(args: list[str], headless: bool, out: Path, loop: tuple[Path, float] | None
+                ) -> tuple[ChildResult, Any]:  # fmt: skip
+    """One trace run (with the producer when ``loop`` is given): what the child
+    reported and the loop result."""
+    with open(out, "w") as f:
+        child = TraceChild(args, TRACE_CPU, headless_tui=headless, stdout=f)
+        try:
+            child.wait_ready()
+            result = run_loop(loop[0], "open", PRODUCER_CPU, loop[1]) if loop else None
+            done = child.finish()
+        finally:
+            child.kill()
+    return done, result
+
+
+def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None) -> dict[str, Any]:
+    duration = seconds + DRAIN_S
+    args = _e2e_args(output, duration, url)
+    headless = output == "tui"
+    out = tmp / f"e2e.{output}"
+    idle_run, _ = _cpu_of_run(args, headless, out, None)
+    run_, loop = _cpu_of_run(args, headless, out, (binary, seconds))
+    summary, cpu, idle_cpu = run_.summary, run_.run_cpu_s, idle_run.run_cpu_s
+    delivered = int(summary["events"])
+    return {
+        "bench": "trace-e2e", "output": output,
+        "offered_per_s": round(loop.iterations / loop.seconds),
+        "delivered_per_s": round(delivered / loop.seconds),
+        "dropped": int(summary["dropped"]),
+        "consumer_ns_per_event": round((cpu - idle_cpu) * 1e9 / delivered, 1)
+        if delivered else None,
+        "offered": loop.iterations, "delivered": delivered, "lost": summary["lost"],
+        "consumer_cpu_s": round(cpu, 3), "idle_cpu_s": round(idle_cpu, 3),
+        "total_cpu_s": round(run_.cpu_s, 3),
+        "output_bytes": out.stat().st_size,
+    }  # fmt: skip
+
+
+@contextlib.contextmanager
+def _empty_programs() -> Iterator[None]:
+    from ringtool.sources.loader import compile_program
+
+    obj = compile_program("trace_empty.c")  # TRACEPOINT_PROBEs attach on load
+    try:
+        yield
+    finally:
+        obj.cleanup()
+
+
+def _traced(binary: Path, seconds: float) -> float:
+    child = TraceChild(["-c", COMM, "--buffer-pages", str(BUFFER_PAGES), "--json"], TRACE_CPU)
+    try:
+        child.wait_ready()
+        ns = run_loop(binary, "open", PRODUCER_CPU, seconds).ns_per_syscall
+        child.finish(interrupt=True)
+    finally:
+        child.kill()
+    return ns
+
+
+def overhead(binary: Path, seconds: float) -> dict[str, Any]:
+    slice_s = max(0.5, seconds / OVERHEAD_ROUNDS)
+    runs: dict[str, list[float]] = {"untraced": [], "empty": [], "traced": []}
+    for _ in range(OVERHEAD_ROUNDS):
+        runs["untraced"].append(run_loop(binary, "open", PRODUCER_CPU, slice_s).ns_per_syscall)
+        with _empty_programs():
+            runs["empty"].append(run_loop(binary, "open", PRODUCER_CPU, slice_s).ns_per_syscall)
+        runs["traced"].append(_traced(binary, slice_s))
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    added, empty_added = med["traced"] - med["untraced"], med["empty"] - med["untraced"]
+    return {
+        "bench": "trace-overhead",
+        "untraced_ns_per_syscall": round(med["untraced"], 1),
+        "traced_ns_per_syscall": round(med["traced"], 1),
+        "empty_ns_per_syscall": round(med["empty"], 1),
+        "traced_added_ns": round(added, 1), "empty_added_ns": round(empty_added, 1),
+        "added_ratio": round(added / empty_added, 2) if empty_added > 0 else None,
+        "rounds": OVERHEAD_ROUNDS, "slice_s": slice_s,
+    }  # fmt: skip
+
+
+def idle(binary: Path, seconds: float) -> dict[str, Any]:
+    child = TraceChild(["-c", "no-such-comm", "--json"], TRACE_CPU)
+    try:
+        child.wait_ready()
+        loop = Loop(binary, "openexec", PRODUCER_CPU, seconds)
+        t0, c0 = time.monotonic(), task_cpu_ns(child.proc.pid)
+        result = loop.result()
+        t1, c1 = time.monotonic(), task_cpu_ns(child.proc.pid)
+        child.finish(interrupt=True)
+    finally:
+        child.kill()
+    return {
+        "bench": "trace-idle", "cpu_pct": round((c1 - c0) / ((t1 - t0) * 1e9) * 100, 3),
+        "workload_opens_per_s": round(result.iterations / result.seconds),
+        "workload_execs_per_s": round(result.execs / result.seconds),
+    }  # fmt: skip
+
+
+def startup(binary: Path) -> dict[str, Any]:
+    loop = Loop(binary, "open", PRODUCER_CPU, 600.0)
+    child = TraceChild(["--events", "open", "-c", COMM, "--json"], TRACE_CPU,
+                       stdout=subprocess.PIPE)  # fmt: skip
+    try:
+        assert child.proc.stdout is not None
+        ready_s = child.wait_ready()
+        first = None
+        for line in child.proc.stdout:  # the start line, then events
+            if line.startswith(b'{"type": "open"'):
+                first = time.monotonic() - child.started
+                break
+        child.proc.stdout.close()
+        child.finish(interrupt=True)
+    finally:
+        child.kill()
+        loop.proc.kill()
+        loop.proc.wait()
+    return {"bench": "trace-startup", "seconds": round(first, 3) if first else None,
+            "ready_s": round(ready_s, 3)}  # fmt: skip
+
+
+def _export_url(stack: contextlib.ExitStack, tmp: Path) -> tuple[str | None, str]:
+    from ringtool.errors import ExportError
+    from ringtool.export.local_server import LocalNats
+
+    try:
+        server = stack.enter_context(LocalNats(tmp / "nats"))
+    except ExportError as exc:
+        return None, str(exc)
+    return server.url, ""
+
+
+def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict[str, Any]]:
+    """All phases (see the module doc); ``seconds`` per phase (default 3, 1 with
+    ``quick``); ``repeats`` is not used (each phase is one timed run)."""
+    require_bpf_privileges("ringtool bench trace")
+    secs = seconds if seconds is not None else (1.0 if quick else 3.0)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="ringtool-bench-trace-") as d, \
+            contextlib.ExitStack() as stack:  # fmt: skip
+        tmp = Path(d)
+        binary = build_loop(tmp)
+        url, why = _export_url(stack, tmp)
+        for output in OUTPUTS:
+            if output == "export" and url is None:
+                rows.append({"bench": "trace-e2e", "output": "export", "offered_per_s": None,
+                             "delivered_per_s": None, "dropped": None,
+                             "consumer_ns_per_event": None, "skipped": why})  # fmt: skip
+                continue
+            rows.append(e2e(binary, output, secs, tmp, url))
+        rows.append(overhead(binary, secs))
+        rows.append(idle(binary, secs))
+        rows.append(startup(binary))
+    return rows
+
+
+__all__ = ["OUTPUTS", "run"]

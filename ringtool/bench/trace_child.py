@@ -1,0 +1,108 @@
+"""The traced side of ``ringtool bench trace``: ``ringtool trace`` run through its own
+CLI (:func:`ringtool.cli.main.main`) in a child process, reporting to the bench.
+
+usage: ``python -m ringtool.bench.trace_child FD [--headless-tui] -- TRACE-ARGS...``
+
+``FD`` is the write end of a pipe from the bench. The child writes one line
+``ready CPU_S`` once every source is loaded and attached (right after
+:class:`~ringtool.trace.sources.TraceSession` is built: what follows is the reading
+loop), CPU_S its user + system CPU seconds so far (``getrusage``), and at the end one
+JSON line ``{"summary": ..., "cpu_s": ...}``: the run's summary record
+(:meth:`TraceStats.summary_record`: events delivered, kernel drops; the same for every
+output, also those that print no summary on stdout) and the CPU seconds at the end.
+
+``--headless-tui``: the output is :class:`HeadlessTui`, the TUI's per-batch path
+(:meth:`TraceTui.batch`) and its whole screen rendered once per interval into a
+console writing to ``/dev/null``: what the TUI costs without a terminal.
+
+Only the bench runs this; the hooks are subclasses of the runner's own classes
+(the real sources, stats and outputs run unchanged).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from typing import Any
+
+import numpy as np
+
+
+class HeadlessTui:
+    """The TUI output without a terminal (see the module doc)."""
+
+    def __init__(self, decoder: Any, interval: float) -> None:
+        from rich.console import Console
+
+        from ringtool.trace.tui import TraceTui
+
+        self._sink = open(os.devnull, "w")  # noqa: SIM115  # closed in summary()
+        console = Console(file=self._sink, width=120, height=40, force_terminal=False)
+        self.tui = TraceTui(decoder, interval=interval, console=console, input_fd=-1)
+        self.console = console
+
+    def start(self, sources: list[str], notes: list[str]) -> None:
+        self.tui.start(sources, notes)
+
+    def batch(self, arr: np.ndarray[Any, Any], net: list[Any]) -> None:
+        self.tui.batch(arr, net)
+
+    def stats(self, stats: Any) -> None:
+        self.tui.stats(stats)
+        self.console.print(self.tui.render())  # what a redraw renders
+
+    def summary(self, stats: Any) -> None:
+        self._sink.close()
+
+    def note(self, text: str) -> None:
+        self.tui.note(text)
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main(argv: list[str]) -> int:
+    fd = int(argv[0])
+    headless = "--headless-tui" in argv[1 : argv.index("--")]
+    trace_args = argv[argv.index("--") + 1 :]
+    from ringtool.cli.main import main as cli_main
+    from ringtool.trace import runner
+    from ringtool.trace.sources import TraceSession
+    from ringtool.trace.stats import TraceStats
+
+    report = os.fdopen(fd, "w", buffering=1)
+    seen: list[Any] = []
+
+    class ReportingSession(TraceSession):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            report.write(f"ready {_cpu_s()}\n")
+
+    class KeptStats(TraceStats):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            seen.append(self)
+
+    # the runner's module globals: its loop builds these by name
+    setattr(runner, "TraceSession", ReportingSession)  # noqa: B010
+    setattr(runner, "TraceStats", KeptStats)  # noqa: B010
+    if headless:
+
+        def make_headless(cfg: Any, decoder: Any, stream: Any) -> Any:
+            return HeadlessTui(decoder, cfg.interval)
+
+        runner.make_output = make_headless
+    status = cli_main(["trace", *trace_args])
+    if seen:
+        summary = seen[-1].summary_record()
+        report.write(json.dumps({"summary": summary, "cpu_s": _cpu_s()}) + "\n")
+    report.close()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

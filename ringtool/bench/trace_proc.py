@@ -1,0 +1,176 @@
+"""The processes of ``ringtool bench trace``: the C producer and the traced child.
+
+* :func:`build_loop` compiles ``csrc/syscall_loop.c`` (committed next to this file)
+  with the system compiler into a temporary directory, as ``rt_bench_loop`` — the
+  process name (comm) the trace filters on;
+* :class:`Loop` runs it pinned to one CPU for a time and parses its result line;
+* :class:`TraceChild` runs ``ringtool trace`` through
+  :mod:`ringtool.bench.trace_child` pinned to another CPU, waits until its sources are
+  attached, and at the end gives its summary record and its resource usage
+  (``os.wait4``: user + system CPU of that process alone).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ringtool.errors import BenchError
+
+SOURCE = Path(__file__).parent / "csrc" / "syscall_loop.c"
+#: The producer's file name, so its comm (what ``trace -c`` matches).
+COMM = "rt_bench_loop"
+#: How long a traced child may take to load its sources.
+READY_TIMEOUT_S = 120.0
+
+
+def build_loop(directory: Path) -> Path:
+    """``cc -O2`` of :data:`SOURCE` into ``directory``; :class:`BenchError` when no
+    compiler is installed or it fails (its first error line)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise BenchError("bench trace needs a C compiler (cc): apt-get install gcc")
+    out = directory / COMM
+    proc = subprocess.run([cc, "-O2", "-o", str(out), str(SOURCE)], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        first = (proc.stderr.strip().splitlines() or ["exit status " + str(proc.returncode)])[0]
+        raise BenchError(f"cc {SOURCE.name}: {first}")
+    return out
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    """One producer run: loop iterations (one ``openat`` + one ``close`` each), the
+    wall time they took, the loop thread's own CPU time (what its syscalls cost,
+    traced programs included, without time other processes took), and the fork+execs
+    of the ``openexec`` mode."""
+
+    iterations: int
+    elapsed_ns: int
+    cpu_ns: int
+    execs: int
+
+    @property
+    def seconds(self) -> float:
+        return self.elapsed_ns / 1e9
+
+    @property
+    def ns_per_syscall(self) -> float:
+        """CPU ns per syscall (two per iteration; loop overhead included)."""
+        return self.cpu_ns / (2 * self.iterations)
+
+
+class Loop:
+    """The producer started now: ``mode`` ``open`` or ``openexec`` on ``cpu``."""
+
+    def __init__(self, binary: Path, mode: str, cpu: int, seconds: float) -> None:
+        self.proc = subprocess.Popen([str(binary), mode, str(cpu), f"{seconds:.3f}"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)  # fmt: skip
+
+    def result(self) -> LoopResult:
+        """Waits for the end; :class:`BenchError` when the loop failed."""
+        out, err = self.proc.communicate()
+        if self.proc.returncode != 0:
+            raise BenchError(f"{COMM}: {err.strip() or 'exit ' + str(self.proc.returncode)}")
+        n, ns, cpu, execs = (int(x) for x in out.split())
+        return LoopResult(n, ns, cpu, execs)
+
+
+def run_loop(binary: Path, mode: str, cpu: int, seconds: float) -> LoopResult:
+    return Loop(binary, mode, cpu, seconds).result()
+
+
+def task_cpu_ns(pid: int) -> int:
+    """On-CPU nanoseconds of every thread of ``pid`` so far (``/proc/PID/task/*/
+    schedstat``, first field: the scheduler's exact sum, not clock ticks)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            total += int((task / "schedstat").read_text().split()[0])
+    return total
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    """What a traced child reported: its summary record, its CPU (user + system, s)
+    in all from ``wait4`` and from ready to the end of its run (``getrusage`` in the
+    child: without loading), its exit status."""
+
+    summary: dict[str, Any]
+    cpu_s: float
+    run_cpu_s: float
+    status: int
+
+
+class TraceChild:
+    """``ringtool trace ARGS`` pinned to ``cpu`` (see the module doc), stdout to
+    ``stdout`` (a file, a pipe, or None for ``/dev/null``)."""
+
+    def __init__(self, args: list[str], cpu: int, *, headless_tui: bool = False,
+                 stdout: IO[Any] | int | None = None) -> None:  # fmt: skip
+        r, w = os.pipe()
+        cmd = [sys.executable, "-m", "ringtool.bench.trace_child", str(w),
+               *(["--headless-tui"] if headless_tui else []), "--", *args]  # fmt: skip
+        self.started = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(
+                cmd, pass_fds=[w], stdout=subprocess.DEVNULL if stdout is None else stdout,
+                stderr=subprocess.PIPE, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+            )  # fmt: skip
+        finally:
+            os.close(w)
+        self.report = os.fdopen(r, "r")
+        self.ready_at: float | None = None
+        self.ready_cpu_s = 0.0
+
+    def wait_ready(self) -> float:
+        """Blocks until the sources are attached; the seconds that took since start.
+        :class:`BenchError` (with the child's stderr) when it exits first."""
+        ready, _, _ = select.select([self.report], [], [], READY_TIMEOUT_S)
+        line = self.report.readline() if ready else ""
+        if not line.startswith("ready "):
+            self.proc.kill()
+            _, err = self.proc.communicate()
+            raise BenchError(f"ringtool trace did not start: {err.decode().strip()[-500:]}")
+        self.ready_at = time.monotonic()
+        self.ready_cpu_s = float(line.split()[1])
+        return self.ready_at - self.started
+
+    def finish(self, *, interrupt: bool = False) -> ChildResult:
+        """Waits for the end (after SIGINT when ``interrupt``); the summary and CPU."""
+        if interrupt:  # os.kill, not send_signal: that would reap the child (no rusage)
+            os.kill(self.proc.pid, signal.SIGINT)
+        err = self.proc.stderr.read() if self.proc.stderr is not None else b""
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        line = self.report.readline()
+        self.report.close()
+        if not line:
+            raise BenchError(f"ringtool trace gave no summary: {err.decode().strip()[-500:]}")
+        end = json.loads(line)
+        return ChildResult(end["summary"], usage.ru_utime + usage.ru_stime,
+                           end["cpu_s"] - self.ready_cpu_s, self.proc.returncode)  # fmt: skip
+
+    def kill(self) -> None:
+        """Ends the child if it still runs (cleanup after a failure)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.report.close()
+
+
+__all__ = ["COMM", "ChildResult", "Loop", "LoopResult", "TraceChild", "build_loop",
+           "run_loop", "task_cpu_ns"]  # fmt: skip
