@@ -216,6 +216,12 @@ class TraceStats:
     def uptime(self) -> float:
         return time.monotonic() - self.start
 
+    def proc_rows(self) -> list[tuple[int, str, int, int]]:
+        """Every process seen: ``(pid, comm, events, events in the last interval)``,
+        in no particular order (the dashboard sorts them by the column chosen)."""
+        recent = self._recent_procs
+        return [(pid, row[0], row[1], recent.get(pid, 0)) for pid, row in self.procs.items()]
+
     def top_procs(self, n: int, by: str = "count") -> list[tuple[int, str, int, int]]:
         """``(pid, comm, events, events in the last interval)``, best ``n`` by
         ``count`` (total) or ``rate`` (last interval)."""

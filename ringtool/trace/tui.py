@@ -1,21 +1,22 @@
 """The live dashboard of ``ringtool trace`` (rich ``Live``, alternate screen).
 
-Panels: a header (uptime, total events/s and per source, a sparkline of events/s),
-the per-CPU table (ring fill %, events/s, drops, lost), top processes, top syscalls
-(count, rate, p99 latency), per-source counters, and a tail of recent exec/open/net
-events; a footer lists the keys: ``q`` quit, ``p`` pause (the display; counting goes
-on), ``s`` cycle the sort (count / rate / p99), ``/`` filter by comm (Enter applies,
-Esc clears). It fits 80×24 and gives extra rows to the tables and the tail; below
-80×24 it says that the terminal is too small instead of drawing cut cells. Numbers are
-scaled (``10.8k``, ``8.53M``, ``4.08µs``, ``34.2s``: :mod:`ringtool.trace.units`) and
-their columns have fixed minimum widths, so a number is never cut and columns do not
-jump between frames; the text column of each table takes the room that is left.
+Panels (:mod:`ringtool.trace.tui_panels`): a header (state: paused, the filter;
+uptime, total events/s and per source, a sparkline of events/s), the per-CPU table
+(ring fill %, events/s, drops, lost), top processes, top syscalls (count, rate, p99
+latency), per-source counters, and a tail of recent exec/open/net events. Keys, as in
+htop (the ``?``/F1 overlay lists them all, :data:`ringtool.trace.tui_view.KEYS`):
+``q`` quit, ``p`` pause (the display; counting goes on), ``<``/``>`` sort the
+processes by another column and ``I`` invert, ``s`` cycle the syscalls' sort, ``/``
+filter by comm (every panel: the ones the kernel counts for all processes say so),
+arrows/PgUp/PgDn/Home/End scroll (``Tab``: which table), ``Enter`` drill down into a
+process, ``Esc`` back. The state and what each key does are
+:class:`ringtool.trace.tui_view.View`; terminal input is parsed by
+:class:`ringtool.trace.tui_keys.KeyParser` (unknown keys and sequences are ignored).
 
-Data is never markup: every string that comes from a traced process or the user
-(comm, path, notes, the filter) is a :class:`rich.text.Text` made by :func:`data`,
-with control characters and escape sequences shown escaped
-(:func:`ringtool.trace.safe_text.printable`), so a file named ``[/x]`` or
-``\x1b[2J`` is shown as that name and cannot restyle, clear or crash the dashboard.
+It fits 80×24 and gives extra rows to the tables and the tail; below 80×24 it says
+that the terminal is too small instead of drawing cut cells. Numbers are scaled and
+their columns have fixed minimum widths, so a number is never cut and columns do not
+jump between frames. Data is never markup (see :func:`ringtool.trace.tui_panels.data`).
 
 Cost: records are only counted (vectorised) as they arrive; only the newest few
 exec/open/net records of each batch are decoded. The screen is drawn once per
@@ -27,71 +28,31 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import sys
 import termios
-import time
 import tty
 from collections import deque
 from types import TracebackType
 from typing import Any
 
 import numpy as np
-from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.layout import Layout
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
-from ringtool.trace.events import Decoder, Event, detail
-from ringtool.trace.safe_text import printable
+from ringtool.trace import tui_panels as panels
+from ringtool.trace.events import Decoder, Event
 from ringtool.trace.stats import TraceStats
-from ringtool.trace.units import count, duration_ns
+from ringtool.trace.tui_keys import ESC_TIMEOUT, KeyParser
+from ringtool.trace.tui_panels import data, sparkline
+from ringtool.trace.tui_view import SORTS, View
 
-SPARKS = "▁▂▃▄▅▆▇█"
 #: The smallest terminal the dashboard draws in; below it a one-line message says so.
 MIN_WIDTH, MIN_HEIGHT = 80, 24
-SORTS = ("count", "rate", "p99")
 TAIL_TYPES = ("exec", "open", "net")
 TAIL_KEEP = 200
-
-
-def sparkline(values: list[float], width: int) -> str:
-    """The last ``width`` values as block characters scaled to their maximum."""
-    vals = values[-width:] if width > 0 else []
-    top = max(vals, default=0.0)
-    if top <= 0:
-        return SPARKS[0] * len(vals)
-    return "".join(SPARKS[min(len(SPARKS) - 1, int(v / top * (len(SPARKS) - 1)))] for v in vals)
-
-
-def data(text: str, style: str = "") -> Text:
-    """A cell of data from a traced process (or typed by the user): never markup,
-    never a control character (see :mod:`ringtool.trace.safe_text`)."""
-    return Text(printable(text), style=style, no_wrap=True)
-
-
-def _table(
-    title: str | Text, *cols: tuple[str, str] | tuple[str, str, int], flex: str = ""
-) -> Table:
-    """A dashboard table; ``title`` is plain text (a ``str`` is not parsed as markup).
-    A column is ``(name, justify)``, or ``(name, justify, min_width)`` for a number
-    column that must never be cut (its values are at most that wide: see
-    :mod:`ringtool.trace.units`); number columns keep their width from frame to frame.
-    The ``flex`` column takes the room that is left (and is the one cut with ``…``)."""
-    heading = Text(title) if isinstance(title, str) else title.copy()
-    heading.stylize("bold cyan")
-    t = Table(
-        title=heading, title_justify="left", box=box.SIMPLE_HEAD,
-        show_edge=False, pad_edge=True, padding=(0, 1), expand=True,
-    )  # fmt: skip
-    for name, justify, *width in cols:
-        t.add_column(
-            name, justify=justify, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
-            min_width=max(len(name), *width) if width else None,
-            ratio=1 if name == flex else None,
-        )  # fmt: skip
-    return t
 
 
 class TraceTui:
@@ -109,10 +70,8 @@ class TraceTui:
         self.interval = interval
         self.console = console or Console()
         self.tail: deque[Event] = deque(maxlen=TAIL_KEEP)
-        self.paused = False
-        self.sort = 0
-        self.filter = ""
-        self.editing: str | None = None  # the filter being typed, or None
+        self.view = View()
+        self.keys = KeyParser()
         self.sources: list[str] = []
         self.notes: list[str] = []
         self._stats: TraceStats | None = None
@@ -122,6 +81,31 @@ class TraceTui:
             input_fd = sys.stdin.fileno() if sys.stdin.isatty() else -1
         self.input_fd = input_fd
         self._tail_ids = [decoder.layout.type_id(t) for t in TAIL_TYPES if t != "net"]
+
+    # the view's state, under the names the runner and tests use
+    @property
+    def paused(self) -> bool:
+        return self.view.paused
+
+    @property
+    def sort(self) -> int:
+        return self.view.sort
+
+    @property
+    def filter(self) -> str:
+        return self.view.filter
+
+    @filter.setter
+    def filter(self, value: str) -> None:
+        self.view.filter = value
+
+    @property
+    def editing(self) -> str | None:
+        return self.view.editing
+
+    @editing.setter
+    def editing(self, value: str | None) -> None:
+        self.view.editing = value
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -167,7 +151,7 @@ class TraceTui:
         self._draw()
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        if self.paused:
+        if self.view.paused:
             return
         if len(arr):
             mask = np.isin(arr["h"]["type"], self._tail_ids)
@@ -176,8 +160,8 @@ class TraceTui:
         self.tail.extend(net[-TAIL_KEEP:])
 
     def stats(self, stats: TraceStats) -> None:
-        self._stats = stats
-        if not self.paused:
+        if not self.view.paused:
+            self._stats = stats
             self._draw()
 
     def summary(self, stats: TraceStats) -> None:
@@ -192,32 +176,27 @@ class TraceTui:
     # --- keys --------------------------------------------------------------------------
 
     def handle_input(self) -> bool:
-        """Read the pending keys; True when the user asked to quit."""
-        try:
-            data = os.read(self.input_fd, 64).decode("utf-8", "replace")
-        except OSError:
-            return False
-        for ch in data:
-            if self.editing is not None:
-                if ch in "\r\n":
-                    self.filter, self.editing = self.editing, None
-                elif ch == "\x1b":
-                    self.filter, self.editing = "", None
-                elif ch in "\x7f\b":
-                    self.editing = self.editing[:-1]
-                elif ch.isprintable():
-                    self.editing += ch
-                continue
-            if ch in "qQ":
+        """Read the pending keys (an escape sequence's rest is waited for up to
+        :data:`ESC_TIMEOUT`); True when the user asked to quit."""
+        keys = self._read_keys()
+        for key in keys:
+            if self.view.key(key):
                 return True
-            if ch in "pP":
-                self.paused = not self.paused
-            elif ch in "sS":
-                self.sort = (self.sort + 1) % len(SORTS)
-            elif ch == "/":
-                self.editing = ""
-        self._draw()
+        if keys:
+            self._draw()
         return False
+
+    def _read_keys(self) -> list[str]:
+        try:
+            keys = self.keys.feed(os.read(self.input_fd, 256))
+            while self.keys.pending and select.select([self.input_fd], [], [], ESC_TIMEOUT)[0]:
+                more = os.read(self.input_fd, 256)
+                if not more:
+                    break
+                keys += self.keys.feed(more)
+        except OSError:
+            return []
+        return keys + self.keys.flush()
 
     # --- drawing -----------------------------------------------------------------------
 
@@ -231,20 +210,40 @@ class TraceTui:
         width, height = self.console.size
         if width < MIN_WIDTH or height < MIN_HEIGHT:
             return self._too_small(width, height)
-        s = self._stats
+        s, v = self._stats, self.view
         ncpu = s.ncpu if s is not None else 1
-        rows_a = max(3, min(ncpu, (height - 12) // 3))
+        # the process table grows with the height; the CPU table beside it shows
+        # every CPU it has room for
+        rows_a = max(3, (height - 12) // 3)
         rows_b = max(3, min(8, (height - 12) // 3))
+        rows_tail = max(1, height - rows_a - rows_b - 11)
         layout = Layout()
+        top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
+        bottom = Layout(panels.footer(v), name="footer", size=1)
+        if v.help:  # the overlay takes the room of the tables
+            layout.split_column(top, Layout(panels.help_table(), name="help"), bottom)
+            return layout
         layout.split_column(
-            Layout(self._header(width), name="header", size=2),
+            top,
             Layout(name="a", size=rows_a + 3),
             Layout(name="b", size=rows_b + 3),
-            Layout(self._tail_table(max(1, height - rows_a - rows_b - 11)), name="tail"),
-            Layout(self._footer(), name="footer", size=1),
+            Layout(panels.events_table(self.tail, v, rows_tail), name="tail"),
+            bottom,
         )
-        layout["a"].split_row(Layout(self._cpu_table(rows_a, width)), Layout(self._procs(rows_a)))
-        layout["b"].split_row(Layout(self._syscalls(rows_b)), Layout(self._sources(rows_b)))
+        layout["a"].split_row(
+            Layout(panels.cpu_table(s, v, min(ncpu, rows_a), width)),
+            Layout(panels.procs_table(s, v, rows_a)),
+        )
+        if v.drill is not None:
+            layout["b"].split_row(
+                Layout(panels.drill_table(s, v, rows_b)),
+                Layout(panels.syscalls_table(s, v, rows_b)),
+            )
+        else:
+            layout["b"].split_row(
+                Layout(panels.syscalls_table(s, v, rows_b)),
+                Layout(panels.sources_table(s, v, self.sources, self.notes, rows_b)),
+            )
         return layout
 
     def _too_small(self, width: int, height: int) -> RenderableType:
@@ -254,115 +253,6 @@ class TraceTui:
         return Group(
             Text(need, style="bold red", overflow="fold"),
             Text("enlarge the window (q quits)", overflow="fold"),
-        )
-
-    def _header(self, width: int) -> RenderableType:
-        s = self._stats
-        if s is None:
-            return Text(f"ringtool trace: starting {', '.join(self.sources)}...")
-        up = int(s.uptime)
-        per = "  ".join(f"{k} {count(v)}/s" for k, v in s.rate_source.items())
-        if s.ordering is not None:
-            per += f"  out-of-order {count(s.ordering['out_of_order'])}"
-        if s.export is not None:
-            per += (f"  exported {s.export['exported']:,}  export_dropped "
-                    f"{s.export['export_dropped']:,}")  # fmt: skip
-        line1 = Text.assemble(
-            ("ringtool trace", "bold"), f"  up {up // 3600}:{up // 60 % 60:02}:{up % 60:02}  ",
-            (f"{count(s.rate_total)} events/s", "bold green"), f"  {per}",
-        )  # fmt: skip
-        line1.truncate(width, overflow="ellipsis")
-        hist = list(s.history)
-        label = f"events/s (max {count(max(hist, default=0))}) "
-        line2 = Text(label + sparkline(hist, max(0, width - len(label))), style="green")
-        return Group(line1, line2)
-
-    def _cpu_table(self, rows: int, width: int) -> Table:
-        cols: list[tuple[str, str] | tuple[str, str, int]] = [
-            ("CPU", "right", 3), ("FILL%", "right", 5), ("EV/S", "right", 5),
-            ("DROPS", "right", 5), ("LOST", "right", 5),
-        ]  # fmt: skip
-        xdrop = self._stats is not None and self._stats.export is not None
-        if xdrop:
-            cols.append(("XDROP", "right", 5))  # --export: events that did not reach the broker
-        trend = max(0, width // 2 - 42 - 7 * xdrop)  # a sparkline column when the half has room
-        if trend >= 6:
-            cols.append(("EV/S TREND", "left"))
-        t = _table("per CPU", *cols)
-        s = self._stats
-        if s is not None:
-            for cpu in range(min(s.ncpu, rows)):
-                fill = 100 * s.fill_cpu.get(cpu, 0.0)
-                style = "red" if fill > 80 or s.drops_cpu[cpu] else ""
-                cells = [
-                    str(cpu),
-                    f"{fill:.1f}",
-                    count(s.rate_cpu[cpu]),
-                    count(s.drops_cpu[cpu]),
-                    count(s.lost_cpu.get(cpu, 0)),
-                ]
-                if xdrop:
-                    per = s.export["export_dropped_per_cpu"]  # type: ignore[index]
-                    cells.append(count(per[cpu] if cpu < len(per) else 0))
-                if trend >= 6:
-                    cells.append(sparkline(list(s.history_cpu[cpu]), trend))
-                t.add_row(*cells, style=style)
-        return t
-
-    def _procs(self, rows: int) -> Table:
-        by = "rate" if SORTS[self.sort] == "rate" else "count"
-        t = _table(f"top processes (by {by})", ("PID", "right", 7), ("COMM", "left"),
-                   ("EVENTS", "right", 5), ("EV/IV", "right", 5), flex="COMM")  # fmt: skip
-        s = self._stats
-        if s is not None:
-            procs = s.top_procs(len(s.procs) if self.filter else rows, by)
-            if self.filter:
-                procs = [p for p in procs if self.filter in p[1]][:rows]
-            for pid, comm, n, recent in procs:
-                t.add_row(str(pid), data(comm), count(n), count(recent))
-        return t
-
-    def _syscalls(self, rows: int) -> Table:
-        t = _table(f"top syscalls (by {SORTS[self.sort]})", ("SYSCALL", "left"),
-                   ("COUNT", "right", 5), ("/S", "right", 5), ("P99", "right", 6),
-                   flex="SYSCALL")  # fmt: skip
-        s = self._stats
-        if s is not None:
-            for r in s.top_syscalls(rows, SORTS[self.sort]):
-                t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns))
-        return t
-
-    def _sources(self, rows: int) -> Table:
-        t = _table("sources", ("SOURCE", "left"), ("EV/S", "right", 5), ("DROPS", "right", 5),
-                   flex="SOURCE")  # fmt: skip
-        s = self._stats
-        for name in self.sources[:rows]:
-            rate = s.rate_source.get(name, 0.0) if s is not None else 0.0
-            drops = s.drops_source.get(name, 0) if s is not None else 0
-            t.add_row(name, count(rate), count(drops))
-        for note in self.notes[: max(0, rows - len(self.sources))]:
-            t.add_row(data(note, "yellow"), "", "")
-        return t
-
-    def _tail_table(self, rows: int) -> Table:
-        title = Text("recent exec/open/net")
-        if self.filter:
-            title.append(f"  [filter: {printable(self.filter)}]")
-        t = _table(title, ("TIME", "left", 8), ("PID", "right", 7), ("COMM", "left"),
-                   ("EVENT", "left"), ("DETAIL", "left"), flex="DETAIL")  # fmt: skip
-        events = [e for e in self.tail if not self.filter or self.filter in e["comm"]]
-        for ev in events[-rows:] if rows > 0 else []:
-            clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-            t.add_row(clock, str(ev["pid"]), data(ev["comm"]), ev["type"], data(detail(ev)))
-        return t
-
-    def _footer(self) -> Text:
-        if self.editing is not None:
-            return Text(f"filter by comm: {printable(self.editing)}▏ (Enter apply, Esc clear)",
-                        style="reverse")  # fmt: skip
-        state = "  [PAUSED]" if self.paused else ""
-        return Text(
-            f" q quit  p pause  s sort: {SORTS[self.sort]}  / filter{state}", style="reverse"
         )
 
 

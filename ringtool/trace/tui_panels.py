@@ -1,0 +1,233 @@
+"""The panels of the ``ringtool trace`` dashboard, each drawn from the stats and the
+:class:`~ringtool.trace.tui_view.View` (which picks, filters and sorts the rows).
+
+Data is never markup: every string that comes from a traced process or the user
+(comm, path, notes, the filter) is a :class:`rich.text.Text` made by :func:`data`,
+with control characters and escape sequences shown escaped
+(:func:`ringtool.trace.safe_text.printable`). Number columns have fixed minimum widths
+and scaled values (:mod:`ringtool.trace.units`), so they are never cut.
+
+The filter applies to the process table and the event tail; the per-CPU, syscalls and
+sources panels count every process (the kernel keeps those counters for all of them
+together), and their titles say ``all processes`` while a filter or a drill-down is
+active.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ringtool.trace.events import detail
+from ringtool.trace.safe_text import printable
+from ringtool.trace.stats import TraceStats
+from ringtool.trace.tui_view import KEYS, PROC_COLUMNS, SORTS, View
+from ringtool.trace.units import count, duration_ns
+
+SPARKS = "▁▂▃▄▅▆▇█"
+Column = tuple[str, str] | tuple[str, str, int]
+
+
+def sparkline(values: list[float], width: int) -> str:
+    """The last ``width`` values as block characters scaled to their maximum."""
+    vals = values[-width:] if width > 0 else []
+    top = max(vals, default=0.0)
+    if top <= 0:
+        return SPARKS[0] * len(vals)
+    return "".join(SPARKS[min(len(SPARKS) - 1, int(v / top * (len(SPARKS) - 1)))] for v in vals)
+
+
+def data(text: str, style: str = "") -> Text:
+    """A cell of data from a traced process (or typed by the user): never markup,
+    never a control character (see :mod:`ringtool.trace.safe_text`)."""
+    return Text(printable(text), style=style, no_wrap=True)
+
+
+def table(title: str | Text, *cols: Column, flex: str = "") -> Table:
+    """A dashboard table; ``title`` is plain text (a ``str`` is not parsed as markup).
+    A column is ``(name, justify)``, or ``(name, justify, min_width)`` for a number
+    column that must never be cut (its values are at most that wide: see
+    :mod:`ringtool.trace.units`); number columns keep their width from frame to frame.
+    The ``flex`` column takes the room that is left (and is the one cut with ``…``)."""
+    heading = Text(title) if isinstance(title, str) else title.copy()
+    heading.stylize("bold cyan")
+    t = Table(
+        title=heading, title_justify="left", box=box.SIMPLE_HEAD,
+        show_edge=False, pad_edge=True, padding=(0, 1), expand=True,
+    )  # fmt: skip
+    for name, justify, *width in cols:
+        t.add_column(
+            name, justify=justify, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
+            min_width=max(len(name), *width) if width else None,
+            ratio=1 if name == flex else None,
+        )  # fmt: skip
+    return t
+
+
+def _global(title: str, view: View) -> str:
+    return f"{title} (all processes)" if view.filter or view.drill is not None else title
+
+
+def header(s: TraceStats | None, view: View, sources: list[str], width: int) -> RenderableType:
+    """Two lines: state (paused, filter), uptime and rates; the events/s sparkline."""
+    state = Text()
+    if view.paused:
+        state.append("  [PAUSED]", "bold yellow")
+    if view.filter:
+        state.append("  filter: comm~", "bold magenta")
+        state.append(printable(view.filter), "bold magenta")
+    if s is None:
+        line = Text.assemble(f"ringtool trace: starting {', '.join(sources)}...", state)
+        line.truncate(width, overflow="ellipsis")
+        return line
+    up = int(s.uptime)
+    per = "  ".join(f"{k} {count(v)}/s" for k, v in s.rate_source.items())
+    if s.ordering is not None:
+        per += f"  out-of-order {count(s.ordering['out_of_order'])}"
+    if s.export is not None:
+        per += (f"  exported {s.export['exported']:,}  export_dropped "
+                f"{s.export['export_dropped']:,}")  # fmt: skip
+    line1 = Text.assemble(
+        ("ringtool trace", "bold"), state, f"  up {up // 3600}:{up // 60 % 60:02}:{up % 60:02}  ",
+        (f"{count(s.rate_total)} events/s", "bold green"), f"  {per}",
+    )  # fmt: skip
+    line1.truncate(width, overflow="ellipsis")
+    hist = list(s.history)
+    label = f"events/s (max {count(max(hist, default=0))}) "
+    line2 = Text(label + sparkline(hist, max(0, width - len(label))), style="green")
+    return Group(line1, line2)
+
+
+def cpu_table(s: TraceStats | None, view: View, rows: int, width: int) -> Table:
+    cols: list[Column] = [
+        ("CPU", "right", 3), ("FILL%", "right", 5), ("EV/S", "right", 5),
+        ("DROPS", "right", 5), ("LOST", "right", 5),
+    ]  # fmt: skip
+    xdrop = s is not None and s.export is not None
+    if xdrop:
+        cols.append(("XDROP", "right", 5))  # --export: events that did not reach the broker
+    trend = max(0, width // 2 - 42 - 7 * xdrop)  # a sparkline column when the half has room
+    if trend >= 6:
+        cols.append(("EV/S TREND", "left"))
+    t = table(_global("per CPU", view), *cols)
+    if s is None:
+        return t
+    for cpu in range(min(s.ncpu, rows)):
+        fill = 100 * s.fill_cpu.get(cpu, 0.0)
+        style = "red" if fill > 80 or s.drops_cpu[cpu] else ""
+        cells = [str(cpu), f"{fill:.1f}", count(s.rate_cpu[cpu]), count(s.drops_cpu[cpu]),
+                 count(s.lost_cpu.get(cpu, 0))]  # fmt: skip
+        if xdrop:
+            per = s.export["export_dropped_per_cpu"]  # type: ignore[index]
+            cells.append(count(per[cpu] if cpu < len(per) else 0))
+        if trend >= 6:
+            cells.append(sparkline(list(s.history_cpu[cpu]), trend))
+        t.add_row(*cells, style=style)
+    return t
+
+
+def procs_table(s: TraceStats | None, view: View, rows: int) -> Table:
+    """The process table, sorted by the chosen column (marked ``▼`` biggest first,
+    ``▲`` smallest first), its selected row reversed, its position in the title."""
+    shown, total = view.procs(s, rows)
+    mark = "▼" if view.descending else "▲"
+    names = [n + mark if i == view.proc_col else n for i, n in enumerate(PROC_COLUMNS)]
+    where = f"  {view.sel + 1}/{total}" if total else ""
+    focus = "▸ " if view.focus == "procs" else ""
+    t = table(f"{focus}top processes{where}", (names[0], "right", 8), (names[1], "left"),
+              (names[2], "right", 6), (names[3], "right", 6), flex=names[1])  # fmt: skip
+    for i, (pid, comm, n, recent) in enumerate(shown):
+        selected = view.focus == "procs" and view.top + i == view.sel
+        t.add_row(str(pid), data(comm), count(n), count(recent),
+                  style="reverse" if selected else "")  # fmt: skip
+    return t
+
+
+def syscalls_table(s: TraceStats | None, view: View, rows: int) -> Table:
+    t = table(_global(f"top syscalls (by {SORTS[view.sort]})", view), ("SYSCALL", "left"),
+              ("COUNT", "right", 5), ("/S", "right", 5), ("P99", "right", 6),
+              flex="SYSCALL")  # fmt: skip
+    if s is not None:
+        for r in s.top_syscalls(rows, SORTS[view.sort]):
+            t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns))
+    return t
+
+
+def sources_table(
+    s: TraceStats | None, view: View, sources: list[str], notes: list[str], rows: int
+) -> Table:
+    t = table(_global("sources", view), ("SOURCE", "left"), ("EV/S", "right", 5),
+              ("DROPS", "right", 5), flex="SOURCE")  # fmt: skip
+    for name in sources[:rows]:
+        rate = s.rate_source.get(name, 0.0) if s is not None else 0.0
+        drops = s.drops_source.get(name, 0) if s is not None else 0
+        t.add_row(name, count(rate), count(drops))
+    for note in notes[: max(0, rows - len(sources))]:
+        t.add_row(data(note, "yellow"), "", "")
+    return t
+
+
+def drill_table(s: TraceStats | None, view: View, rows: int) -> Table:
+    """The drill-down's summary of one process (``Esc`` returns)."""
+    pid = view.drill
+    row = s.procs.get(pid) if s is not None and pid is not None else None
+    title = Text(f"process {pid}  ")
+    title.append(printable(row[0]) if row else "(gone)")
+    title.append("  (Esc returns)")
+    t = table(title, ("WHAT", "left"), ("VALUE", "right", 6), flex="WHAT")
+    if s is not None and row is not None and pid is not None:
+        t.add_row("events", count(row[1]))
+        recent = next((r[3] for r in s.proc_rows() if r[0] == pid), 0)
+        t.add_row("events in the last interval", count(recent))
+    t.add_row("syscalls: not counted per process", "")
+    return t
+
+
+def events_table(tail: Iterable[dict[str, Any]], view: View, rows: int) -> Table:
+    """The recent exec/open/net events of the filter (or of the drill-down's process),
+    newest last; scrolled back, the title says which ones."""
+    shown, total = view.events(tail, rows)
+    focus = "▸ " if view.focus == "events" else ""
+    what = f"process {view.drill}: " if view.drill is not None else ""
+    title = Text(f"{focus}{what}recent exec/open/net")
+    if view.back and total:
+        first = total - view.back - len(shown) + 1
+        title.append(f"  {first}-{total - view.back}/{total}")
+    if view.filter:
+        title.append(f"  [filter: {printable(view.filter)}]")
+    t = table(title, ("TIME", "left", 8), ("PID", "right", 7), ("COMM", "left"),
+              ("EVENT", "left"), ("DETAIL", "left"), flex="DETAIL")  # fmt: skip
+    for ev in shown if rows > 0 else []:
+        clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
+        t.add_row(clock, str(ev["pid"]), data(ev["comm"]), ev["type"], data(detail(ev)))
+    return t
+
+
+def help_table() -> Table:
+    """The help overlay: every key."""
+    t = table("keys (any key closes this help)", ("KEY", "left", 14), ("DOES", "left"),
+              flex="DOES")  # fmt: skip
+    for key, does in KEYS:
+        t.add_row(key, does)
+    return t
+
+
+def footer(view: View) -> Text:
+    if view.editing is not None:
+        return Text(f"filter by comm: {printable(view.editing)}▏ (Enter apply, Esc clear)",
+                    style="reverse")  # fmt: skip
+    state = "  [PAUSED]" if view.paused else ""
+    back = "  Esc back" if view.drill is not None else ""
+    return Text(
+        f" q quit  ? help  p pause  < > sort  s sort: {SORTS[view.sort]}  / filter{back}{state}",
+        style="reverse",
+    )
+
+
+__all__ = ["SPARKS", "data", "footer", "header", "help_table", "sparkline", "table"]
