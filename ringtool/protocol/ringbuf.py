@@ -291,48 +291,64 @@ class RingState:
         return out, cons
 
     def decode_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
-        """Decode up to ``limit`` records as ``dtype`` and commit once.
+        """Decode up to ``limit`` records as ``dtype`` and commit once (see
+        :meth:`batch`; the array is the caller's own)."""
+        parts, _, _ = self.batch(dtype, limit, copy=True, commit=True)
+        if not parts:
+            return np.empty(0, dtype=dtype)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-        Each run of records of exactly ``dtype.itemsize`` bytes is copied by numpy in
-        one step (a strided ``dtype`` view of the run). Other records take the slow
-        path: a longer one is decoded from its first ``itemsize`` bytes, a shorter one
-        is zero-filled. Discarded records are skipped; a BUSY one ends the batch, and so
-        does a corrupt one after good ones (raised when it is the first).
+    def batch(
+        self, dtype: np.dtype[Any], limit: int, *, copy: bool, commit: bool
+    ) -> tuple[list[np.ndarray[Any, Any]], int, int]:
+        """Up to ``limit`` records as ``dtype`` arrays, one per run; returns
+        ``(arrays, position after them, records)``.
+
+        A run of records of exactly ``dtype.itemsize`` bytes is one strided ``dtype``
+        view of the ring (a run that wraps is contiguous in the double mapping): copied
+        by numpy in one step with ``copy``, else handed out as the view itself (valid
+        until the position after it is committed: the producer reuses that space).
+        Other records are always copies: a longer one decoded from its first
+        ``itemsize`` bytes, a shorter one zero-filled. Discarded records are skipped; a
+        BUSY one ends the batch, and so does a corrupt one after good ones (raised when
+        it is the first). With ``commit`` the position is stored once, on every exit.
         """
         cons, prod = self._snapshot()
         item = dtype.itemsize
         buf = self.data
         parts: list[np.ndarray[Any, Any]] = []
+        n = 0
         try:
             for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
                 cons = pos + count * stride
                 if hdr & DISCARD_BIT:
                     continue
+                n += count
                 length = hdr & LEN_MASK
                 if length == item:
-                    src = np.ndarray(
-                        (count,), dtype=dtype, buffer=buf, offset=off + 8, strides=(stride,)
-                    )
-                    parts.append(src.copy())
-                    del src
+                    # a slice of its own (not an export of self.data): an array kept
+                    # past the lease never blocks release() of the ring's views
+                    window = buf[off + 8 : off + 8 + (count - 1) * stride + item]
+                    src = np.ndarray((count,), dtype=dtype, buffer=window, strides=(stride,))
+                    parts.append(src.copy() if copy else src)
+                    del src, window
                     continue
                 rows = np.zeros(count, dtype=dtype)
                 raw = rows.view(np.uint8).reshape(count, item)
-                n = min(length, item)
+                k = min(length, item)
                 src_bytes = np.ndarray(
-                    (count, n), dtype=np.uint8, buffer=buf, offset=off + 8, strides=(stride, 1)
+                    (count, k), dtype=np.uint8, buffer=buf, offset=off + 8, strides=(stride, 1)
                 )
-                raw[:, :n] = src_bytes
+                raw[:, :k] = src_bytes
                 del src_bytes
                 parts.append(rows)
         except CorruptRecordError:
             if not parts:  # raised when it is the first record; else the batch ends here
                 raise
         finally:
-            self.advance(cons)
-        if not parts:
-            return np.empty(0, dtype=dtype)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+            if commit:
+                self.advance(cons)
+        return parts, cons, n
 
     def release(self) -> None:
         """Drop the views (required before the underlying mmap can be closed)."""

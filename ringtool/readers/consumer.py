@@ -29,6 +29,9 @@ delivered **exactly once**, in ring order, whatever the caller does:
   *even if it raises* (the block had them all; what it did with them is its own
   business), or only the first ``n`` with ``lease.release(n)`` -- the rest are
   delivered again. A lease dropped unreleased is released (all) when collected.
+  ``RingBuffer.lease_batch(dtype)`` is the same with numpy arrays that are views of
+  the ring instead of memoryviews (counts in records); an array kept past the release
+  is not revoked: it shows whatever the producer writes there next.
 * **read_batch**: the array's records are committed before it is returned.
 
 Across a crash of the consuming process the guarantee weakens to *at least once* for
@@ -292,17 +295,24 @@ class MultiRingConsumer:
             rings.extend([ring.index] * len(v))
             return part, len(v)
 
+        return Lease(views, rings, self._take_lease(lim, take), self._unlease)
+
+    def _take_lease(
+        self, limit: int, take: Callable[[Ring, int], tuple[LeasePart, int]]
+    ) -> list[LeasePart]:
+        """Take the lock for a lease (held until :meth:`_unlease`) and gather its
+        parts; on any error the lock is given back."""
         self._lock.acquire()
         try:
             if self._closed:
                 raise ConsumerStateError(f"{self._what} is closed")
             self._begin()
-            parts = self._gather(lim, take)
+            parts = self._gather(limit, take)
             self._leased = True
         except BaseException:
             self._lock.release()
             raise
-        return Lease(views, rings, parts, self._unlease)
+        return parts
 
     def _unlease(self) -> None:
         self._leased = False

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol, Self
+
+import numpy as np
 
 from ringtool.errors import ArgumentError
 
@@ -91,7 +93,7 @@ class Lease:
     def __getitem__(self, i: int) -> memoryview:
         return self.views[i]
 
-    def __enter__(self) -> Lease:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -105,14 +107,14 @@ class Lease:
     def release(self, count: int | None = None) -> None:
         """Release the views and commit the first ``count`` of them (all by default);
         the others are delivered again by the next call. Idempotent."""
-        n = len(self.views) if count is None else count
-        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= len(self.views):
-            raise ArgumentError(f"count must be an int in [0, {len(self.views)}], not {count!r}")
+        total = len(self)
+        n = total if count is None else count
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= total:
+            raise ArgumentError(f"count must be an int in [0, {total}], not {count!r}")
         if self._done:
             return
         self._done = True
-        for v in self.views:
-            v.release()
+        self._drop()
         first: BaseException | None = None
         try:
             for ring, start, end, at, k in self._parts:
@@ -129,8 +131,59 @@ class Lease:
         if first is not None:
             raise first
 
+    def _drop(self) -> None:
+        """Make what was handed out unusable (the views are released)."""
+        for v in self.views:
+            v.release()
+
     def __del__(self) -> None:
         try:
             self.release()
         except Exception:
             pass
+
+
+class BatchLease(Lease):
+    """Zero-copy numpy arrays of delivered-but-not-yet-committed records
+    (:meth:`RingBuffer.lease_batch <ringtool.readers.ringbuf.RingBuffer.lease_batch>`).
+
+    ``arrays[i]`` holds a run of records of ring ``array_rings[i]`` (ring order, then
+    record order): a run of records of exactly the dtype's size is a strided view
+    straight into the mapped ring (one that wraps is contiguous thanks to the double
+    mapping); a record of another size is a copy (cut or zero-filled, as
+    ``read_batch``). Counts (``len``, ``release(n)``) are in records, over all arrays
+    in order; commits and the lock work as for :class:`Lease`. After the release the
+    lease drops its arrays, but numpy cannot revoke a view: an array the caller still
+    holds then shows whatever the producer writes into that space later — copy
+    (``arr.copy()``) what must outlive the lease.
+    """
+
+    __slots__ = ("_records", "array_rings", "arrays")
+
+    def __init__(
+        self,
+        arrays: list[np.ndarray[Any, Any]],
+        array_rings: list[int],
+        records: int,
+        parts: list[LeasePart],
+        unlock: Callable[[], None],
+    ) -> None:
+        super().__init__([], [], parts, unlock)
+        self.arrays = arrays
+        self.array_rings = array_rings
+        self._records = records
+
+    def __len__(self) -> int:
+        return self._records
+
+    def array(self) -> np.ndarray[Any, Any]:
+        """All the records as one array: the view itself when there is one run, else
+        a concatenated copy."""
+        if len(self.arrays) == 1:
+            return self.arrays[0]
+        if not self.arrays:
+            raise ArgumentError("the lease holds no records")
+        return np.concatenate(self.arrays)
+
+    def _drop(self) -> None:
+        self.arrays = []

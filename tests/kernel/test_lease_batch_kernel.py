@@ -1,0 +1,88 @@
+"""RingBuffer.lease_batch on a real RINGBUF filled by BPF_PROG_TEST_RUN: arrays that
+are views of the mapped ring, one commit per ring, the lease rules of
+ringtool/readers/consumer.py (all committed when the block exits, also when it
+raises; ``release(n)`` commits the first n, the rest come again)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import ringtool
+from ringtool.errors import ArgumentError, ConsumerStateError
+from ringtool.readers.ringbuf_group import RingBufGroup
+from tests.kernel.helpers import MAGIC, TEST_EVENT, RingProducer
+
+pytestmark = pytest.mark.kernel
+
+
+@pytest.fixture
+def producer() -> Iterator[RingProducer]:
+    p = RingProducer(pages=64)
+    yield p
+    p.close()
+
+
+def test_views_of_the_ring_committed_when_the_block_exits(producer: RingProducer) -> None:
+    with ringtool.RingBuffer(producer.events) as rb:
+        producer.emit(500)
+        ring = rb.ring(0)
+        with rb.lease_batch(TEST_EVENT) as lease:
+            assert len(lease) == 500
+            arr = lease.array()
+            assert arr["seq"].tolist() == list(range(1, 501))
+            assert set(arr["magic"].tolist()) == {MAGIC}
+            assert not arr.flags.owndata  # a view, not a copy
+            assert ring.consumer_pos == 0 < ring.producer_pos
+            with pytest.raises(ConsumerStateError):
+                rb.read_batch(TEST_EVENT)  # the lease holds the consumer
+        assert ring.consumer_pos == ring.producer_pos == 500 * 32
+        assert lease.arrays == []
+        producer.emit(10)
+        assert rb.read_batch(TEST_EVENT)["seq"].tolist() == list(range(501, 511))
+
+
+def test_a_raising_block_commits_everything(producer: RingProducer) -> None:
+    with ringtool.RingBuffer(producer.events) as rb:
+        producer.emit(100)
+        with pytest.raises(RuntimeError), rb.lease_batch(TEST_EVENT):
+            raise RuntimeError("the block fails")
+        assert rb.ring(0).avail_data_size == 0
+        assert len(rb.read_batch(TEST_EVENT)) == 0
+
+
+def test_release_n_commits_the_first_n_and_the_rest_comes_again(
+    producer: RingProducer,
+) -> None:
+    with ringtool.RingBuffer(producer.events) as rb:
+        producer.emit(100)
+        lease = rb.lease_batch(TEST_EVENT, limit=60)
+        assert len(lease) == 60 and lease.array()["seq"].tolist() == list(range(1, 61))
+        with pytest.raises(ArgumentError):
+            lease.release(61)
+        lease.release(25)
+        assert rb.ring(0).consumer_pos == 25 * 32
+        assert rb.read_batch(TEST_EVENT)["seq"].tolist() == list(range(26, 101))
+
+
+def test_an_empty_group_leases_no_arrays() -> None:
+    group = RingBufGroup(cpus_per_buffer=1, ring_bytes=64 * 4096)
+    try:
+        with group.consumer() as rb, rb.lease_batch(TEST_EVENT) as lease:
+            assert len(lease) == 0 and lease.arrays == []
+            with pytest.raises(ArgumentError):
+                lease.array()
+    finally:
+        group.close()
+
+
+def test_equal_to_read_batch(producer: RingProducer) -> None:
+    with ringtool.RingBuffer(producer.events) as rb:
+        producer.emit(300)
+        with rb.lease_batch(TEST_EVENT) as lease:
+            leased = lease.array().copy()
+        producer.emit(300)
+        copied = rb.read_batch(TEST_EVENT)
+    assert np.array_equal(leased["seq"] + 300, copied["seq"])
