@@ -7,12 +7,18 @@ consumer is measured ``repeats`` times, interleaved, and the median kept:
 * ``ringtool-iter``     ``for rec in rb.read(0)``: each record's bytes delivered
 * ``ringtool-lease``    ``with rb.lease(4096) as views``: zero-copy views, one commit
 * ``ringtool-batch``    ``rb.read_batch(dtype)``: numpy structured array
+* ``ringtool-zerocopy`` ``with rb.lease_batch(dtype)``: numpy arrays that are views of
+                         the ring, one commit; the ``seq`` field summed (read)
 * ``ringtool-callback`` ``rb.consume()`` with a callback that copies ``bytes(view)``
 * ``bcc``               BCC's ``open_ring_buffer`` + ``ring_buffer_consume``, callback
                          copying with ``ctypes.string_at`` (the baseline)
+* ``libbpf-c``          libbpf's ``ring_buffer__consume`` in C, a callback reading
+                         each record's first u64 (:mod:`ringtool.bench.libbpf_drain`,
+                         built with ``cc -lbpf``; timed in C)
 
 Rows: ``{"bench": "ringbuf-drain", "consumer": ..., "records": N,
-"ns_per_record": x, "ratio": x / bcc}``.
+"ns_per_record": x, "ratio": x / bcc, "ratio_libbpf": x / libbpf-c}`` (a
+``libbpf-c`` row with ``skipped`` when libbpf-dev or the compiler is missing).
 
 Sustained: a producer in a separate process runs the program at full speed for a
 few seconds into a 1 MiB ring while ringtool consumes; the row reports consumed/s,
@@ -27,12 +33,16 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ringtool.bench.libbpf_drain import LibbpfDrain
+from ringtool.errors import BenchError
 from ringtool.kernel import bpf
 from ringtool.kernel.libc import copy_from_address
 from ringtool.kernel.privileges import require_bpf_privileges
@@ -82,6 +92,12 @@ def _drain_consumers(fx: _Fixture, rb: RingBuffer) -> dict[str, Callable[[], int
     def batch() -> int:
         return len(rb.read_batch(EVENT))
 
+    def zerocopy() -> int:
+        with rb.lease_batch(EVENT) as lease:
+            for arr in lease.arrays:
+                int(arr["seq"].sum())
+            return len(lease)
+
     sink: list[bytes] = []
 
     def copy_cb(view: memoryview) -> None:
@@ -114,6 +130,7 @@ def _drain_consumers(fx: _Fixture, rb: RingBuffer) -> dict[str, Callable[[], int
         "ringtool-iter": iterate,
         "ringtool-lease": lease,
         "ringtool-batch": batch,
+        "ringtool-zerocopy": zerocopy,
         "ringtool-callback": callback,
         "bcc": bcc,
     }
@@ -122,7 +139,30 @@ def _drain_consumers(fx: _Fixture, rb: RingBuffer) -> dict[str, Callable[[], int
 def drain_rows(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
     fx = _Fixture(pages=1024 if quick else 16384)  # 4 MiB or 64 MiB
     rb = RingBuffer(fx.events)
-    consumers = _drain_consumers(fx, rb)
+    consumers: dict[str, Callable[[], int | tuple[int, int]]] = {**_drain_consumers(fx, rb)}
+    with tempfile.TemporaryDirectory(prefix="ringtool-bench-") as tmp:
+        skipped = ""
+        try:
+            c_drain = LibbpfDrain(fx.events.map_fd, Path(tmp))
+        except BenchError as exc:
+            skipped = str(exc)
+        else:
+            consumers["libbpf-c"] = c_drain.drain
+        try:
+            rows = _measure(fx, consumers, repeats)
+        finally:
+            if not skipped:
+                c_drain.close()
+    rb.close()
+    fx.obj.cleanup()
+    if skipped:
+        rows.append({"bench": "ringbuf-drain", "consumer": "libbpf-c", "skipped": skipped})
+    return rows
+
+
+def _measure(
+    fx: _Fixture, consumers: dict[str, Callable[[], int | tuple[int, int]]], repeats: int
+) -> list[dict[str, Any]]:
     samples: dict[str, list[float]] = {name: [] for name in consumers}
     records: dict[str, int] = {}
     for _ in range(repeats):
@@ -131,25 +171,27 @@ def drain_rows(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
             t0 = time.perf_counter_ns()
             got = drain()
             elapsed = time.perf_counter_ns() - t0
+            if isinstance(got, tuple):  # timed by the helper itself
+                got, elapsed = got
             if got != filled:
                 raise RuntimeError(f"{name} drained {got} of {filled} records")
             samples[name].append(elapsed / got)
             records[name] = got
-    rb.close()
     base = statistics.median(samples["bcc"])
+    c_base = statistics.median(samples["libbpf-c"]) if "libbpf-c" in samples else None
     rows = []
     for name, vals in samples.items():
         ns = statistics.median(vals)
-        rows.append(
-            {
-                "bench": "ringbuf-drain",
-                "consumer": name,
-                "records": records[name],
-                "ns_per_record": round(ns, 1),
-                "ratio": round(ns / base, 3),
-            }
-        )
-    fx.obj.cleanup()
+        row = {
+            "bench": "ringbuf-drain",
+            "consumer": name,
+            "records": records[name],
+            "ns_per_record": round(ns, 1),
+            "ratio": round(ns / base, 3),
+        }
+        if c_base:
+            row["ratio_libbpf"] = round(ns / c_base, 3)
+        rows.append(row)
     return rows
 
 

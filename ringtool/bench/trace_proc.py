@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ringtool.bench.cbuild import CSRC, build_c
 from ringtool.errors import BenchError
 
-SOURCE = Path(__file__).parent / "csrc" / "syscall_loop.c"
+SOURCE = CSRC / "syscall_loop.c"
 #: The producer's file name, so its comm (what ``trace -c`` matches).
 COMM = "rt_bench_loop"
 #: How long a traced child may take to load its sources.
@@ -35,18 +35,9 @@ READY_TIMEOUT_S = 120.0
 
 
 def build_loop(directory: Path) -> Path:
-    """``cc -O2`` of :data:`SOURCE` into ``directory``; :class:`BenchError` when no
-    compiler is installed or it fails (its first error line)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        raise BenchError("bench trace needs a C compiler (cc): apt-get install gcc")
-    out = directory / COMM
-    proc = subprocess.run([cc, "-O2", "-o", str(out), str(SOURCE)], capture_output=True,
-                          text=True, check=False)  # fmt: skip
-    if proc.returncode != 0:
-        first = (proc.stderr.strip().splitlines() or ["exit status " + str(proc.returncode)])[0]
-        raise BenchError(f"cc {SOURCE.name}: {first}")
-    return out
+    """``cc -O2`` of :data:`SOURCE` into ``directory``, named :data:`COMM`
+    (:class:`~ringtool.errors.BenchError` when that fails)."""
+    return build_c(SOURCE.name, directory / COMM)
 
 
 @dataclass(frozen=True)

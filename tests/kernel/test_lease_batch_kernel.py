@@ -6,11 +6,14 @@ raises; ``release(n)`` commits the first n, the rest come again)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ringtool
+from ringtool.bench.libbpf_drain import LibbpfDrain
+from ringtool.bench.ringbuf import drain_rows
 from ringtool.errors import ArgumentError, ConsumerStateError
 from ringtool.readers.ringbuf_group import RingBufGroup
 from tests.kernel.helpers import MAGIC, TEST_EVENT, RingProducer
@@ -86,3 +89,26 @@ def test_equal_to_read_batch(producer: RingProducer) -> None:
         producer.emit(300)
         copied = rb.read_batch(TEST_EVENT)
     assert np.array_equal(leased["seq"] + 300, copied["seq"])
+
+
+def test_libbpf_c_drain_consumes_the_same_ring(producer: RingProducer, tmp_path: Path) -> None:
+    drain = LibbpfDrain(producer.events.map_fd, tmp_path)
+    try:
+        producer.emit(100)
+        records, ns = drain.drain()
+        assert records == 100 and ns > 0
+        with ringtool.RingBuffer(producer.events) as rb:  # libbpf committed them
+            assert rb.ring(0).avail_data_size == 0
+            producer.emit(5)
+            assert drain.drain()[0] == 5
+    finally:
+        drain.close()
+
+
+def test_bench_drain_has_zerocopy_and_libbpf_rows() -> None:
+    rows = drain_rows(repeats=1, quick=True)
+    by = {r["consumer"]: r for r in rows}
+    for name in ("ringtool-zerocopy", "libbpf-c", "bcc"):
+        assert "skipped" not in by[name], by[name]  # setup installs gcc and libbpf-dev
+        assert by[name]["records"] == by["bcc"]["records"] > 0
+        assert by[name]["ns_per_record"] > 0 and by[name]["ratio_libbpf"] > 0
