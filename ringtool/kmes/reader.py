@@ -53,6 +53,7 @@ _HS = L.HEADER_SIZE
 _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW  # DESIGN.md v2: both descriptors
 _MAX_ROUNDS = 64  # torn-read retries per drain() before giving up until the next call
 __all__ = ["Reader", "ReaderStats", "Reattach", "open_buffer", "wait_any"]
+GEN_RECHECK = 1.0  # seconds a generation value found scribbled is ignored
 WATCH_EVERY = 0.25  # seconds between checks of the writer's pidfd while waiting
 
 #: ``reattach(cpu) -> (meta_fd, data_fd, generation)``: a fresh attach for one CPU.
@@ -122,11 +123,13 @@ class Reader:
         self.fence = threading.Lock()
         self.stats = ReaderStats()
         self.last_seq = 0  # seq of the last event returned (0: none yet)
-        self._ignored_gen = -1  # a scribbled generation value found to be no swap
+        self._ignored_gen = -1  # a scribbled generation value found to be no swap...
+        self._recheck_at = 0.0  # ...until then (monotonic): then ask the bridge again
         self._lapped = False
         self._bad: tuple[int, int] | None = None  # snapshot already counted inconsistent
         self._resync = False  # our position is not a walked boundary: restart at tail
         self._after = -1  # _parse: the seq the walk's first event must exceed
+        self._walk_seq = -1  # seq of the last event walked over (returned or not)
         self.writer_pid = writer_pid
         self._watch: ProcessWatch | None = None
         self._next_check = 0.0
@@ -145,6 +148,7 @@ class Reader:
                 else:  # everything still in the buffer; earlier seqs are not gaps
                     self._rp = tail
                     self.last_seq = max(self._seq_before(tail + 1, tail) - 1, 0)
+            self._walk_seq = self.last_seq
         except BaseException:
             self.close()
             raise
@@ -187,8 +191,7 @@ class Reader:
 
     def has_data(self) -> bool:
         """Whether drain() may have something to do (events or a generation change)."""
-        gen = self._w64[L.Q_GENERATION]
-        if gen != self.generation and gen != self._ignored_gen:
+        if self._gen_changed(self._w64[L.Q_GENERATION]):
             return True
         snap = (self._w64[L.Q_WRITE_POS], self._w64[L.Q_TAIL_POS])
         return (snap[0] != self._rp or self._resync) and snap != self._bad
@@ -196,6 +199,14 @@ class Reader:
     def wait(self, timeout: float | None = None) -> bool:
         """Sleep until events may be available (see :func:`ringtool.kmes.wait.wait_any`)."""
         return wait_any([self], timeout)
+
+    def _gen_changed(self, gen: int) -> bool:
+        """Whether the generation word asks for a switch. A value already found to be
+        scribbled is ignored for :data:`GEN_RECHECK` seconds only: on a retired buffer
+        nobody restores the word, so the bridge is asked again (finding F5)."""
+        if gen == self.generation:
+            return False
+        return gen != self._ignored_gen or time.monotonic() >= self._recheck_at
 
     def _consistent(self, wp: int, tail: int) -> bool:
         return not (wp | tail) & 7 and tail <= wp and wp - tail <= self.capacity
@@ -218,20 +229,24 @@ class Reader:
             tail = w64[L.Q_TAIL_POS]  # acquire load; pairs with Writer._room's store
             snap = (wp, tail)
             if wp == self._rp and not self._resync:
-                if gen != self.generation and gen != self._ignored_gen:
+                if self._gen_changed(gen):
                     self._switch(gen)
                     w64 = self._w64
                     continue
                 return []
-            if snap == self._bad:
-                return []  # counted already; the writer stores its own values again
-            if not self._consistent(wp, tail) or (wp < self._rp and not self._resync):
-                return self._inconsistent(snap)  # scribbled: write_pos never goes back
+            bad = snap == self._bad or not self._consistent(wp, tail)
+            if bad or (wp < self._rp and not self._resync):  # write_pos never goes back
+                if self._gen_changed(gen):  # a retired buffer's page is never restored:
+                    self._switch(gen)  # resync in the new one (it has the survivors)
+                    w64 = self._w64
+                    continue
+                # counted once per snapshot; the writer stores its own values again
+                return [] if snap == self._bad else self._inconsistent(snap)
             rp = self._rp
             # Seqs only grow: from a trusted position the first event must be newer than
-            # the last one returned (older bytes there are stale data past a scribbled
+            # the last one walked (older bytes there are stale data past a scribbled
             # write_pos); re-basing at tail re-reads older events, dropped by _account.
-            self._after = -1 if self._resync else self.last_seq
+            self._after = -1 if self._resync else self._walk_seq
             if self._resync or rp < tail:  # step 2: lapped (or re-basing): go to tail
                 self.stats.laps += rp < tail and not self._resync
                 self._lapped = True
@@ -242,9 +257,17 @@ class Reader:
                 self.stats.torn += 1
                 continue
             if end == rp and not ok:  # nothing valid at our position
-                self._resync = True
-                return self._inconsistent(snap)
+                self.stats.inconsistent += 1
+                if not self._resync:  # re-base at tail in this same snapshot
+                    self._resync = True
+                    continue
+                self._bad = snap  # nothing valid at tail either: wait for the writer
+                if self._gen_changed(gen):
+                    continue  # switches above
+                return []
             self._rp, self._resync = end, False
+            if out:
+                self._walk_seq = out[-1].seq
             if not ok:  # valid events, then garbage: keep them, resync after
                 self._inconsistent(snap)
             keep = self._account(out)
@@ -302,7 +325,7 @@ class Reader:
         old_gen = self.generation
         meta, data, new_gen = self._reattach(self.cpu)
         try:
-            same = os.fstat(meta).st_ino == os.fstat(self._buf.meta_fd).st_ino
+            same = os.fstat(data).st_ino == os.fstat(self._buf.data_fd).st_ino
         except OSError as exc:
             os.close(meta)
             os.close(data)
@@ -313,6 +336,7 @@ class Reader:
             os.close(meta)
             os.close(data)
             self._ignored_gen = seen_gen
+            self._recheck_at = time.monotonic() + GEN_RECHECK
             return
         new = open_buffer(meta, data)
         if new.cpu != self.cpu or new_gen <= old_gen:
@@ -320,27 +344,13 @@ class Reader:
             raise KmesFormatError(f"re-attach gave CPU {new.cpu} generation {new_gen}")
         self._buf.close()
         self._map(new, new_gen)
+        # Resume at the first event with seq > last_seq: re-base at the new buffer's
+        # tail and let drain() walk (and validate) from there; older seqs are dropped
+        # by _account, missing ones counted as lapped (overwritten, or left out of the
+        # copy because they no longer fit).
         self._bad = None
-        self._rp = self._first_after(self.last_seq)
+        self._rp, self._resync = 0, True
         self.stats.generations += 1
-
-    def _first_after(self, last_seq: int) -> int:
-        """Position of the first event with seq > ``last_seq`` (write_pos if none)."""
-        wp, tail = int(self._w64[L.Q_WRITE_POS]), int(self._w64[L.Q_TAIL_POS])
-        if not self._consistent(wp, tail):
-            self._resync = True  # scribbled already: start at tail once it makes sense
-            return 0
-        pos, first = tail, 0
-        while pos < wp:
-            size, seq = self._header(pos)
-            if size == 0 or seq > last_seq:
-                first = seq
-                break
-            pos += size
-        # Events after last_seq missing from the new buffer were overwritten (in it, or
-        # left out of the copy because they no longer fit): a lap.
-        self._lapped = pos == tail and first > last_seq + 1
-        return min(pos, wp)
 
     def _header(self, pos: int) -> tuple[int, int]:
         """(event_size, seq) of a valid header at ``pos``, else (0, 0)."""
@@ -358,7 +368,7 @@ class Reader:
         end = min(pos, tail + self.capacity)
         while tail < end:
             size, seq = self._header(tail)
-            if not size:
+            if not size or seq <= last:  # seqs only grow along a real chain
                 break
             tail, last = tail + size, seq
         return last
