@@ -55,6 +55,10 @@ _MAX_ROUNDS = 64  # torn-read retries per drain() before giving up until the nex
 __all__ = ["Reader", "ReaderStats", "Reattach", "open_buffer", "wait_any"]
 GEN_RECHECK = 1.0  # seconds a generation value found scribbled is ignored
 WATCH_EVERY = 0.25  # seconds between checks of the writer's pidfd while waiting
+#: After this many seconds without new events the reader asks the bridge (over the
+#: attach socket, which consumers cannot forge) whether its buffer is still current:
+#: a retired buffer's generation word can be rewritten by any consumer (finding F5b).
+IDLE_RECHECK = 2.0
 
 #: ``reattach(cpu) -> (meta_fd, data_fd, generation)``: a fresh attach for one CPU.
 Reattach = Callable[[int], tuple[int, int, int]]
@@ -133,6 +137,7 @@ class Reader:
         self.writer_pid = writer_pid
         self._watch: ProcessWatch | None = None
         self._next_check = 0.0
+        self._idle_check_at = time.monotonic() + IDLE_RECHECK
         self._map(open_buffer(meta_fd, data_fd), generation)
         try:
             if writer_pid is not None:
@@ -193,6 +198,8 @@ class Reader:
         """Whether drain() may have something to do (events or a generation change)."""
         if self._gen_changed(self._w64[L.Q_GENERATION]):
             return True
+        if self._reattach is not None and time.monotonic() >= self._idle_check_at:
+            return True  # drain() asks the bridge whether this buffer is still current
         snap = (self._w64[L.Q_WRITE_POS], self._w64[L.Q_TAIL_POS])
         return (snap[0] != self._rp or self._resync) and snap != self._bad
 
@@ -207,6 +214,24 @@ class Reader:
         if gen == self.generation:
             return False
         return gen != self._ignored_gen or time.monotonic() >= self._recheck_at
+
+    def _idle_retired(self) -> bool:
+        """Whether, idle for :data:`IDLE_RECHECK` s, the bridge says this buffer was
+        replaced (its data inode differs). The answer comes from the attach socket, not
+        from the shared page; a bridge that does not answer is left to the death check."""
+        now = time.monotonic()
+        if self._reattach is None or now < self._idle_check_at:
+            return False
+        self._idle_check_at = now + IDLE_RECHECK
+        try:
+            meta, data, _gen = self._reattach(self.cpu)
+        except KmesError:
+            return False
+        try:
+            return os.fstat(data).st_ino != os.fstat(self._buf.data_fd).st_ino
+        finally:
+            os.close(meta)
+            os.close(data)
 
     def _consistent(self, wp: int, tail: int) -> bool:
         return not (wp | tail) & 7 and tail <= wp and wp - tail <= self.capacity
@@ -229,7 +254,7 @@ class Reader:
             tail = w64[L.Q_TAIL_POS]  # acquire load; pairs with Writer._room's store
             snap = (wp, tail)
             if wp == self._rp and not self._resync:
-                if self._gen_changed(gen):
+                if self._gen_changed(gen) or self._idle_retired():
                     self._switch(gen)
                     w64 = self._w64
                     continue
@@ -271,6 +296,8 @@ class Reader:
             if not ok:  # valid events, then garbage: keep them, resync after
                 self._inconsistent(snap)
             keep = self._account(out)
+            if keep:
+                self._idle_check_at = time.monotonic() + IDLE_RECHECK
             if keep or not ok or end == wp:
                 return keep
         return []  # bounded: a writer (or scribbler) outran us; the caller comes back
