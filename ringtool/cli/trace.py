@@ -15,6 +15,8 @@ from typing import Any
 
 from ringtool.cli import validate as v
 from ringtool.errors import UsageError
+from ringtool.export.cli_args import add_export_args, add_metrics_arg
+from ringtool.export.trace_hook import hook_options
 from ringtool.kernel.privileges import require_bpf_privileges
 
 EVENTS = ("exec", "open", "syscalls", "net")
@@ -99,6 +101,8 @@ def register(subs: Any) -> None:
         "--kmes", type=v.socket_path, metavar="SOCKET",
         help="also publish events via a KMES bridge",
     )  # fmt: skip
+    add_export_args(p, quiet_group=out)
+    add_metrics_arg(p)
     p.set_defaults(func=run, check=check)
 
 
@@ -116,12 +120,15 @@ def check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    hook = hook_options(args)  # --export/--metrics checked before anything loads
     require_bpf_privileges("ringtool trace")  # before BCC is imported
     from ringtool.trace.runner import RunConfig, run_trace
     from ringtool.trace.sources import TraceOptions
 
     events = events_of(args)
-    if args.json:
+    if args.quiet:
+        mode = "quiet"
+    elif args.json:
         mode = "json"
     elif args.no_tui or not sys.stdout.isatty():
         mode = "columns"
@@ -135,5 +142,6 @@ def run(args: argparse.Namespace) -> int:
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
         window_us=args.window_us, pcap=args.pcap, kmes=args.kmes, width=width,
+        export=hook if hook.wanted else None,
     )  # fmt: skip
     return run_trace(opts, cfg)

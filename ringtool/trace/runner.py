@@ -70,6 +70,8 @@ class RunConfig:
     window_us: float | None = None
     pcap: Path | None = None
     kmes: str | None = None
+    #: ``--export``/``--metrics``: a ringtool.export.trace_hook.HookOptions, or None
+    export: Any = None
     #: ``columns``: cut lines to this many characters (None: never cut)
     width: int | None = 80
 
@@ -133,6 +135,10 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
         from ringtool.trace.output_json import JsonOutput
 
         return JsonOutput(stream, decoder)
+    if cfg.mode == "quiet":
+        from ringtool.export.quiet import QuietOutput
+
+        return QuietOutput(stream)
     if cfg.mode == "tui":
         from ringtool.trace.tui import TraceTui
 
@@ -201,6 +207,8 @@ def _loop(
             _ingest(session, stats, out, extras, ordered)
             if time.monotonic() >= next_tick:
                 _tick(session, stats, ordered)
+                for note in extras.tick(stats):
+                    out.note(note)
                 out.stats(stats)
                 next_tick += cfg.interval * max(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
@@ -210,7 +218,7 @@ def _loop(
     finally:
         if exit_ is not None:
             exit_(None, None, None)
-        extras.close()
+        extras.close(stats)
     out.summary(stats)
 
 
@@ -277,6 +285,7 @@ class _Extras:
         self.decoder = decoder
         self.pcap: Any = None
         self.kmes: Any = None
+        self.hook: Any = None
         self.pcap_path = cfg.pcap
         self._ifnames: dict[int, str] = {}
         try:
@@ -286,6 +295,10 @@ class _Extras:
             raise
 
     def _open(self, cfg: RunConfig, snaplen: int) -> None:
+        if cfg.export is not None and cfg.export.wanted:
+            from ringtool.export.trace_hook import TraceHook
+
+            self.hook = TraceHook(cfg.export, self.decoder, possible_cpu_count())
         if cfg.pcap is not None:
             self.pcap = _open_pcap(cfg.pcap, snaplen)
         if cfg.kmes is not None:
@@ -315,20 +328,31 @@ class _Extras:
                 raise RingtoolError(f"--pcap {self.pcap_path}: {exc.strerror}") from None
         if self.kmes is not None:
             self.kmes.publish(arr, net)
+        if self.hook is not None:
+            self.hook.publish(arr, net)
 
-    def close(self) -> None:
+    def tick(self, stats: TraceStats) -> list[str]:
+        """``--export``: counters into ``stats.export``; returns notes to show."""
+        return self.hook.tick(stats) if self.hook is not None else []
+
+    def close(self, stats: TraceStats | None = None) -> None:
         """Close every sink (once; later calls do nothing). Raises RingtoolError when
         the pcap file could not be completed (e.g. the disk is full)."""
+        hook, self.hook = self.hook, None
         pcap, self.pcap = self.pcap, None
         kmes, self.kmes = self.kmes, None
-        if kmes is not None:
-            with contextlib.suppress(Exception):
-                kmes.close()
-        if pcap is not None:
-            try:
-                pcap.close()
-            except OSError as exc:
-                raise RingtoolError(f"--pcap {self.pcap_path}: {exc.strerror}") from None
+        try:
+            if hook is not None:
+                hook.close(stats)  # drains the exporter: final counts into stats.export
+        finally:
+            if kmes is not None:
+                with contextlib.suppress(Exception):
+                    kmes.close()
+            if pcap is not None:
+                try:
+                    pcap.close()
+                except OSError as exc:
+                    raise RingtoolError(f"--pcap {self.pcap_path}: {exc.strerror}") from None
 
 
 def _open_pcap(path: Path, snaplen: int) -> Any:
