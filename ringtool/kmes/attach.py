@@ -229,7 +229,7 @@ def attach(
     readers: list[Reader] = []
     again: Callable[[int], tuple[int, int, int]] = reattacher(path, timeout)
     try:
-        for i, (meta, data) in enumerate(pairs):
+        for i, ((meta, data), cpu) in enumerate(zip(pairs, reply.cpus, strict=True)):
             pairs[i] = (-1, -1)  # the Reader owns them now (closes them even on failure)
             readers.append(
                 Reader(
@@ -239,6 +239,7 @@ def attach(
                     reattach=again,
                     start=start,
                     writer_pid=reply.pid,
+                    cpu=cpu,
                 )
             )
     except BaseException:

@@ -192,7 +192,7 @@ class MappedBuffer(_Mapped):
     on any failure).
     """
 
-    def __init__(self, meta_fd: int, data_fd: int) -> None:
+    def __init__(self, meta_fd: int, data_fd: int, *, cpu: int | None = None) -> None:
         self.meta_fd, self.data_fd = meta_fd, data_fd
         try:
             if _writable(data_fd):
@@ -200,18 +200,25 @@ class MappedBuffer(_Mapped):
             meta_size, data_size = os.fstat(meta_fd).st_size, os.fstat(data_fd).st_size
             if meta_size != L.PAGE_SIZE:
                 raise KmesFormatError(f"KMES metadata descriptor is {meta_size} bytes, not 4096")
-            static = _read_static(meta_fd)
-            if data_size != static.capacity:
+            if cpu is None:
+                static = _read_static(meta_fd)
+                capacity, cpu = static.capacity, static.cpu_id
+            else:
+                # The attach reply named the CPU; the sealed data memfd's size is the
+                # capacity. Neither comes from the page a consumer can scribble (F4).
+                capacity = data_size
+                L.check_capacity(capacity)
+            if data_size != capacity:
                 raise KmesFormatError(
-                    f"KMES data descriptor is {data_size} bytes, expected {static.capacity}"
+                    f"KMES data descriptor is {data_size} bytes, expected {capacity}"
                 )
             self.mapping = DoubleMapping(
-                meta_fd, data_fd, L.PAGE_SIZE, static.capacity, writable_ring=False
+                meta_fd, data_fd, L.PAGE_SIZE, capacity, writable_ring=False
             )
         except BaseException:
             os.close(meta_fd)
             os.close(data_fd)
             raise
-        self.cpu = static.cpu_id
-        self.capacity = static.capacity
+        self.cpu = cpu
+        self.capacity = capacity
         self._views()

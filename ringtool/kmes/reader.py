@@ -80,7 +80,7 @@ class ReaderStats:
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
-def open_buffer(meta_fd: int, data_fd: int) -> MappedBuffer:
+def open_buffer(meta_fd: int, data_fd: int, cpu: int | None = None) -> MappedBuffer:
     """Map a (meta, data) pair after checking both are sealed against shrink and grow
     (else a bridge could truncate them under us: SIGBUS). Owns both descriptors:
     closes them and raises :class:`KmesFormatError` if they are refused."""
@@ -97,7 +97,7 @@ def open_buffer(meta_fd: int, data_fd: int) -> MappedBuffer:
         os.close(data_fd)
         raise
     try:
-        return MappedBuffer(meta_fd, data_fd)
+        return MappedBuffer(meta_fd, data_fd, cpu=cpu)
     except OSError as exc:  # MappedBuffer closed both
         raise KmesFormatError(f"cannot map the KMES buffer: {exc}") from None
 
@@ -106,6 +106,8 @@ class Reader:
     """Reads one per-CPU KMES buffer from ``meta_fd``/``data_fd`` (owned from now on).
 
     ``start``: "tail" reads everything still in the buffer, "head" only new events.
+    ``cpu`` is the CPU the attach reply named for these descriptors; given, the CPU and
+    the capacity (the sealed data memfd's size) are not taken from the shared page.
     ``generation`` is the generation the descriptors were handed out with (the attach
     reply's); default: the word as mapped. ``reattach`` gives fresh descriptors on a
     generation change (without it that raises :class:`KmesError`).
@@ -121,6 +123,7 @@ class Reader:
         start: str = "tail",
         spin: float = 0.0,
         writer_pid: int | None = None,
+        cpu: int | None = None,
     ) -> None:
         self._reattach = reattach
         self.spin = spin
@@ -138,7 +141,7 @@ class Reader:
         self._watch: ProcessWatch | None = None
         self._next_check = 0.0
         self._idle_check_at = time.monotonic() + IDLE_RECHECK
-        self._map(open_buffer(meta_fd, data_fd), generation)
+        self._map(open_buffer(meta_fd, data_fd, cpu), generation)
         try:
             if writer_pid is not None:
                 self._watch = ProcessWatch(writer_pid)
@@ -265,6 +268,10 @@ class Reader:
                     self._switch(gen)  # resync in the new one (it has the survivors)
                     w64 = self._w64
                     continue
+                if not bad:  # a sane snapshot behind us: our position came from a
+                    self.stats.inconsistent += 1  # forged write_pos; re-base at tail
+                    self._resync = True  # (seqs up to last_seq are dropped, not repeated)
+                    continue
                 # counted once per snapshot; the writer stores its own values again
                 return [] if snap == self._bad else self._inconsistent(snap)
             rp = self._rp
@@ -365,7 +372,7 @@ class Reader:
             self._ignored_gen = seen_gen
             self._recheck_at = time.monotonic() + GEN_RECHECK
             return
-        new = open_buffer(meta, data)
+        new = open_buffer(meta, data, self.cpu)
         if new.cpu != self.cpu or new_gen <= old_gen:
             new.close()
             raise KmesFormatError(f"re-attach gave CPU {new.cpu} generation {new_gen}")

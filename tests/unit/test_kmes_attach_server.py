@@ -263,7 +263,7 @@ def test_hostile_consumer_cannot_crash_the_bridge_or_shift_seq(tmp_path: Path) -
             got, st = seqs[cpu], readers[cpu].stats
             # every seq once, in order; any the reader skipped (a forged tail_pos can
             # look like a lap) is counted, never silently missing
-            assert got == sorted(set(got)) and got[-1] == sent + 1, st
+            assert got == sorted(set(got)) and got[-1] == sent + 1, (st, got[-5:], sent, len(got))
             assert sent + 1 - len(got) <= st.lapped_events + st.gap_events, st
     finally:
         signal.signal(signal.SIGHUP, old)
