@@ -47,6 +47,9 @@ if ((${#missing[@]})); then
     fi
 fi
 
+# vagrant/build-box.sh preinstalls these packages in the VM's box with step 1 only.
+[[ "${RINGTOOL_SETUP_PACKAGES_ONLY:-0}" == 1 ]] && exit 0
+
 # 2. Link generic headers where the exact ones are missing (build + source: Debian
 #    splits them into -amd64 and -common; BCC needs both). A marker tells `doctor`.
 if [[ ! -e /lib/modules/$KREL/build/include ]]; then

@@ -3,8 +3,9 @@
 # own packages (debootstrap), and prints the .box path on stdout.
 #
 # Contract: the box is cached in $RINGTOOL_VM_CACHE (default /var/cache/ringtool-vm)
-# under the first 16 hex digits of this script's sha256, so a second run only prints
-# the path; any edit to this script builds a new box. Nothing host-specific goes into
+# under the first 16 hex digits of the sha256 of this script and scripts/setup.sh
+# (whose Debian packages are preinstalled), so a second run only prints the path; any
+# edit to either builds a new box. Nothing host-specific goes into
 # the box (CA certificates and proxies are carried in by the Vagrantfile's provisioner
 # at `vagrant up` time). Needs root and debootstrap, qemu-utils, fdisk, vagrant
 # (for Vagrant's well-known insecure public key); vagrant/test-vm.sh installs them.
@@ -14,7 +15,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=vagrant/lib.sh
 . "$HERE/lib.sh"
 
-KEY="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
+REPO="$(cd "$HERE/.." && pwd)"
+KEY="$(cat "${BASH_SOURCE[0]}" "$REPO/scripts/setup.sh" | sha256sum | cut -c1-16)"
 OUT="$VM_CACHE/$KEY"
 BOX="$OUT/ringtool-debian12.box"
 MIRROR="${RINGTOOL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
@@ -78,7 +80,11 @@ mount -t sysfs sysfs "$ROOT/sys"
 mount --bind /dev "$ROOT/dev"
 mount --make-rslave "$ROOT/dev"
 mount --bind /dev/pts "$ROOT/dev/pts"
-in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+in_root() {
+    chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        ${http_proxy:+http_proxy="$http_proxy"} ${https_proxy:+https_proxy="$https_proxy"} \
+        ${no_proxy:+no_proxy="$no_proxy"} "$@"
+}
 
 say "configuring the guest"
 cat >"$ROOT/etc/apt/sources.list" <<EOF
@@ -113,6 +119,24 @@ chmod 440 "$ROOT/etc/sudoers.d/vagrant"
 install -d -m 700 "$ROOT/home/vagrant/.ssh"
 install -m 600 "$INSECURE_KEY" "$ROOT/home/vagrant/.ssh/authorized_keys"
 in_root chown -R vagrant:vagrant /home/vagrant/.ssh
+
+# The Debian packages scripts/setup.sh installs (its step 1 only), here where dpkg runs
+# natively instead of under the VM's emulation at provisioning; setup.sh in the guest
+# then finds them installed. Meanwhile no service starts (policy-rc.d), apt uses the
+# host's proxy, and afterwards services these packages enabled at boot are disabled
+# again (setup.sh stops the servers it installs; the box must not run them either).
+links_before="$(find "$ROOT/etc/systemd/system" -path '*.wants/*' -type l | sort)"
+printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
+chmod 755 "$ROOT/usr/sbin/policy-rc.d"
+apt-config dump 2>/dev/null | grep -E '^Acquire::(http|https|ftp)::Proxy' \
+    >"$ROOT/etc/apt/apt.conf.d/99ringtool-build-proxy" || true
+install -D -m 755 "$REPO/scripts/setup.sh" "$ROOT/tmp/ringtool/scripts/setup.sh"
+say "installing scripts/setup.sh's packages"
+in_root RINGTOOL_SETUP_PACKAGES_ONLY=1 bash /tmp/ringtool/scripts/setup.sh \
+    >"$WORK/setup.log" 2>&1 || { tail -30 "$WORK/setup.log" >&2; die "setup.sh (packages) failed"; }
+comm -13 <(echo "$links_before") \
+    <(find "$ROOT/etc/systemd/system" -path '*.wants/*' -type l | sort) | xargs -r rm -v >&2
+rm -f "$ROOT/usr/sbin/policy-rc.d" "$ROOT/etc/apt/apt.conf.d/99ringtool-build-proxy"
 
 # Boot: grub in the MBR, and a grub.cfg written here with root=UUID= (grub-mkconfig
 # in a chroot would name the build host's loop device). /vmlinuz and /initrd.img are
