@@ -37,21 +37,23 @@ TEST_STATUS=1
 mkdir -p "$OUT"
 rm -f "$OUT"/*.log "$OUT"/junit.xml
 
-start_daemon() { # NAME: starts it unless running; remembers the PID it started
-    local name="$1" pid
-    if pidof "$name" >/dev/null; then
+start_daemon() { # NAME SOCKET: starts NAME unless running, as a child of this script
+    local name="$1" sock="$2" pid # (a child, so it is reaped; -d would leave a zombie
+    if pidof "$name" >/dev/null; then #  on hosts whose PID 1 does not reap)
         say "$name already running (pid $(pidof "$name")), left as is"
         return 0
     fi
-    "/usr/sbin/$name" -d
-    for _ in $(seq 50); do
-        pid="$(cat "/run/$name.pid" 2>/dev/null || true)"
-        [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && break
-        sleep 0.2
+    rm -f "$sock"
+    "/usr/sbin/$name" >"$OUT/$name.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do
+        [[ -S "$sock" ]] && break
+        kill -0 "$pid" 2>/dev/null || die "$name exited: $(tail -1 "$OUT/$name.log")"
+        sleep 0.1
     done
-    [[ -n "$pid" ]] || die "$name did not start"
+    [[ -S "$sock" ]] || die "$name did not open $sock in 10 s"
     STARTED_PIDS+=("$pid")
-    [[ "$name" == libvirtd ]] && STARTED_LIBVIRTD=1
+    if [[ "$name" == libvirtd ]]; then STARTED_LIBVIRTD=1; fi
     say "started $name (pid $pid)"
 }
 
@@ -65,7 +67,7 @@ stop_daemons() {
     for ((i = ${#STARTED_PIDS[@]} - 1; i >= 0; i--)); do
         pid="${STARTED_PIDS[i]}"
         kill "$pid" 2>/dev/null || continue
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+        wait "$pid" 2>/dev/null || true
         say "stopped pid $pid"
     done
     STARTED_PIDS=()
@@ -155,8 +157,8 @@ main() {
     fi
 
     phase "daemons"
-    start_daemon virtlogd
-    start_daemon libvirtd
+    start_daemon virtlogd /run/libvirt/virtlogd-sock
+    start_daemon libvirtd /run/libvirt/libvirt-sock
     # A VM left by an interrupted run would be reused by `vagrant up`: start clean.
     vagrant destroy -f >/dev/null 2>&1 || true
 

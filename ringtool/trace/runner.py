@@ -70,10 +70,10 @@ class RunConfig:
     window_us: float | None = None
     pcap: Path | None = None
     kmes: str | None = None
-    #: ``--export``/``--metrics``: a ringtool.export.trace_hook.HookOptions, or None
-    export: Any = None
     #: ``columns``: cut lines to this many characters (None: never cut)
     width: int | None = 80
+    #: ``--export``/``--metrics``: a ringtool.export.trace_hook.HookOptions, or None
+    export: Any = None
 
 
 def _syscall_namer() -> Callable[[int], str]:
