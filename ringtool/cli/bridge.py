@@ -185,6 +185,8 @@ def _run(args: argparse.Namespace) -> int:
         while not bridge.stop_requested and (end is None or time.monotonic() < end):
             sources.pump(100)
             bridge.flush()
+            while bridge.notes:  # CPU hotplug: a CPU given a buffer (announced to readers)
+                print(f"ringtool bridge: {bridge.notes.popleft()}", file=sys.stderr, flush=True)
             hook.flush()
             try:
                 if bridge.service():

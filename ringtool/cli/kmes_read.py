@@ -10,7 +10,9 @@ The bridge's pid (SO_PEERCRED) is watched with a pidfd: when it dies, kmes-read 
 in one line; without ``--follow`` it exits 1, with ``--follow`` it re-attaches once a
 bridge serves the socket again (retrying with backoff, silently) and says so. A new
 bridge restarts every CPU's sequence at 1: each restart is counted; events emitted
-while no bridge ran were never buffered and cannot be counted.
+while no bridge ran were never buffered and cannot be counted. After a generation
+switch it asks the bridge for CPUs it does not read yet (a CPU that came online) and
+reads them from their first event, with one line saying so.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any, TextIO
 
 from ringtool.cli.validate import socket_path
 from ringtool.errors import KmesBridgeDiedError, KmesError, RingtoolError
-from ringtool.kmes.attach import DEFAULT_SOCKET, attach
+from ringtool.kmes.attach import DEFAULT_SOCKET, attach, attach_new
 from ringtool.kmes.events import decode
 from ringtool.kmes.reader import Reader, ReaderStats, wait_any
 from ringtool.protocol.kmes_layout import ORIGINS, Event
@@ -144,6 +146,22 @@ def _wait_for_bridge(sock: str) -> list[Reader]:
             delay = min(delay * 2, 2.0)
 
 
+def _new_cpus(sock: str, readers: list[Reader], switches: int) -> int:
+    """After a generation switch: add readers for CPUs the bridge offers now (hotplug)."""
+    now = sum(r.stats.generations for r in readers)
+    if now == switches:
+        return switches
+    try:
+        added = attach_new(sock, [r.cpu for r in readers], timeout=1.0)
+    except KmesError:
+        return switches  # the bridge is going away: the drain finds out; retried next round
+    if added:
+        readers.extend(added)
+        print(f"ringtool kmes-read: bridge added CPU(s) {[r.cpu for r in added]}, reading them "
+              f"from their first event", file=sys.stderr, flush=True)  # fmt: skip
+    return now
+
+
 def _drain_round(
     readers: list[Reader], args: argparse.Namespace, trace: TracePayloads | None
 ) -> int:
@@ -160,10 +178,11 @@ def run(args: argparse.Namespace) -> int:
     trace = _trace_payloads()
     _announce(args.socket, readers, "attached to")
     past: dict[int, ReaderStats] = {}
-    restarts, rc = 0, 0
+    restarts, rc, switches = 0, 0, 0
     try:
         while True:
             try:
+                switches = _new_cpus(args.socket, readers, switches)
                 if _drain_round(readers, args, trace):
                     continue
                 if args.follow:
@@ -187,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
                     r.close()
                 readers = []
                 readers = _wait_for_bridge(args.socket)
-                restarts += 1
+                restarts, switches = restarts + 1, 0
                 _announce(args.socket, readers, "re-attached (sequences restart at 1) to")
     except KeyboardInterrupt:
         pass

@@ -24,7 +24,7 @@ import os
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ringtool.errors import KmesAttachError, KmesCapacityError
 from ringtool.kmes.attach_server import (
@@ -46,6 +46,7 @@ __all__ = [
     "AttachServer",
     "attach",
     "attach_fds",
+    "attach_new",
     "exchange",
     "reattacher",
 ]
@@ -224,6 +225,23 @@ def attach(
     Raises :class:`KmesAttachError` for a failed exchange, :class:`KmesFormatError` for
     descriptors that are not what v2 promises (all descriptors are closed then).
     """
+    return _readers(path, start, timeout, skip=())
+
+
+def attach_new(
+    path: str, have: Iterable[int], *, start: str = "tail", timeout: float = 5.0
+) -> list[Reader]:
+    """Readers for the CPUs the bridge at ``path`` offers now that are not in ``have``.
+
+    A bridge announces a CPU that came online (CPU hotplug) by a generation change of
+    every buffer; call this when a :class:`Reader` has switched generations
+    (``stats.generations`` grew). ``start="tail"``: the new CPU's buffer is read from
+    its first event. Errors as :func:`attach`.
+    """
+    return _readers(path, start, timeout, skip=frozenset(have))
+
+
+def _readers(path: str, start: str, timeout: float, skip: Iterable[int]) -> list[Reader]:
     reply = exchange(path, timeout)
     pairs = reply.pairs()
     readers: list[Reader] = []
@@ -231,6 +249,10 @@ def attach(
     try:
         for i, ((meta, data), cpu) in enumerate(zip(pairs, reply.cpus, strict=True)):
             pairs[i] = (-1, -1)  # the Reader owns them now (closes them even on failure)
+            if cpu in skip:
+                os.close(meta)
+                os.close(data)
+                continue
             readers.append(
                 Reader(
                     meta,

@@ -7,6 +7,15 @@ writes each batch to that CPU's KMES :class:`Writer`. Before the buffers exist
 attach protocol, resizes on request (SIGHUP -> :meth:`request_reload`, serviced by
 :meth:`service` from the event loop), and shuts down cleanly.
 
+CPU hotplug: the first event from a possible CPU that has no buffer (a CPU brought
+online after start) is queued, and the next :meth:`flush` gives that CPU a buffer. The
+new buffer is announced the KMES way, by a generation change: every existing buffer
+is switched exactly as in a resize to the same capacity (§5.1.8.4: survivors copied,
+old generation bumped), so every attached reader re-attaches and finds the new CPU in
+the reply (:func:`ringtool.kmes.attach.attach_new` gives it readers for it). Nothing
+is lost or uncounted on the way: events from a CPU that is not even possible are
+counted in ``unknown_cpu``. A CPU that goes offline keeps its buffer.
+
 Threading contract: :meth:`submit` may be called from any thread (sources with their own
 callback threads); :meth:`flush`, :meth:`resize` and :meth:`service` serialise on one
 lock. The attach server runs in its own thread and only takes the lock to dup the
@@ -25,6 +34,7 @@ from pathlib import Path
 from types import FrameType
 
 from ringtool.errors import KmesError
+from ringtool.kernel.cpus import possible_cpus
 from ringtool.kmes.attach_server import DEFAULT_SOCKET, AttachInfo, AttachServer
 from ringtool.kmes.boot import BOOT_CAPACITY, BootBuffer
 from ringtool.kmes.buffer import KmesBuffer
@@ -86,10 +96,15 @@ class KmesBridge:
         capacity: int | None = None,
         config_path: str | Path = DEFAULT_CONFIG,
         boot_capacity: int = BOOT_CAPACITY,
+        possible: Iterable[int] | None = None,
     ) -> None:
         self.cpus = sorted(set(cpus))
         if not self.cpus:
             raise KmesError("the KMES bridge needs at least one CPU")
+        #: CPUs that may get a buffer later (hotplug; default: the kernel's possible list)
+        self.possible = frozenset(possible_cpus() if possible is None else possible)
+        self.possible |= frozenset(self.cpus)
+        self._boot_capacity = boot_capacity
         self.socket_path = socket_path
         self.config_path = config_path
         self._explicit = capacity
@@ -108,7 +123,9 @@ class KmesBridge:
         self._retired: list[tuple[float, Writer]] = []  # (release time, retired writer)
         self.stop_requested = False
         self.capacity = 0
-        self.unknown_cpu = 0  # events from a CPU the bridge has no buffer for
+        self.unknown_cpu = 0  # events from a CPU that is not possible (no buffer, ever)
+        #: one line per CPU given a buffer after start (hotplug); the caller prints them
+        self.notes: deque[str] = deque()
         #: called with every submitted event, in the submitting thread (``--export``:
         #: ringtool.export.bridge_hook); None: nothing extra
         self.tap: Callable[[int, int, int, bytes], None] | None = None
@@ -120,8 +137,12 @@ class KmesBridge:
             self.tap(cpu, origin_class, event_type, payload)
         pending = self._pending.get(cpu)
         if pending is None:
-            self.unknown_cpu += 1
-            return
+            if cpu not in self.possible:
+                self.unknown_cpu += 1
+                return
+            # A CPU that came online after start: queue; flush() gives it a buffer.
+            # (setdefault is one atomic dict operation: two submitting threads share it.)
+            pending = self._pending.setdefault(cpu, deque())
         pending.append((event_type, origin_class, payload))
 
     def flush(self) -> int:
@@ -129,6 +150,9 @@ class KmesBridge:
         CPU, or into the boot buffers before :meth:`start`. Returns events flushed."""
         n = 0
         with self._lock:
+            for cpu in list(self._pending):  # a copy: submit() may add a CPU meanwhile
+                if cpu not in self.writers and (self._boot is None or cpu not in self._boot):
+                    self._add_cpu(cpu)
             for cpu in self.cpus:
                 queue = self._pending[cpu]
                 count = len(queue)  # popleft() exactly these: later submits wait their turn
@@ -206,19 +230,45 @@ class KmesBridge:
         L.check_capacity(capacity)
         self.flush()
         with self._lock:
-            for cpu in self.cpus:
-                old_buf, old_w = self.buffers[cpu], self.writers[cpu]
-                new_buf = KmesBuffer(cpu, capacity, old_buf.private_generation + 1)
-                new_w = Writer(new_buf, next_seq=old_w.last_seq + 1)
-                copy_surviving(old_w, new_w)
-                self.buffers[cpu], self.writers[cpu] = new_buf, new_w  # switch
-                old_buf.bump_generation()
-                old_w.wake()  # sleeping readers see the new generation now
-                # Consumers keep their own mappings (§5.1.8.3). We keep ours for
-                # RETIRED_GRACE s to re-store the final positions and generation over a
-                # consumer's scribbles while honest readers finish the old buffer.
-                self._retired.append((time.monotonic() + RETIRED_GRACE, old_w))
-            self.capacity = capacity
+            self._switch(capacity)
+
+    def _switch(self, capacity: int, add: int | None = None) -> None:
+        """The resize (lock held): every buffer replaced by one of ``capacity`` bytes and
+        the next generation; ``add``: also a first buffer for that CPU, same generation."""
+        gen = max(b.private_generation for b in self.buffers.values()) + 1
+        if add is not None:
+            self.buffers[add] = buf = KmesBuffer(add, capacity, gen)
+            self.writers[add] = Writer(buf)
+        for cpu in self.cpus:
+            if cpu == add:
+                continue
+            old_buf, old_w = self.buffers[cpu], self.writers[cpu]
+            new_buf = KmesBuffer(cpu, capacity, gen)
+            new_w = Writer(new_buf, next_seq=old_w.last_seq + 1)
+            copy_surviving(old_w, new_w)
+            self.buffers[cpu], self.writers[cpu] = new_buf, new_w  # switch
+            old_buf.bump_generation()
+            old_w.wake()  # sleeping readers see the new generation now
+            # Consumers keep their own mappings (§5.1.8.3). We keep ours for
+            # RETIRED_GRACE s to re-store the final positions and generation over a
+            # consumer's scribbles while honest readers finish the old buffer.
+            self._retired.append((time.monotonic() + RETIRED_GRACE, old_w))
+        self.capacity = capacity
+
+    def _add_cpu(self, cpu: int) -> None:
+        """A buffer for ``cpu`` (lock held): a boot buffer before :meth:`start`, else a
+        switch of every buffer that announces it (see the module doc)."""
+        if self._boot is None and not self.buffers:  # closed: nowhere to put them
+            queue = self._pending.pop(cpu)
+            self.unknown_cpu += len(queue)
+            return
+        self.cpus = sorted({*self.cpus, cpu})
+        if self._boot is not None:
+            self._boot[cpu] = BootBuffer(cpu, self._boot_capacity)
+            return
+        self._switch(self.capacity, add=cpu)
+        gen = self.buffers[cpu].private_generation
+        self.notes.append(f"CPU {cpu} came online: new KMES buffer, generation {gen} announced")
 
     def request_reload(self, _sig: int = 0, _frame: FrameType | None = None) -> None:
         """Ask for a config re-read + resize at the next :meth:`service` (signal-safe)."""

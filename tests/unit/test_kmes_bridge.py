@@ -91,7 +91,7 @@ def test_boot_buffer_overwrites_and_flushes() -> None:
 def test_bridge_boot_then_start(tmp_path: Path) -> None:
     conf = tmp_path / "kmes.conf"
     conf.write_text("capacity = 8192\n")
-    b = KmesBridge([0, 1], socket_path=None, config_path=conf)
+    b = KmesBridge([0, 1], socket_path=None, config_path=conf, possible=[0, 1])
     for i in range(10):
         b.submit(i % 2, L.ORIGIN_RINGBUF, 4, b"boot%d" % i)
     b.submit(7, L.ORIGIN_RINGBUF, 4, b"no such cpu")
