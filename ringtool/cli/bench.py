@@ -14,14 +14,24 @@ from ringtool.bench import BENCHMARKS
 from ringtool.cli import validate as v
 from ringtool.cli.validate import integer
 
+EPILOG = """\
+examples:
+  sudo ringtool bench ringbuf              # ring buffer consumers: ringtool vs BCC vs libbpf
+  sudo ringtool bench perfbuf --json       # perf buffer consumers, JSON lines
+  sudo ringtool bench trace --seconds 5    # end-to-end trace: delivered, dropped, CPU
+  sudo ringtool bench merge                # merge algorithms: synthetic and real rings
+  sudo ringtool bench all --quick          # every benchmark, small sizes
+"""
+
 
 def register(subs: Any) -> None:
     p = subs.add_parser(
         "bench",
         help="benchmark ringtool's consumers against BCC's (and merge algorithms)",
-        description="Run benchmarks; prints a table, or JSON lines with --json.",
-        epilog="examples:\n  sudo ringtool bench ringbuf\n  sudo ringtool bench merge --json\n"
-        "  sudo ringtool bench all --quick",
+        description="Run benchmarks side by side in one process and print a table (or JSON "
+        "lines with --json). Speeds are reported as numbers and as ratios to a baseline "
+        "measured in the same run.",
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("which", choices=(*BENCHMARKS, "all"), help="which benchmark")

@@ -34,45 +34,64 @@ from ringtool.protocol import kmes_layout as L
 EVENTS = {"exec": EVENT_EXEC, "exit": EVENT_EXIT}
 _LOST = struct.Struct("<IIQ")  # source origin_class, reserved, count
 
+DESCRIPTION = """\
+Trace process exec and exit with BPF and serve the events as one shared-memory
+(KMES) buffer per CPU: any number of readers attach through the socket and read
+the buffers directly from shared memory. SIGHUP re-reads the config file and resizes the
+buffers; Ctrl-C or SIGTERM stops.
+"""
+
+EPILOG = """\
+examples:
+  sudo ringtool bridge                              # serve exec+exit on the default socket
+  sudo ringtool bridge --capacity 4M -d 60          # 4 MiB per CPU, stop after 60 s
+  sudo ringtool bridge --events exec --socket /tmp/k.sock   # exec only, own socket
+  sudo ringtool bridge --export nats://broker:4222  # also publish to NATS JetStream
+  sudo ringtool kmes-read --follow                  # (another terminal) read the events
+"""
+
 
 def register(subs: Any) -> None:
     p = subs.add_parser(
         "bridge",
         help="serve BPF events as per-CPU KMES buffers",
-        description=__doc__,
+        description=DESCRIPTION,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "--socket", type=v.socket_path, default=DEFAULT_SOCKET,
+        "--socket", type=v.socket_path, default=DEFAULT_SOCKET, metavar="PATH",
         help=f"attach socket ({DEFAULT_SOCKET})",
     )  # fmt: skip
     p.add_argument(
         "--capacity",
         type=v.kmes_capacity,
+        metavar="BYTES",
         help="per-CPU buffer bytes, a power of two (e.g. 1M); default: the config "
-        f"file's `capacity`, else {L.DEFAULT_CAPACITY}",
+        f"file's capacity, else {L.DEFAULT_CAPACITY}",
     )
     p.add_argument(
-        "--config", type=v.input_file_optional, default=DEFAULT_CONFIG,
+        "--config", type=v.input_file_optional, default=DEFAULT_CONFIG, metavar="FILE",
         help=f"config file ({DEFAULT_CONFIG})",
     )  # fmt: skip
     p.add_argument(
         "--events",
         type=v.name_list(tuple(EVENTS)),
         default="exec,exit",
+        metavar="LIST",
         help="comma-separated event kinds: exec (ring buffer), exit (perf buffer)",
     )
     p.add_argument(
-        "--duration", type=v.number(0, unit="seconds"), default=0.0,
+        "-d", "--duration", type=v.number(0, unit="seconds"), default=0.0, metavar="SECONDS",
         help="stop after N seconds (0: run until Ctrl-C)",
     )  # fmt: skip
     p.add_argument(
-        "--ring-pages", type=v.power_of_two(1 << 18), default=64,
-        help="BPF ring buffer pages, a power of two",
+        "--ring-pages", type=v.power_of_two(1 << 18), default=64, metavar="PAGES",
+        help="BPF ring buffer pages, a power of two (default 64)",
     )  # fmt: skip
     p.add_argument(
-        "--perf-pages", type=v.power_of_two(1 << 16), default=8,
-        help="perf buffer pages per CPU, a power of two",
+        "--perf-pages", type=v.power_of_two(1 << 16), default=8, metavar="PAGES",
+        help="perf buffer pages per CPU, a power of two (default 8)",
     )  # fmt: skip
     add_export_args(p, quiet=False)
     add_metrics_arg(p)

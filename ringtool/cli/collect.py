@@ -25,6 +25,14 @@ from ringtool.export.config import (
     display_url,
 )
 
+DESCRIPTION = """\
+The fleet view of what 'ringtool trace --export' and 'ringtool bridge --export'
+publish to NATS JetStream. Reads the stream with a durable consumer (acknowledged,
+resumable) and shows per host: events/s, events, kernel drops, lost, export drops,
+sequence gaps and lag, as a live table, as JSON lines (--json), or every host's events
+in timestamp order (--merged). Needs no privileges: it never touches BPF.
+"""
+
 EPILOG = """\
 examples:
   ringtool collect nats://broker:4222                 # live fleet table
@@ -50,7 +58,8 @@ def _seconds(flag: str, minimum: float = 0.0) -> Any:
 def register(subs: Any) -> None:
     p = subs.add_parser(
         "collect", help="read many hosts' exported events from NATS JetStream (fleet view)",
-        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     p.add_argument(
         "url",

@@ -15,7 +15,8 @@ def register(subs: Any) -> None:
         help="check kernel, BPF, perf, tracefs, BCC and headers; print fixes",
         description="Check that this machine can run ringtool. Exit 0 when every "
         "required check passes.",
-        epilog="example:\n  sudo ringtool doctor",
+        epilog="examples:\n  sudo ringtool doctor        # every check, with a fix for each "
+        "failure\n  ringtool doctor             # as a user: what works without root",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.set_defaults(func=run)

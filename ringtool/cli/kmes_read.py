@@ -32,16 +32,33 @@ from ringtool.kmes.reader import Reader, ReaderStats, wait_any
 from ringtool.protocol.kmes_layout import ORIGINS, Event
 from ringtool.trace.kmes_sink import TracePayloads
 
+DESCRIPTION = """\
+Attach to a running 'ringtool bridge' and print its events: every CPU's buffer is
+drained (events in timestamp order within each round), known events decoded, others
+shown in hex. At the end, on stderr: events lost to lapping, sequence gaps, damaged
+metadata seen and bridge restarts. If the bridge dies, kmes-read says so and exits 1;
+with --follow it waits for a new bridge and re-attaches.
+"""
+
+EPILOG = """\
+examples:
+  sudo ringtool kmes-read                      # what the buffers hold now, then exit
+  sudo ringtool kmes-read --follow             # keep reading until Ctrl-C
+  sudo ringtool kmes-read -f --new --json      # only new events, as JSON lines
+  sudo ringtool kmes-read --socket /tmp/k.sock # a bridge started with --socket
+"""
+
 
 def register(subs: Any) -> None:
     p = subs.add_parser(
         "kmes-read",
         help="attach to a KMES bridge and print its events",
-        description=__doc__,
+        description=DESCRIPTION,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "--socket", type=socket_path, default=DEFAULT_SOCKET,
+        "--socket", type=socket_path, default=DEFAULT_SOCKET, metavar="PATH",
         help=f"bridge socket ({DEFAULT_SOCKET})",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object per event")

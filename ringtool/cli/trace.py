@@ -23,9 +23,9 @@ EVENTS = ("exec", "open", "syscalls", "net")
 DEFAULT_EVENTS = ("exec", "open", "syscalls")
 
 EPILOG = """\
-output: the live TUI when stdout is a terminal (keys: q quit, p pause, s sort,
-/ filter by comm), else columns (whole lines; cut to the terminal with --no-tui
-unless -w); --json for JSON lines.
+output: the live TUI when stdout is a terminal (keys: ? help, q quit, p pause,
+< > sort, / filter, Enter drill-down), else columns (whole lines; cut to the
+terminal with --no-tui unless -w); --json for JSON lines.
 
 examples:
   sudo ringtool trace                          # TUI, exec/exit/fork + open + syscalls
