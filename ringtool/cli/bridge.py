@@ -28,6 +28,7 @@ from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.kmes.attach import DEFAULT_SOCKET
 from ringtool.kmes.bridge_core import KmesBridge
 from ringtool.kmes.config import DEFAULT_CONFIG
+from ringtool.kmes.consumers import ConsumerLog
 from ringtool.kmes.events import BRIDGE_PREFIX, EVENT_EXEC, EVENT_EXIT, EVENT_LOST
 from ringtool.protocol import kmes_layout as L
 
@@ -38,7 +39,10 @@ DESCRIPTION = """\
 Trace process exec and exit with BPF and serve the events as one shared-memory
 (KMES) buffer per CPU: any number of readers attach through the socket and read
 the buffers directly from shared memory. SIGHUP re-reads the config file and resizes the
-buffers; Ctrl-C or SIGTERM stops.
+buffers; Ctrl-C or SIGTERM stops. On stderr: one line per consumer process attaching
+(pid from the socket's peer credentials) and detaching (exiting), and every
+--stats-interval seconds one line with the event rate and the events lost; --quiet
+keeps only the start line, errors and the final counts.
 """
 
 EPILOG = """\
@@ -46,6 +50,8 @@ examples:
   sudo ringtool bridge                              # serve exec+exit on the default socket
   sudo ringtool bridge --capacity 4M -d 60          # 4 MiB per CPU, stop after 60 s
   sudo ringtool bridge --events exec --socket /tmp/k.sock   # exec only, own socket
+  sudo ringtool bridge --stats-interval 60 --quiet  # (--quiet wins: no rate lines)
+  sudo ringtool bridge --stats-interval 1           # a rate line every second
   sudo ringtool bridge --export nats://broker:4222  # also publish to NATS JetStream
   sudo ringtool kmes-read --follow                  # (another terminal) read the events
 """
@@ -93,6 +99,15 @@ def register(subs: Any) -> None:
         "--perf-pages", type=v.power_of_two(1 << 16), default=8, metavar="PAGES",
         help="perf buffer pages per CPU, a power of two (default 8)",
     )  # fmt: skip
+    p.add_argument(
+        "--stats-interval", type=v.number(0, 86400, unit="seconds"), default=10.0,
+        metavar="SECONDS",
+        help="a line with events/s and events lost every SECONDS (default 10; 0: never)",
+    )  # fmt: skip
+    p.add_argument(
+        "-q", "--quiet", action="store_true",
+        help="no attach/detach or rate lines (the start line, errors and final counts stay)",
+    )  # fmt: skip
     add_export_args(p, quiet=False)
     add_metrics_arg(p)
     p.set_defaults(func=run)
@@ -117,6 +132,8 @@ class BpfSources:
         )
         self.consumers: list[Any] = []
         self._ring_drops: list[int] = []
+        self.events = 0  # events taken from the BPF buffers
+        self.lost = 0  # events the kernel could not buffer (ring reservations, perf lost)
         self.ring = RingBuffer(self.obj[b"kmes_events"], self._on_ring)
         self.consumers.append(self.ring)
         self.perf = PerfBuffer(
@@ -129,13 +146,16 @@ class BpfSources:
 
     def _on_ring(self, data: memoryview) -> None:
         cpu, etype = BRIDGE_PREFIX.unpack_from(data)
+        self.events += 1
         self.bridge.submit(cpu, L.ORIGIN_RINGBUF, etype, bytes(data[BRIDGE_PREFIX.size :]))
 
     def _on_perf(self, cpu: int, data: memoryview) -> None:
         _cpu, etype = BRIDGE_PREFIX.unpack_from(data)
+        self.events += 1
         self.bridge.submit(cpu, L.ORIGIN_PERF, etype, bytes(data[BRIDGE_PREFIX.size :]))
 
     def _on_lost(self, cpu: int, count: int) -> None:
+        self.lost += count
         payload = _LOST.pack(L.ORIGIN_PERF, 0, count)
         self.bridge.submit(cpu, L.ORIGIN_BRIDGE, EVENT_LOST, payload)
 
@@ -151,6 +171,7 @@ class BpfSources:
             self._ring_drops = [0] * len(drops)
         for cpu, n in enumerate(drops):
             if n > self._ring_drops[cpu]:
+                self.lost += n - self._ring_drops[cpu]
                 payload = _LOST.pack(L.ORIGIN_RINGBUF, 0, n - self._ring_drops[cpu])
                 self.bridge.submit(cpu, L.ORIGIN_BRIDGE, EVENT_LOST, payload)
                 self._ring_drops[cpu] = n
@@ -160,6 +181,34 @@ class BpfSources:
         for c in self.consumers:
             c.close()
         self.obj.cleanup()
+
+
+class RateLine:
+    """The periodic line: every ``interval`` seconds the events taken from BPF and lost
+    in the kernel since the previous line (counters are totals; the deltas are shown)."""
+
+    def __init__(self, interval: float, now: float) -> None:
+        self.interval = interval
+        self._at, self._events, self._lost = now, 0, 0
+
+    def due(self, now: float, events: int, lost: int, consumers: int) -> str | None:
+        """The line if ``interval`` has passed since the previous one, else None."""
+        elapsed = now - self._at
+        if elapsed < self.interval:
+            return None
+        n, k = events - self._events, lost - self._lost
+        self._at, self._events, self._lost = now, events, lost
+        rate = n / elapsed
+        rate_s = f"{rate:,.0f}" if rate >= 10 else f"{rate:.1f}"
+        plural = "" if consumers == 1 else "s"
+        return (
+            f"{n:,} events in {elapsed:.1f} s ({rate_s}/s), {k:,} lost in the kernel, "
+            f"{consumers} consumer{plural}"
+        )
+
+
+def _say(line: str) -> None:
+    print(f"ringtool bridge: {line}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -185,6 +234,8 @@ def _run(args: argparse.Namespace) -> int:
         online_cpus(), socket_path=args.socket, capacity=capacity, config_path=args.config
     )
     bridge.install_signal_handlers()
+    consumers = ConsumerLog()
+    bridge.on_attach = None if args.quiet else consumers.attached
     from ringtool.export.bridge_hook import bridge_hook
 
     hook = bridge_hook(args, bridge)  # --export/--metrics: taps bridge.submit
@@ -201,11 +252,21 @@ def _run(args: argparse.Namespace) -> int:
             flush=True,
         )
         end = time.monotonic() + args.duration if args.duration > 0 else None
+        quiet = args.quiet or not args.stats_interval
+        rate = None if quiet else RateLine(args.stats_interval, time.monotonic())
         while not bridge.stop_requested and (end is None or time.monotonic() < end):
             sources.pump(100)
             bridge.flush()
             while bridge.notes:  # CPU hotplug: a CPU given a buffer (announced to readers)
-                print(f"ringtool bridge: {bridge.notes.popleft()}", file=sys.stderr, flush=True)
+                _say(bridge.notes.popleft())
+            for line in consumers.poll():
+                _say(line)
+            if rate is not None:
+                stat = rate.due(
+                    time.monotonic(), sources.events, sources.lost, len(consumers.consumers)
+                )
+                if stat is not None:
+                    _say(stat)
             hook.flush()
             try:
                 if bridge.service():
@@ -219,6 +280,7 @@ def _run(args: argparse.Namespace) -> int:
         sources.close()
         hook.close(stats)  # the rest handed over and drained: every event counted
         bridge.close()
+        consumers.close()
     for cpu, s in stats.items():
         print(
             f"cpu {cpu}: {s['written']} events written, {s['dropped']} dropped, "

@@ -84,9 +84,19 @@ class AttachServer:
     refuses to start if another server answers there.
     """
 
-    def __init__(self, path: str, provide: Callable[[], AttachInfo], *, mode: int = 0o660) -> None:
+    def __init__(
+        self,
+        path: str,
+        provide: Callable[[], AttachInfo],
+        *,
+        mode: int = 0o660,
+        on_attach: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.path = path
         self._provide = provide
+        #: called (in the server thread, the connection still open) with the peer's
+        #: SO_PEERCRED pid and uid after each reply that carried descriptors
+        self._on_attach = on_attach
         self.served = 0
         self.refused = 0
         self.failed = 0  # handshakes that timed out, broke off or could not be answered
@@ -205,10 +215,7 @@ class AttachServer:
         except Exception:  # never a traceback, never the server's end; the client sees EOF
             self.failed += 1
 
-    def _allowed(self, conn: socket.socket) -> bool:
-        pid, uid, gid = _UCRED.unpack(
-            conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
-        )
+    def _allowed(self, pid: int, uid: int, gid: int) -> bool:
         if uid in (0, os.geteuid()) or gid == self._gid:
             return True
         return self._gid in _peer_groups(pid)
@@ -221,7 +228,10 @@ class AttachServer:
                 _send_line(conn, deadline, b'{"error": "expected ATTACH"}')
                 self.failed += 1
                 return
-            if not self._allowed(conn):
+            pid, uid, gid = _UCRED.unpack(
+                conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+            )
+            if not self._allowed(pid, uid, gid):
                 self.refused += 1
                 _send_line(
                     conn, deadline, b'{"error": "permission denied (root or the socket group)"}'
@@ -239,6 +249,8 @@ class AttachServer:
                 for fd in info.fds:
                     os.close(fd)
             self.served += 1
+            if self._on_attach is not None:
+                self._on_attach(pid, uid)
         except OSError:  # timed out, reset, or went away: its own problem
             self.failed += 1
 

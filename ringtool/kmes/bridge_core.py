@@ -129,6 +129,10 @@ class KmesBridge:
         #: called with every submitted event, in the submitting thread (``--export``:
         #: ringtool.export.bridge_hook); None: nothing extra
         self.tap: Callable[[int, int, int, bytes], None] | None = None
+        #: called by the attach server's thread with (pid, uid) of each consumer served
+        #: (``ringtool bridge``'s attach/detach lines: ringtool.kmes.consumers); set
+        #: before :meth:`start`
+        self.on_attach: Callable[[int, int], None] | None = None
 
     # -- input ---------------------------------------------------------------------------
     def submit(self, cpu: int, origin_class: int, event_type: int, payload: bytes) -> None:
@@ -187,7 +191,7 @@ class KmesBridge:
             self._boot = None
             self.capacity = capacity
         if self.socket_path is not None:
-            self._server = AttachServer(self.socket_path, self._provide)
+            self._server = AttachServer(self.socket_path, self._provide, on_attach=self.on_attach)
             self._server.start()
 
     def _provide(self) -> AttachInfo:
