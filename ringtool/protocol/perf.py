@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.errors import CorruptRecordError, RingSizeError, hexdump
+from ringtool.protocol.perf_backward import read_backward
 from ringtool.protocol.perf_layout import (
     BYTES,
     DATA_HEAD_OFF,
@@ -345,66 +346,55 @@ class PerfRing:
         return views, lambda: self.advance(end)
 
     def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
-        """Up to ``limit`` payloads decoded as ``dtype``; commits once. Each RUN is one
-        strided numpy copy; a payload longer than ``dtype`` is decoded from its first
-        ``itemsize`` bytes (the kernel pads raw data), a shorter one zero-filled."""
-        item = dtype.itemsize
-        segs, _start, end = self.spans(limit)
-        parts: list[np.ndarray[Any, Any]] = []
-        try:
-            for kind, _s, _e, off, cnt, stride, raw, payload in segs:
-                if kind == RUN and raw >= item:
-                    src = np.ndarray(
-                        (cnt,), dtype=dtype, buffer=self.data, offset=off + RAW_OFF,
-                        strides=(stride,),
-                    )  # fmt: skip
-                    parts.append(src.copy())
-                    del src
-                    continue
-                rows = np.zeros(cnt, dtype=dtype)
-                flat = rows.view(np.uint8).reshape(cnt, item)
-                m = min(raw, item)
-                for j in range(cnt):
-                    body = payload if kind == BYTES else self.data[
-                        off + RAW_OFF + j * stride : off + RAW_OFF + j * stride + m
-                    ]  # fmt: skip
-                    flat[j, :m] = np.frombuffer(body or b"", np.uint8, m)
-                parts.append(rows)
-        finally:
-            self.advance(end)
+        """Up to ``limit`` payloads decoded as ``dtype`` (see :meth:`batch`; the array
+        is the caller's own); commits once."""
+        parts, _start, end, _n = self.batch(dtype, limit, copy=True)
+        self.advance(end)
         if not parts:
             return np.empty(0, dtype=dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    # --- overwrite (write_backward) mode ---------------------------------------------
+    def batch(
+        self, dtype: np.dtype[Any], limit: int, *, copy: bool
+    ) -> tuple[list[np.ndarray[Any, Any]], int, int, int]:
+        """Up to ``limit`` payloads as ``dtype`` arrays, one per segment; returns
+        ``(arrays, start position, position after them, samples)``. Commits nothing
+        (LOST/unknown records are accounted, see :meth:`spans`).
+
+        A RUN whose raw size is at least ``dtype.itemsize`` (the kernel pads raw data,
+        so a payload may be longer than the dtype: its first ``itemsize`` bytes are
+        decoded) is one strided ``dtype`` view of the data area: copied by numpy in one
+        step with ``copy``, else handed out as the view itself (valid until the
+        position after it is committed: the kernel reuses that space). A record that
+        wraps the single-mapped ring, or a shorter run (zero-filled), is always a copy.
+        """
+        item = dtype.itemsize
+        segs, start, end = self.spans(limit)
+        data = self.data
+        parts: list[np.ndarray[Any, Any]] = []
+        n = 0
+        for kind, _s, _e, off, cnt, stride, raw, payload in segs:
+            n += cnt
+            first = off + RAW_OFF
+            if kind == RUN and raw >= item:
+                # a slice of its own (not an export of self.data): an array kept past
+                # the lease never blocks release() of the ring's views
+                window = data[first : first + (cnt - 1) * stride + item]
+                src = np.ndarray((cnt,), dtype=dtype, buffer=window, strides=(stride,))
+                parts.append(src.copy() if copy else src)
+                del src, window
+                continue
+            rows = np.zeros(cnt, dtype=dtype)
+            flat = rows.view(np.uint8).reshape(cnt, item)
+            m = min(raw, item)
+            for j in range(cnt):
+                at = first + j * stride
+                body = payload if kind == BYTES else data[at : at + m]
+                flat[j, :m] = np.frombuffer(body or b"", np.uint8, m)
+            parts.append(rows)
+        return parts, start, end, n
 
     def read_backward(self) -> list[bytes]:
-        """The payloads in a *paused* write_backward ring, oldest first.
-
-        The kernel writes records downwards: ``data_head`` is the newest record and
-        older ones follow it. Walk up from ``data_head`` until a zero header (never
-        written) or a whole ring's worth; a record that would cross the ring's end
-        was partly overwritten and is dropped (tools/perf backward_rb_find_range).
-        Other records (LOST after a pause, ...) are skipped, not counted: nothing is
-        consumed here, so the next snapshot sees them again.
-        """
-        head = self.page.data_head  # acquire (see module doc)
-        pos = head
-        out: list[bytes] = []
-        while pos - head < self.size:
-            hdr = self.read_bytes(pos, HEADER_SIZE)
-            typ = int.from_bytes(hdr[0:4], "little")
-            rsize = int.from_bytes(hdr[6:8], "little")
-            if rsize == 0:
-                break
-            if rsize < HEADER_SIZE or rsize & 7:
-                raise self.corrupt(f"record size {rsize} in overwrite ring", pos)
-            if pos + rsize - head > self.size:
-                break  # its start was overwritten by newer data
-            if typ == PERF_RECORD_SAMPLE and rsize >= 16:
-                body = self.read_bytes(pos, rsize)
-                raw = min(int.from_bytes(body[8:12], "little"), rsize - RAW_OFF)
-                out.append(body[RAW_OFF : RAW_OFF + raw])
-            pos += rsize
-        out.reverse()
-        return out
+        """The payloads of a *paused* write_backward ring, oldest first
+        (:func:`ringtool.protocol.perf_backward.read_backward`)."""
+        return read_backward(self)

@@ -29,8 +29,9 @@ delivered **exactly once**, in ring order, whatever the caller does:
   *even if it raises* (the block had them all; what it did with them is its own
   business), or only the first ``n`` with ``lease.release(n)`` -- the rest are
   delivered again. A lease dropped unreleased is released (all) when collected.
-  ``RingBuffer.lease_batch(dtype)`` is the same with numpy arrays that are views of
-  the ring instead of memoryviews (counts in records); an array kept past the release
+  ``lease_batch(dtype)`` is the same with numpy arrays that are views of the ring
+  instead of memoryviews (counts in records; a perf record that wraps the ring's end
+  is a copy, as is a record shorter than the dtype); an array kept past the release
   is not revoked: it shows whatever the producer writes there next.
 * **read_batch**: the array's records are committed before it is returned.
 
@@ -77,7 +78,14 @@ from ringtool.errors import ConsumerStateError, CorruptRecordError
 from ringtool.readers.args import UNLIMITED, check_dtype, check_limit, check_timeout
 from ringtool.readers.checkout import Checkout, Group
 from ringtool.readers.poller import Poller
-from ringtool.readers.record import COUNT_CAP, READ_CHUNK, Lease, LeasePart, Record
+from ringtool.readers.record import (
+    COUNT_CAP,
+    READ_CHUNK,
+    BatchLease,
+    Lease,
+    LeasePart,
+    Record,
+)
 from ringtool.readers.ring import Ring
 
 __all__ = ["MultiRingConsumer", "Ring"]
@@ -296,6 +304,29 @@ class MultiRingConsumer:
             return part, len(v)
 
         return Lease(views, rings, self._take_lease(lim, take), self._unlease)
+
+    def lease_batch(self, dtype: Any, limit: int | None = None) -> BatchLease:
+        """The available fixed-size records of all rings as numpy arrays of ``dtype``
+        that are views of the mapped rings where the ring's layout allows it (no copy;
+        see :class:`BatchLease`), committed once per ring when the lease is released,
+        as :meth:`lease` (the same lock and release rules; counts in records)."""
+        self._check_open()
+        dt = check_dtype(dtype)
+        arrays: list[np.ndarray[Any, Any]] = []
+        array_rings: list[int] = []
+        records = 0
+
+        def take(ring: Ring, room: int) -> tuple[LeasePart, int]:
+            nonlocal records
+            got, start, end, n = ring.view_batch(dt, room)
+            part = (ring, start, end, records, n)
+            arrays.extend(got)
+            array_rings.extend([ring.index] * len(got))
+            records += n
+            return part, n
+
+        parts = self._take_lease(check_limit("limit", limit), take)
+        return BatchLease(arrays, array_rings, records, parts, self._unlease)
 
     def _take_lease(
         self, limit: int, take: Callable[[Ring, int], tuple[LeasePart, int]]

@@ -33,8 +33,6 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
 from ringtool.errors import (
     ArgumentError,
     BufferIndexError,
@@ -50,14 +48,15 @@ from ringtool.kernel.hotplug import OnlineWatcher
 from ringtool.protocol.perf import PerfRing
 from ringtool.readers.args import UNLIMITED, check_callable, is_int, map_fd_of
 from ringtool.readers.consumer import MultiRingConsumer
+from ringtool.readers.perf_ring import PerfCpuRing, SampleCallback
 
-SampleCallback = Callable[[int, memoryview], Any]
 LostCallback = Callable[[int, int], Any]
 PAGE_SIZE = perf_event.PAGE_SIZE
 
 
-class PerfCpuBuffer:
-    """One CPU's perf ring, mapped into this process; implements the consumer ``Ring``.
+class PerfCpuBuffer(PerfCpuRing):
+    """One CPU's perf ring, mapped into this process; implements the consumer ``Ring``
+    (:class:`~ringtool.readers.perf_ring.PerfCpuRing`).
 
     ``index`` is its position in :attr:`PerfBuffer.buffers`, ``cpu`` the CPU it serves,
     ``fd`` the perf event fd (also stored in the map at key ``cpu``).
@@ -73,62 +72,17 @@ class PerfCpuBuffer:
         attr: perf_event.PerfEventAttr,
         overwrite: bool,
     ) -> None:
-        self.index = index
-        self.cpu: int | None = cpu  # always set for a perf buffer (Ring allows None)
-        self.overwrite = overwrite
-        self._sample_cb = sample_cb
-        self._closed = False
-        self.fd = perf_event.perf_event_open(attr, pid=-1, cpu=cpu)
+        fd = perf_event.perf_event_open(attr, pid=-1, cpu=cpu)
         try:
-            self._mm = perf_event.map_ring(self.fd, page_cnt, writable=not overwrite)
+            self._mm = perf_event.map_ring(fd, page_cnt, writable=not overwrite)
         except BaseException:
-            os.close(self.fd)
+            os.close(fd)
             raise
         view = memoryview(self._mm)
-        self.ring = PerfRing(view[:PAGE_SIZE], view[PAGE_SIZE:], cpu=cpu, index=index)
+        ring = PerfRing(view[:PAGE_SIZE], view[PAGE_SIZE:], cpu=cpu, index=index)
         view.release()
-        self.ring.lost_cb = lost_cb
-
-    def fileno(self) -> int:
-        return self.fd
-
-    def _check_mode(self) -> None:
-        if self._closed:
-            raise ConsumerStateError(f"perf buffer of cpu {self.cpu} is closed")
-        if self.overwrite:
-            raise ConsumerStateError(
-                "PerfBuffer(overwrite=True) is a flight recorder: read it with snapshot()"
-            )
-
-    def drain(self, limit: int) -> tuple[int, int]:
-        self._check_mode()
-        if self._sample_cb is None:
-            raise ConsumerStateError("PerfBuffer has no sample_cb: use read()/lease()")
-        return self.ring.drain(self._sample_cb, limit)
-
-    def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]:
-        self._check_mode()
-        return self.ring.copy_pending(limit)
-
-    def copy_out(self, limit: int) -> list[bytes]:
-        """Copy out and commit up to ``limit`` samples (for ring-level readers such as
-        :func:`ringtool.merge.ring_source`; don't mix with the consumer's styles)."""
-        self._check_mode()
-        return self.ring.copy_out(limit)
-
-    def views(self, limit: int) -> tuple[list[memoryview], int, int]:
-        self._check_mode()
-        return self.ring.views(limit)
-
-    def position_after(self, start: int, n: int) -> int:
-        return self.ring.position_after(start, n)
-
-    def advance(self, pos: int) -> None:
-        self.ring.advance(pos)  # release store of data_tail (see protocol.perf)
-
-    def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
-        self._check_mode()
-        return self.ring.read_batch(dtype, limit)
+        ring.lost_cb = lost_cb
+        super().__init__(index, cpu, ring, fd, sample_cb, overwrite=overwrite)
 
     def snapshot(self) -> list[bytes]:
         """Pause output, copy the newest records (oldest first), resume."""
@@ -141,8 +95,7 @@ class PerfCpuBuffer:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        self.ring.release()
+        super().close()
         with contextlib.suppress(BufferError):  # a view is still exported (kept lease)
             self._mm.close()
         os.close(self.fd)

@@ -145,12 +145,15 @@ class Lease:
 
 class BatchLease(Lease):
     """Zero-copy numpy arrays of delivered-but-not-yet-committed records
-    (:meth:`RingBuffer.lease_batch <ringtool.readers.ringbuf.RingBuffer.lease_batch>`).
+    (:meth:`lease_batch <ringtool.readers.consumer.MultiRingConsumer.lease_batch>` of
+    RingBuffer and PerfBuffer).
 
     ``arrays[i]`` holds a run of records of ring ``array_rings[i]`` (ring order, then
     record order): a run of records of exactly the dtype's size is a strided view
-    straight into the mapped ring (one that wraps is contiguous thanks to the double
-    mapping); a record of another size is a copy (cut or zero-filled, as
+    straight into the mapped ring (RINGBUF: one that wraps is contiguous thanks to the
+    double mapping; perf: a payload longer than the dtype, padded by the kernel, is a
+    view of its first bytes, and a record that wraps the single-mapped ring is a
+    reassembled copy); a record of another size is a copy (cut or zero-filled, as
     ``read_batch``). Counts (``len``, ``release(n)``) are in records, over all arrays
     in order; commits and the lock work as for :class:`Lease`. After the release the
     lease drops its arrays, but numpy cannot revoke a view: an array the caller still

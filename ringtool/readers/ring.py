@@ -43,6 +43,14 @@ class Ring(Protocol):
         """Views of up to ``limit`` records, start and end positions. Commits nothing."""
         ...
 
+    def view_batch(
+        self, dtype: np.dtype[Any], limit: int
+    ) -> tuple[list[np.ndarray[Any, Any]], int, int, int]:
+        """Up to ``limit`` records as ``dtype`` arrays (views of the ring where the
+        layout allows, else copies), start and end positions, records. Commits
+        nothing."""
+        ...
+
     def position_after(self, start: int, n: int) -> int:
         """The position just past the first ``n`` records delivered from ``start``."""
         ...

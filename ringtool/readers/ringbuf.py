@@ -30,9 +30,8 @@ from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
 from ringtool.protocol.ringbuf import RingState
-from ringtool.readers.args import check_callable, check_dtype, check_limit, map_fd_of
-from ringtool.readers.consumer import MultiRingConsumer, Ring
-from ringtool.readers.record import BatchLease, LeasePart
+from ringtool.readers.args import check_callable, map_fd_of
+from ringtool.readers.consumer import MultiRingConsumer
 
 SampleCallback = Callable[[memoryview], Any]
 
@@ -266,31 +265,6 @@ class RingBuffer(MultiRingConsumer):
     @property
     def ring_cnt(self) -> int:
         return len(self._mapped)
-
-    def lease_batch(self, dtype: Any, limit: int | None = None) -> BatchLease:
-        """The available fixed-size records of all rings as numpy arrays of ``dtype``
-        that are views of the mapped rings (no copy), committed once per ring when the
-        returned :class:`BatchLease` is released: all of them when its ``with`` block
-        exits (also when it raises), or the first ``n`` with ``release(n)``. Holds the
-        consumer lock until then, as :meth:`lease` does."""
-        self._check_open()
-        dt = check_dtype(dtype)
-        lim = check_limit("limit", limit)
-        arrays: list[np.ndarray[Any, Any]] = []
-        array_rings: list[int] = []
-        records = 0
-
-        def take(ring: Ring, room: int) -> tuple[LeasePart, int]:
-            nonlocal records
-            got, start, end, n = self._mapped[ring.index].view_batch(dt, room)
-            part = (ring, start, end, records, n)
-            arrays.extend(got)
-            array_rings.extend([ring.index] * len(got))
-            records += n
-            return part, n
-
-        parts = self._take_lease(lim, take)
-        return BatchLease(arrays, array_rings, records, parts, self._unlease)
 
     def dropped(self) -> list[int]:
         """Failed reservations per CPU, summed over the rings that count them."""
