@@ -8,8 +8,10 @@ Blocks (pcapng draft, IETF opsawg-pcapng; little-endian as written here):
   link type 1 (Ethernet), snaplen, options ``if_name`` (2) and ``if_tsresol`` (9) = 9
   (timestamps in nanoseconds);
 * Enhanced Packet Block (6): interface id, timestamp high/low (ns since the epoch),
-  captured and original length, data padded to 4, option ``opt_comment`` (1) with
-  the process/CPU where known.
+  captured and original length, data padded to 4, options ``opt_comment`` (1) with
+  the process/CPU where known and ``epb_flags`` (2), a u32 whose bits 0-1 are the
+  direction: 01 inbound, 10 outbound, 00 not known (tshark's
+  ``frame.packet_flags_direction``).
 
 Every block is ``type, total length, body, total length``; options are
 ``code (u16), length (u16), value padded to 4``, ended by ``opt_endofopt`` (0).
@@ -32,6 +34,10 @@ OPT_ENDOFOPT = 0
 OPT_COMMENT = 1
 IF_NAME = 2
 IF_TSRESOL = 9
+EPB_FLAGS = 2
+#: epb_flags bits 0-1 (the direction)
+FLAG_INBOUND = 0b01
+FLAG_OUTBOUND = 0b10
 
 
 def _pad4(data: bytes) -> bytes:
@@ -72,18 +78,29 @@ class PcapngWriter:
         return idx
 
     def write_packet(
-        self, data: bytes, orig_len: int, ts_ns: int, *, ifname: str = "eth", comment: str = ""
+        self,
+        data: bytes,
+        orig_len: int,
+        ts_ns: int,
+        *,
+        ifname: str = "eth",
+        comment: str = "",
+        inbound: bool | None = None,
     ) -> None:
-        """One Ethernet frame (its first bytes) seen at ``ts_ns`` (CLOCK_REALTIME ns)."""
+        """One Ethernet frame (its first bytes) seen at ``ts_ns`` (CLOCK_REALTIME ns);
+        ``inbound``: received (True) or sent (False) on ``ifname``, None: not known."""
         iface = self._iface(ifname)
         head = struct.pack(
             "<IIIII", iface, (ts_ns >> 32) & 0xFFFFFFFF, ts_ns & 0xFFFFFFFF, len(data),
             max(orig_len, len(data)),
         )  # fmt: skip
-        opts = _options(
-            [(OPT_COMMENT, comment.encode("utf-8", "backslashreplace"))] if comment else []
-        )
-        self.stream.write(_block(EPB, head + _pad4(bytes(data)) + opts))
+        opts: list[tuple[int, bytes]] = []
+        if comment:
+            opts.append((OPT_COMMENT, comment.encode("utf-8", "backslashreplace")))
+        if inbound is not None:
+            flags = FLAG_INBOUND if inbound else FLAG_OUTBOUND
+            opts.append((EPB_FLAGS, struct.pack("<I", flags)))
+        self.stream.write(_block(EPB, head + _pad4(bytes(data)) + _options(opts)))
 
     def close(self) -> None:
         self.stream.close()
@@ -96,6 +113,7 @@ class Packet:
     data: bytes
     orig_len: int
     comment: str
+    inbound: bool | None = None  # epb_flags direction; None: not given
 
 
 def _parse_options(raw: bytes, where: int) -> dict[int, bytes]:
@@ -124,6 +142,14 @@ def _ts_ns(ts: int, resol: int) -> int:
         return ts * 1_000_000_000 >> (resol & 0x7F)
     unit: int = 10**resol
     return ts * 1_000_000_000 // unit
+
+
+def _direction(opts: dict[int, bytes]) -> bool | None:
+    raw = opts.get(EPB_FLAGS)
+    if raw is None or len(raw) != 4:
+        return None
+    bits = struct.unpack("<I", raw)[0] & 0b11
+    return True if bits == FLAG_INBOUND else False if bits == FLAG_OUTBOUND else None
 
 
 def read_pcapng(data: bytes) -> list[Packet]:
@@ -162,7 +188,9 @@ def read_pcapng(data: bytes) -> list[Packet]:
             opts = _parse_options(body[20 + cap + (-cap % 4) :], off)
             ts = _ts_ns((hi << 32) | lo, resol[iface])
             comment = _text(opts.get(OPT_COMMENT, b""))
-            packets.append(Packet(names[iface], ts, body[20 : 20 + cap], orig, comment))
+            packets.append(
+                Packet(names[iface], ts, body[20 : 20 + cap], orig, comment, _direction(opts))
+            )
         off += total
     return packets
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -25,7 +24,7 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
-from ringtool.errors import RingtoolError, UsageError
+from ringtool.errors import RingtoolError
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.trace.events import Decoder, Event
 from ringtool.trace.layout import load_layout
@@ -269,13 +268,6 @@ def decoder_net(decoder: Decoder, raw: list[tuple[int, bytes]]) -> list[Event]:
     return decoder.decode_net(raw) if raw else []
 
 
-def _packet_comment(ev: Event) -> str:
-    """What is known of where a packet came from: CPU, direction, and the process
-    when the hook ran in one (pid 0: softirq / not known)."""
-    who = f" pid={ev['pid']} comm={printable(ev['comm'])}" if ev["pid"] else ""
-    return f"cpu={ev['cpu']} {ev['dir']}{who}"
-
-
 class _Extras:
     """Optional sinks: ``--pcap`` (net packets) and ``--kmes`` (every record), opened
     before the sources load. A ``--pcap`` that cannot be created or written is a
@@ -287,7 +279,6 @@ class _Extras:
         self.kmes: Any = None
         self.hook: Any = None
         self.pcap_path = cfg.pcap
-        self._ifnames: dict[int, str] = {}
         try:
             self._open(cfg, snaplen)
         except BaseException:
@@ -300,30 +291,18 @@ class _Extras:
 
             self.hook = TraceHook(cfg.export, self.decoder, possible_cpu_count())
         if cfg.pcap is not None:
-            self.pcap = _open_pcap(cfg.pcap, snaplen)
+            from ringtool.trace.pcap_sink import NetCapture
+
+            self.pcap = NetCapture.open(cfg.pcap, snaplen)
         if cfg.kmes is not None:
             from ringtool.trace.kmes_sink import KmesSink
 
             self.kmes = KmesSink(cfg.kmes)
 
-    def _ifname(self, index: int) -> str:
-        name = self._ifnames.get(index)
-        if name is None:
-            try:
-                name = socket.if_indextoname(index)
-            except OSError:
-                name = f"if{index}"
-            self._ifnames[index] = name
-        return name
-
     def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         if self.pcap is not None and net:
             try:
-                for ev in net:
-                    self.pcap.write_packet(
-                        ev["payload"], ev["len"], ev["ts_ns"], ifname=self._ifname(ev["ifindex"]),
-                        comment=_packet_comment(ev),
-                    )  # fmt: skip
+                self.pcap.write(net)  # ringtool.trace.pcap_sink: direction, loopback once
             except OSError as exc:
                 raise RingtoolError(f"--pcap {self.pcap_path}: {exc.strerror}") from None
         if self.kmes is not None:
@@ -353,25 +332,6 @@ class _Extras:
                     pcap.close()
                 except OSError as exc:
                     raise RingtoolError(f"--pcap {self.pcap_path}: {exc.strerror}") from None
-
-
-def _open_pcap(path: Path, snaplen: int) -> Any:
-    """A PcapngWriter on ``path`` whose section header is already on disk (so a file
-    that cannot be written, like /dev/full, is refused before tracing starts)."""
-    from ringtool.trace.pcapng import PcapngWriter
-
-    try:
-        f = open(path, "wb")  # noqa: SIM115  # owned by the writer
-    except OSError as exc:
-        raise UsageError(f"--pcap {path}: {exc.strerror}") from None
-    try:
-        writer = PcapngWriter(f, snaplen=snaplen)
-        f.flush()
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            f.close()
-        raise UsageError(f"--pcap {path}: {exc.strerror}") from None
-    return writer
 
 
 __all__ = ["BATCH", "RunConfig", "make_output", "run_trace"]

@@ -85,6 +85,7 @@ def test_net_capture_to_pcapng(veth: str, tmp_path: Path) -> None:
     assert [p.data for p in packets] == [f[:SNAPLEN] for f in frames]
     assert [p.orig_len for p in packets] == [len(f) for f in frames]
     assert all(p.ifname == veth and p.comment.startswith("cpu=") for p in packets)
+    assert all(p.inbound is False for p in packets)  # sent on veth: egress, epb_flags outbound
     assert abs(packets[0].ts_ns / 1e9 - time.time()) < 60
     fields = ["-T", "fields", "-e", "udp.dstport", "-e", "tcp.dstport"]
     tshark = subprocess.run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.errors import PcapngFormatError
+from ringtool.trace.pcap_sink import NetCapture, is_loopback
 from ringtool.trace.pcapng import Packet, PcapngWriter, read_pcapng
 
 FRAMES = [
@@ -95,19 +97,72 @@ def _read_or_format_error(data: bytes) -> None:
 @settings(max_examples=100, deadline=None)
 @given(
     frames=st.lists(
-        st.tuples(st.binary(max_size=100), st.integers(0, 2**63 - 1), st.text(max_size=20)),
+        st.tuples(
+            st.binary(max_size=100),
+            st.integers(0, 2**63 - 1),
+            st.text(max_size=20),
+            st.sampled_from([None, True, False]),
+        ),
         max_size=5,
     ),
     ifname=st.text(min_size=1, max_size=15),
 )
-def test_any_written_file_round_trips(frames: list[tuple[bytes, int, str]], ifname: str) -> None:
+def test_any_written_file_round_trips(
+    frames: list[tuple[bytes, int, str, bool | None]], ifname: str
+) -> None:
     buf = io.BytesIO()
     w = PcapngWriter(buf)  # type: ignore[arg-type]
-    for data, ts, comment in frames:
-        w.write_packet(data, len(data), ts, ifname=ifname, comment=comment)
+    for data, ts, comment, inbound in frames:
+        w.write_packet(data, len(data), ts, ifname=ifname, comment=comment, inbound=inbound)
     pkts = read_pcapng(buf.getvalue())
+    assert [p.inbound for p in pkts] == [f[3] for f in frames]
     want = ifname.encode("utf-8", "backslashreplace").decode("utf-8", "backslashreplace")
-    assert [(p.data, p.ts_ns, p.ifname) for p in pkts] == [(d, t, want) for d, t, _ in frames]
+    assert [(p.data, p.ts_ns, p.ifname) for p in pkts] == [(f[0], f[1], want) for f in frames]
     assert [p.comment for p in pkts] == [
-        c.encode("utf-8", "backslashreplace").decode() for _, _, c in frames
+        f[2].encode("utf-8", "backslashreplace").decode() for f in frames
     ]
+
+
+def _directions(path: Path) -> list[str]:
+    res = subprocess.run(
+        ["tshark", "-r", str(path), "-T", "fields", "-e", "frame.packet_flags_direction"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    return res.stdout.split("\n")[:-1]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+def test_tshark_reads_the_direction_flags(tmp_path: Path) -> None:
+    path = tmp_path / "dir.pcapng"
+    with open(path, "wb") as f:
+        w = PcapngWriter(f, snaplen=96)
+        for i, inbound in enumerate((True, False, None)):
+            w.write_packet(FRAMES[0][0], 60, FRAMES[0][2] + i, ifname="lo", inbound=inbound)
+        w.close()
+    # 0x1 inbound, 0x2 outbound; no epb_flags option: no value
+    assert _directions(path) == ["0x00000001", "0x00000002", ""]
+
+
+def _net_event(ifindex: int, direction: str, pid: int = 0) -> dict[str, object]:
+    return {
+        "ifindex": ifindex, "dir": direction, "payload": FRAMES[0][0], "len": 60,
+        "ts_ns": FRAMES[0][2], "cpu": 1, "pid": pid, "comm": "cu\x1b[2Jrl" if pid else "",
+    }  # fmt: skip
+
+
+def test_net_capture_keeps_one_copy_on_loopback(tmp_path: Path) -> None:
+    lo = socket.if_nametoindex("lo")
+    assert is_loopback("lo")
+    missing = 1 + max(i for i, _ in socket.if_nameindex())  # no such interface: not loopback
+    cap = NetCapture.open(tmp_path / "c.pcapng", 96)
+    cap.write([_net_event(lo, "egress", pid=42), _net_event(lo, "ingress")])
+    cap.write([_net_event(missing, "egress"), _net_event(missing, "ingress", pid=7)])
+    cap.close()
+    pkts = read_pcapng((tmp_path / "c.pcapng").read_bytes())
+    assert [(p.ifname, p.inbound) for p in pkts] == [
+        ("lo", True), (f"if{missing}", False), (f"if{missing}", True),
+    ]  # fmt: skip
+    assert cap.loopback_skipped == 1
+    assert [p.comment for p in pkts] == [
+        "cpu=1 ingress", "cpu=1 egress", "cpu=1 ingress pid=7 comm=cu\\x1b[2Jrl",
+    ]  # fmt: skip

@@ -1,0 +1,100 @@
+"""``ringtool trace --pcap FILE``: the net source's packets as pcapng, as tshark expects.
+
+Each packet is an Enhanced Packet Block on its interface (name from the ifindex), with
+its direction in ``epb_flags`` (ingress: inbound, egress: outbound) and a comment with
+what else is known: the CPU, the direction, and the process when the TC hook ran in
+one (pid 0: softirq, not known).
+
+Loopback: a packet sent on a loopback device passes its egress hook and then, as the
+same frame, its ingress hook. Both are real events (the JSON/columns/TUI outputs show
+both), but a capture file with both copies makes every TCP segment look retransmitted.
+So, as libpcap does for ``tcpdump -i lo``, the file keeps only the ingress copy of a
+loopback device's packets (:attr:`NetCapture.loopback_skipped` counts the others).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ringtool.errors import UsageError
+from ringtool.trace.pcapng import PcapngWriter
+from ringtool.trace.safe_text import printable
+
+#: ``IFF_LOOPBACK`` of ``/sys/class/net/IF/flags`` (linux/if.h).
+IFF_LOOPBACK = 0x8
+
+
+def is_loopback(ifname: str) -> bool:
+    """Whether ``ifname`` has IFF_LOOPBACK set (False if it cannot be read)."""
+    try:
+        flags = Path("/sys/class/net", ifname, "flags").read_text()
+        return bool(int(flags, 16) & IFF_LOOPBACK)
+    except (OSError, ValueError):
+        return False
+
+
+def packet_comment(ev: Mapping[str, Any]) -> str:
+    """What is known of where a packet came from: CPU, direction, and the process when
+    the hook ran in one (pid 0: softirq / not known)."""
+    who = f" pid={ev['pid']} comm={printable(ev['comm'])}" if ev["pid"] else ""
+    return f"cpu={ev['cpu']} {ev['dir']}{who}"
+
+
+class NetCapture:
+    """Net events -> a pcapng file (see the module doc). :meth:`open` refuses a file
+    that cannot be written before tracing starts; :meth:`write` raises OSError."""
+
+    def __init__(self, writer: PcapngWriter) -> None:
+        self.writer = writer
+        self._ifaces: dict[int, tuple[str, bool]] = {}  # ifindex -> (name, loopback)
+        self.loopback_skipped = 0
+
+    @classmethod
+    def open(cls, path: Path, snaplen: int) -> NetCapture:
+        """A capture on ``path`` whose section header is already on disk (so a file
+        that cannot be written, like /dev/full, is a UsageError naming --pcap)."""
+        try:
+            f = open(path, "wb")  # noqa: SIM115  # owned by the writer
+        except OSError as exc:
+            raise UsageError(f"--pcap {path}: {exc.strerror}") from None
+        try:
+            writer = PcapngWriter(f, snaplen=snaplen)
+            f.flush()
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                f.close()
+            raise UsageError(f"--pcap {path}: {exc.strerror}") from None
+        return cls(writer)
+
+    def _iface(self, index: int) -> tuple[str, bool]:
+        known = self._ifaces.get(index)
+        if known is None:
+            try:
+                name = socket.if_indextoname(index)
+            except OSError:
+                name = f"if{index}"
+            known = self._ifaces[index] = (name, is_loopback(name))
+        return known
+
+    def write(self, events: Iterable[Mapping[str, Any]]) -> None:
+        """Write the net events' packets (ingress only on a loopback device)."""
+        for ev in events:
+            name, loopback = self._iface(ev["ifindex"])
+            inbound = ev["dir"] == "ingress"
+            if loopback and not inbound:
+                self.loopback_skipped += 1
+                continue
+            self.writer.write_packet(
+                ev["payload"], ev["len"], ev["ts_ns"], ifname=name,
+                comment=packet_comment(ev), inbound=inbound,
+            )  # fmt: skip
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+__all__ = ["IFF_LOOPBACK", "NetCapture", "is_loopback", "packet_comment"]
