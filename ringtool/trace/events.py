@@ -19,33 +19,28 @@ Strings (``comm``, paths, names) are the process's bytes: UTF-8 where they are, 
 control characters and escape sequences: show them on a terminal only through
 :func:`ringtool.trace.safe_text.printable`.
 
-Columns are pulled out of a batch once (``tolist()``), so a batch costs one numpy
-conversion per field plus one dict per record.
+Which record column each field comes from is :mod:`ringtool.trace.fields` (the one
+spec every output follows); a batch is decoded a column at a time
+(:mod:`ringtool.trace.batch`), so it costs a few numpy operations per field plus one
+dict per record.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from ringtool.trace import batch
+from ringtool.trace.batch import cstr
+from ringtool.trace.fields import Field, fields_of
 from ringtool.trace.layout import TraceLayout
 
 Event = dict[str, Any]
-#: What :meth:`Decoder.rows` yields: type, ts, cpu, pid, tid, comm, type-specific fields.
-Row = tuple[str, float, int, int, int, str, list[tuple[str, Any]]]
 PROTOS = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmp6"}
-
-
-def cstr(raw: bytes) -> str:
-    """A C string field: up to the first NUL (the kernel leaves stale bytes after it
-    in a reserved, unzeroed record), decoded as UTF-8 with every byte that is not
-    UTF-8 written as ``\\xNN`` (``backslashreplace``): nothing is lost, and the text
-    is always valid Unicode (JSON-safe, no surrogates)."""
-    return raw.split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
 
 
 class Decoder:
@@ -74,50 +69,22 @@ class Decoder:
     def wall(self, ts_ns: int) -> float:
         return (ts_ns + self.offset_ns) / 1e9
 
-    def rows(self, arr: np.ndarray[Any, Any]) -> Iterator[Row]:
-        """Per record: ``(type name, ts, cpu, pid, tid, comm, fields)`` where ``fields``
-        are the type-specific ``(key, value)`` pairs (see :meth:`fields`)."""
-        if len(arr) == 0:
-            return
-        h = arr["h"]
-        ts = ((h["ts"].astype(np.int64) + self.offset_ns) / 1e9).tolist()
-        cols = zip(
-            h["type"].tolist(), ts, h["cpu"].tolist(), h["pid"].tolist(), h["tid"].tolist(),
-            h["comm"].tolist(), arr["value"].tolist(), arr["ppid"].tolist(),
-            arr["ret"].tolist(), arr["aux"].tolist(), arr["data"].tolist(), strict=True,
-        )  # fmt: skip
-        types = self.types
-        fields = self.fields
-        for typ, t, cpu, pid, tid, comm, value, ppid, ret, aux, data in cols:
-            name = types.get(typ, str(typ))
-            yield name, t, cpu, pid, tid, cstr(comm), fields(name, value, ppid, ret, aux, data)
-
-    def fields(
-        self, name: str, value: int, ppid: int, ret: int, aux: int, data: bytes
-    ) -> list[tuple[str, Any]]:
-        """The type-specific part of an event, in output order (the one place that
-        says which record field means what for each type)."""
-        if name == "open":
-            return [("path", cstr(data)), ("flags", value), ("ret", ret)]
-        if name == "exec":
-            return [("filename", cstr(data)), ("ppid", ppid)]
-        if name == "exit":
-            return [("exit_code", (value >> 8) & 0xFF if aux else None), ("ppid", ppid)]
-        if name == "fork":
-            return [("child_pid", aux), ("child_comm", cstr(data)), ("ppid", ppid)]
-        if name == "syscall":
-            return [("syscall", self.syscall_name(aux)), ("nr", aux),
-                    ("latency_us", round(value / 1000, 1)), ("ret", ret)]  # fmt: skip
-        return []
+    def values(self, rec: np.ndarray[Any, Any], f: Field) -> list[Any]:
+        """Field ``f`` (:mod:`ringtool.trace.fields`) of every record of ``rec``."""
+        return batch.values(rec, f, self.offset_ns, self.syscall_name)
 
     def decode(self, arr: np.ndarray[Any, Any]) -> list[Event]:
         """Event dicts of a ``struct trace_event`` array, in array order."""
-        out: list[Event] = []
-        for name, t, cpu, pid, tid, comm, fields in self.rows(arr):
-            ev: Event = {"type": name, "ts": t, "cpu": cpu, "pid": pid, "tid": tid,
-                         "comm": comm}  # fmt: skip
-            ev.update(fields)
-            out.append(ev)
+        out: list[Any] = [None] * len(arr)
+        for g in batch.by_type(arr, self.types):
+            fields = fields_of(g.name)
+            keys = ("type", *(f.key for f in fields))
+            cols = [[g.name] * len(g.rec), *(self.values(g.rec, f) for f in fields)]
+            events = [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
+            if g.positions is None:
+                return events
+            for i, ev in zip(g.positions.tolist(), events, strict=True):
+                out[i] = ev
         return out
 
     def decode_net(self, samples: list[tuple[int, bytes]]) -> list[Event]:
@@ -158,29 +125,64 @@ def addr(family: int, raw: bytes) -> str:
     return ""
 
 
+Columns = Mapping[str, list[Any]]
+
+
+def _rest_exec(c: Columns) -> list[str]:
+    return [f" ppid={p}" for p in c["ppid"]]
+
+
+def _rest_open(c: Columns) -> list[str]:
+    return [f" = {r}" for r in c["ret"]]
+
+
+def _rest_exit(c: Columns) -> list[str]:
+    return [f"code={'?' if x is None else x} ppid={p}"
+            for x, p in zip(c["exit_code"], c["ppid"], strict=True)]  # fmt: skip
+
+
+def _rest_fork(c: Columns) -> list[str]:
+    return [f"child={p} ({n})" for p, n in zip(c["child_pid"], c["child_comm"], strict=True)]
+
+
+def _rest_syscall(c: Columns) -> list[str]:
+    return [f"{s} {lat / 1000:.1f} ms = {r}"
+            for s, lat, r in zip(c["syscall"], c["latency_us"], c["ret"], strict=True)]  # fmt: skip
+
+
+def _rest_net(c: Columns) -> list[str]:
+    return [
+        f"{d[:3]} {proto} {src}:{sport} > {dst}:{dport} len={n}"
+        for d, proto, src, sport, dst, dport, n in zip(
+            c["dir"], c["proto"], c["src"], c["sport"], c["dst"], c["dport"], c["len"],
+            strict=True,
+        )
+    ]  # fmt: skip
+
+
+#: Per type: the key of its file name (None: no file name) and the rest of its detail,
+#: built from columns of field values (one list per key) so that a batch formats a
+#: whole column at once; :func:`detail_split` runs the same code for one event.
+DETAIL: dict[str, tuple[str | None, Callable[[Columns], list[str]]]] = {
+    "exec": ("filename", _rest_exec),
+    "open": ("path", _rest_open),
+    "exit": (None, _rest_exit),
+    "fork": (None, _rest_fork),
+    "syscall": (None, _rest_syscall),
+    "net": (None, _rest_net),
+}
+
+
 def detail_split(ev: Event) -> tuple[str, str]:
     """The event's type-specific part as ``(path, rest)``: the file name of an exec or
     open (``""`` for other types) and what follows it; :func:`detail` is the two
     joined. A column output that must cut keeps the end of ``path`` and all of
     ``rest``, and cuts other details at their end (their start says the most)."""
-    t = ev["type"]
-    if t == "exec":
-        return ev["filename"], f" ppid={ev['ppid']}"
-    if t == "open":
-        return ev["path"], f" = {ev['ret']}"
-    if t == "exit":
-        code = "?" if ev["exit_code"] is None else ev["exit_code"]
-        return "", f"code={code} ppid={ev['ppid']}"
-    if t == "fork":
-        return "", f"child={ev['child_pid']} ({ev['child_comm']})"
-    if t == "syscall":
-        return "", f"{ev['syscall']} {ev['latency_us'] / 1000:.1f} ms = {ev['ret']}"
-    if t == "net":
-        return "", (
-            f"{ev['dir'][:3]} {ev['proto']} {ev['src']}:{ev['sport']} > "
-            f"{ev['dst']}:{ev['dport']} len={ev['len']}"
-        )
-    return "", ""
+    spec = DETAIL.get(ev["type"])
+    if spec is None:
+        return "", ""
+    path_key, rest = spec
+    return (ev[path_key] if path_key else ""), rest({k: [v] for k, v in ev.items()})[0]
 
 
 def detail(ev: Event) -> str:
@@ -188,4 +190,4 @@ def detail(ev: Event) -> str:
     return "".join(detail_split(ev))
 
 
-__all__ = ["PROTOS", "Decoder", "Event", "addr", "cstr", "detail", "detail_split"]
+__all__ = ["DETAIL", "PROTOS", "Decoder", "Event", "addr", "cstr", "detail", "detail_split"]

@@ -24,7 +24,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ringtool.trace.events import Decoder, Event, detail_split
+from ringtool.trace.batch import Group, by_type, wall_seconds
+from ringtool.trace.events import DETAIL, Decoder, Event, detail_split
+from ringtool.trace.fields import fields_of
 from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 
@@ -49,6 +51,12 @@ def fit_detail(ev: Event, width: int | None) -> str:
     """The event's detail, printable, in at most ``width`` characters: a path is cut
     at its start, anything else at its end (see the module doc)."""
     path, rest = (printable(part) for part in detail_split(ev))
+    return fit_parts(path, rest, width)
+
+
+def fit_parts(path: str, rest: str, width: int | None) -> str:
+    """A printable detail ``path + rest`` in at most ``width`` characters (see
+    :func:`fit_detail`)."""
     if width is None or len(path) + len(rest) <= width:
         return path + rest
     if path and len(rest) + 3 <= width:
@@ -103,6 +111,55 @@ def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
     return [cut(line, width) for line in lines]
 
 
+def _printable_all(texts: list[str]) -> list[str]:
+    """:func:`printable` of each text; one C-level check when all already are."""
+    return texts if "".join(texts).isprintable() else list(map(printable, texts))
+
+
+def clocks(seconds: np.ndarray[Any, Any]) -> list[str]:
+    """``%H:%M:%S`` local time of each float timestamp (``time.localtime`` floors),
+    formatted once per distinct second."""
+    uniq, inverse = np.unique(np.floor(seconds), return_inverse=True)
+    labels = [time.strftime("%H:%M:%S", time.localtime(s)) for s in uniq.tolist()]
+    return np.array(labels, dtype=object)[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
+
+
+def group_lines(decoder: Decoder, g: Group, width: int | None) -> list[str]:
+    """The column lines of one type's records, formatted a column at a time; only a
+    line longer than ``width`` is cut one by one (as :func:`format_event` does)."""
+    n = len(g.rec)
+    cols = {f.key: decoder.values(g.rec, f) for f in fields_of(g.name) if f.kind != "time"}
+    seconds = wall_seconds(g.rec["h"]["ts"], decoder.offset_ns)
+    comm = _printable_all(cols["comm"])
+    if width is not None:
+        comm = [c[:16] for c in comm]
+    path_key, rest_of = DETAIL.get(g.name, (None, None))
+    path = _printable_all(cols[path_key]) if path_key else [""] * n
+    rest = _printable_all(rest_of(cols)) if rest_of else [""] * n
+    fmt = "%-8s %3d %-7d %-16s " + f"{g.name:<7} ".replace("%", "%%") + "%s%s"
+    lines = list(map(fmt.__mod__, zip(clocks(seconds), cols["cpu"], cols["pid"], comm, path,
+                                      rest, strict=True)))  # fmt: skip
+    if width is not None:
+        for i in np.flatnonzero(np.fromiter(map(len, lines), np.int64, n) > width).tolist():
+            head = lines[i][: len(lines[i]) - len(path[i]) - len(rest[i])]
+            lines[i] = head + fit_parts(path[i], rest[i], max(0, width - len(head)))
+    return lines
+
+
+def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None) -> list[str]:
+    """One column line per record, in array order: :func:`format_event` of each
+    decoded event, computed a column at a time."""
+    groups = by_type(arr, decoder.types)
+    if len(groups) == 1 and groups[0].positions is None:
+        return group_lines(decoder, groups[0], width)
+    out: list[str] = [""] * len(arr)
+    for g in groups:
+        assert g.positions is not None
+        for i, line in zip(g.positions.tolist(), group_lines(decoder, g, width), strict=True):
+            out[i] = line
+    return out
+
+
 class ColumnOutput:
     """Writes column lines to ``stream`` (see the module doc)."""
 
@@ -120,7 +177,7 @@ class ColumnOutput:
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         w = self.width
-        lines = [format_event(ev, w) for ev in self.decoder.decode(arr)]
+        lines = column_lines(self.decoder, arr, w)
         lines.extend(format_event(ev, w) for ev in net)
         if lines:
             self._write(lines)
@@ -142,9 +199,11 @@ class ColumnOutput:
 __all__ = [
     "HEADER",
     "ColumnOutput",
+    "column_lines",
     "cut",
     "fit",
     "fit_detail",
+    "fit_parts",
     "format_event",
     "format_stats",
     "format_summary",

@@ -1,0 +1,163 @@
+"""Column-wise decoding of a batch of ``struct trace_event`` records.
+
+A batch is split by event type with numpy masks (:func:`by_type`); each group's
+fields (:mod:`ringtool.trace.fields`) are converted a whole column at a time
+(:func:`values`, :func:`json_texts`), and the outputs put the results back in array
+order. Per record, only the final line assembly is Python.
+
+Strings (:func:`cstrings`) are cut at their first NUL with numpy (a record is
+reserved unzeroed, so bytes after the NUL are stale), joined into one buffer and
+decoded with one call; when every byte of the batch's strings is printable ASCII,
+the outputs skip their per-string escaping. The result equals
+:func:`ringtool.trace.events.cstr` of each element, always.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import orjson
+
+from ringtool.trace.fields import Field
+
+Array = np.ndarray[Any, Any]
+_NUMPY = orjson.OPT_SERIALIZE_NUMPY
+
+
+def cstr(raw: bytes) -> str:
+    """A C string field: up to the first NUL (the kernel leaves stale bytes after it
+    in a reserved, unzeroed record), decoded as UTF-8 with every byte that is not
+    UTF-8 written as ``\\xNN`` (``backslashreplace``): nothing is lost, and the text
+    is always valid Unicode (JSON-safe, no surrogates)."""
+    return raw.split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
+
+
+class Group(NamedTuple):
+    """The records of one event type: ``name``, their ``positions`` in the batch
+    (``None``: the whole batch, in order) and the records."""
+
+    name: str
+    positions: Array | None
+    rec: Array
+
+
+class Texts(NamedTuple):
+    """A string column: ``values`` (as :func:`cstr`), ``printable`` (every value is
+    printable ASCII) and ``plain`` (printable and without ``"`` or ``\\``: its JSON
+    literal is the value in quotes)."""
+
+    values: list[str]
+    printable: bool
+    plain: bool
+
+
+def by_type(arr: Array, types: dict[int, str]) -> list[Group]:
+    """The batch split by ``h.type`` (``types`` names the codes; an unknown code is
+    named by its number), in order of type code."""
+    if len(arr) == 0:
+        return []
+    t = arr["h"]["type"]
+    first = t[0]
+    if (t == first).all():
+        return [Group(types.get(int(first), str(int(first))), None, arr)]
+    out = []
+    for code in np.unique(t).tolist():
+        mask = t == code
+        out.append(Group(types.get(code, str(code)), np.flatnonzero(mask), arr[mask]))
+    return out
+
+
+def column(rec: Array, name: str) -> Array:
+    """The record column ``name`` (``h.NAME``: a header field)."""
+    if name.startswith("h."):
+        return rec["h"][name[2:]]  # type: ignore[no-any-return]
+    return rec[name]  # type: ignore[no-any-return]
+
+
+def cstrings(col: Array) -> Texts:
+    """:func:`cstr` of every element of a ``S<width>`` column (see the module doc)."""
+    n = len(col)
+    width = col.dtype.itemsize
+    if n == 0:
+        return Texts([], True, True)
+    u = col.view(np.dtype((np.uint8, (width,))))  # (n, width) bytes, also of a strided column
+    first = (u == 0).argmax(axis=1)  # the first NUL (0 when there is none)
+    rows = np.arange(n)
+    if u[rows, first].any():  # a string fills its whole field: no NUL to cut at
+        return _texts([cstr(b) for b in col.tolist()])
+    lens = first + 1  # each string with its NUL, which separates them in the buffer
+    starts = np.cumsum(lens) - lens
+    idx = np.arange(int(lens.sum())) + np.repeat(rows * width - starts, lens)
+    blob = np.ascontiguousarray(u).reshape(-1)[idx].tobytes()
+    if blob.isascii():
+        values = blob.decode("ascii").split("\0")
+    else:
+        values = [b.decode("utf-8", "backslashreplace") for b in blob.split(b"\0")]
+    values.pop()  # after the last NUL
+    return _texts(values)
+
+
+def _texts(values: list[str]) -> Texts:
+    joined = "".join(values)
+    printable = joined.isascii() and joined.isprintable()
+    return Texts(values, printable, printable and '"' not in joined and "\\" not in joined)
+
+
+def wall_seconds(ts: Array, offset_ns: int) -> Array:
+    """CLOCK_MONOTONIC ns to CLOCK_REALTIME seconds (float64)."""
+    return (ts.astype(np.int64) + offset_ns) / 1e9  # type: ignore[no-any-return]
+
+
+def _exit_codes(rec: Array, f: Field) -> list[int | None]:
+    codes = ((column(rec, f.column) >> 8) & 0xFF).tolist()
+    return [c if known else None for c, known in zip(codes, rec["aux"].tolist(), strict=True)]
+
+
+def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], str]) -> list[Any]:
+    """Field ``f`` of every record of ``rec``, as Python values."""
+    col = column(rec, f.column)
+    kind = f.kind
+    if kind == "int":
+        return col.tolist()  # type: ignore[no-any-return]
+    if kind == "str":
+        return cstrings(col).values
+    if kind == "time":
+        return wall_seconds(col, offset_ns).tolist()  # type: ignore[no-any-return]
+    if kind == "exit_code":
+        return _exit_codes(rec, f)
+    if kind == "syscall":
+        return [syscall_name(nr) for nr in col.tolist()]
+    if kind == "latency_us":
+        return [round(v / 1000, 1) for v in col.tolist()]
+    raise ValueError(f"field {f.key}: unknown kind {kind!r}")
+
+
+def number_texts(col: Array) -> list[str]:
+    """An integer or float column as JSON numbers, one C call (orjson); floats only
+    where orjson writes them as ``repr`` does (see :func:`float_texts`)."""
+    return orjson.dumps(np.ascontiguousarray(col), option=_NUMPY)[1:-1].decode().split(",")
+
+
+def float_texts(x: Array) -> list[str]:
+    """``repr`` of each float: orjson's shortest round-trip digits where its notation
+    is Python's (0, and magnitudes in [1e-4, 1e16)), else ``repr`` itself."""
+    a = np.abs(x)
+    if (((a >= 1e-4) | (a == 0)) & (a < 1e16)).all():
+        return number_texts(x)
+    return [repr(v) for v in x.tolist()]
+
+
+__all__ = [
+    "Group",
+    "Texts",
+    "by_type",
+    "column",
+    "cstr",
+    "cstrings",
+    "float_texts",
+    "number_texts",
+    "values",
+    "wall_seconds",
+]

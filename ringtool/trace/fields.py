@@ -1,0 +1,94 @@
+"""The event fields: the ONE spec of which record column each output field comes from.
+
+Every output (event dicts of :meth:`ringtool.trace.events.Decoder.decode`, JSON lines,
+``--no-tui`` columns, ``--csv``, ``--fields``) is built from this table, so a field
+added here appears in all of them. Imports nothing heavy: the CLI validates
+``--fields`` against :data:`FIELD_NAMES` without loading numpy.
+
+A :class:`Field` names the output ``key``, the record ``column`` it is read from
+(a field of ``struct trace_event``; ``h.NAME`` for the common header) and its
+``kind``, which says how the column becomes a value (see
+:mod:`ringtool.trace.batch` for the conversions):
+
+* ``int``: the integer as is;
+* ``str``: a C string (:func:`ringtool.trace.events.cstr`: up to the first NUL,
+  non-UTF-8 bytes as ``\\xNN``);
+* ``time``: CLOCK_MONOTONIC ns to CLOCK_REALTIME seconds (float);
+* ``exit_code``: ``(column >> 8) & 0xFF`` when the record's ``aux`` is non-zero (the
+  code is known), else ``None``;
+* ``syscall``: the syscall's name for the number in the column;
+* ``latency_us``: ns to µs, rounded to 0.1 (``round(ns / 1000, 1)``).
+
+Every event starts with ``type`` (its name), then :data:`COMMON`, then its type's
+:data:`BY_TYPE` fields, in this order. Net events are decoded per packet
+(:meth:`ringtool.trace.events.Decoder.decode_net`) into :data:`NET_KEYS`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Field(NamedTuple):
+    """One output field: ``key`` in the output, record ``column``, ``kind``."""
+
+    key: str
+    column: str
+    kind: str
+
+
+#: Fields of every event, after ``type``.
+COMMON: tuple[Field, ...] = (
+    Field("ts", "h.ts", "time"),
+    Field("cpu", "h.cpu", "int"),
+    Field("pid", "h.pid", "int"),
+    Field("tid", "h.tid", "int"),
+    Field("comm", "h.comm", "str"),
+)
+
+#: The type-specific fields of the RINGBUF event types, in output order.
+BY_TYPE: dict[str, tuple[Field, ...]] = {
+    "exec": (Field("filename", "data", "str"), Field("ppid", "ppid", "int")),
+    "exit": (Field("exit_code", "value", "exit_code"), Field("ppid", "ppid", "int")),
+    "fork": (
+        Field("child_pid", "aux", "int"),
+        Field("child_comm", "data", "str"),
+        Field("ppid", "ppid", "int"),
+    ),
+    "open": (
+        Field("path", "data", "str"),
+        Field("flags", "value", "int"),
+        Field("ret", "ret", "int"),
+    ),
+    "syscall": (
+        Field("syscall", "aux", "syscall"),
+        Field("nr", "aux", "int"),
+        Field("latency_us", "value", "latency_us"),
+        Field("ret", "ret", "int"),
+    ),
+}
+
+#: The type-specific keys of a net event (decoded per packet, not from this table).
+NET_KEYS: tuple[str, ...] = (
+    "src", "dst", "sport", "dport", "proto", "len", "ifindex", "dir", "captured",
+)  # fmt: skip
+
+
+def fields_of(type_name: str) -> tuple[Field, ...]:
+    """``COMMON`` plus the type's own fields (just ``COMMON`` for an unknown type)."""
+    return COMMON + BY_TYPE.get(type_name, ())
+
+
+def _all_names() -> tuple[str, ...]:
+    names = ["type", *(f.key for f in COMMON)]
+    for fields in BY_TYPE.values():
+        names.extend(f.key for f in fields)
+    names.extend(NET_KEYS)
+    return tuple(dict.fromkeys(names))
+
+
+#: Every output field name, in a stable order: ``type``, the common fields, then each
+#: type's fields as first listed (the default ``--csv`` columns).
+FIELD_NAMES: tuple[str, ...] = _all_names()
+
+__all__ = ["BY_TYPE", "COMMON", "FIELD_NAMES", "NET_KEYS", "Field", "fields_of"]
