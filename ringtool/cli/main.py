@@ -33,20 +33,27 @@ from ringtool.trace.safe_text import printable
 # Each module has ``register(subparsers)`` which adds its parser and sets ``func``
 # (a callable taking the parsed args and returning the exit status) and optionally
 # ``check`` (raises UsageError for a bad flag combination; runs before ``func``).
-SUBCOMMAND_MODULES = (
-    "ringtool.cli.trace",
-    "ringtool.cli.bridge",
-    "ringtool.cli.kmes_read",
-    "ringtool.cli.bench",
-    "ringtool.cli.collect",
-    "ringtool.cli.doctor",
-)
+# Subcommand name -> its module: ``ringtool NAME ...`` imports NAME's module alone
+# (the others pull in the KMES, export and bench code: startup time); the full parser
+# (``ringtool --help``, a mistyped name, completion) imports them all.
+SUBCOMMANDS = {
+    "trace": "ringtool.cli.trace",
+    "bridge": "ringtool.cli.bridge",
+    "kmes-read": "ringtool.cli.kmes_read",
+    "bench": "ringtool.cli.bench",
+    "collect": "ringtool.cli.collect",
+    "doctor": "ringtool.cli.doctor",
+}
+SUBCOMMAND_MODULES = tuple(SUBCOMMANDS.values())
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell shows for a killed writer
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``ringtool`` parser with every subcommand, or with subcommand ``only``
+    alone (when it is one: parsing its arguments gives the same result and messages,
+    without importing the other subcommands' modules)."""
     parser = ArgumentParser(
         prog="ringtool",
         description="eBPF tracing with ringtool's own ring buffer and perf buffer consumers.",
@@ -56,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ringtool {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in SUBCOMMAND_MODULES:
+    modules = [SUBCOMMANDS[only]] if only in SUBCOMMANDS else SUBCOMMAND_MODULES
+    for name in modules:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -97,7 +105,8 @@ def _stdout_gone() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv and isinstance(argv[0], str) else None)
     args = parser.parse_args(argv)
     name = f"ringtool {args.command}"
     if os.environ.get("RINGTOOL_DEBUG"):

@@ -6,7 +6,8 @@ Errors say what is missing and how to fix it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,44 @@ def load_function(obj: Any, name: str, prog_type: str) -> Any:
         return obj.load_func(name.encode(), getattr(bcc.BPF, prog_type))
     except Exception as exc:  # BCC raises bare Exception with the verifier log printed
         raise BpfCompileError(f"the kernel refused program {name} ({prog_type}): {exc}") from exc
+
+
+def detach_all(objs: Sequence[Any]) -> None:
+    """Detach and free BCC objects (``cleanup()`` of each), their tracepoints closed
+    concurrently first.
+
+    Closing a tracepoint's perf event waits in the kernel for RCU grace periods
+    (perf_trace_event_unreg -> tracepoint_synchronize_unregister): ~70 ms each here,
+    and BCC's ``cleanup()`` closes them one after another. libbcc's
+    ``bpf_close_perf_event_fd`` (disable + close) is called from one thread per event
+    -- it touches no BCC state, and ctypes releases the GIL -- so the waits overlap;
+    ``cleanup()`` then finds no tracepoint left and frees the rest. Best effort: an
+    object that fails does not stop the others; the first error is raised at the end.
+    """
+    if not objs:
+        return
+    from bcc.libbcc import lib
+
+    failed: list[str] = []
+
+    def close(tp: bytes, fd: int) -> None:
+        if lib.bpf_close_perf_event_fd(fd) < 0:
+            failed.append(tp.decode(errors="replace"))
+
+    events = [(tp, fd) for obj in objs for tp, fd in obj.tracepoint_fds.items()]
+    threads = [threading.Thread(target=close, args=event) for event in events]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first: BaseException | None = None
+    if failed:
+        first = RingtoolError(f"could not detach tracepoints {', '.join(failed)}")
+    for obj in objs:
+        obj.tracepoint_fds.clear()  # closed above
+        try:
+            obj.cleanup()
+        except Exception as exc:  # BCC raises bare Exception
+            first = first or exc
+    if first is not None:
+        raise first

@@ -33,7 +33,7 @@ from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.merge import u64_at
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup, merge_rings
-from ringtool.sources.loader import compile_program
+from ringtool.sources.loader import compile_program, detach_all
 from ringtool.trace.layout import TraceLayout
 
 #: RINGBUF sources: name -> BPF file.
@@ -279,7 +279,8 @@ class TraceSession:
             closers.append(self.rb.close)
         if self.net is not None:
             closers.append(self.net.close)
-        closers.extend(obj.cleanup for obj in self.sources.values())
+        objs = list(self.sources.values())
+        closers.append(lambda: detach_all(objs))  # tracepoints closed concurrently
         if self.group is not None:
             closers.append(self.group.close)
         for closer in closers:
