@@ -16,7 +16,6 @@ from typing import Any
 from ringtool.cli import validate as v
 from ringtool.errors import UsageError
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
-from ringtool.export.trace_hook import hook_options
 from ringtool.kernel.privileges import require_bpf_privileges
 
 EVENTS = ("exec", "open", "syscalls", "net")
@@ -120,6 +119,8 @@ def check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ringtool.export.trace_hook import hook_options  # numpy: not for --help
+
     hook = hook_options(args)  # --export/--metrics checked before anything loads
     require_bpf_privileges("ringtool trace")  # before BCC is imported
     from ringtool.trace.runner import RunConfig, run_trace
