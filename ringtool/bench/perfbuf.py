@@ -9,24 +9,35 @@ ends. Consumers, all in the same process and run:
 * ``ringtool-iter``      ``for rec in pb.read(timeout_ms=0)`` (owned Record copies)
 * ``ringtool-lease``     ``with pb.lease() as views`` (zero-copy views)
 * ``ringtool-batch``     ``pb.read_batch(dtype)`` (numpy structured array)
+* ``ringtool-zerocopy``  ``with pb.lease_batch(dtype, 65536)`` until empty: numpy
+                         arrays that are views of the ring, ``seq`` summed
 * ``ringtool-callback``  ``pb.consume()`` with a callback appending ``bytes(data)``
+* ``libbpf-c``           libbpf's ``perf_buffer__consume`` in C, a callback reading
+                         each sample's first u64 (:mod:`ringtool.bench.perfbuf_libbpf`,
+                         a helper process built with ``cc -lbpf``; timed in C)
 * ``bcc``                BCC ``open_perf_buffer`` + ``perf_buffer_consume`` with a
                          callback appending ``ctypes.string_at(data, size)``
 
-Rows: ``{"bench": "perfbuf-drain", "consumer", "records", "ns_per_record", "ratio"}``
-(median of ``repeats`` rounds; ratio to ``bcc``).
+Rows: ``{"bench": "perfbuf-drain", "consumer", "records", "ns_per_record", "ratio",
+"ratio_libbpf"}`` (median of ``repeats`` rounds; ratio to ``bcc``, ratio_libbpf to
+``libbpf-c`` in the same run); the ``libbpf-c`` row is ``{"bench", "consumer",
+"skipped": why}`` when the compiler or libbpf-dev is missing.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ringtool.bench import perfbuf_libbpf
+from ringtool.errors import BenchError
 from ringtool.kernel import bpf as kbpf
 from ringtool.kernel.libc import copy_from_address
 from ringtool.readers.perfbuf import PAGE_SIZE, PerfBuffer
@@ -37,7 +48,13 @@ EVENT_DTYPE = np.dtype([("seq", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
 # No wakeups while filling: with wakeup_events=1 every output queues an irq_work (the
 # fill then takes ~4 us a record instead of ~0.4); the drains never wait anyway.
 NO_WAKEUP = 1 << 30
-CONSUMERS = ("ringtool-iter", "ringtool-lease", "ringtool-batch", "ringtool-callback", "bcc")
+#: Records per lease of the zero-copy drain: 2 MiB of ring (a core's L2 here), as in
+#: ``ringtool bench ringbuf``.
+ZEROCOPY_CHUNK = 65536
+CONSUMERS = (
+    "ringtool-iter", "ringtool-lease", "ringtool-batch", "ringtool-zerocopy",
+    "ringtool-callback", "libbpf-c", "bcc",
+)  # fmt: skip
 
 
 def _sizes(quick: bool) -> tuple[int, int]:
@@ -82,6 +99,15 @@ def _time_ringtool(consumer: str, b: Any, prog_fd: int, page_cnt: int, records: 
                     n += len(views)
         elif consumer == "ringtool-batch":
             n = len(pb.read_batch(EVENT_DTYPE))
+        elif consumer == "ringtool-zerocopy":
+            n = 0
+            while True:
+                with pb.lease_batch(EVENT_DTYPE, ZEROCOPY_CHUNK) as lease:
+                    if not len(lease):
+                        break
+                    for arr in lease.arrays:
+                        int(arr["seq"].sum())
+                    n += len(lease)
         else:
             pb.consume()
             n = len(out)
@@ -108,6 +134,16 @@ def _time_bcc(b: Any, prog_fd: int, page_cnt: int, records: int) -> float:
     return _per_record("bcc", dt, len(out), records)
 
 
+def _time_libbpf(binary: Path, b: Any, prog_fd: int, page_cnt: int, records: int) -> float:
+    drain = perfbuf_libbpf.LibbpfPerfDrain(binary, b[b"events"].map_fd, page_cnt, cpu=0)
+    try:
+        fill(prog_fd, records)
+        got, dt = drain.drain()
+    finally:
+        drain.close()
+    return _per_record("libbpf-c", dt, got, records)
+
+
 def _per_record(consumer: str, dt_ns: int, got: int, produced: int) -> float:
     if got != produced:
         raise RuntimeError(f"{consumer}: drained {got} records, produced {produced}")
@@ -117,26 +153,37 @@ def _per_record(consumer: str, dt_ns: int, got: int, produced: int) -> float:
 def run(*, repeats: int = 5, quick: bool = False) -> list[dict[str, Any]]:
     page_cnt, records = _sizes(quick)
     b, fn = load_producer()
+    times: dict[str, list[float]] = {c: [] for c in CONSUMERS}
+    skipped = ""
     try:
-        times: dict[str, list[float]] = {c: [] for c in CONSUMERS}
-        for _ in range(max(1, repeats)):
-            for consumer in CONSUMERS:
-                if consumer == "bcc":
-                    t = _time_bcc(b, fn.fd, page_cnt, records)
-                else:
-                    t = _time_ringtool(consumer, b, fn.fd, page_cnt, records)
-                times[consumer].append(t)
-        medians = {c: statistics.median(v) for c, v in times.items()}
+        with tempfile.TemporaryDirectory(prefix="ringtool-bench-") as tmp:
+            try:
+                binary = perfbuf_libbpf.build(Path(tmp))
+            except BenchError as exc:
+                skipped = str(exc)
+                del times["libbpf-c"]
+            for _ in range(max(1, repeats)):
+                for consumer in times:
+                    if consumer == "bcc":
+                        t = _time_bcc(b, fn.fd, page_cnt, records)
+                    elif consumer == "libbpf-c":
+                        t = _time_libbpf(binary, b, fn.fd, page_cnt, records)
+                    else:
+                        t = _time_ringtool(consumer, b, fn.fd, page_cnt, records)
+                    times[consumer].append(t)
     finally:
         b.cleanup()
-    base = medians["bcc"]
-    return [
-        {
-            "bench": "perfbuf-drain",
-            "consumer": c,
-            "records": records,
-            "ns_per_record": round(medians[c], 1),
-            "ratio": round(medians[c] / base, 3),
-        }
-        for c in CONSUMERS
-    ]
+    medians = {c: statistics.median(v) for c, v in times.items()}
+    base, c_base = medians["bcc"], medians.get("libbpf-c")
+    rows: list[dict[str, Any]] = []
+    for c in CONSUMERS:
+        if c not in medians:
+            rows.append({"bench": "perfbuf-drain", "consumer": c, "skipped": skipped})
+            continue
+        ns = medians[c]
+        row = {"bench": "perfbuf-drain", "consumer": c, "records": records,
+               "ns_per_record": round(ns, 1), "ratio": round(ns / base, 3)}  # fmt: skip
+        if c_base:
+            row["ratio_libbpf"] = round(ns / c_base, 3)
+        rows.append(row)
+    return rows

@@ -6,10 +6,12 @@ ringtool/readers/consumer.py, and PERF_RECORD_LOST counted as by the other style
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import ringtool
+from ringtool.bench import perfbuf_libbpf
 from ringtool.errors import ArgumentError, ConsumerStateError
 from tests.kernel.test_perfbuf import EVENT, MAGIC, PerfProducer
 
@@ -100,3 +102,21 @@ def test_lost_records_counted_between_leases(producer: PerfProducer) -> None:
         with pb.lease_batch(EVENT) as lease:
             assert lease.array()["seq"].tolist() == [1001, 1002, 1003]
         assert pb.lost() == {0: failed} and lost_calls == [(0, failed)]
+
+
+def test_libbpf_c_drain_consumes_the_same_map(producer: PerfProducer, tmp_path: Path) -> None:
+    binary = perfbuf_libbpf.build(tmp_path)
+    drain = perfbuf_libbpf.LibbpfPerfDrain(binary, producer.events.map_fd, 8, cpu=0)
+    try:
+        producer.emit(100, 0)  # into the helper's buffer: its fd is in the map
+        records, ns = drain.drain()
+        assert records == 100 and ns > 0
+        producer.emit(5, 0)
+        assert drain.drain()[0] == 5
+    finally:
+        drain.close()  # perf_buffer__free deletes the map slot
+    producer.emit(2, 0)
+    assert producer.failed(0) == 2
+    with ringtool.PerfBuffer(producer.events, None, cpus=[0]) as pb:
+        producer.emit(3, 0)
+        assert pb.read_batch(EVENT)["seq"].tolist() == [108, 109, 110]  # 106, 107 failed
