@@ -6,6 +6,7 @@ Errors say what is missing and how to fix it.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,9 +42,16 @@ def cflags_for(defines: Mapping[str, int | str] | None = None) -> list[str]:
     return flags
 
 
-def compile_program(filename: str, *, defines: Mapping[str, int | str] | None = None) -> Any:
+def compile_program(
+    filename: str, *, defines: Mapping[str, int | str] | None = None, attach: bool = True
+) -> Any:
     """Compile ``bpf/<filename>`` with BCC; returns the ``bcc.BPF`` object (its maps
     are ``obj["name"]``; programs are loaded with ``obj.load_func``).
+
+    BCC attaches the programs named ``tracepoint__*`` (``TRACEPOINT_PROBE``),
+    ``kprobe__*``, ... as it compiles them. ``attach=False`` loads the tracepoint
+    programs (the verifier runs now: a refusal is a BpfCompileError here) but attaches
+    nothing until :func:`attach_programs`, so a reader can be ready first.
 
     The tracepoint field layouts the file depends on are read from the running
     kernel's tracefs and added as ``-D`` constants
@@ -56,14 +64,48 @@ def compile_program(filename: str, *, defines: Mapping[str, int | str] | None = 
         raise BpfCompileError(f"no BPF source {path}")
     tp_defines = layout_defines(layout_choices(filename))
     try:
-        return bcc.BPF(
+        obj = (bcc.BPF if attach else _deferred_class())(
             src_file=str(path).encode(), cflags=cflags_for(tp_defines | dict(defines or {}))
         )
+        if not attach:
+            for i in range(bcc.lib.bpf_num_functions(obj.module)):
+                name = bcc.lib.bpf_function_name(obj.module, i)
+                if name.startswith(b"tracepoint__"):
+                    obj.load_func(name, bcc.BPF.TRACEPOINT)  # cached for the attach
+        return obj
     except Exception as exc:  # BCC raises bare Exception
         raise BpfCompileError(
             f"BCC could not compile {filename}: {exc}; run `ringtool doctor` to check "
             "kernel headers and BPF support"
         ) from exc
+
+
+@functools.cache
+def _deferred_class() -> Any:
+    bcc = import_bcc()
+
+    class DeferredBPF(bcc.BPF):  # type: ignore[misc, name-defined]
+        """A ``bcc.BPF`` whose constructor attaches nothing (see compile_program)."""
+
+        attach_now = False
+
+        def _trace_autoload(self) -> None:
+            if self.attach_now:
+                super()._trace_autoload()
+
+    return DeferredBPF
+
+
+def attach_programs(obj: Any) -> None:
+    """Attach the programs of an ``attach=False`` :func:`compile_program` object the
+    way BCC would have (its autoload: ``tracepoint__cat__event`` to ``cat:event``, ...);
+    a BpfCompileError when the kernel refuses one."""
+    if not getattr(obj, "attach_now", True):
+        obj.attach_now = True
+        try:
+            obj._trace_autoload()
+        except Exception as exc:  # BCC raises bare Exception
+            raise BpfCompileError(f"could not attach the programs: {exc}") from exc
 
 
 def load_function(obj: Any, name: str, prog_type: str) -> Any:

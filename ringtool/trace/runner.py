@@ -158,7 +158,7 @@ def run_trace(opts: TraceOptions, cfg: RunConfig, stream: TextIO | None = None) 
     extras = _Extras(cfg, opts.snaplen, decoder)
     try:
         with _StopSignals() as stop:
-            session = TraceSession(opts, layout, on_note=early_notes.append)
+            session = TraceSession(opts, layout, on_note=early_notes.append, attach=False)
             try:
                 _loop(session, stop, cfg, decoder, namer, stream, extras)
             finally:
@@ -191,6 +191,7 @@ def _loop(
     try:
         out.start(session.active, session.notes)
         session.on_note = out.note  # later notes (CPU hotplug) go to the output
+        stats.begin(session.start())  # attached now, read from the loop's first turn
         start = time.monotonic()
         deadline = None if cfg.duration is None else start + cfg.duration
         next_tick = start + cfg.interval

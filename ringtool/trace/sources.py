@@ -11,6 +11,12 @@
   others keep running;
 * the ``net`` source (:mod:`ringtool.trace.net`) over a PERF_EVENT_ARRAY when asked.
 
+Start-up: the constructor compiles and loads every program (seconds with BCC) and
+attaches the RINGBUF sources' tracepoints only when all are loaded; with
+``attach=False`` only in :meth:`TraceSession.start`, which the caller invokes once it
+is ready to read (``ringtool trace`` does). So the rings do not fill (and drop) while
+the other sources compile and the output starts: a drop counted is a real one.
+
 Constants (filters, sizes, the group's map fds) reach the C code as ``-D`` cflags;
 the loader adds the running kernel's tracepoint field layouts
 (:mod:`ringtool.sources.tracepoints`).
@@ -33,7 +39,7 @@ from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.merge import u64_at
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup, merge_rings
-from ringtool.sources.loader import compile_program, detach_all
+from ringtool.sources.loader import attach_programs, compile_program, detach_all
 from ringtool.trace.layout import TraceLayout
 
 #: RINGBUF sources: name -> BPF file.
@@ -114,6 +120,8 @@ class TraceSession:
         opts: TraceOptions,
         layout: TraceLayout,
         on_note: Callable[[str], None] | None = None,
+        *,
+        attach: bool = True,
     ) -> None:
         self.opts = opts
         self.layout = layout
@@ -125,6 +133,8 @@ class TraceSession:
         self.net: Any = None
         try:
             self._setup()
+            if attach:
+                self.start()
         except BaseException:
             self.close()
             raise
@@ -147,7 +157,9 @@ class TraceSession:
                 defines["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(ring, opts.wakeup_fill)
         for name in ring_names:
             try:
-                self.sources[name] = compile_program(RING_SOURCES[name], defines=defines)
+                self.sources[name] = compile_program(
+                    RING_SOURCES[name], defines=defines, attach=False
+                )
             except RingtoolError as exc:
                 self._note(f"source {name} disabled: {_first_line(exc)}")
         if self.group is not None and self.sources:
@@ -172,6 +184,19 @@ class TraceSession:
             # TC programs run without a task: there is no pid or comm to filter on
             self._note(f"source net: -p/-c do not apply to packets; all of {self.opts.iface} "
                        "is traced")  # fmt: skip
+
+    def start(self) -> float:
+        """Attach the RINGBUF sources' programs (with ``attach=False``: call right
+        before reading; again: nothing more); a source the kernel refuses now is closed
+        and noted. Returns the time.monotonic() at which they were all attached."""
+        for name, obj in list(self.sources.items()):
+            try:
+                attach_programs(obj)
+            except RingtoolError as exc:
+                self._note(f"source {name} disabled: {_first_line(exc)}")
+                del self.sources[name]
+                detach_all([obj])  # what did attach is detached again
+        return time.monotonic()
 
     # --- reading -----------------------------------------------------------------------
 

@@ -4,6 +4,11 @@
 decoded net events (:meth:`add_events`), ring fill samples (:meth:`observe_fill`) and,
 once per interval, the kernel counters (:meth:`tick`). It never touches the kernel.
 
+Drops and losses are kernel totals taken at each tick; the ticks where they grew are
+kept (:attr:`TraceStats.drop_log`, the last :data:`DROP_LOG` of them) with the
+interval's end as seconds since reading started, so a burst is shown with when it
+happened instead of only as a total that never grows again.
+
 Histograms are the syscalls source's log2 buckets (BCC's ``bpf_log2l``): slot ``s``
 holds latencies in ``[2**(s-1), 2**s)`` ns (slot 0 and 1: below 2 ns).
 :func:`percentile_from_log2` interpolates linearly inside the bucket that holds the
@@ -26,6 +31,8 @@ from ringtool.trace.events import cstr
 SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
              "syscall": "syscalls", "net": "net"}  # fmt: skip
 HISTORY = 120
+#: Intervals with drops or losses remembered (the oldest are forgotten first).
+DROP_LOG = 1000
 
 
 def percentile_from_log2(hist: Mapping[int, int], q: float = 0.99) -> float:
@@ -45,6 +52,18 @@ def percentile_from_log2(hist: Mapping[int, int], q: float = 0.99) -> float:
             return low + (high - low) * max(0.0, rank - seen) / n
         seen += n
     return float(1 << max(hist))
+
+
+@dataclass(frozen=True)
+class DropMark:
+    """An interval in which the kernel dropped (ring full) or lost (perf) events:
+    its end as ``uptime_s`` (seconds since reading started) and wall-clock ``time``
+    (UNIX seconds), and the counts of that interval."""
+
+    uptime_s: float
+    time: float
+    dropped: int
+    lost: int
 
 
 @dataclass
@@ -97,6 +116,12 @@ class TraceStats:
     malformed: int = 0
     _sys_prev: dict[int, int] = field(default_factory=dict)
     _fill_max: dict[int, float] = field(default_factory=dict)
+    #: the last interval's drops per CPU, drops and losses (the totals' growth)
+    drops_cpu_interval: list[int] = field(default_factory=list)
+    dropped_interval: int = 0
+    lost_interval: int = 0
+    drop_log: deque[DropMark] = field(default_factory=lambda: deque(maxlen=DROP_LOG))
+    drop_intervals: int = 0  # intervals with drops or losses (also those forgotten)
 
     def __post_init__(self) -> None:
         self.per_cpu = [0] * self.ncpu
@@ -105,6 +130,13 @@ class TraceStats:
         self._mark_cpu = [0] * self.ncpu
         self._mark_time = self.start
         self.drops_cpu = [0] * self.ncpu
+        self.drops_cpu_interval = [0] * self.ncpu
+
+    def begin(self, now: float | None = None) -> None:
+        """Reading starts now (the sources were just attached): uptime and the first
+        interval count from here, and fill samples taken before are forgotten."""
+        self.start = self._mark_time = time.monotonic() if now is None else now
+        self._fill_max = {}
 
     # --- feeding -----------------------------------------------------------------------
 
@@ -182,13 +214,23 @@ class TraceStats:
         self._mark_procs = {pid: row[1] for pid, row in self.procs.items()}
         self._mark_time = now
         self.fill_cpu, self._fill_max = self._fill_max, {}
+        dropped, lost = self.dropped, self.lost
         if drops_cpu is not None:
+            prev = self.drops_cpu
             self.drops_cpu = list(drops_cpu)[: self.ncpu] + [0] * (self.ncpu - len(drops_cpu))
+            self.drops_cpu_interval = [max(0, a - b) for a, b in zip(self.drops_cpu, prev,
+                                                                      strict=True)]  # fmt: skip
         if drops_source is not None:
             self.drops_source_cpu = {k: list(v) for k, v in drops_source.items()}
             self.drops_source = {k: sum(v) for k, v in drops_source.items()}
         if lost_cpu is not None:
             self.lost_cpu = dict(lost_cpu)
+        self.dropped_interval = max(0, self.dropped - dropped)
+        self.lost_interval = max(0, self.lost - lost)
+        if self.dropped_interval or self.lost_interval:
+            self.drop_intervals += 1
+            self.drop_log.append(DropMark(round(now - self.start, 3), round(time.time(), 3),
+                                          self.dropped_interval, self.lost_interval))  # fmt: skip
         if syscall_hist is not None:
             self._take_syscalls(syscall_hist, dt)
 
@@ -270,13 +312,15 @@ class TraceStats:
     def _stats_fields(self) -> dict[str, Any]:
         return {
             "type": "stats",
-            "uptime_s": round(self.uptime, 3),
+            "uptime_s": round(self._mark_time - self.start, 3),  # the interval's end
             "events": self.total,
             "events_per_s": round(self.rate_total, 1),
             "per_source_per_s": {k: round(v, 1) for k, v in self.rate_source.items()},
             "per_cpu": [self._cpu_record(cpu) for cpu in range(self.ncpu)],
             "dropped": self.dropped,
             "lost": self.lost,
+            "dropped_interval": self.dropped_interval,
+            "lost_interval": self.lost_interval,
             "malformed": self.malformed,
             "top_syscalls": [
                 {"syscall": r.name, "count": r.count, "p99_us": round(r.p99_ns / 1000, 1)}
@@ -290,6 +334,7 @@ class TraceStats:
             "events_per_s": round(self.rate_cpu[cpu], 1),
             "fill_pct": round(100 * self.fill_cpu.get(cpu, 0.0), 1),
             "drops": self.drops_cpu[cpu],
+            "drops_interval": self.drops_cpu_interval[cpu],
             "lost": self.lost_cpu.get(cpu, 0),
         }
 
@@ -308,10 +353,12 @@ class TraceStats:
             "dropped_by_source_per_cpu": self.drops_source_cpu,
             "dropped_per_cpu": self.drops_cpu,
             "lost_per_cpu": {str(k): v for k, v in sorted(self.lost_cpu.items())},
+            "drop_intervals": self.drop_intervals,
+            "drops_at": [vars(m) for m in self.drop_log],
             "sources": self.sources,
             **({"ordering": self.ordering} if self.ordering is not None else {}),
             **({"export": self.export} if self.export is not None else {}),
         }
 
 
-__all__ = ["SOURCE_OF", "SyscallRow", "TraceStats", "percentile_from_log2"]
+__all__ = ["DROP_LOG", "SOURCE_OF", "DropMark", "SyscallRow", "TraceStats", "percentile_from_log2"]

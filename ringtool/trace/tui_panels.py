@@ -70,6 +70,12 @@ def table(title: str | Text, *cols: Column, flex: str = "") -> Table:
     return t
 
 
+def clock(seconds: float) -> str:
+    """Seconds as ``H:MM:SS``."""
+    up = int(seconds)
+    return f"{up // 3600}:{up // 60 % 60:02}:{up % 60:02}"
+
+
 def _global(title: str, view: View) -> str:
     return f"{title} (all processes)" if view.filter or view.drill is not None else title
 
@@ -86,7 +92,6 @@ def header(s: TraceStats | None, view: View, sources: list[str], width: int) -> 
         line = Text.assemble(f"ringtool trace: starting {', '.join(sources)}...", state)
         line.truncate(width, overflow="ellipsis")
         return line
-    up = int(s.uptime)
     per = "  ".join(f"{k} {count(v)}/s" for k, v in s.rate_source.items())
     if s.ordering is not None:
         per += f"  out-of-order {count(s.ordering['out_of_order'])}"
@@ -94,7 +99,7 @@ def header(s: TraceStats | None, view: View, sources: list[str], width: int) -> 
         per += (f"  exported {s.export['exported']:,}  export_dropped "
                 f"{s.export['export_dropped']:,}")  # fmt: skip
     line1 = Text.assemble(
-        ("ringtool trace", "bold"), state, f"  up {up // 3600}:{up // 60 % 60:02}:{up % 60:02}  ",
+        ("ringtool trace", "bold"), state, f"  up {clock(s.uptime)}  ",
         (f"{count(s.rate_total)} events/s", "bold green"), f"  {per}",
     )  # fmt: skip
     line1.truncate(width, overflow="ellipsis")
@@ -115,12 +120,18 @@ def cpu_table(s: TraceStats | None, view: View, rows: int, width: int) -> Table:
     trend = max(0, width // 2 - 42 - 7 * xdrop)  # a sparkline column when the half has room
     if trend >= 6:
         cols.append(("EV/S TREND", "left"))
-    t = table(_global("per CPU", view), *cols)
+    title = _global("per CPU", view)
+    last = s.drop_log[-1] if s is not None and s.drop_log else None
+    if last is not None:  # when the drops happened: a burst is not a standing alarm
+        n = count(last.dropped + last.lost)
+        title += f"  last drops at up {clock(last.uptime_s)} (+{n})"
+    t = table(title, *cols)
     if s is None:
         return t
     for cpu in range(min(s.ncpu, rows)):
         fill = 100 * s.fill_cpu.get(cpu, 0.0)
-        style = "red" if fill > 80 or s.drops_cpu[cpu] else ""
+        # red: nearly full, or dropping now (in the last interval), not drops long ago
+        style = "red" if fill > 80 or s.drops_cpu_interval[cpu] else ""
         cells = [str(cpu), f"{fill:.1f}", count(s.rate_cpu[cpu]), count(s.drops_cpu[cpu]),
                  count(s.lost_cpu.get(cpu, 0))]  # fmt: skip
         if xdrop:

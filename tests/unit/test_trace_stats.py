@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 import pytest
 
 from ringtool.trace.layout import load_layout
-from ringtool.trace.stats import TraceStats, percentile_from_log2
+from ringtool.trace.stats import DROP_LOG, TraceStats, percentile_from_log2
 
 
 def test_percentile_empty_and_single_bucket() -> None:
@@ -78,3 +80,45 @@ def test_short_net_samples_are_counted_not_dropped_silently() -> None:
     assert st.summary_record()["malformed"] == 2
     assert st.stats_record()["malformed"] == 2
     assert format_summary(st)[0].endswith(", 2 malformed")
+
+
+def test_drops_are_logged_with_their_interval() -> None:
+    lay = load_layout()
+    st = TraceStats(lay.type_names, 2, ["open", "net"], start=100.0)
+    st.tick(drops_cpu=[0, 0], lost_cpu={}, now=101.0)
+    assert st.drop_log == deque() and st.dropped_interval == 0
+    st.tick(drops_cpu=[5, 0], lost_cpu={1: 3}, now=102.0)
+    assert (st.dropped_interval, st.lost_interval, st.drops_cpu_interval) == (5, 3, [5, 0])
+    st.tick(drops_cpu=[5, 0], lost_cpu={1: 3}, now=103.0)  # no growth: nothing new
+    assert (st.dropped_interval, st.lost_interval, st.drops_cpu_interval) == (0, 0, [0, 0])
+    st.tick(drops_cpu=[5, 2], lost_cpu={1: 3}, now=104.5)
+    marks = [(m.uptime_s, m.dropped, m.lost) for m in st.drop_log]
+    assert marks == [(2.0, 5, 3), (4.5, 2, 0)]
+    assert st.drop_intervals == 2
+    rec = st.stats_record()
+    assert (rec["uptime_s"], rec["dropped_interval"], rec["lost_interval"]) == (4.5, 2, 0)
+    assert [c["drops_interval"] for c in rec["per_cpu"]] == [0, 2]
+    summary = st.summary_record()
+    assert [(m["uptime_s"], m["dropped"]) for m in summary["drops_at"]] == [(2.0, 5), (4.5, 2)]
+    assert summary["drop_intervals"] == 2
+
+
+def test_drop_log_is_bounded() -> None:
+    lay = load_layout()
+    st = TraceStats(lay.type_names, 1, ["open"], start=0.0)
+    for i in range(1, DROP_LOG + 11):
+        st.tick(drops_cpu=[i], now=float(i))
+    assert len(st.drop_log) == DROP_LOG and st.drop_intervals == DROP_LOG + 10
+    assert st.drop_log[0].uptime_s == 11.0  # the oldest forgotten first
+
+
+def test_begin_forgets_fill_from_before_reading() -> None:
+    """The rings filled while nobody read them (before the attach): not this run's fill."""
+    lay = load_layout()
+    st = TraceStats(lay.type_names, 2, ["open"], start=0.0)
+    st.observe_fill({0: 0.978, 1: 0.9})
+    st.begin(now=5.0)
+    st.observe_fill({0: 0.01})
+    st.tick(drops_cpu=[0, 0], now=6.0)
+    assert st.fill_cpu == {0: 0.01}
+    assert st.stats_record()["uptime_s"] == 1.0

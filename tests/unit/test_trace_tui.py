@@ -127,3 +127,27 @@ def test_too_small_says_so(w: int, h: int) -> None:
     text = " ".join(buf.getvalue().split())
     assert f"terminal too small: {w}x{h}, ringtool trace needs 80x24" in text
     assert "per CPU" not in text
+
+
+def test_per_cpu_title_says_when_drops_happened() -> None:
+    """A burst of drops is shown with when it happened (and its size), not only as a
+    total; a CPU row is red only while it drops (or is nearly full)."""
+    lay = load_layout()
+    buf = io.StringIO()
+    console = Console(file=buf, width=120, height=40, color_system="standard", force_terminal=True)
+    tui = TraceTui(Decoder(lay), console=console, input_fd=-1)
+    tui.start(["exec", "open", "syscalls"], [])
+    st = _stats()  # 5 drops on CPU 1 in the interval that ended 1 s after the start
+    tui.stats(st)
+    console.print(tui.render(), height=40)
+    red_now = buf.getvalue()
+    assert "last drops at up 0:00:01 (+5)" in red_now
+    st.tick(drops_cpu=[0, 5], drops_source={"open": [0, 5]}, now=75.0)  # no new drops
+    tui.stats(st)
+    buf.seek(0)
+    buf.truncate()
+    console.print(tui.render(), height=40)
+    later = buf.getvalue()
+    assert "last drops at up 0:00:01 (+5)" in later  # still says when
+    red = "\x1b[31m"
+    assert red in red_now and red not in later  # CPU 1's row: red while dropping only
