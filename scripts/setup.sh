@@ -87,3 +87,23 @@ if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" ]]; then
     "$VENV/bin/python" -m pip install -q --config-settings editable_mode=compat -e "$REPO[test]"
     touch "$stamp"
 fi
+
+# 5. Shell completion and the man page ringtool(1), generated from the CLI's own parser
+#    (python -m ringtool.cli.completion / ringtool.cli.manpage); written when changed.
+install_generated() {  # TARGET COMMAND...: COMMAND's output as TARGET (mode 0644)
+    local target="$1" tmp
+    shift
+    tmp="$(mktemp)"
+    if "$@" > "$tmp" && [[ -s "$tmp" ]]; then
+        if ! cmp -s "$tmp" "$target"; then
+            mkdir -p "$(dirname "$target")"
+            install -m 0644 "$tmp" "$target"
+            say "installed $target"
+        fi
+    else
+        say "could not generate $target"
+    fi
+    rm -f "$tmp"
+}
+install_generated /etc/bash_completion.d/ringtool "$VENV/bin/python" -m ringtool.cli.completion bash
+install_generated /usr/local/share/man/man1/ringtool.1 "$VENV/bin/python" -m ringtool.cli.manpage
