@@ -141,7 +141,14 @@ rm -f "$ROOT/usr/sbin/policy-rc.d" "$ROOT/etc/apt/apt.conf.d/99ringtool-build-pr
 # Boot: grub in the MBR, and a grub.cfg written here with root=UUID= (grub-mkconfig
 # in a chroot would name the build host's loop device). /vmlinuz and /initrd.img are
 # the kernel package's symlinks, so a kernel upgrade in the guest still boots.
-CMDLINE="net.ifnames=0 console=tty0 console=ttyS0,115200"
+# tsc=reliable: under QEMU's emulation (TCG) the vCPUs' TSCs fail the kernel's sync
+# check, the guest falls back to the HPET, and every clock_gettime becomes a syscall
+# plus an emulated MMIO read (the vDSO cannot read the HPET). With syscalls traced that
+# starved the guest: Go's nats-server spun in clock_gettime on both vCPUs, soft lockups
+# for minutes, no answer to ARP. TCG derives every vCPU's TSC from one virtual clock, so
+# it is consistent. mitigations=off: a throwaway test VM; the SRSO/retbleed return
+# thunks cost a lot under emulation.
+CMDLINE="net.ifnames=0 console=tty0 console=ttyS0,115200 tsc=reliable mitigations=off"
 cat >"$ROOT/etc/default/grub" <<EOF
 GRUB_DEFAULT=0
 GRUB_TIMEOUT=1

@@ -96,6 +96,9 @@ finish() {
     exit "$rc"
 }
 trap finish EXIT
+# SIGTERM/SIGINT (CI's time limit, Ctrl-C): stop the running phase's command, then the
+# EXIT trap destroys the VM and stops the daemons.
+trap 'pkill -TERM -P $$ 2>/dev/null; exit 143' TERM INT
 
 # box_image NAME: the qcow2 `vagrant box add` unpacked for box NAME.
 box_image() {
