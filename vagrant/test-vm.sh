@@ -96,8 +96,9 @@ finish() {
     exit "$rc"
 }
 trap finish EXIT
-# SIGTERM/SIGINT (CI's time limit, Ctrl-C): stop the running phase's command, then the
-# EXIT trap destroys the VM and stops the daemons.
+# SIGTERM/SIGINT (CI's time limit, Ctrl-C): stop this script's children (at once in the
+# test phase; other phases when their command returns), then the EXIT trap destroys
+# the VM and stops the daemons.
 trap 'pkill -TERM -P $$ 2>/dev/null; exit 143' TERM INT
 
 # box_image NAME: the qcow2 `vagrant box add` unpacked for box NAME.
@@ -198,7 +199,8 @@ main() {
     set +e
     timeout "${RINGTOOL_VM_TEST_TIMEOUT:-5400}" vagrant ssh -c \
         'cd /vagrant && sudo RINGTOOL_VM=1 make test ARGS="--junitxml=/tmp/ringtool-junit.xml"' \
-        >"$OUT/test.log" 2>&1
+        >"$OUT/test.log" 2>&1 &
+    wait $! # (in the background: a SIGTERM's trap runs now, not when the suite ends)
     TEST_STATUS=$?
     set -e
     vagrant ssh -c 'cat /tmp/ringtool-junit.xml' >"$OUT/junit.xml" 2>/dev/null \
