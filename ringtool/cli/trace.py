@@ -17,6 +17,7 @@ from ringtool.cli import validate as v
 from ringtool.errors import UsageError
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.privileges import require_bpf_privileges
+from ringtool.trace.fields import FIELD_NAMES
 
 EVENTS = ("exec", "open", "syscalls", "net")
 DEFAULT_EVENTS = ("exec", "open", "syscalls")
@@ -83,9 +84,14 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON lines on stdout")
+    out.add_argument("--csv", action="store_true", help="CSV (RFC 4180) with a header line")
     out.add_argument(
         "--no-tui", action="store_true",
         help="bcc-style columns (cut to the terminal's width; whole lines into a pipe or file)",
+    )  # fmt: skip
+    p.add_argument(
+        "--fields", type=v.name_list(FIELD_NAMES), metavar="A,B,C",
+        help="only these event fields, in this order (--json, --csv, columns)",
     )  # fmt: skip
     p.add_argument(
         "-w", "--wide", action="store_true", help="columns: never cut lines, also on a terminal"
@@ -116,6 +122,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--pcap writes the net source's packets: add -i IFACE")
     if args.window_us is not None and not args.ordered:
         raise UsageError("--window-us needs --ordered")
+    if args.fields and args.quiet:
+        raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
         mode = "quiet"
     elif args.json:
         mode = "json"
-    elif args.no_tui or not sys.stdout.isatty():
+    elif args.csv:
+        mode = "csv"
+    elif args.no_tui or args.fields or not sys.stdout.isatty():
         mode = "columns"
     else:
         mode = "tui"
@@ -143,6 +153,6 @@ def run(args: argparse.Namespace) -> int:
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
         window_us=args.window_us, pcap=args.pcap, kmes=args.kmes, width=width,
-        export=hook if hook.wanted else None,
+        export=hook if hook.wanted else None, fields=args.fields,
     )  # fmt: skip
     return run_trace(opts, cfg)

@@ -88,15 +88,33 @@ def cstrings(col: Array) -> Texts:
     if u[rows, first].any():  # a string fills its whole field: no NUL to cut at
         return _texts([cstr(b) for b in col.tolist()])
     lens = first + 1  # each string with its NUL, which separates them in the buffer
+    one = int(lens[0])
+    if (lens == one).all() and (u[:, :one] == u[0, :one]).all():  # one string, repeated
+        blob = u[0, :one].tobytes()
+        texts = _decode(blob, 1)
+        return Texts(texts.values * n, texts.printable, texts.plain)
     starts = np.cumsum(lens) - lens
     idx = np.arange(int(lens.sum())) + np.repeat(rows * width - starts, lens)
-    blob = np.ascontiguousarray(u).reshape(-1)[idx].tobytes()
+    return _decode(np.ascontiguousarray(u).reshape(-1)[idx].tobytes(), n)
+
+
+#: Bytes of a plain JSON string (printable ASCII but ``"`` and ``\``), and the two.
+_PLAIN = bytes(b for b in range(0x20, 0x7F) if b not in b'"\\')
+_QUOTES = b'"\\\0'
+
+
+def _decode(blob: bytes, n: int) -> Texts:
+    """The ``n`` NUL-terminated strings in ``blob`` as :func:`cstr` gives them."""
     if blob.isascii():
         values = blob.decode("ascii").split("\0")
+        other = blob.translate(None, _PLAIN)  # the NULs, and what is not plain
+        plain = len(other) == n
+        printable = plain or not other.translate(None, _QUOTES)
     else:
         values = [b.decode("utf-8", "backslashreplace") for b in blob.split(b"\0")]
+        printable = plain = False
     values.pop()  # after the last NUL
-    return _texts(values)
+    return Texts(values, printable, plain)
 
 
 def _texts(values: list[str]) -> Texts:

@@ -57,7 +57,7 @@ class Interactive(Protocol):
 
 @dataclass(frozen=True)
 class RunConfig:
-    """How to run: ``mode`` is ``json``, ``columns`` or ``tui``; ``duration`` in seconds
+    """How to run: ``mode`` is ``json``, ``csv``, ``columns`` or ``tui``; ``duration`` in seconds
     (None: until Ctrl-C); ``ordered``/``window_us`` merge the per-CPU rings by
     timestamp; ``pcap`` writes net packets as pcapng; ``kmes`` publishes events to a
     KMES bridge socket; ``width`` is the line width of ``columns``."""
@@ -73,6 +73,8 @@ class RunConfig:
     width: int | None = 80
     #: ``--export``/``--metrics``: a ringtool.export.trace_hook.HookOptions, or None
     export: Any = None
+    #: ``--fields``: the event fields to output, in this order (json, csv, columns)
+    fields: tuple[str, ...] | None = None
 
 
 def _syscall_namer() -> Callable[[int], str]:
@@ -133,7 +135,13 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
     if cfg.mode == "json":
         from ringtool.trace.output_json import JsonOutput
 
-        return JsonOutput(stream, decoder)
+        return JsonOutput(stream, decoder, cfg.fields)
+    if cfg.mode == "csv" or (cfg.mode == "columns" and cfg.fields):
+        from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
+
+        if cfg.mode == "csv":
+            return CsvOutput(stream, decoder, cfg.fields)
+        return FieldColumnOutput(stream, decoder, cfg.fields or (), width=cfg.width)
     if cfg.mode == "quiet":
         from ringtool.export.quiet import QuietOutput
 

@@ -70,6 +70,15 @@ BAD: list[tuple[list[Arg], str]] = [
     (["trace", "-i", "lo", "--pcap", ""], "--pcap"),
     ([b"trace", b"-i", b"lo", b"--pcap", b"/nonexistent-\xff/x"], "--pcap"),
     (["trace", "--pcap", "/tmp/x.pcapng"], "--pcap"),  # no net source
+    # trace: outputs
+    (["trace", "--fields", "pid,bogus"], "--fields"),
+    (["trace", "--fields", ""], "--fields"),
+    (["trace", "--fields", ",,"], "--fields"),
+    (["trace", "--fields", "payload"], "--fields"),  # private net keys are not fields
+    ([b"trace", b"--fields", b"pid,\xff"], "--fields"),
+    (["trace", "--fields", "pid", "--quiet"], "--fields"),
+    (["trace", "--csv", "--json"], "--csv"),
+    (["trace", "--csv", "--no-tui"], "--csv"),
     (["trace", "--no-such-flag"], "--no-such-flag"),
     # bridge
     (["bridge", "--duration", "-1"], "--duration"),

@@ -179,12 +179,21 @@ def test_column_batch_equals_per_event_lines(
 
 def test_a_large_plain_batch_takes_the_fast_path_and_stays_exact() -> None:
     """4096 records of one type with printable ASCII and stale bytes (the common case
-    at high rates): the same lines as the reference."""
+    at high rates), with distinct paths and with one path repeated (stale bytes that
+    differ after its NUL): the same lines as the reference."""
     n = 4096
-    recs = [(4, 10**13 + i, i, b"rt_bench_loop", b"/tmp/f%d" % i, b"stale\xff" * 9, 0, 3, 0)
-            for i in range(n)]  # fmt: skip
-    arr = _array(recs)
     offset = time.time_ns() - time.monotonic_ns()
-    buf = io.StringIO()
-    JsonOutput(buf, Decoder(LAYOUT, realtime_offset_ns=offset)).batch(arr, [])
-    assert buf.getvalue().splitlines() == _ref_json(arr, offset)
+    for repeated in (False, True):
+        recs = [(4, 10**13 + i, i, b"rt_bench_loop", b"/dev/null" if repeated else b"/t/f%d" % i,
+                 b"stale%d\xff" % i * 9, 0, 3, 0) for i in range(n)]  # fmt: skip
+        arr = _array(recs)
+        decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
+        buf = io.StringIO()
+        JsonOutput(buf, decoder).batch(arr, [])
+        assert buf.getvalue().splitlines() == _ref_json(arr, offset)
+        assert decoder.decode(arr) == _ref_events(arr, offset)
+        buf = io.StringIO()
+        ColumnOutput(buf, decoder, width=80).batch(arr, [])
+        assert buf.getvalue().splitlines() == [
+            format_event(ev, 80) for ev in _ref_events(arr, offset)
+        ]

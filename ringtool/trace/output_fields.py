@@ -1,0 +1,159 @@
+"""Tables of chosen fields: ``--csv``, and ``--no-tui --fields a,b,c`` columns.
+
+Both write one row per event with the fields named by ``--fields`` (default for CSV:
+every field, :data:`ringtool.trace.fields.FIELD_NAMES`), in that order; a field the
+event's type does not have is empty (CSV) or ``-`` (columns). Values come from the
+field spec a column at a time (:func:`field_rows`), the same values as
+:meth:`ringtool.trace.events.Decoder.decode`.
+
+CSV (RFC 4180): a header line with the field names, then the rows; a cell that holds
+a comma, a quote, CR or LF is quoted with its quotes doubled; lines end in CRLF.
+Strings are the exact text of the event (a file name with a newline or a quote is
+one cell that a CSV reader gives back unchanged: data, never structure); ``None``
+(an unknown exit code) is an empty cell; ``ts`` is written as ``repr`` of the float.
+Notes and the summary go to stderr (printable), so stdout is only CSV.
+
+The columns form writes a header of the upper-cased names, pads every column but the
+last, makes every value printable (:func:`ringtool.trace.safe_text.printable`),
+shows ``ts`` as the time of day like the default columns and cuts each line to
+``width`` (None: never).
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import numpy as np
+
+from ringtool.trace.batch import by_type
+from ringtool.trace.events import Decoder, Event
+from ringtool.trace.fields import FIELD_NAMES, fields_of
+from ringtool.trace.output_columns import clocks, cut, format_stats, format_summary
+from ringtool.trace.safe_text import printable
+from ringtool.trace.stats import TraceStats
+
+#: Column widths of the ``--fields`` columns (others: 8, or the header's length).
+WIDTHS = {"ts": 8, "cpu": 3, "pid": 7, "tid": 7, "comm": 16, "type": 7, "child_comm": 16}
+_MISSING = object()
+
+
+def field_rows(
+    decoder: Decoder, arr: np.ndarray[Any, Any], net: list[Event], keys: Sequence[str]
+) -> list[tuple[Any, ...]]:
+    """One tuple of the ``keys`` values per event (records in array order, then
+    ``net``); a key the event does not have is :data:`_MISSING`."""
+    out: list[Any] = [None] * len(arr)
+    for g in by_type(arr, decoder.types):
+        n = len(g.rec)
+        spec = {f.key: f for f in fields_of(g.name)}
+        cols = [
+            [g.name] * n if key == "type"
+            else decoder.values(g.rec, spec[key]) if key in spec
+            else [_MISSING] * n
+            for key in keys
+        ]  # fmt: skip
+        rows = list(zip(*cols, strict=True))
+        if g.positions is None:
+            out = rows
+            break
+        for i, row in zip(g.positions.tolist(), rows, strict=True):
+            out[i] = row
+    out.extend(tuple(ev.get(key, _MISSING) for key in keys) for ev in net)
+    return out
+
+
+class CsvOutput:
+    """Writes ``--csv`` to ``stream`` (see the module doc); notes and the summary to
+    ``err``."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        decoder: Decoder,
+        fields: Sequence[str] | None = None,
+        err: TextIO | None = None,
+    ) -> None:
+        self.stream = stream
+        self.decoder = decoder
+        self.keys = list(fields or FIELD_NAMES)
+        self.err = err or sys.stderr
+        self._csv = csv.writer(stream, lineterminator="\r\n")
+
+    def start(self, sources: list[str], notes: list[str]) -> None:
+        for note in notes:
+            self.note(note)
+        self._csv.writerow(self.keys)
+        self.stream.flush()
+
+    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+        rows = field_rows(self.decoder, arr, net, self.keys)
+        if rows:
+            self._csv.writerows(tuple(None if v is _MISSING else v for v in row) for row in rows)
+            self.stream.flush()
+
+    def stats(self, stats: TraceStats) -> None:
+        """Nothing: stdout is only CSV (the summary goes to ``err``)."""
+
+    def summary(self, stats: TraceStats) -> None:
+        self.err.write("".join(f"{line}\n" for line in format_summary(stats, None)))
+        self.err.flush()
+
+    def note(self, text: str) -> None:
+        self.err.write(f"note: {printable(text)}\n")
+        self.err.flush()
+
+
+class FieldColumnOutput:
+    """``--no-tui --fields``: the chosen fields as columns (see the module doc)."""
+
+    def __init__(
+        self, stream: TextIO, decoder: Decoder, fields: Sequence[str], width: int | None = 80
+    ) -> None:
+        self.stream = stream
+        self.decoder = decoder
+        self.keys = list(fields)
+        self.width = width
+        self._pads = [max(WIDTHS.get(k, 8), len(k)) for k in self.keys[:-1]] + [0]
+
+    def _line(self, cells: Sequence[str]) -> str:
+        text = " ".join(c.ljust(pad) for c, pad in zip(cells, self._pads, strict=True))
+        return cut(text.rstrip(), self.width)
+
+    def start(self, sources: list[str], notes: list[str]) -> None:
+        lines = [cut(f"note: {printable(n)}", self.width) for n in notes]
+        lines.append(cut(f"sources: {', '.join(sources)}", self.width))
+        lines.append(self._line(["TIME" if k == "ts" else k.upper() for k in self.keys]))
+        self._write(lines)
+
+    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+        rows = field_rows(self.decoder, arr, net, self.keys)
+        if not rows:
+            return
+        cols: list[list[str]] = []
+        for j, key in enumerate(self.keys):
+            col = [row[j] for row in rows]
+            if key == "ts":
+                seconds = np.array([-1.0 if v is _MISSING else v for v in col])
+                cols.append(clocks(seconds))
+            else:
+                cols.append(["-" if v is _MISSING or v is None else printable(str(v)) for v in col])
+        self._write([self._line(cells) for cells in zip(*cols, strict=True)])
+
+    def stats(self, stats: TraceStats) -> None:
+        self._write([format_stats(stats, self.width)])
+
+    def summary(self, stats: TraceStats) -> None:
+        self._write(format_summary(stats, self.width))
+
+    def note(self, text: str) -> None:
+        self._write([cut(f"note: {printable(text)}", self.width)])
+
+    def _write(self, lines: list[str]) -> None:
+        self.stream.write("\n".join(lines) + "\n")
+        self.stream.flush()
+
+
+__all__ = ["WIDTHS", "CsvOutput", "FieldColumnOutput", "field_rows"]
