@@ -8,6 +8,7 @@
  * (rt_pcpu_reserve). cflags: RingBufGroup.cflags() and the trace sizes.
  */
 #include "percpu_ringbuf.h"
+#define TRACE_HDR_NO_CREDS  /* uid, gid, cgroup 0: SCHED_CLS has no task creds */
 #include "trace_event.h"
 
 int trace_bench_emit(struct __sk_buff *skb)

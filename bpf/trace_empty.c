@@ -15,3 +15,7 @@ TRACEPOINT_PROBE(syscalls, sys_enter_exit) { return 0; }
 TRACEPOINT_PROBE(sched, sched_process_exec) { return 0; }
 TRACEPOINT_PROBE(sched, sched_process_exit) { return 0; }
 TRACEPOINT_PROBE(sched, sched_process_fork) { return 0; }
+TRACEPOINT_PROBE(syscalls, sys_enter_execve) { return 0; }
+TRACEPOINT_PROBE(syscalls, sys_exit_execve) { return 0; }
+TRACEPOINT_PROBE(syscalls, sys_enter_execveat) { return 0; }
+TRACEPOINT_PROBE(syscalls, sys_exit_execveat) { return 0; }

@@ -12,9 +12,13 @@
  * open, slow syscalls) or, for net, to a PERF_EVENT_ARRAY with the packet bytes
  * appended by the kernel (BPF_F_CTXLEN_MASK).
  *
- * Filters arrive as -D constants: TRACE_SELF_PID (ringtool itself, never traced),
- * TRACE_FILTER_PID (-p), TRACE_FILTER_COMM_LO/HI (-c: the 16-byte comm as two
- * little-endian u64 words).
+ * Filters arrive as -D constants (ringtool/trace/filters.py builds them):
+ * TRACE_SELF_PID (ringtool itself, never traced), TRACE_FILTER_PID (-p),
+ * TRACE_FILTER_TID (-t), TRACE_FILTER_UID (-u: the real uid),
+ * TRACE_FILTER_CGROUP_ID/_LEVEL (--cgroup: the cgroup v2 id of the directory and its
+ * depth below the root; a task matches when its cgroup is that one or below it),
+ * TRACE_FILTER_COMM_LO/HI (-c: the 16-byte comm as two little-endian u64 words),
+ * TRACE_FILTER_FAILED (-x: open reports failed calls only; see trace_open.c).
  */
 #ifndef RINGTOOL_TRACE_EVENT_H
 #define RINGTOOL_TRACE_EVENT_H
@@ -22,6 +26,14 @@
 #define TRACE_COMM_LEN 16
 #define TRACE_DATA_LEN 256
 #define TRACE_ADDR_LEN 16
+
+/* exec: `data` holds the filename, then argv[0], argv[1], ... each NUL-terminated;
+ * at most TRACE_MAXARG arguments, all within TRACE_DATA_LEN bytes. `aux2` is the
+ * number of arguments stored, with these flags: */
+#define TRACE_MAXARG 20
+#define TRACE_ARGS_TRUNCATED 0x80000000  /* more arguments, or the last one cut */
+#define TRACE_ARGS_MISSING 0x40000000    /* argv not read (exec began before tracing) */
+#define TRACE_ARGC_MASK 0xffff
 
 #define TRACE_EXEC 1
 #define TRACE_EXIT 2
@@ -38,6 +50,9 @@ struct trace_hdr {
     u32 pid;                     /* tgid of the current task */
     u32 tid;                     /* thread id */
     char comm[TRACE_COMM_LEN];   /* bpf_get_current_comm() */
+    u32 uid;                     /* real uid (bpf_get_current_uid_gid); net: 0 */
+    u32 gid;                     /* real gid; net: 0 */
+    u64 cgroup;                  /* cgroup v2 id (bpf_get_current_cgroup_id); net: 0 */
 };
 
 /* exec / exit / fork / open / slow syscall (the RINGBUF sources). */
@@ -47,8 +62,8 @@ struct trace_event {
     u32 ppid;                    /* exec, fork, exit: parent tgid (0: unknown) */
     s32 ret;                     /* open: fd or -errno; syscall: return value */
     u32 aux;                     /* fork: child pid; syscall: number; exit: 1 = code known */
-    u32 aux2;                    /* reserved, 0 */
-    char data[TRACE_DATA_LEN];   /* exec: filename; open: path; fork: child comm */
+    u32 aux2;                    /* exec: argument count and TRACE_ARGS_* flags */
+    char data[TRACE_DATA_LEN];   /* exec: filename + argv; open: path; fork: child comm */
 };
 
 /* net (TC, PERF_EVENT_ARRAY): followed by `captured` packet bytes from the MAC header. */
@@ -81,16 +96,29 @@ _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
 #define TRACE_SELF_PID 0
 #endif
 
-/* Fill the common header for the current task. */
+/* Fill the common header for the current task (every field: a reserved record is
+ * not zeroed). */
 static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
 {
     u64 id = bpf_get_current_pid_tgid();
+#ifndef TRACE_HDR_NO_CREDS
+    u64 ugid = bpf_get_current_uid_gid();
+#endif
     h->ts = bpf_ktime_get_ns();
     h->type = type;
     h->cpu = bpf_get_smp_processor_id();
     h->pid = id >> 32;
     h->tid = (u32)id;
     bpf_get_current_comm(&h->comm, sizeof(h->comm));
+#ifdef TRACE_HDR_NO_CREDS  /* a program type without these helpers (trace_bench.c) */
+    h->uid = 0;
+    h->gid = 0;
+    h->cgroup = 0;
+#else
+    h->uid = (u32)ugid;
+    h->gid = ugid >> 32;
+    h->cgroup = bpf_get_current_cgroup_id();
+#endif
 }
 
 /* The filters run BEFORE anything is reserved (issue 11): a rejected event must
@@ -111,6 +139,28 @@ static __always_inline int trace_skip_pid(u32 pid)
     return 0;
 }
 
+/* 1 when the -t, -u or --cgroup filter excludes the current task; each is compiled
+ * in only when given (without them this is a constant 0 and calls no helper). */
+static __always_inline int trace_skip_task(void)
+{
+#ifdef TRACE_FILTER_TID
+    if ((u32)bpf_get_current_pid_tgid() != TRACE_FILTER_TID)
+        return 1;
+#endif
+#ifdef TRACE_FILTER_UID
+    if ((u32)bpf_get_current_uid_gid() != TRACE_FILTER_UID)
+        return 1;
+#endif
+#ifdef TRACE_FILTER_CGROUP_ID
+    /* the task's cgroup, or its ancestor at the filter's depth: the cgroup itself
+     * and everything below it match (a container's nested cgroups too) */
+    if (bpf_get_current_ancestor_cgroup_id(TRACE_FILTER_CGROUP_LEVEL) !=
+        TRACE_FILTER_CGROUP_ID)
+        return 1;
+#endif
+    return 0;
+}
+
 /* 1 when the -c filter excludes the current task's comm. The comm is read as two
  * u64 words (bpf_get_current_comm NUL-pads all 16 bytes), compared with the -D
  * constants; without -c this is a constant 0 and reads nothing. */
@@ -125,10 +175,11 @@ static __always_inline int trace_skip_comm(void)
     return 0;
 }
 
-/* 1 when any filter (self, -p, -c) rejects the current task with tgid `pid`. */
+/* 1 when any filter (self, -p, -t, -u, --cgroup, -c) rejects the current task with
+ * tgid `pid`; the cheap ones first. */
 static __always_inline int trace_skip_current(u32 pid)
 {
-    return trace_skip_pid(pid) || trace_skip_comm();
+    return trace_skip_pid(pid) || trace_skip_task() || trace_skip_comm();
 }
 
 #endif

@@ -8,6 +8,16 @@
  * source's own per-CPU `drops` array (here, where BCC rewrites map methods).
  * exit: thread-group leaders only (a process exit, not every thread).
  *
+ * exec carries the filename and the arguments (like bcc's execsnoop): argv is read
+ * from user memory at execve/execveat entry, where its pointer is an argument, into
+ * this thread's `exec_args` entry (at most TRACE_MAXARG arguments, TRACE_DATA_LEN
+ * bytes), and sched_process_exec appends it to the filename in `data`, with the count
+ * and the TRACE_ARGS_* flags in `aux2` (see trace_event.h). Only the self and -p
+ * filters run at entry (pid is the one thing exec keeps for sure; comm, tid, even the
+ * uid may change); the event's filters run at sched_process_exec as for every event.
+ * A failed execve leaves no event; its entry is deleted at syscall exit. Reading argv
+ * costs exec only: the tracepoints are execve's own, not raw_syscalls.
+ *
  * No task_struct reads: the kernel headers BCC compiles against may not match the
  * running kernel, so field offsets can't be trusted. Instead
  *   ppid       is remembered at fork (parent_of: child pid -> parent tgid), so it is
@@ -33,6 +43,20 @@
 BPF_PERCPU_ARRAY(drops, u64, 1);
 BPF_TABLE("lru_hash", u32, u32, parent_of, 65536);
 BPF_TABLE("lru_hash", u32, u32, exit_codes, 16384);
+
+/* argv of an execve in flight (tid -> exec_argv), and the place where the event's
+ * data is put together. Both buffers are twice TRACE_DATA_LEN so that a copy of at
+ * most TRACE_DATA_LEN bytes at an offset of at most TRACE_DATA_LEN stays inside them
+ * in the verifier's eyes; only the first TRACE_DATA_LEN bytes are ever used. */
+struct exec_argv {
+    u32 argc;                        /* arguments read | TRACE_ARGS_TRUNCATED */
+    u32 len;                         /* bytes of argv used (<= TRACE_DATA_LEN) */
+    u16 ends[TRACE_MAXARG];          /* end (after the NUL) of each argument in argv */
+    char argv[2 * TRACE_DATA_LEN];   /* argv[0] NUL argv[1] NUL ... */
+    char out[2 * TRACE_DATA_LEN];    /* filename NUL argv..., copied into the event */
+};
+BPF_TABLE("lru_hash", u32, struct exec_argv, exec_args, 1024);
+BPF_PERCPU_ARRAY(exec_init, struct exec_argv, 1);  /* the source of an insert only */
 
 static __always_inline void remember_exit(int code)
 {
@@ -81,16 +105,149 @@ static __always_inline int finish_event(struct trace_event *e)
     return 0;
 }
 
+/* `v`, unknown to clang: the masks applied to it afterwards stay in the program, where
+ * the verifier needs them to bound an offset (clang drops a mask it can prove
+ * redundant, or checks a copy of the value and uses the original). */
+static __always_inline u32 opaque(u32 v)
+{
+    asm volatile("" : "+r"(v));
+    return v;
+}
+
+/* Read the NULL-terminated user array `argv` into this thread's exec_args entry. */
+static __always_inline int stash_argv(const char *const *argv)
+{
+    u64 id = bpf_get_current_pid_tgid();
+    if (trace_skip_pid(id >> 32))
+        return 0;
+    u32 tid = (u32)id;
+    u32 zero = 0;
+    struct exec_argv *init = exec_init.lookup(&zero);
+    if (!init || exec_args.update(&tid, init))  /* map full: the exec says MISSING */
+        return 0;
+    struct exec_argv *st = exec_args.lookup(&tid);
+    if (!st)
+        return 0;
+    u32 len = 0, argc = 0, trunc = 0;
+    int i;
+    for (i = 0; i < TRACE_MAXARG; i++) {
+        const char *p = 0;
+        if (bpf_probe_read_user(&p, sizeof(p), &argv[i]) || !p)
+            break;
+        if (len >= TRACE_DATA_LEN) {
+            trunc = TRACE_ARGS_TRUNCATED;
+            break;
+        }
+        u32 off = opaque(len) & (TRACE_DATA_LEN - 1);
+        long n = bpf_probe_read_user_str(&st->argv[off], TRACE_DATA_LEN - off, p);
+        if (n <= 0) {  /* not readable (paged out): say so rather than guess */
+            trunc = TRACE_ARGS_TRUNCATED;
+            break;
+        }
+        len = off + (u32)n;
+        st->ends[i] = len;
+        argc = i + 1;
+        if (len == TRACE_DATA_LEN) {  /* filled: cut unless its NUL was the last byte */
+            char c = 1;
+            bpf_probe_read_user(&c, 1, p + n - 1);
+            if (c)
+                trunc = TRACE_ARGS_TRUNCATED;
+        }
+    }
+    if (i == TRACE_MAXARG) {  /* more than TRACE_MAXARG arguments? */
+        const char *p = 0;
+        if (bpf_probe_read_user(&p, sizeof(p), &argv[TRACE_MAXARG]) || p)
+            trunc = TRACE_ARGS_TRUNCATED;
+    }
+    st->argc = argc | trunc;
+    st->len = len;
+    return 0;
+}
+
+TRACEPOINT_PROBE(syscalls, sys_enter_execve)
+{
+    return stash_argv(args->argv);
+}
+
+TRACEPOINT_PROBE(syscalls, sys_enter_execveat)
+{
+    return stash_argv(args->argv);
+}
+
+/* After a successful exec sched_process_exec consumed the entry; after a failed one
+ * it is dropped here. */
+static __always_inline int forget_argv(void)
+{
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    exec_args.delete(&tid);
+    return 0;
+}
+
+TRACEPOINT_PROBE(syscalls, sys_exit_execve)
+{
+    return forget_argv();
+}
+
+TRACEPOINT_PROBE(syscalls, sys_exit_execveat)
+{
+    return forget_argv();
+}
+
+/* The exec event's data (filename, then the stashed argv) and aux2. */
+static __always_inline void fill_exec(struct trace_event *e, u32 old_tid, const char *fname)
+{
+    struct exec_argv *st = exec_args.lookup(&old_tid);  /* by the tid before exec */
+    if (!st) {
+        bpf_probe_read_kernel_str(e->data, sizeof(e->data), fname);
+        e->aux2 = TRACE_ARGS_MISSING;
+        return;
+    }
+    long flen = bpf_probe_read_kernel_str(st->out, TRACE_DATA_LEN, fname);
+    if (flen <= 0) {
+        st->out[0] = 0;
+        flen = 1;
+    }
+    u32 off = ((opaque((u32)flen) - 1) & (TRACE_DATA_LEN - 1)) + 1;  /* 1..LEN */
+    u32 n = opaque(st->len);
+    if (n)
+        bpf_probe_read_kernel(&st->out[off], ((n - 1) & (TRACE_DATA_LEN - 1)) + 1, st->argv);
+    bpf_probe_read_kernel(e->data, TRACE_DATA_LEN, st->out);
+    e->data[TRACE_DATA_LEN - 1] = 0;  /* a cut argument ends here */
+    u32 argc = st->argc & TRACE_ARGC_MASK;
+    u32 trunc = st->argc & TRACE_ARGS_TRUNCATED;
+    u32 stored = 0;
+    for (int i = 0; i < TRACE_MAXARG; i++) {
+        if (i >= argc)
+            break;
+        u32 start = off + (i ? st->ends[i - 1] : 0);
+        if (off + st->ends[i] <= TRACE_DATA_LEN) {
+            stored++;
+            continue;
+        }
+        trunc = TRACE_ARGS_TRUNCATED;  /* this one is cut, the rest left out */
+        if (start < TRACE_DATA_LEN - 1)
+            stored++;
+        break;
+    }
+    e->aux2 = stored | trunc;
+    exec_args.delete(&old_tid);
+}
+
 TRACEPOINT_PROBE(sched, sched_process_exec)
 {
     u32 pid = bpf_get_current_pid_tgid() >> 32;
-    if (trace_skip_current(pid))  /* the new comm: exec has set it by now */
+    u32 old_tid = args->old_pid;
+    if (trace_skip_current(pid)) {  /* the new comm: exec has set it by now */
+        exec_args.delete(&old_tid);
         return 0;
+    }
     struct trace_event *e = begin_event(pid, TRACE_EXEC);
-    if (!e)
+    if (!e) {
+        exec_args.delete(&old_tid);
         return 0;
-    e->aux = args->old_pid;
-    TP_DATA_LOC_READ_STR(e->data, filename, sizeof(e->data));
+    }
+    e->aux = old_tid;
+    fill_exec(e, old_tid, (const char *)args + (args->data_loc_filename & 0xFFFF));
     return finish_event(e);
 }
 

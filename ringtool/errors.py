@@ -22,6 +22,11 @@ class UsageError(RingtoolError, ValueError):
     is loaded."""
 
 
+class CgroupPathError(UsageError):
+    """A ``--cgroup`` path is not a usable cgroup v2 directory (missing, not a
+    directory, not on cgroup2, or its level below the root cannot be known)."""
+
+
 class KernelFeatureError(RingtoolError):
     """The running kernel lacks a feature (map type, helper, hook, tracefs, BTF)."""
 

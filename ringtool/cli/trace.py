@@ -32,6 +32,8 @@ examples:
   sudo ringtool trace --no-tui -c bash         # columns, only processes named bash
   sudo ringtool trace --json -d 10 > ev.jsonl  # 10 s of JSON lines, then a summary
   sudo ringtool trace --events exec -p 1234    # exec/exit/fork of one process
+  sudo ringtool trace --events open -x -u 1000 # failed opens of uid 1000
+  sudo ringtool trace --cgroup /sys/fs/cgroup/system.slice/docker-ID.scope  # a container
   sudo ringtool trace --events net -i eth0 --snaplen 128 --pcap out.pcapng
   sudo ringtool trace --json --ordered --window-us 500   # merged in timestamp order
 """
@@ -54,6 +56,20 @@ def register(subs: Any) -> None:
     p.add_argument(
         "-c", "--comm", type=v.comm, help="only processes with this name (comm, <= 15 bytes)"
     )
+    p.add_argument("-t", "--tid", type=v.integer(1, v.PID_MAX), help="only this thread")
+    p.add_argument(
+        "-u", "--uid", type=v.uid, metavar="UID", help="only tasks of this user (real uid or name)"
+    )
+    p.add_argument(
+        "--cgroup", type=v.cgroup_dir, metavar="PATH",
+        help="only tasks in this cgroup v2 directory or below it (e.g. a container's)",
+    )  # fmt: skip
+    p.add_argument(
+        "-n", "--name", type=v.regex, metavar="REGEX",
+        help="only processes whose name matches REGEX (re.search; applied after the ring, "
+        "so drops are counted before it; -c/-p/-t/-u/--cgroup filter in the kernel)",
+    )  # fmt: skip
+    p.add_argument("-x", "--failed", action="store_true", help="open events of failed calls only")
     p.add_argument(
         "-d", "--duration", type=v.number(above=0, unit="seconds"), metavar="SECONDS",
         help="stop after this",
@@ -122,6 +138,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--pcap writes the net source's packets: add -i IFACE")
     if args.window_us is not None and not args.ordered:
         raise UsageError("--window-us needs --ordered")
+    if args.failed and "open" not in events_of(args):
+        raise UsageError("-x/--failed selects failed opens: add open to --events")
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
 
@@ -148,11 +166,12 @@ def run(args: argparse.Namespace) -> int:
     width = None if args.wide or not sys.stdout.isatty() else shutil.get_terminal_size().columns
     opts = TraceOptions(
         events=events, pid=args.pid, comm=args.comm, buffer_pages=args.buffer_pages,
-        slow_ms=args.slow_ms, iface=args.iface, snaplen=args.snaplen,
+        slow_ms=args.slow_ms, iface=args.iface, snaplen=args.snaplen, tid=args.tid,
+        uid=args.uid, cgroup=args.cgroup, failed_only=args.failed,
     )  # fmt: skip
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
         window_us=args.window_us, pcap=args.pcap, kmes=args.kmes, width=width,
-        export=hook if hook.wanted else None, fields=args.fields,
+        export=hook if hook.wanted else None, fields=args.fields, name=args.name,
     )  # fmt: skip
     return run_trace(opts, cfg)

@@ -19,11 +19,15 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from ringtool.trace.filters import CgroupFilter
 
 #: The kernel keeps 15 bytes of a task's name (TASK_COMM_LEN 16, with the NUL).
 COMM_MAX = 15
@@ -124,6 +128,45 @@ def comm(text: str) -> str:
             f"process name, so it never matches; give {cut!r}"
         )
     return text
+
+
+#: The largest uid: (uid_t)-1 means "no uid" to the kernel.
+UID_MAX = 2**32 - 2
+
+
+def uid(text: str) -> int:
+    """A user: a uid ``0..UID_MAX`` or the name of a user known to this system."""
+    if text.isascii() and text.isdigit():
+        n = int(text)
+        if n > UID_MAX:
+            _bad(f"{text} is too large: give a uid <= {UID_MAX:,} or a user name")
+        return n
+    import pwd
+
+    name = utf8(text, "the user name").decode()
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        _bad(f"{text!r} is neither a uid nor a known user name")
+
+
+def regex(text: str) -> re.Pattern[str]:
+    """A Python regular expression (``re`` syntax), compiled."""
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        _bad(f"{text!r} is not a regular expression: {exc}")
+
+
+def cgroup_dir(text: str) -> CgroupFilter:
+    """A cgroup v2 directory (:func:`ringtool.trace.filters.resolve_cgroup`)."""
+    from ringtool.errors import CgroupPathError
+    from ringtool.trace.filters import resolve_cgroup
+
+    try:
+        return resolve_cgroup(text)
+    except CgroupPathError as exc:
+        _bad(str(exc))
 
 
 def ifname(text: str) -> str:
@@ -242,7 +285,9 @@ class ArgumentParser(argparse.ArgumentParser):
 __all__ = [
     "COMM_MAX",
     "PID_MAX",
+    "UID_MAX",
     "ArgumentParser",
+    "cgroup_dir",
     "comm",
     "ifname",
     "input_file_optional",
@@ -252,6 +297,8 @@ __all__ = [
     "number",
     "output_file",
     "power_of_two",
+    "regex",
     "socket_path",
+    "uid",
     "utf8",
 ]

@@ -132,7 +132,7 @@ _LO = np.uint64(0x0101010101010101)
 _HI = np.uint64(0x8080808080808080)
 
 
-def compact_rows(arr: np.ndarray[Any, Any]) -> tuple[int, bytes]:
+def compact_rows(arr: np.ndarray[Any, Any], min_len: Any = None) -> tuple[int, bytes]:
     """``(data_len, body)`` of ``rows/1`` for a ``struct trace_event`` array.
 
     Works on 8-byte words of ``data`` (a multiple of 8 bytes at an 8-aligned offset,
@@ -140,7 +140,9 @@ def compact_rows(arr: np.ndarray[Any, Any]) -> tuple[int, bytes]:
     classic ``(w - 0x01..) & ~w & 0x80..`` test: exact for the first zero byte of a
     word, which is all that is asked) ends the string; the words after it
     are zeroed (the kernel leaves stale bytes there) and every row is cut after the
-    longest string's last word, so ``data_len`` is a multiple of 8."""
+    longest string's last word, so ``data_len`` is a multiple of 8. ``min_len``: per
+    row, the bytes of ``data`` kept even past its first NUL (an exec record's
+    arguments follow its filename: :func:`exec_min_len`)."""
     size = arr.dtype.itemsize
     off = arr.dtype.fields["data"][1]  # type: ignore[index]
     n = len(arr)
@@ -160,11 +162,21 @@ def compact_rows(arr: np.ndarray[Any, Any]) -> tuple[int, bytes]:
         pending &= ~hit
         if not pending.any():
             break
+    if min_len is not None:
+        first = np.maximum(first, (np.asarray(min_len, np.int64) - 1) // 8)
     keep_words = int(first.max()) + 1
     out = rows[:, : off + 8 * keep_words].copy()
     kept = out[:, off:].view("<u8")
     kept[np.arange(keep_words) > first[:, None]] = 0
     return 8 * keep_words, out.tobytes()
+
+
+def exec_min_len(arr: np.ndarray[Any, Any]) -> list[int]:
+    """Per exec record of ``arr``: the bytes of ``data`` its filename and arguments use
+    (:func:`ringtool.trace.exec_data.used_len`)."""
+    from ringtool.trace.exec_data import used_len
+
+    return [used_len(d, a) for d, a in zip(arr["data"].tolist(), arr["aux2"].tolist(), strict=True)]
 
 
 def expand_rows(body: bytes, count: int, data_len: int, dtype: np.dtype[Any]) -> Any:
@@ -234,7 +246,8 @@ class Encoder:
             return b"".join(SAMPLE_LEN.pack(len(ev["raw"])) + ev["raw"] for ev in batch.data), {}
         if self.format == JSONL:
             return json_lines(self.decoder, batch.data, []), {}
-        keep, body = compact_rows(batch.data)
+        min_len = exec_min_len(batch.data) if batch.type == "exec" else None
+        keep, body = compact_rows(batch.data, min_len)
         return body, {H_DATA_LEN: str(keep)}
 
     def stats(self, record: dict[str, Any], number: int) -> Message:
@@ -266,6 +279,7 @@ __all__ = [
     "Message",
     "Origin",
     "compact_rows",
+    "exec_min_len",
     "expand_rows",
     "json_lines",
 ]

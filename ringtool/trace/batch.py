@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import orjson
 
+from ringtool.trace import exec_data
 from ringtool.trace.fields import Field
 
 Array = np.ndarray[Any, Any]
@@ -133,6 +134,14 @@ def _exit_codes(rec: Array, f: Field) -> list[int | None]:
     return [c if known else None for c, known in zip(codes, rec["aux"].tolist(), strict=True)]
 
 
+def _argvs(data: Array, aux2: Array) -> list[list[str] | None]:
+    out: list[list[str] | None] = []
+    for raw, a in zip(data.tolist(), aux2.tolist(), strict=True):
+        args = exec_data.argv(raw, a)
+        out.append(None if args is None else [b.decode("utf-8", "backslashreplace") for b in args])
+    return out
+
+
 def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], str]) -> list[Any]:
     """Field ``f`` of every record of ``rec``, as Python values."""
     col = column(rec, f.column)
@@ -149,6 +158,10 @@ def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], s
         return [syscall_name(nr) for nr in col.tolist()]
     if kind == "latency_us":
         return [round(v / 1000, 1) for v in col.tolist()]
+    if kind == "argv":
+        return _argvs(col, rec["aux2"])
+    if kind == "truncated":
+        return ((col & exec_data.TRUNCATED) != 0).tolist()  # type: ignore[no-any-return]
     raise ValueError(f"field {f.key}: unknown kind {kind!r}")
 
 

@@ -28,6 +28,7 @@ dict per record.
 from __future__ import annotations
 
 import ipaddress
+import shlex
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -103,6 +104,7 @@ class Decoder:
             ev: Event = {
                 "type": "net", "ts": self.wall(int(h["ts"])), "cpu": int(h["cpu"]),
                 "pid": int(h["pid"]), "tid": int(h["tid"]), "comm": cstr(bytes(h["comm"])),
+                "uid": int(h["uid"]), "gid": int(h["gid"]), "cgroup": int(h["cgroup"]),
                 "src": addr(fam, bytes(rec["saddr"])), "dst": addr(fam, bytes(rec["daddr"])),
                 "sport": int(rec["sport"]), "dport": int(rec["dport"]),
                 "proto": PROTOS.get(int(rec["proto"]), str(int(rec["proto"]))),
@@ -129,7 +131,16 @@ Columns = Mapping[str, list[Any]]
 
 
 def _rest_exec(c: Columns) -> list[str]:
-    return [f" ppid={p}" for p in c["ppid"]]
+    """The arguments after argv[0] (execsnoop's ARGS; shell-quoted), `...` when cut,
+    then ppid and uid. An event without argv/uid (built by hand, or recorded before
+    exec had them) shows what it has."""
+    n = len(c["ppid"])
+    argvs, cuts, uids = (c.get(k, [None] * n) for k in ("argv", "argv_truncated", "uid"))
+    return [
+        ("" if args is None else "".join(" " + shlex.quote(a) for a in args[1:]))
+        + (" ..." if cut else "") + f" ppid={p}" + ("" if u is None else f" uid={u}")
+        for args, cut, p, u in zip(argvs, cuts, c["ppid"], uids, strict=True)
+    ]  # fmt: skip
 
 
 def _rest_open(c: Columns) -> list[str]:

@@ -17,7 +17,12 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
 * ``exit_code``: ``(column >> 8) & 0xFF`` when the record's ``aux`` is non-zero (the
   code is known), else ``None``;
 * ``syscall``: the syscall's name for the number in the column;
-* ``latency_us``: ns to µs, rounded to 0.1 (``round(ns / 1000, 1)``).
+* ``latency_us``: ns to µs, rounded to 0.1 (``round(ns / 1000, 1)``);
+* ``argv``: an exec's arguments, a list of strings (each as ``str``), from ``data``
+  after the filename and the count in ``aux2``; ``None`` when argv was not read
+  (:mod:`ringtool.trace.exec_data`);
+* ``truncated``: ``True`` when the column (an exec's ``aux2``) has
+  ``TRACE_ARGS_TRUNCATED`` set: more arguments were passed than the record holds.
 
 Every event starts with ``type`` (its name), then :data:`COMMON`, then its type's
 :data:`BY_TYPE` fields, in this order. Net events are decoded per packet
@@ -44,11 +49,19 @@ COMMON: tuple[Field, ...] = (
     Field("pid", "h.pid", "int"),
     Field("tid", "h.tid", "int"),
     Field("comm", "h.comm", "str"),
+    Field("uid", "h.uid", "int"),
+    Field("gid", "h.gid", "int"),
+    Field("cgroup", "h.cgroup", "int"),
 )
 
 #: The type-specific fields of the RINGBUF event types, in output order.
 BY_TYPE: dict[str, tuple[Field, ...]] = {
-    "exec": (Field("filename", "data", "str"), Field("ppid", "ppid", "int")),
+    "exec": (
+        Field("filename", "data", "str"),
+        Field("argv", "data", "argv"),
+        Field("argv_truncated", "aux2", "truncated"),
+        Field("ppid", "ppid", "int"),
+    ),
     "exit": (Field("exit_code", "value", "exit_code"), Field("ppid", "ppid", "int")),
     "fork": (
         Field("child_pid", "aux", "int"),

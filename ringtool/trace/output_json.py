@@ -64,11 +64,14 @@ def printable_line(line: str) -> str:
 
 
 def _value(v: Any) -> str:
-    """A field value as JSON, as ``json`` writes it (ints, floats, strings, None)."""
+    """A field value as JSON, as ``json`` writes it (ints, floats, strings, None,
+    booleans, lists of strings)."""
     if isinstance(v, str):
         return _str(v)
     if v is None:
         return "null"
+    if isinstance(v, bool | list):
+        return _dumps(v)  # type: ignore[no-any-return]
     if isinstance(v, float):
         return repr(v)
     return str(v)

@@ -27,6 +27,7 @@ import numpy as np
 from ringtool.errors import RingtoolError
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.trace.events import Decoder, Event
+from ringtool.trace.filters import NameFilter
 from ringtool.trace.layout import load_layout
 from ringtool.trace.safe_text import printable
 from ringtool.trace.sources import TraceOptions, TraceSession
@@ -73,6 +74,9 @@ class RunConfig:
     width: int | None = 80
     #: ``--export``/``--metrics``: a ringtool.export.trace_hook.HookOptions, or None
     export: Any = None
+    #: ``-n``: a compiled ``re.Pattern`` the comm must match (user space, after the
+    #: ring: :class:`ringtool.trace.filters.NameFilter`), or None
+    name: Any = None
     #: ``--fields``: the event fields to output, in this order (json, csv, columns)
     fields: tuple[str, ...] | None = None
 
@@ -192,6 +196,7 @@ def _loop(
     for note in session.notes:
         print(f"ringtool trace: {printable(note)}", file=sys.stderr)
     ordered = session.ordered_reader(cfg.window_us) if cfg.ordered else None
+    keep = NameFilter(cfg.name) if cfg.name is not None else None
     enter = getattr(out, "__enter__", None)
     exit_ = getattr(out, "__exit__", None)
     if enter is not None:
@@ -212,7 +217,7 @@ def _loop(
             ready = session.wait(until - now, extra_fds)
             if input_fd >= 0 and input_fd in ready:
                 quit_ = _interactive(out).handle_input()
-            _ingest(session, stats, out, extras, ordered)
+            _ingest(session, stats, out, extras, ordered, keep=keep)
             if time.monotonic() >= next_tick:
                 _tick(session, stats, ordered)
                 for note in extras.tick(stats):
@@ -221,7 +226,7 @@ def _loop(
                 next_tick += cfg.interval * max(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
                 )
-        _ingest(session, stats, out, extras, ordered, final=True)
+        _ingest(session, stats, out, extras, ordered, final=True, keep=keep)
         _tick(session, stats, ordered)
     finally:
         if exit_ is not None:
@@ -253,6 +258,7 @@ def _ingest(
     ordered: Any,
     *,
     final: bool = False,
+    keep: NameFilter | None = None,
 ) -> None:
     stats.observe_fill(session.ring_fill())
     for _ in range(64):  # bounded: never starve the ticks under a flood
@@ -260,16 +266,19 @@ def _ingest(
             arr = ordered.read(BATCH, final=final)
         else:
             arr = session.read_events(BATCH)
+        got = len(arr)
+        if keep is not None:
+            arr = keep.keep(arr)  # -n: after the ring (its drops were counted before)
         raw_net = session.read_net()
         net = decoder_net(extras.decoder, raw_net)
         stats.malformed = extras.decoder.malformed
-        if len(arr) == 0 and not net:
+        if got == 0 and not net:
             return
         stats.add_batch(arr)
         stats.add_events(net)
         out.batch(arr, net)
         extras.publish(arr, net)
-        if len(arr) < BATCH and not final:
+        if got < BATCH and not final:
             return
 
 

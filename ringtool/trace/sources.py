@@ -40,6 +40,7 @@ from ringtool.merge import u64_at
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup, merge_rings
 from ringtool.sources.loader import attach_programs, compile_program, detach_all
+from ringtool.trace.filters import CgroupFilter, kernel_defines
 from ringtool.trace.layout import TraceLayout
 
 #: RINGBUF sources: name -> BPF file.
@@ -63,6 +64,12 @@ class TraceOptions:
     events: tuple[str, ...] = ("exec", "open", "syscalls")
     pid: int | None = None
     comm: str | None = None
+    #: in-kernel filters of :mod:`ringtool.trace.filters`: ``-t``, ``-u``, ``--cgroup``,
+    #: ``-x`` (open: failed calls only)
+    tid: int | None = None
+    uid: int | None = None
+    cgroup: CgroupFilter | None = None
+    failed_only: bool = False
     buffer_pages: int = 64
     slow_ms: float = 100.0
     iface: str | None = None
@@ -87,6 +94,8 @@ def filter_defines(opts: TraceOptions, self_pid: int) -> dict[str, int | str]:
         lo, hi = comm_words(opts.comm)
         out["TRACE_FILTER_COMM_LO"] = f"{lo:#x}ULL"
         out["TRACE_FILTER_COMM_HI"] = f"{hi:#x}ULL"
+    out.update(kernel_defines(tid=opts.tid, uid=opts.uid, cgroup=opts.cgroup,
+                              failed_only=opts.failed_only))  # fmt: skip
     return out
 
 
@@ -180,10 +189,11 @@ class TraceSession:
         except RingtoolError as exc:
             self._note(f"source net disabled: {_first_line(exc)}")
             return
-        if self.opts.pid is not None or self.opts.comm:
-            # TC programs run without a task: there is no pid or comm to filter on
-            self._note(f"source net: -p/-c do not apply to packets; all of {self.opts.iface} "
-                       "is traced")  # fmt: skip
+        o = self.opts
+        if o.pid is not None or o.comm or o.tid is not None or o.uid is not None or o.cgroup:
+            # TC programs run without a task: no pid, comm, uid or cgroup to filter on
+            self._note(f"source net: -p/-c/-t/-u/--cgroup do not apply to packets; all of "
+                       f"{o.iface} is traced")  # fmt: skip
 
     def start(self) -> float:
         """Attach the RINGBUF sources' programs (with ``attach=False``: call right

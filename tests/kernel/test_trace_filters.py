@@ -208,6 +208,8 @@ def test_net_says_the_process_filters_do_not_apply(veth: str) -> None:  # noqa: 
     s = TraceSession(opts, load_layout())
     try:
         assert s.net is not None
-        assert s.notes == [f"source net: -p/-c do not apply to packets; all of {veth} is traced"]
+        assert s.notes == [
+            f"source net: -p/-c/-t/-u/--cgroup do not apply to packets; all of {veth} is traced"
+        ]
     finally:
         s.close()

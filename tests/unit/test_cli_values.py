@@ -80,6 +80,22 @@ BAD: list[tuple[list[Arg], str]] = [
     (["trace", "--csv", "--json"], "--csv"),
     (["trace", "--csv", "--no-tui"], "--csv"),
     (["trace", "--no-such-flag"], "--no-such-flag"),
+    # trace: -t, -u, -n, --cgroup, -x
+    (["trace", "-t", "0"], "--tid"),
+    (["trace", "-t", "x"], "--tid"),
+    (["trace", "-t", "99999999999"], "--tid"),
+    (["trace", "-u", "-1"], "--uid"),
+    (["trace", "-u", "4294967295"], "--uid"),  # (uid_t)-1: no uid
+    (["trace", "-u", "no-such-user-rtc"], "--uid"),
+    (["trace", "-u", ""], "--uid"),
+    ([b"trace", b"-u", b"\xff"], "--uid"),
+    (["trace", "-n", "("], "--name"),
+    (["trace", "-n", "[a-"], "--name"),
+    (["trace", "--cgroup", ""], "--cgroup"),
+    (["trace", "--cgroup", "/nonexistent-cgroup"], "--cgroup"),
+    (["trace", "--cgroup", "/etc/hostname"], "--cgroup"),  # not a directory
+    (["trace", "--cgroup", "/tmp"], "--cgroup"),  # not on cgroup2
+    (["trace", "-x", "--events", "exec"], "--failed"),  # no open source
     # bridge
     (["bridge", "--duration", "-1"], "--duration"),
     (["bridge", "--duration", "nan"], "--duration"),

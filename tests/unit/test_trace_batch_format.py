@@ -75,6 +75,7 @@ def _array(records: list[tuple[Any, ...]]) -> np.ndarray[Any, Any]:
         h["comm"] = _field(comm, stale, 16)
         arr[i]["data"] = _field(data, stale, 256)
         arr[i]["value"], arr[i]["ret"], arr[i]["aux"], arr[i]["ppid"] = value, ret, aux, num >> 3
+        h["uid"], h["gid"], h["cgroup"], arr[i]["aux2"] = num >> 1, num >> 2, value, aux
     return arr
 
 
@@ -85,12 +86,23 @@ def _cstr(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
 
 
-def _ref_fields(name: str, value: int, ppid: int, ret: int, aux: int, data: bytes
-                ) -> list[tuple[str, Any]]:  # fmt: skip
+def _ref_argv(data: bytes, aux2: int) -> list[str] | None:
+    """An exec's argv (issue 14): after the filename, aux2's count (at most 20) of
+    NUL-terminated strings (missing ones at the end: empty); None with bit 30."""
+    if aux2 & 0x40000000:
+        return None
+    n = min(aux2 & 0xFFFF, 20)
+    parts = data.split(b"\0")[1 : 1 + n]
+    return [_cstr(p) for p in parts + [b""] * (n - len(parts))]
+
+
+def _ref_fields(name: str, value: int, ppid: int, ret: int, aux: int, data: bytes,
+                aux2: int = 0) -> list[tuple[str, Any]]:  # fmt: skip
     if name == "open":
         return [("path", _cstr(data)), ("flags", value), ("ret", ret)]
     if name == "exec":
-        return [("filename", _cstr(data)), ("ppid", ppid)]
+        return [("filename", _cstr(data)), ("argv", _ref_argv(data, aux2)),
+                ("argv_truncated", bool(aux2 & 0x80000000)), ("ppid", ppid)]  # fmt: skip
     if name == "exit":
         return [("exit_code", (value >> 8) & 0xFF if aux else None), ("ppid", ppid)]
     if name == "fork":
@@ -107,19 +119,20 @@ def _ref_rows(arr: np.ndarray[Any, Any], offset: int) -> list[tuple[Any, ...]]:
     cols = zip(
         h["type"].tolist(), ts, h["cpu"].tolist(), h["pid"].tolist(), h["tid"].tolist(),
         h["comm"].tolist(), arr["value"].tolist(), arr["ppid"].tolist(),
-        arr["ret"].tolist(), arr["aux"].tolist(), arr["data"].tolist(), strict=True,
+        arr["ret"].tolist(), arr["aux"].tolist(), arr["data"].tolist(), arr["aux2"].tolist(),
+        h["uid"].tolist(), h["gid"].tolist(), h["cgroup"].tolist(), strict=True,
     )  # fmt: skip
     out = []
-    for typ, t, cpu, pid, tid, comm, value, ppid, ret, aux, data in cols:
+    for typ, t, cpu, pid, tid, comm, value, ppid, ret, aux, data, aux2, *ids in cols:
         name = LAYOUT.type_names.get(typ, str(typ))
-        out.append(
-            (name, t, cpu, pid, tid, _cstr(comm), _ref_fields(name, value, ppid, ret, aux, data))
-        )
+        common = [("uid", ids[0]), ("gid", ids[1]), ("cgroup", ids[2])]
+        fields = common + _ref_fields(name, value, ppid, ret, aux, data, aux2)
+        out.append((name, t, cpu, pid, tid, _cstr(comm), fields))
     return out
 
 
 def _ref_value(v: Any) -> str:
-    if isinstance(v, str):
+    if isinstance(v, str | bool | list):
         return json.dumps(v, ensure_ascii=False)
     if v is None:
         return "null"
