@@ -13,10 +13,14 @@ leaves with _exit.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import secrets
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +31,7 @@ import pytest
 from ringtool.trace.filters import resolve_cgroup
 from ringtool.trace.sources import TraceOptions, TraceSession
 from tests.kernel.test_trace_filters import counts, session, unique_comm
+from tests.kernel.trace_helpers import Trace
 
 pytestmark = pytest.mark.kernel
 
@@ -202,3 +207,23 @@ def test_every_record_carries_the_tasks_cgroup_and_uid(cgroup: Path) -> None:
     assert len(records) == 10 and dropped == 0 and lost == 0
     assert set(records["h"]["cgroup"].tolist()) == {os.stat(cgroup).st_ino}
     assert set(records["h"]["uid"].tolist()) == {65534}
+
+
+def test_cli_name_regex_filters_after_the_ring() -> None:
+    """-n REGEX keeps exactly the matching processes' events (all of them when nothing
+    is dropped); the in-kernel -u keeps other processes out of the ring here."""
+    match = Opener(300, uid=65534)
+    other = Opener(300, uid=65534)
+    pattern = "^" + re.escape(match.name[:9]) + "[0-9a-f]{6}$"
+    assert re.search(pattern, other.name) is None
+    proc = Trace("--json", "--events", "open", "-u", "65534", "-n", pattern)
+    run_all([match, other])
+    time.sleep(0.5)
+    proc.signal(signal.SIGINT)
+    out, _ = proc.finish()
+    objs = [json.loads(line) for line in out if line.strip()]
+    opens = [o for o in objs if o["type"] == "open"]
+    summary = objs[-1]
+    assert summary["dropped"] == 0 and summary["lost"] == 0
+    assert {o["comm"] for o in opens} == {match.name}
+    assert len(opens) == summary["events"] == 300
