@@ -5,6 +5,10 @@
  * entry is deleted when it exits). A plain hash: an LRU one costs ~0.1 µs more
  * per syscall. Aggregated in the kernel, read by ringtool per interval:
  *   sys_hist  HASH  key (nr << 8 | log2 slot) -> count, slot = bpf_log2l(latency ns)
+ *   drill_hist HASH key (tgid << 32 | nr << 8 | log2 slot) -> count, only for the
+ *             process whose tgid user space stored in `drill` (the dashboard's
+ *             drill-down; 0: none): one array lookup per syscall otherwise. The tgid in
+ *             the key keeps a previous process's late increments apart.
  * plus one struct trace_event (bpf/trace_event.h, type TRACE_SYSCALL) per syscall
  * slower than TRACE_SLOW_NS, reserved in this CPU's ring of the per-CPU group.
  * The -p/-c filters run at sys_enter, before `started` is touched: sys_exit finds an
@@ -27,6 +31,8 @@ struct sys_start {
 BPF_HASH(started, u32, struct sys_start, 16384);
 BPF_HASH(sys_hist, u64, u64, 16384);
 BPF_PERCPU_ARRAY(drops, u64, 1);
+BPF_ARRAY(drill, u32, 1);
+BPF_HASH(drill_hist, u64, u64, 4096);
 
 TRACEPOINT_PROBE(raw_syscalls, sys_enter)
 {
@@ -56,7 +62,8 @@ TRACEPOINT_PROBE(sched, sched_process_exit)
 
 TRACEPOINT_PROBE(raw_syscalls, sys_exit)
 {
-    u32 tid = (u32)bpf_get_current_pid_tgid();
+    u64 id = bpf_get_current_pid_tgid();
+    u32 tid = (u32)id;
     struct sys_start *s = started.lookup(&tid);
     if (!s || !s->ts)
         return 0;
@@ -65,6 +72,12 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit)
     s->ts = 0;  /* consumed; the entry stays for the thread's next syscall */
     u64 key = (nr << 8) | bpf_log2l(lat);
     sys_hist.atomic_increment(key);
+    u32 zero = 0;
+    u32 *want = drill.lookup(&zero);  /* written by user space (TraceSession.set_drill) */
+    if (want && *want && *want == (u32)(id >> 32)) {
+        u64 pkey = (id & 0xffffffff00000000ULL) | (key & 0xffffffffULL);
+        drill_hist.atomic_increment(pkey);
+    }
     if (lat < TRACE_SLOW_NS)
         return 0;
     struct trace_event *e = rt_pcpu_reserve(sizeof(*e));

@@ -31,6 +31,7 @@ examples:
   sudo ringtool trace                          # TUI, exec/exit/fork + open + syscalls
   sudo ringtool trace --no-tui -c bash         # columns, only processes named bash
   sudo ringtool trace --json -d 10 > ev.jsonl  # 10 s of JSON lines, then a summary
+  sudo ringtool trace --no-tui -d 10 --hist    # then each syscall's latency histogram
   sudo ringtool trace --events exec -p 1234    # exec/exit/fork of one process
   sudo ringtool trace --events open -x -u 1000 # failed opens of uid 1000
   sudo ringtool trace --cgroup /sys/fs/cgroup/system.slice/docker-ID.scope  # a container
@@ -98,6 +99,10 @@ def register(subs: Any) -> None:
         "--slow-ms", type=v.number(0.001, 1e9, unit="ms"), default=100.0,
         help="report syscalls slower than this as events (default 100 ms)",
     )  # fmt: skip
+    p.add_argument(
+        "--hist", action="store_true",
+        help="at the end, each syscall's latency histogram (log2 ns, like bcc's biolatency)",
+    )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON lines on stdout")
     out.add_argument("--csv", action="store_true", help="CSV (RFC 4180) with a header line")
@@ -138,6 +143,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--pcap writes the net source's packets: add -i IFACE")
     if args.window_us is not None and not args.ordered:
         raise UsageError("--window-us needs --ordered")
+    if args.hist and "syscalls" not in events_of(args):
+        raise UsageError("--hist shows the syscalls source's histograms: add syscalls to --events")
     if args.failed and "open" not in events_of(args):
         raise UsageError("-x/--failed selects failed opens: add open to --events")
     if args.fields and args.quiet:
@@ -172,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
         window_us=args.window_us, pcap=args.pcap, kmes=args.kmes, width=width,
+        hist=args.hist,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
     )  # fmt: skip
     return run_trace(opts, cfg)

@@ -72,6 +72,8 @@ class RunConfig:
     kmes: str | None = None
     #: ``columns``: cut lines to this many characters (None: never cut)
     width: int | None = 80
+    #: ``--hist``: each syscall's latency histogram after the summary
+    hist: bool = False
     #: ``--export``/``--metrics``: a ringtool.export.trace_hook.HookOptions, or None
     export: Any = None
     #: ``-n``: a compiled ``re.Pattern`` the comm must match (user space, after the
@@ -219,7 +221,7 @@ def _loop(
                 quit_ = _interactive(out).handle_input()
             _ingest(session, stats, out, extras, ordered, keep=keep)
             if time.monotonic() >= next_tick:
-                _tick(session, stats, ordered)
+                _tick(session, stats, ordered, drill=getattr(out, "drill_pid", None))
                 for note in extras.tick(stats):
                     out.note(note)
                 out.stats(stats)
@@ -227,19 +229,26 @@ def _loop(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
                 )
         _ingest(session, stats, out, extras, ordered, final=True, keep=keep)
-        _tick(session, stats, ordered)
+        _tick(session, stats, ordered, drill=getattr(out, "drill_pid", None))
     finally:
         if exit_ is not None:
             exit_(None, None, None)
         extras.close(stats)
     out.summary(stats)
+    if cfg.hist:
+        _print_hist(stats, json_lines=cfg.mode == "json", stream=stream)
 
 
 def _interactive(out: Output) -> Interactive:
     return out  # type: ignore[return-value]  # only outputs with an input_fd get here
 
 
-def _tick(session: TraceSession, stats: TraceStats, ordered: Any = None) -> None:
+def _tick(
+    session: TraceSession, stats: TraceStats, ordered: Any = None, drill: int | None = None
+) -> None:
+    """Take the kernel counters into ``stats``; ``drill``: the process whose syscalls
+    are also counted per process (the TUI's drill-down; None: nobody)."""
+    session.set_drill(drill)
     if ordered is not None:
         stats.set_ordering(ordered.merger.stats)
     stats.tick(
@@ -247,7 +256,23 @@ def _tick(session: TraceSession, stats: TraceStats, ordered: Any = None) -> None
         drops_source=session.dropped_per_source(),
         lost_cpu=session.lost_per_cpu(),
         syscall_hist=session.syscall_hist(),
+        drill=(drill, session.drill_hist()),
     )
+
+
+def _print_hist(stats: TraceStats, *, json_lines: bool, stream: TextIO) -> None:
+    """``--hist``: the histograms after the summary (JSON: one object per syscall)."""
+    from ringtool.trace.hist import hist_lines, hist_records
+
+    if json_lines:
+        import json
+
+        for record in hist_records(stats):
+            stream.write(json.dumps(record) + "\n")
+    else:
+        for line in hist_lines(stats):
+            stream.write(line + "\n")
+    stream.flush()
 
 
 def _ingest(

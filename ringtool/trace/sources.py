@@ -140,6 +140,7 @@ class TraceSession:
         self.group: RingBufGroup | None = None
         self.rb: RingBuffer | None = None
         self.net: Any = None
+        self.drill_pid: int | None = None  # see set_drill
         try:
             self._setup()
             if attach:
@@ -299,13 +300,26 @@ class TraceSession:
     def syscall_hist(self) -> dict[int, dict[int, int]]:
         """Cumulative latency histograms: syscall nr -> {log2(ns) slot: count}."""
         obj = self.sources.get("syscalls")
-        out: dict[int, dict[int, int]] = {}
-        if obj is None:
-            return out
-        for k, v in obj[b"sys_hist"].items():
-            key = int(k.value)
-            out.setdefault(key >> 8, {})[key & 0xFF] = int(v.value)
-        return out
+        return {} if obj is None else _hists(obj[b"sys_hist"])
+
+    def set_drill(self, pid: int | None) -> None:
+        """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
+        (None: of nobody); the previous process's counts are cleared."""
+        obj = self.sources.get("syscalls")
+        if obj is None or pid == self.drill_pid:
+            return
+        drill = obj[b"drill"]
+        drill[drill.Key(0)] = drill.Leaf(pid or 0)  # read by sys_exit (trace_syscalls.c)
+        obj[b"drill_hist"].clear()  # the old pid's keys; late ones are told apart by tgid
+        self.drill_pid = pid
+
+    def drill_hist(self) -> dict[int, dict[int, int]]:
+        """The :meth:`set_drill` process's histograms since it was set, as
+        :meth:`syscall_hist`'s."""
+        obj = self.sources.get("syscalls")
+        if obj is None or not self.drill_pid:
+            return {}
+        return _hists(obj[b"drill_hist"], self.drill_pid)
 
     def close(self) -> None:
         """Detach and free everything (idempotent; each step on its own)."""
@@ -351,6 +365,19 @@ class OrderedReader:
         if not items:
             return np.empty(0, dtype=self.dtype)
         return np.frombuffer(b"".join(p for _, p in items), dtype=self.dtype)
+
+
+def _hists(table: Any, pid: int | None = None) -> dict[int, dict[int, int]]:
+    """A BCC hash of ``[pid << 32 |] nr << 8 | slot -> count`` as nr -> {slot: count}
+    (with ``pid``: only its keys)."""
+    out: dict[int, dict[int, int]] = {}
+    for k, v in table.items():
+        key = int(k.value)
+        if pid is not None and key >> 32 != pid:
+            continue
+        nr = key >> 8 if pid is None else (key >> 8) & 0xFFFFFF
+        out.setdefault(nr, {})[key & 0xFF] = int(v.value)
+    return out
 
 
 def _first_line(exc: BaseException) -> str:

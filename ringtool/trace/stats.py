@@ -122,6 +122,15 @@ class TraceStats:
     lost_interval: int = 0
     drop_log: deque[DropMark] = field(default_factory=lambda: deque(maxlen=DROP_LOG))
     drop_intervals: int = 0  # intervals with drops or losses (also those forgotten)
+    #: the latest cumulative histograms of every syscall: nr -> {log2 slot: count}
+    sys_hist: dict[int, dict[int, int]] = field(default_factory=dict)
+    #: the dashboard's drill-down: its process, since when (uptime s) its syscalls are
+    #: counted, their histograms and rows (count since then, rate, p99)
+    drill_pid: int | None = None
+    drill_since: float = 0.0
+    drill_hist: dict[int, dict[int, int]] = field(default_factory=dict)
+    drill_syscalls: list[SyscallRow] = field(default_factory=list)
+    _drill_prev: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.per_cpu = [0] * self.ncpu
@@ -190,9 +199,12 @@ class TraceStats:
         drops_source: Mapping[str, list[int]] | None = None,
         lost_cpu: Mapping[int, int] | None = None,
         syscall_hist: Mapping[int, Mapping[int, int]] | None = None,
+        drill: tuple[int | None, Mapping[int, Mapping[int, int]]] | None = None,
         now: float | None = None,
     ) -> None:
-        """Close an interval: compute rates since the last tick and take the counters."""
+        """Close an interval: compute rates since the last tick and take the counters.
+        ``drill``: the drill-down process and its syscall histograms since it was set
+        (a new pid starts its counts, rates and ``drill_since`` afresh)."""
         now = time.monotonic() if now is None else now
         dt = max(now - self._mark_time, 1e-6)
         self.rate_total = (self.total - self._mark_total) / dt
@@ -232,17 +244,26 @@ class TraceStats:
             self.drop_log.append(DropMark(round(now - self.start, 3), round(time.time(), 3),
                                           self.dropped_interval, self.lost_interval))  # fmt: skip
         if syscall_hist is not None:
-            self._take_syscalls(syscall_hist, dt)
+            self.sys_hist = {nr: dict(b) for nr, b in syscall_hist.items()}
+            self.syscalls = self._rows(self.sys_hist, self._sys_prev, dt)
+        if drill is not None:
+            pid, per_proc = drill
+            if pid != self.drill_pid:
+                self.drill_pid, self.drill_since, self._drill_prev = pid, now - self.start, {}
+            self.drill_hist = {nr: dict(b) for nr, b in per_proc.items()} if pid else {}
+            self.drill_syscalls = self._rows(self.drill_hist, self._drill_prev, dt)
 
-    def _take_syscalls(self, hist: Mapping[int, Mapping[int, int]], dt: float) -> None:
+    def _rows(self, hist: Mapping[int, Mapping[int, int]], prev: dict[int, int],
+              dt: float) -> list[SyscallRow]:  # fmt: skip
+        """Rows of cumulative histograms; ``prev`` (counts at the last tick) is updated."""
         rows = []
         for nr, buckets in hist.items():
             count = sum(buckets.values())
-            rate = (count - self._sys_prev.get(nr, 0)) / dt
-            self._sys_prev[nr] = count
+            rate = (count - prev.get(nr, 0)) / dt
+            prev[nr] = count
             rows.append(SyscallRow(nr, self.syscall_name(nr), count, rate,
                                    percentile_from_log2(buckets)))  # fmt: skip
-        self.syscalls = rows
+        return rows
 
     # --- reading -----------------------------------------------------------------------
 

@@ -173,6 +173,11 @@ class TraceTui:
     def note(self, text: str) -> None:
         self.notes.append(text)
 
+    @property
+    def drill_pid(self) -> int | None:
+        """The process of the drill-down (the runner counts its syscalls), or None."""
+        return self.view.drill
+
     # --- keys --------------------------------------------------------------------------
 
     def handle_input(self) -> bool:
@@ -236,7 +241,7 @@ class TraceTui:
         )
         if v.drill is not None:
             layout["b"].split_row(
-                Layout(panels.drill_table(s, v, rows_b)),
+                Layout(panels.drill_table(s, v, rows_b, width)),
                 Layout(panels.syscalls_table(s, v, rows_b)),
             )
         else:

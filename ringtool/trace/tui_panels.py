@@ -25,12 +25,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ringtool.trace.events import detail
+from ringtool.trace.hist import SPARKS, spark
 from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_view import KEYS, PROC_COLUMNS, SORTS, View
 from ringtool.trace.units import count, duration_ns
 
-SPARKS = "▁▂▃▄▅▆▇█"
 Column = tuple[str, str] | tuple[str, str, int]
 
 
@@ -184,19 +184,34 @@ def sources_table(
     return t
 
 
-def drill_table(s: TraceStats | None, view: View, rows: int) -> Table:
-    """The drill-down's summary of one process (``Esc`` returns)."""
+def drill_table(s: TraceStats | None, view: View, rows: int, width: int = 80) -> Table:
+    """The drill-down: one process's syscalls since it was opened, most called first,
+    with count, rate, p99 and the log2 latency histogram as a sparkline (``Esc``
+    returns)."""
     pid = view.drill
     row = s.procs.get(pid) if s is not None and pid is not None else None
     title = Text(f"process {pid}  ")
     title.append(printable(row[0]) if row else "(gone)")
     title.append("  (Esc returns)")
-    t = table(title, ("WHAT", "left"), ("VALUE", "right", 6), flex="WHAT")
-    if s is not None and row is not None and pid is not None:
-        t.add_row("events", count(row[1]))
-        recent = next((r[3] for r in s.proc_rows() if r[0] == pid), 0)
-        t.add_row("events in the last interval", count(recent))
-    t.add_row("syscalls: not counted per process", "")
+    if row is not None:
+        title.append(f"  {count(row[1])} events")
+    live = s is not None and pid is not None and s.drill_pid == pid
+    if live:
+        title.append(f", syscalls since up {clock(s.drill_since)}")  # type: ignore[union-attr]
+    t = table(title, ("SYSCALL", "left"), ("COUNT", "right", 5), ("/S", "right", 5),
+              ("P99", "right", 6), ("LATENCY (log2)", "left"), flex="LATENCY (log2)")  # fmt: skip
+    if s is None:
+        return t
+    if "syscalls" not in s.sources:
+        t.add_row(data("syscalls source not running"), "", "", "", "")
+    elif not live:
+        t.add_row(data("counting its syscalls from the next interval"), "", "", "", "")
+    elif not s.drill_syscalls:
+        t.add_row(data("no syscall of it yet"), "", "", "", "")
+    room = max(8, width // 2 - 40)  # the panel is half the screen; the rest is numbers
+    for r in sorted(s.drill_syscalls, key=lambda r: (-r.count, r.name))[:rows] if live else []:
+        hist = spark(s.drill_hist.get(r.nr, {}), room)
+        t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns), hist)
     return t
 
 

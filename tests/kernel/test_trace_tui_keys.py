@@ -14,7 +14,7 @@ pytestmark = pytest.mark.kernel
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-@pytest.mark.parametrize(("w", "h"), [(80, 24), (120, 40)])
+@pytest.mark.parametrize(("w", "h"), [(80, 24), (120, 40), (200, 60)])
 def test_keys_in_tmux(w: int, h: int) -> None:
     session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = f"{RUN} trace --interval 0.3; echo EXITED rc=$?; sleep 60"

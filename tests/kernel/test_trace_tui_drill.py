@@ -1,0 +1,125 @@
+"""The dashboard at 200x60 in tmux: the process table uses the room, and Enter on a
+process opens its drill-down with its own syscalls (counted in the kernel for that
+process only), their p99 and latency histograms; ``--hist`` prints bcc-style
+histograms at the end."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.kernel.test_trace_tui import RUN, _tmux, _wait_for
+from tests.kernel.trace_helpers import Trace
+
+pytestmark = pytest.mark.kernel
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+# Names itself, then opens its file 20 times a second until killed.
+OPENER = """
+import sys, time
+with open("/proc/self/comm", "w") as f:
+    f.write(sys.argv[1])
+print("ready", flush=True)
+while True:
+    open(sys.argv[2]).close()
+    time.sleep(0.05)
+"""
+
+
+@pytest.fixture
+def openers(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
+    """Twelve named processes that open a file steadily."""
+    target = tmp_path / "f"
+    target.write_text("x")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPENER, f"rtop{i:02d}", str(target)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(12)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline() == "ready\n"
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(10)
+
+
+@needs_tmux
+def test_200x60_process_table_uses_the_room(openers: list[subprocess.Popen[str]]) -> None:
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = f"{RUN} trace --events open --interval 0.3; echo EXITED rc=$?; sleep 60"
+    _tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
+    try:
+        _wait_for(session, "top processes")
+        _tmux("send-keys", "-t", session, "/", "rtop", "Enter")  # only them: others come and go
+        names = [f"rtop{i:02d}" for i in range(12)]
+        screen = _wait_for(session, "filter: comm~rtop", *names)
+        assert "top processes  1/12" in screen  # every one of them listed, none cut
+        assert all(len(line) <= 200 for line in screen.splitlines())
+        _tmux("send-keys", "-t", session, "q")
+        _wait_for(session, "EXITED rc=0")
+    finally:
+        _tmux("kill-session", "-t", session)
+
+
+@needs_tmux
+def test_200x60_drill_down_shows_the_process_syscalls(
+    openers: list[subprocess.Popen[str]],
+) -> None:
+    target = openers[3]
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = f"{RUN} trace -p {target.pid} --interval 0.3; echo EXITED rc=$?; sleep 60"
+    _tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
+    try:
+        _wait_for(session, "top processes", "rtop03")
+        _tmux("send-keys", "-t", session, "Enter")
+        title = f"process {target.pid}  rtop03  (Esc returns)"
+        screen = _wait_for(session, title, "syscalls since up", "openat", timeout=60)
+        drill = [ln for ln in screen.splitlines() if "openat" in ln and "µs" in ln]
+        assert drill, screen  # its openat row, with the latency sparkline's range
+        cells = drill[0].split()
+        count = cells[cells.index("openat") + 1]
+        assert re.fullmatch(r"[\d.]+[kM]?", count), drill[0]
+        assert f"process {target.pid}: recent exec/open/net" in screen
+        _tmux("send-keys", "-t", session, "Escape")
+        screen = _wait_for(session, "top syscalls", "sources")
+        assert title not in screen
+        _tmux("send-keys", "-t", session, "q")
+        _wait_for(session, "EXITED rc=0")
+    finally:
+        _tmux("kill-session", "-t", session)
+
+
+def test_hist_at_the_end(openers: list[subprocess.Popen[str]]) -> None:
+    pid = openers[0].pid
+    proc = Trace("--no-tui", "-p", str(pid), "-d", "1.5", "--hist")
+    lines, _ = proc.finish()
+    text = "\n".join(lines)
+    m = re.search(r"^syscall openat: ([\d,]+) calls, p99 \S+$", text, re.M)
+    assert m, text[-3000:]
+    block = text[m.end() :].split("\n\n")[0].splitlines()
+    assert block[1].split() == ["nsecs", ":", "count", "distribution"]
+    rows = [ln for ln in block[2:] if "->" in ln]
+    assert sum(int(r.split(":")[1].split()[0]) for r in rows) == int(m.group(1).replace(",", ""))
+
+    proc = Trace("--json", "-p", str(pid), "-d", "1", "--hist")
+    lines, _ = proc.finish()
+    objs = [json.loads(line) for line in lines]
+    hist = {o["syscall"]: o for o in objs if o["type"] == "hist"}
+    assert objs.index(next(o for o in objs if o["type"] == "summary")) < len(objs) - len(hist)
+    openat = hist["openat"]
+    assert openat["count"] == sum(b[2] for b in openat["buckets"]) > 0
+    assert all(lo <= hi for lo, hi, _ in openat["buckets"])
