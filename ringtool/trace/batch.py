@@ -46,12 +46,14 @@ class Group(NamedTuple):
 
 class Texts(NamedTuple):
     """A string column: ``values`` (as :func:`cstr`), ``printable`` (every value is
-    printable ASCII) and ``plain`` (printable and without ``"`` or ``\\``: its JSON
-    literal is the value in quotes)."""
+    printable ASCII), ``plain`` (printable and without ``"`` or ``\\``: its JSON
+    literal is the value in quotes) and ``same`` (True: one value, repeated; False:
+    maybe not)."""
 
     values: list[str]
     printable: bool
     plain: bool
+    same: bool = False
 
 
 def by_type(arr: Array, types: dict[int, str]) -> list[Group]:
@@ -93,7 +95,7 @@ def cstrings(col: Array) -> Texts:
     if (lens == one).all() and (u[:, :one] == u[0, :one]).all():  # one string, repeated
         blob = u[0, :one].tobytes()
         texts = _decode(blob, 1)
-        return Texts(texts.values * n, texts.printable, texts.plain)
+        return Texts(texts.values * n, texts.printable, texts.plain, same=True)
     starts = np.cumsum(lens) - lens
     idx = np.arange(int(lens.sum())) + np.repeat(rows * width - starts, lens)
     return _decode(np.ascontiguousarray(u).reshape(-1)[idx].tobytes(), n)

@@ -77,21 +77,29 @@ def _value(v: Any) -> str:
     return str(v)
 
 
-def _texts(decoder: Decoder, rec: np.ndarray[Any, Any], f: Field) -> tuple[list[str], bool]:
-    """Field ``f`` of every record as JSON text, and whether the texts are the plain
-    contents of string literals (the caller adds the quotes)."""
+def _texts(decoder: Decoder, rec: np.ndarray[Any, Any], f: Field) -> tuple[list[str] | str, bool]:
+    """Field ``f`` of every record as JSON text (one ``str`` when it is the same for
+    every record), and whether the texts are the plain contents of string literals
+    (the caller adds the quotes)."""
     if f.kind == "int":
-        return number_texts(column(rec, f.column)), False
+        col = column(rec, f.column)
+        if (col == col[0]).all():
+            return number_texts(col[:1])[0], False
+        return number_texts(col), False
     if f.kind == "time":
         return float_texts(wall_seconds(column(rec, f.column), decoder.offset_ns)), False
     if f.kind == "str":
         texts = cstrings(column(rec, f.column))
-        return (texts.values, True) if texts.plain else (list(map(_str, texts.values)), False)
+        values: list[str] | str = texts.values[0] if texts.same else texts.values
+        if texts.plain:
+            return values, True
+        return (_str(values) if isinstance(values, str) else list(map(_str, values))), False
     return list(map(_value, decoder.values(rec, f))), False
 
 
 def group_lines(decoder: Decoder, g: Group, keys: Sequence[str] | None) -> list[str]:
-    """The JSON lines of one type's records (``keys``: only these, in this order)."""
+    """The JSON lines of one type's records (``keys``: only these, in this order); a
+    field with one value for all of them is part of the constant text."""
     n = len(g.rec)
     spec = {f.key: f for f in fields_of(g.name)}
     wanted = keys if keys is not None else ["type", *spec]
@@ -105,6 +113,9 @@ def group_lines(decoder: Decoder, g: Group, keys: Sequence[str] | None) -> list[
             text += _str(g.name)
             continue
         col, quote = _texts(decoder, g.rec, spec[key])
+        if isinstance(col, str):
+            text += f'"{col}"' if quote else col
+            continue
         pieces += [repeat(text + '"' if quote else text, n), col]
         text = '"' if quote else ""
     pieces.append(repeat(text + "}", n))
