@@ -171,16 +171,17 @@ def _rest_net(c: Columns) -> list[str]:
     ]  # fmt: skip
 
 
-#: Per type: the key of its file name (None: no file name) and the rest of its detail,
+#: Per type: the key of its file name (None: no file name), the rest of its detail,
 #: built from columns of field values (one list per key) so that a batch formats a
-#: whole column at once; :func:`detail_split` runs the same code for one event.
-DETAIL: dict[str, tuple[str | None, Callable[[Columns], list[str]]]] = {
-    "exec": ("filename", _rest_exec),
-    "open": ("path", _rest_open),
-    "exit": (None, _rest_exit),
-    "fork": (None, _rest_fork),
-    "syscall": (None, _rest_syscall),
-    "net": (None, _rest_net),
+#: whole column at once (:func:`detail_split` runs the same code for one event), and
+#: the keys the rest reads (a batch where they are all constant builds it once).
+DETAIL: dict[str, tuple[str | None, Callable[[Columns], list[str]], tuple[str, ...]]] = {
+    "exec": ("filename", _rest_exec, ("argv", "argv_truncated", "ppid", "uid")),
+    "open": ("path", _rest_open, ("ret",)),
+    "exit": (None, _rest_exit, ("exit_code", "ppid")),
+    "fork": (None, _rest_fork, ("child_pid", "child_comm")),
+    "syscall": (None, _rest_syscall, ("syscall", "latency_us", "ret")),
+    "net": (None, _rest_net, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
 }
 
 
@@ -192,7 +193,7 @@ def detail_split(ev: Event) -> tuple[str, str]:
     spec = DETAIL.get(ev["type"])
     if spec is None:
         return "", ""
-    path_key, rest = spec
+    path_key, rest, _ = spec
     return (ev[path_key] if path_key else ""), rest({k: [v] for k, v in ev.items()})[0]
 
 

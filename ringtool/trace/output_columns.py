@@ -20,6 +20,7 @@ in a file name is printed escaped (``\x1b[2J``), never sent to the terminal.
 from __future__ import annotations
 
 import time
+from itertools import repeat
 from typing import Any, TextIO
 
 import numpy as np
@@ -124,26 +125,64 @@ def clocks(seconds: np.ndarray[Any, Any]) -> list[str]:
     return np.array(labels, dtype=object)[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
 
 
+Piece = list[str] | str  # a column of texts, or one text for every record
+
+
+def _same(values: list[Any]) -> bool:
+    return values.count(values[0]) == len(values)
+
+
+def _texts(values: list[Any], fmt: str) -> Piece:
+    """``fmt % v`` of each value; one text when all values are equal."""
+    return fmt % (values[0],) if _same(values) else [fmt % (v,) for v in values]
+
+
+def _at(piece: Piece, i: int) -> str:
+    return piece if isinstance(piece, str) else piece[i]
+
+
 def group_lines(decoder: Decoder, g: Group, width: int | None) -> list[str]:
-    """The column lines of one type's records, formatted a column at a time; only a
-    line longer than ``width`` is cut one by one (as :func:`format_event` does)."""
+    """The column lines of one type's records, formatted a column at a time (a column
+    with one value in the group is formatted once); only a line longer than ``width``
+    is cut one by one (as :func:`format_event` does)."""
     n = len(g.rec)
     cols = {f.key: decoder.values(g.rec, f) for f in fields_of(g.name) if f.kind != "time"}
-    seconds = wall_seconds(g.rec["h"]["ts"], decoder.offset_ns)
+    clock = clocks(wall_seconds(g.rec["h"]["ts"], decoder.offset_ns))
     comm = _printable_all(cols["comm"])
-    if width is not None:
-        comm = [c[:16] for c in comm]
-    path_key, rest_of = DETAIL.get(g.name, (None, None))
-    path = _printable_all(cols[path_key]) if path_key else [""] * n
-    rest = _printable_all(rest_of(cols)) if rest_of else [""] * n
-    fmt = "%-8s %3d %-7d %-16s " + f"{g.name:<7} ".replace("%", "%%") + "%s%s"
-    lines = list(map(fmt.__mod__, zip(clocks(seconds), cols["cpu"], cols["pid"], comm, path,
-                                      rest, strict=True)))  # fmt: skip
+    path_key, rest_of, rest_keys = DETAIL.get(g.name, (None, None, ()))
+    path: Piece = _texts(_printable_all(cols[path_key]), "%s") if path_key else ""
+    rest: Piece = ""
+    if rest_of is not None:
+        if all(_same(cols[k]) for k in rest_keys if k in cols):
+            rest = printable(rest_of({k: v[:1] for k, v in cols.items()})[0])
+        else:
+            rest = _printable_all(rest_of(cols))
+    pieces: list[Piece] = [
+        _texts(clock, "%-8s "), _texts(cols["cpu"], "%3d "), _texts(cols["pid"], "%-7d "),
+        _texts(comm if width is None else [c[:16] for c in comm], "%-16s "),
+        f"{g.name:<7} ", path, rest,
+    ]  # fmt: skip
+    lines = _join(pieces, n)
     if width is not None:
         for i in np.flatnonzero(np.fromiter(map(len, lines), np.int64, n) > width).tolist():
-            head = lines[i][: len(lines[i]) - len(path[i]) - len(rest[i])]
-            lines[i] = head + fit_parts(path[i], rest[i], max(0, width - len(head)))
+            p, r = _at(path, i), _at(rest, i)
+            head = lines[i][: len(lines[i]) - len(p) - len(r)]
+            lines[i] = head + fit_parts(p, r, max(0, width - len(head)))
     return lines
+
+
+def _join(pieces: list[Piece], n: int) -> list[str]:
+    """Each record's pieces joined; adjacent constant pieces are joined once."""
+    merged: list[Any] = []
+    for piece in pieces:
+        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    if len(merged) == 1 and isinstance(merged[0], str):
+        return [merged[0]] * n
+    columns = [repeat(p, n) if isinstance(p, str) else p for p in merged]
+    return list(map("".join, zip(*columns, strict=False)))
 
 
 def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None) -> list[str]:
