@@ -15,6 +15,11 @@ PERF_RECORD_LOST (in every reading style); ``lost()`` keeps per-CPU totals.
 
 Buffer index is not CPU id: ``buffers[i].cpu`` says which CPU buffer ``i`` serves.
 
+Zero-copy batches: ``lease_batch(dtype)`` (:mod:`ringtool.readers.consumer`) hands out
+numpy arrays that are strided views of the mapped data area, one per run of equal
+records that does not wrap its end (the area is mapped once, so a record that wraps
+is a reassembled copy), committed once per CPU when the lease is released.
+
 CPU hotplug: :meth:`PerfBuffer.check_cpus` (call it from the read loop; it reads the
 online list at most once per second, :mod:`ringtool.kernel.hotplug`) notices CPUs
 that went offline or came online. An offline CPU's buffer stays mapped and is read by
