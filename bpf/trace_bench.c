@@ -8,7 +8,7 @@
  * (rt_pcpu_reserve). cflags: RingBufGroup.cflags() and the trace sizes.
  */
 #include "percpu_ringbuf.h"
-#define TRACE_HDR_NO_CREDS  /* uid, gid, cgroup 0: SCHED_CLS has no task creds */
+#define TRACE_HDR_NO_CGROUP  /* cgroup 0: no task cgroup helper for SCHED_CLS on 6.1 */
 #include "trace_event.h"
 
 int trace_bench_emit(struct __sk_buff *skb)

@@ -50,15 +50,14 @@ struct trace_hdr {
     u32 pid;                     /* tgid of the current task */
     u32 tid;                     /* thread id */
     char comm[TRACE_COMM_LEN];   /* bpf_get_current_comm() */
-    u32 uid;                     /* real uid (bpf_get_current_uid_gid); net: 0 */
-    u32 gid;                     /* real gid; net: 0 */
     u64 cgroup;                  /* cgroup v2 id (bpf_get_current_cgroup_id); net: 0 */
 };
 
 /* exec / exit / fork / open / slow syscall (the RINGBUF sources). */
 struct trace_event {
     struct trace_hdr h;
-    u64 value;                   /* exit: code << 8; open: flags; syscall: latency ns */
+    u64 value;                   /* exit: code << 8; open: flags; syscall: latency ns;
+                                    exec: real uid | gid << 32 (bpf_get_current_uid_gid) */
     u32 ppid;                    /* exec, fork, exit: parent tgid (0: unknown) */
     s32 ret;                     /* open: fd or -errno; syscall: return value */
     u32 aux;                     /* fork: child pid; syscall: number; exit: 1 = code known */
@@ -101,22 +100,15 @@ _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
 static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
 {
     u64 id = bpf_get_current_pid_tgid();
-#ifndef TRACE_HDR_NO_CREDS
-    u64 ugid = bpf_get_current_uid_gid();
-#endif
     h->ts = bpf_ktime_get_ns();
     h->type = type;
     h->cpu = bpf_get_smp_processor_id();
     h->pid = id >> 32;
     h->tid = (u32)id;
     bpf_get_current_comm(&h->comm, sizeof(h->comm));
-#ifdef TRACE_HDR_NO_CREDS  /* a program type without these helpers (trace_bench.c) */
-    h->uid = 0;
-    h->gid = 0;
+#ifdef TRACE_HDR_NO_CGROUP  /* a program type without the helper (trace_bench.c) */
     h->cgroup = 0;
 #else
-    h->uid = (u32)ugid;
-    h->gid = ugid >> 32;
     h->cgroup = bpf_get_current_cgroup_id();
 #endif
 }

@@ -8,7 +8,8 @@
  * source's own per-CPU `drops` array (here, where BCC rewrites map methods).
  * exit: thread-group leaders only (a process exit, not every thread).
  *
- * exec carries the filename and the arguments (like bcc's execsnoop): argv is read
+ * exec carries the uid/gid (`value`), the filename and the arguments (like bcc's
+ * execsnoop): argv is read
  * from user memory at execve/execveat entry, where its pointer is an argument, into
  * this thread's `exec_args` entry (at most TRACE_MAXARG arguments, TRACE_DATA_LEN
  * bytes), and sched_process_exec appends it to the filename in `data`, with the count
@@ -247,6 +248,7 @@ TRACEPOINT_PROBE(sched, sched_process_exec)
         return 0;
     }
     e->aux = old_tid;
+    e->value = bpf_get_current_uid_gid();  /* uid | gid << 32, as execsnoop shows it */
     fill_exec(e, old_tid, (const char *)args + (args->data_loc_filename & 0xFFFF));
     return finish_event(e);
 }

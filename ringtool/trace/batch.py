@@ -164,6 +164,10 @@ def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], s
         return _argvs(col, rec["aux2"])
     if kind == "truncated":
         return ((col & exec_data.TRUNCATED) != 0).tolist()  # type: ignore[no-any-return]
+    if kind == "low32":
+        return (col & 0xFFFFFFFF).tolist()  # type: ignore[no-any-return]
+    if kind == "high32":
+        return (col >> 32).tolist()  # type: ignore[no-any-return]
     raise ValueError(f"field {f.key}: unknown kind {kind!r}")
 
 

@@ -104,7 +104,7 @@ class Decoder:
             ev: Event = {
                 "type": "net", "ts": self.wall(int(h["ts"])), "cpu": int(h["cpu"]),
                 "pid": int(h["pid"]), "tid": int(h["tid"]), "comm": cstr(bytes(h["comm"])),
-                "uid": int(h["uid"]), "gid": int(h["gid"]), "cgroup": int(h["cgroup"]),
+                "cgroup": int(h["cgroup"]),
                 "src": addr(fam, bytes(rec["saddr"])), "dst": addr(fam, bytes(rec["daddr"])),
                 "sport": int(rec["sport"]), "dport": int(rec["dport"]),
                 "proto": PROTOS.get(int(rec["proto"]), str(int(rec["proto"]))),

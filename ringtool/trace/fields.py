@@ -22,7 +22,9 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
   after the filename and the count in ``aux2``; ``None`` when argv was not read
   (:mod:`ringtool.trace.exec_data`);
 * ``truncated``: ``True`` when the column (an exec's ``aux2``) has
-  ``TRACE_ARGS_TRUNCATED`` set: more arguments were passed than the record holds.
+  ``TRACE_ARGS_TRUNCATED`` set: more arguments were passed than the record holds;
+* ``low32``/``high32``: the column's low/high 32 bits (an exec's ``value`` is
+  ``uid | gid << 32``).
 
 Every event starts with ``type`` (its name), then :data:`COMMON`, then its type's
 :data:`BY_TYPE` fields, in this order. Net events are decoded per packet
@@ -49,8 +51,6 @@ COMMON: tuple[Field, ...] = (
     Field("pid", "h.pid", "int"),
     Field("tid", "h.tid", "int"),
     Field("comm", "h.comm", "str"),
-    Field("uid", "h.uid", "int"),
-    Field("gid", "h.gid", "int"),
     Field("cgroup", "h.cgroup", "int"),
 )
 
@@ -60,6 +60,8 @@ BY_TYPE: dict[str, tuple[Field, ...]] = {
         Field("filename", "data", "str"),
         Field("argv", "data", "argv"),
         Field("argv_truncated", "aux2", "truncated"),
+        Field("uid", "value", "low32"),
+        Field("gid", "value", "high32"),
         Field("ppid", "ppid", "int"),
     ),
     "exit": (Field("exit_code", "value", "exit_code"), Field("ppid", "ppid", "int")),

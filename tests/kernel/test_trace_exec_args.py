@@ -88,8 +88,8 @@ def test_exec_records_hold_filename_argv_uid_and_mark_truncation(prog: Path) -> 
             assert exec_data.truncated(aux2)
             assert got == [a[: len(g)] for a, g in zip(argv, got, strict=False)]
             assert got[:-1] == argv[: len(got) - 1]  # all but the last whole
-        assert int(rec["h"]["uid"]) == (65534 if nobody else 0)
-        assert int(rec["h"]["gid"]) == (65534 if nobody else 0)
+        ugid = int(rec["value"])  # uid | gid << 32
+        assert (ugid & 0xFFFFFFFF, ugid >> 32) == ((65534, 65534) if nobody else (0, 0))
         assert int(rec["h"]["cgroup"]) > 0
     long_rec = recs[2]
     got = exec_data.argv(bytes(long_rec["data"]), int(long_rec["aux2"]))
@@ -116,7 +116,7 @@ def test_json_shows_argv_uid_and_cgroup(prog: Path) -> None:
             assert ev["argv"] == text
         else:
             assert ev["argv"][:-1] == text[: len(ev["argv"]) - 1]
-        assert ev["uid"] == (65534 if nobody else 0)
+        assert ev["uid"] == ev["gid"] == (65534 if nobody else 0)
         assert isinstance(ev["cgroup"], int) and ev["cgroup"] > 0
     assert execs_[1]["argv"][1:] == [a.decode("utf-8", "backslashreplace") for a in HOSTILE]
     assert [e["argv_truncated"] for e in execs_] == [False, False, True, True, False]

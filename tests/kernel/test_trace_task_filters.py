@@ -145,9 +145,7 @@ def test_uid_filter_is_exact_under_load() -> None:
     match = Opener(N, uid=65534)
     other = Opener(M)  # root
     opts = TraceOptions(events=("open",), buffer_pages=1, uid=65534)
-    records = check_exact(opts, [match], [other], N)
-    assert set(records["h"]["uid"].tolist()) == {65534}
-    assert set(records["h"]["gid"].tolist()) == {65534}
+    check_exact(opts, [match], [other], N)  # (open records carry no uid: their comm)
 
 
 def test_failed_only_is_exact_and_never_counts_a_successful_open() -> None:
@@ -197,7 +195,7 @@ def test_cgroup_filter_is_exact_under_load_and_takes_the_subtree(cgroup: Path) -
     assert ids <= {filt.id, os.stat(cgroup / "sub").st_ino}, ids
 
 
-def test_every_record_carries_the_tasks_cgroup_and_uid(cgroup: Path) -> None:
+def test_every_record_carries_the_tasks_cgroup(cgroup: Path) -> None:
     worker = Opener(10, uid=65534)
     (cgroup / "cgroup.procs").write_text(str(worker.pid))
     opts = TraceOptions(events=("open",), comm=worker.name)
@@ -206,7 +204,6 @@ def test_every_record_carries_the_tasks_cgroup_and_uid(cgroup: Path) -> None:
         records, dropped, lost = counts(s)
     assert len(records) == 10 and dropped == 0 and lost == 0
     assert set(records["h"]["cgroup"].tolist()) == {os.stat(cgroup).st_ino}
-    assert set(records["h"]["uid"].tolist()) == {65534}
 
 
 def test_cli_name_regex_filters_after_the_ring() -> None:

@@ -75,7 +75,7 @@ def _array(records: list[tuple[Any, ...]]) -> np.ndarray[Any, Any]:
         h["comm"] = _field(comm, stale, 16)
         arr[i]["data"] = _field(data, stale, 256)
         arr[i]["value"], arr[i]["ret"], arr[i]["aux"], arr[i]["ppid"] = value, ret, aux, num >> 3
-        h["uid"], h["gid"], h["cgroup"], arr[i]["aux2"] = num >> 1, num >> 2, value, aux
+        h["cgroup"], arr[i]["aux2"] = value >> 1, aux
     return arr
 
 
@@ -102,7 +102,8 @@ def _ref_fields(name: str, value: int, ppid: int, ret: int, aux: int, data: byte
         return [("path", _cstr(data)), ("flags", value), ("ret", ret)]
     if name == "exec":
         return [("filename", _cstr(data)), ("argv", _ref_argv(data, aux2)),
-                ("argv_truncated", bool(aux2 & 0x80000000)), ("ppid", ppid)]  # fmt: skip
+                ("argv_truncated", bool(aux2 & 0x80000000)), ("uid", value & 0xFFFFFFFF),
+                ("gid", value >> 32), ("ppid", ppid)]  # fmt: skip
     if name == "exit":
         return [("exit_code", (value >> 8) & 0xFF if aux else None), ("ppid", ppid)]
     if name == "fork":
@@ -120,13 +121,12 @@ def _ref_rows(arr: np.ndarray[Any, Any], offset: int) -> list[tuple[Any, ...]]:
         h["type"].tolist(), ts, h["cpu"].tolist(), h["pid"].tolist(), h["tid"].tolist(),
         h["comm"].tolist(), arr["value"].tolist(), arr["ppid"].tolist(),
         arr["ret"].tolist(), arr["aux"].tolist(), arr["data"].tolist(), arr["aux2"].tolist(),
-        h["uid"].tolist(), h["gid"].tolist(), h["cgroup"].tolist(), strict=True,
+        h["cgroup"].tolist(), strict=True,
     )  # fmt: skip
     out = []
-    for typ, t, cpu, pid, tid, comm, value, ppid, ret, aux, data, aux2, *ids in cols:
+    for typ, t, cpu, pid, tid, comm, value, ppid, ret, aux, data, aux2, cgroup in cols:
         name = LAYOUT.type_names.get(typ, str(typ))
-        common = [("uid", ids[0]), ("gid", ids[1]), ("cgroup", ids[2])]
-        fields = common + _ref_fields(name, value, ppid, ret, aux, data, aux2)
+        fields = [("cgroup", cgroup), *_ref_fields(name, value, ppid, ret, aux, data, aux2)]
         out.append((name, t, cpu, pid, tid, _cstr(comm), fields))
     return out
 

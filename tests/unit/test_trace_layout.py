@@ -12,22 +12,21 @@ from ringtool.trace.layout import LayoutError, load_layout, parse_layout
 def test_header_layout_offsets_and_sizes() -> None:
     lay = load_layout()
     hdr = lay.dtypes["trace_hdr"]
-    assert hdr.itemsize == 56
+    assert hdr.itemsize == 48
     assert {k: v[1] for k, v in hdr.fields.items()} == {
-        "ts": 0, "type": 8, "cpu": 12, "pid": 16, "tid": 20, "comm": 24, "uid": 40, "gid": 44,
-        "cgroup": 48,
+        "ts": 0, "type": 8, "cpu": 12, "pid": 16, "tid": 20, "comm": 24, "cgroup": 40,
     }  # fmt: skip
     ev = lay.event
-    assert ev.itemsize == 336
+    assert ev.itemsize == 328
     assert [(k, v[1]) for k, v in ev.fields.items()] == [
-        ("h", 0), ("value", 56), ("ppid", 64), ("ret", 68), ("aux", 72), ("aux2", 76),
-        ("data", 80),
+        ("h", 0), ("value", 48), ("ppid", 56), ("ret", 60), ("aux", 64), ("aux2", 68),
+        ("data", 72),
     ]  # fmt: skip
     assert ev["data"] == np.dtype("S256")
-    assert lay.net.itemsize == 112
-    assert lay.net.fields["sport"][1] == 88
+    assert lay.net.itemsize == 104
+    assert lay.net.fields["sport"][1] == 80
     assert lay.type_names == {1: "exec", 2: "exit", 3: "fork", 4: "open", 5: "syscall", 6: "net"}
-    assert lay.size_defines() == {"TRACE_EVENT_SIZE": 336, "TRACE_NET_SIZE": 112}
+    assert lay.size_defines() == {"TRACE_EVENT_SIZE": 328, "TRACE_NET_SIZE": 104}
 
 
 HEADER = """
@@ -81,7 +80,7 @@ def test_decode_each_type() -> None:
     lay = load_layout()
     dec = Decoder(lay, lambda nr: {257: "openat"}.get(nr, "?"), realtime_offset_ns=10**9)
     batch = np.concatenate([
-        _record(lay, "exec", data=b"/bin/cat\0cat\0-n\0", aux2=2, ppid=7),
+        _record(lay, "exec", data=b"/bin/cat\0cat\0-n\0", aux2=2, ppid=7, value=5 << 32 | 9),
         _record(lay, "open", data=b"/tmp/x", value=0o100, ret=-2),
         _record(lay, "exit", value=3 << 8, aux=1, ppid=7),
         _record(lay, "exit", aux=0),
@@ -89,11 +88,10 @@ def test_decode_each_type() -> None:
         _record(lay, "syscall", aux=257, value=150_000_000, ret=3),
     ])  # fmt: skip
     evs = dec.decode(batch)
-    common = {"ts": 6.0, "cpu": 1, "pid": 42, "tid": 43, "comm": "cat", "uid": 0, "gid": 0,
-              "cgroup": 0}  # fmt: skip
+    common = {"ts": 6.0, "cpu": 1, "pid": 42, "tid": 43, "comm": "cat", "cgroup": 0}
     assert evs[0] == {"type": "exec", **common, "filename": "/bin/cat", "argv": ["cat", "-n"],
-                      "argv_truncated": False, "ppid": 7}  # fmt: skip
-    assert detail(evs[0]) == "/bin/cat -n ppid=7 uid=0"
+                      "argv_truncated": False, "uid": 9, "gid": 5, "ppid": 7}  # fmt: skip
+    assert detail(evs[0]) == "/bin/cat -n ppid=7 uid=9"
     assert evs[1] == {"type": "open", **common, "path": "/tmp/x", "flags": 0o100, "ret": -2}
     assert evs[2]["exit_code"] == 3 and evs[2]["ppid"] == 7
     assert evs[3]["exit_code"] is None
