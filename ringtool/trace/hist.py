@@ -51,7 +51,8 @@ def format_log2(buckets: Mapping[int, int], unit: str = "nsecs") -> list[str]:
 
 def spark(buckets: Mapping[int, int], width: int) -> str:
     """``"1µs ▁▃█▂ 65µs"``: the used slots' counts as a sparkline between the lowest
-    and highest latency, at most ``width`` characters (the bars are cut first)."""
+    and highest latency, at most ``width`` characters (the bars are cut first; when
+    fewer than 3 would be left, the lowest latency is left out: ``"▁▃█▂ 65µs"``)."""
     used = sorted(s for s, n in buckets.items() if n > 0)
     if not used:
         return ""
@@ -60,8 +61,10 @@ def spark(buckets: Mapping[int, int], width: int) -> str:
     peak = max(counts)
     left = duration_ns(float(slot_range(lo)[0]))
     right = duration_ns(float(slot_range(hi)[1] + 1))
-    room = max(1, width - len(left) - len(right) - 2)
     bars = "".join(SPARKS[min(7, (c * 8 - 1) // peak)] if c else " " for c in counts)
+    room = width - len(left) - len(right) - 2
+    if room < 3:
+        return f"{bars[: max(1, width - len(right) - 1)]} {right}"
     return f"{left} {bars[:room]} {right}"
 
 

@@ -240,10 +240,16 @@ class TraceTui:
             Layout(panels.procs_table(s, v, rows_a)),
         )
         if v.drill is not None:
-            layout["b"].split_row(
-                Layout(panels.drill_table(s, v, rows_b, width)),
-                Layout(panels.syscalls_table(s, v, rows_b)),
-            )
+            # the drill-down's histograms need room: 2/3 of the row beside the
+            # syscalls of all processes, or all of it below 120 columns
+            wide = width >= 120
+            drill = panels.drill_table(s, v, rows_b, width * 2 // 3 if wide else width)
+            if wide:
+                layout["b"].split_row(
+                    Layout(drill, ratio=2), Layout(panels.syscalls_table(s, v, rows_b), ratio=1)
+                )
+            else:
+                layout["b"].update(drill)
         else:
             layout["b"].split_row(
                 Layout(panels.syscalls_table(s, v, rows_b)),

@@ -184,20 +184,19 @@ def sources_table(
     return t
 
 
-def drill_table(s: TraceStats | None, view: View, rows: int, width: int = 80) -> Table:
-    """The drill-down: one process's syscalls since it was opened, most called first,
-    with count, rate, p99 and the log2 latency histogram as a sparkline (``Esc``
-    returns)."""
+def drill_table(s: TraceStats | None, view: View, rows: int, width: int = 53) -> Table:
+    """The drill-down (``width`` columns): one process's syscalls since it was opened,
+    most called first, with count, rate, p99 and the log2 latency histogram as a
+    sparkline (``Esc`` returns)."""
     pid = view.drill
     row = s.procs.get(pid) if s is not None and pid is not None else None
     title = Text(f"process {pid}  ")
     title.append(printable(row[0]) if row else "(gone)")
     title.append("  (Esc returns)")
-    if row is not None:
-        title.append(f"  {count(row[1])} events")
     live = s is not None and pid is not None and s.drill_pid == pid
     if live:
-        title.append(f", syscalls since up {clock(s.drill_since)}")  # type: ignore[union-attr]
+        title.append(f"  syscalls since up {clock(s.drill_since)}")  # type: ignore[union-attr]
+    title.no_wrap, title.overflow = True, "ellipsis"  # one line: the panel keeps its rows
     t = table(title, ("SYSCALL", "left"), ("COUNT", "right", 5), ("/S", "right", 5),
               ("P99", "right", 6), ("LATENCY (log2)", "left"), flex="LATENCY (log2)")  # fmt: skip
     if s is None:
@@ -208,7 +207,8 @@ def drill_table(s: TraceStats | None, view: View, rows: int, width: int = 80) ->
         t.add_row(data("counting its syscalls from the next interval"), "", "", "", "")
     elif not s.drill_syscalls:
         t.add_row(data("no syscall of it yet"), "", "", "", "")
-    room = max(8, width // 2 - 40)  # the panel is half the screen; the rest is numbers
+    names = max((len(r.name) for r in s.drill_syscalls[:rows]), default=7)
+    room = max(12, width - names - 34)  # what the name and number columns leave
     for r in sorted(s.drill_syscalls, key=lambda r: (-r.count, r.name))[:rows] if live else []:
         hist = spark(s.drill_hist.get(r.nr, {}), room)
         t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns), hist)

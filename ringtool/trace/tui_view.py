@@ -67,6 +67,7 @@ class View:
     page_procs: int = 1  # rows the last frame showed
     page_events: int = 1
     _pids: list[int] = field(default_factory=list)  # the process rows, in order
+    _stats: TraceStats | None = None  # of the last frame (procs)
     _n_events: int = 0
 
     # --- keys --------------------------------------------------------------------------
@@ -133,11 +134,19 @@ class View:
         self.focus = "events" if self.focus == "procs" else "procs"
 
     def _enter(self) -> None:
+        self._refresh()  # keys since the last frame may have changed the filter or sort
         if self.focus == "procs" and 0 <= self.sel < len(self._pids):
             self.drill = self._pids[self.sel]
             self.back = 0
 
+    def _refresh(self) -> None:
+        """The process list as the next frame will have it (what Enter and the
+        arrows act on), from the stats of the last frame."""
+        if self._stats is not None:
+            self.procs(self._stats, self.page_procs)
+
     def _scroll(self, key: str) -> None:
+        self._refresh()
         if self.focus == "procs":
             page, last = max(1, self.page_procs), len(self._pids) - 1
             moves = {"up": -1, "down": 1, "pgup": -page, "pgdn": page}
@@ -188,6 +197,7 @@ class View:
         """The process rows a frame of ``rows`` rows shows (filtered, sorted, the
         window that holds the selected row) and the number of rows in all."""
         self.page_procs = max(1, rows)
+        self._stats = stats
         every = [r for r in (stats.proc_rows() if stats else []) if self.matches(r[1])]
         col = self.proc_col
         # ties in order of pid, so that equal rows do not swap between frames

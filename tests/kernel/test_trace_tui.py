@@ -24,15 +24,19 @@ def _tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
 
 
-def _wait_for(session: str, *needles: str, timeout: float = 60) -> str:
+def _wait_for(
+    session: str, *needles: str, absent: tuple[str, ...] = (), timeout: float = 60
+) -> str:
+    """The first screen with every needle and none of ``absent`` (a capture may catch
+    a redraw half done: what one capture lacks, a later one has)."""
     deadline = time.monotonic() + timeout
     screen = ""
     while time.monotonic() < deadline:
         screen = _tmux("capture-pane", "-p", "-t", session)
-        if all(n in screen for n in needles):
+        if all(n in screen for n in needles) and not any(a in screen for a in absent):
             return screen
         time.sleep(0.3)
-    raise AssertionError(f"{needles} not on screen:\n{screen}")
+    raise AssertionError(f"{needles} (without {absent}) not on screen:\n{screen}")
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -35,6 +35,7 @@ def test_spark_spans_the_used_slots() -> None:
     assert spark({}, 20) == ""
     assert spark({11: 8, 12: 1, 14: 4}, 30) == "1.02µs █▁ ▄ 16.4µs"
     assert len(spark({s: 1 for s in range(1, 40)}, 24)) <= 24  # bars cut to the room
+    assert spark({11: 8, 12: 1, 14: 4}, 12) == "█▁ ▄ 16.4µs"  # tight: no lowest latency
 
 
 def _stats() -> TraceStats:
@@ -95,7 +96,27 @@ def test_drill_down_panel_shows_the_process_syscalls() -> None:
     buf.truncate()
     console.print(tui.render(), height=60)
     text = buf.getvalue()
-    assert "process 42  worker  (Esc returns)  5 events, syscalls since up 0:00:12" in text
+    assert "process 42  worker  (Esc returns)  syscalls since up 0:00:12" in text
     line = next(ln for ln in text.splitlines() if "openat" in ln and "µs" in ln)
     assert "1.02µs █▁ ▄ 16.4µs" in line and " 13 " in line
     assert text.index("openat") < text.index("read ")  # most called first
+
+
+def test_drill_down_fits_80x24() -> None:
+    lay = load_layout()
+    buf = io.StringIO()
+    console = Console(file=buf, width=80, height=24, color_system=None)
+    tui = TraceTui(Decoder(lay), console=console, input_fd=-1)
+    tui.start(["exec", "open", "syscalls"], [])
+    st = _stats()
+    st._count_proc(42, "worker", 5)
+    tui.view.drill = 42
+    st.tick(drill=(42, {}), now=1.0)
+    st.tick(drill=(42, {257: {11: 8_000, 12: 1, 14: 4}, 0: {5: 2}}), now=2.0)
+    tui.stats(st)
+    console.print(tui.render(), height=24)
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 24 and all(len(ln) <= 80 for ln in lines)
+    row = next(ln for ln in lines if "openat" in ln and "16.4µs" in ln)
+    assert " 8005 " in row and "1.02µs" in row and "…" not in row  # count, histogram whole
+    assert "top syscalls" not in buf.getvalue()  # the drill-down has the row to itself

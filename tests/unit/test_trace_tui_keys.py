@@ -225,3 +225,18 @@ def test_handle_input_parses_split_sequences() -> None:
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_enter_right_after_the_filter_drills_into_a_matching_process() -> None:
+    """Keys typed faster than frames ("/zzz", Enter, Enter in one read): Enter acts on
+    the list as filtered now, not on the last frame's (which began with pid 129 odd)."""
+    v, st = View(), _stats(30)
+    assert v.procs(st, 10)[0][0][:2] == (129, "odd")
+    for key in ["/", "z", "z", "z", "enter", "enter"]:
+        v.key(key)
+    assert v.drill == 128  # the biggest "zzz" process
+    v.key("esc")
+    v.procs(st, 10)
+    for key in ["I", "down", "enter"]:  # smallest first, the second row, without a frame
+        v.key(key)
+    assert v.drill == 102
