@@ -67,8 +67,8 @@ def by_type(arr: Array, types: dict[int, str]) -> list[Group]:
         return [Group(types.get(int(first), str(int(first))), None, arr)]
     out = []
     for code in np.unique(t).tolist():
-        mask = t == code
-        out.append(Group(types.get(code, str(code)), np.flatnonzero(mask), arr[mask]))
+        positions = np.flatnonzero(t == code)
+        out.append(Group(types.get(code, str(code)), positions, arr.take(positions)))
     return out
 
 

@@ -70,7 +70,9 @@ def _value(v: Any) -> str:
         return _str(v)
     if v is None:
         return "null"
-    if isinstance(v, bool | list):
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, list):
         return _dumps(v)  # type: ignore[no-any-return]
     if isinstance(v, float):
         return repr(v)
@@ -94,7 +96,8 @@ def _texts(decoder: Decoder, rec: np.ndarray[Any, Any], f: Field) -> tuple[list[
         if texts.plain:
             return values, True
         return (_str(values) if isinstance(values, str) else list(map(_str, values))), False
-    return list(map(_value, decoder.values(rec, f))), False
+    jsons = list(map(_value, decoder.values(rec, f)))
+    return (jsons[0] if jsons.count(jsons[0]) == len(jsons) else jsons), False
 
 
 def group_lines(decoder: Decoder, g: Group, keys: Sequence[str] | None) -> list[str]:
