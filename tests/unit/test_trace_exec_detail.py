@@ -17,6 +17,7 @@ from ringtool.trace import exec_data
 from ringtool.trace.events import Decoder, detail
 from ringtool.trace.filters import NameFilter, kernel_defines, resolve_cgroup
 from ringtool.trace.layout import load_layout
+from ringtool.trace.output_columns import format_event
 
 LAYOUT = load_layout()
 EXEC = LAYOUT.type_id("exec")
@@ -64,6 +65,8 @@ def test_decoded_exec_shows_argv_and_marks_truncation_and_hostile_bytes() -> Non
     # columns: the arguments after argv[0], shell-quoted, then "..." (the output makes
     # the escape printable: tests/unit/test_trace_hostile_text.py)
     assert detail(ev) == "/usr/bin/printf '\x1b[2J' '\\xff\\xfe' 'a b' ... ppid=0 uid=0"
+    line = format_event(ev, None)
+    assert "\x1b" not in line and line.endswith("'\\x1b[2J' '\\xff\\xfe' 'a b' ... ppid=0 uid=0")
     arr = exec_record(b"/bin/true\0", exec_data.MISSING)
     (ev,) = Decoder(LAYOUT, realtime_offset_ns=0).decode(arr)
     assert ev["argv"] is None and detail(ev) == "/bin/true ppid=0 uid=0"
