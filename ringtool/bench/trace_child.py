@@ -5,9 +5,10 @@ usage: ``python -m ringtool.bench.trace_child FD [--headless-tui] -- TRACE-ARGS.
 
 ``FD`` is the write end of a pipe from the bench. The child writes one line
 ``ready CPU_S`` once every source is loaded and attached (right after
-:class:`~ringtool.trace.sources.TraceSession` is built: what follows is the reading
-loop), CPU_S its user + system CPU seconds so far (``getrusage``), and at the end one
-JSON line ``{"summary": ..., "cpu_s": ...}``: the run's summary record
+:meth:`~ringtool.trace.sources.TraceSession.start`, which the runner calls when it is
+about to read: what follows is the reading loop), CPU_S its user + system CPU seconds
+so far (``getrusage``), and at the end one JSON line
+``{"summary": ..., "cpu_s": ...}``: the run's summary record
 (:meth:`TraceStats.summary_record`: events delivered, kernel drops; the same for every
 output, also those that print no summary on stdout) and the CPU seconds at the end.
 
@@ -78,9 +79,14 @@ def main(argv: list[str]) -> int:
     seen: list[Any] = []
 
     class ReportingSession(TraceSession):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            report.write(f"ready {_cpu_s()}\n")
+        reported = False
+
+        def start(self) -> float:
+            attached = super().start()
+            if not self.reported:  # the runner's call, after every program is attached
+                self.reported = True
+                report.write(f"ready {_cpu_s()}\n")
+            return attached
 
     class KeptStats(TraceStats):
         def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -204,9 +204,11 @@ def _loop(
     if enter is not None:
         enter()
     try:
+        # attached now, read from the loop's first turn; the start line (what callers
+        # wait for before they make events) comes after the attach
+        stats.begin(session.start())
         out.start(session.active, session.notes)
         session.on_note = out.note  # later notes (CPU hotplug) go to the output
-        stats.begin(session.start())  # attached now, read from the loop's first turn
         start = time.monotonic()
         deadline = None if cfg.duration is None else start + cfg.duration
         next_tick = start + cfg.interval
