@@ -10,7 +10,9 @@ CSV (RFC 4180): a header line with the field names, then the rows; a cell that h
 a comma, a quote, CR or LF is quoted with its quotes doubled; lines end in CRLF.
 Strings are the exact text of the event (a file name with a newline or a quote is
 one cell that a CSV reader gives back unchanged: data, never structure); ``None``
-(an unknown exit code) is an empty cell; ``ts`` is written as ``repr`` of the float.
+(an unknown exit code) is an empty cell; ``ts`` is written as ``repr`` of the float;
+a list (an exec's ``argv``) is its JSON array text and a boolean ``true``/``false``,
+as in ``--json`` (:func:`cell`).
 Notes and the summary go to stderr (printable), so stdout is only CSV.
 
 The columns form writes a header of the upper-cased names, pads every column but the
@@ -22,6 +24,7 @@ shows ``ts`` as the time of day like the default columns and cuts each line to
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -38,6 +41,16 @@ from ringtool.trace.stats import TraceStats
 #: Column widths of the ``--fields`` columns (others: 8, or the header's length).
 WIDTHS = {"ts": 8, "cpu": 3, "pid": 7, "tid": 7, "comm": 16, "type": 7, "child_comm": 16}
 _MISSING = object()
+
+
+def cell(v: Any) -> Any:
+    """A value as a table cell: a list as its JSON text, a boolean as ``true``/``false``
+    (as ``--json`` writes them); anything else as it is."""
+    if isinstance(v, list):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v
 
 
 def field_rows(
@@ -91,7 +104,9 @@ class CsvOutput:
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         rows = field_rows(self.decoder, arr, net, self.keys)
         if rows:
-            self._csv.writerows(tuple(None if v is _MISSING else v for v in row) for row in rows)
+            self._csv.writerows(
+                tuple(None if v is _MISSING else cell(v) for v in row) for row in rows
+            )
             self.stream.flush()
 
     def stats(self, stats: TraceStats) -> None:
@@ -139,7 +154,9 @@ class FieldColumnOutput:
                 seconds = np.array([-1.0 if v is _MISSING else v for v in col])
                 cols.append(clocks(seconds))
             else:
-                cols.append(["-" if v is _MISSING or v is None else printable(str(v)) for v in col])
+                cols.append(
+                    ["-" if v is _MISSING or v is None else printable(str(cell(v))) for v in col]
+                )
         self._write([self._line(cells) for cells in zip(*cols, strict=True)])
 
     def stats(self, stats: TraceStats) -> None:

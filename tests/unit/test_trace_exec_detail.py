@@ -140,3 +140,26 @@ def test_cgroup_level_counts_from_the_root(tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(root)
     assert resolve_cgroup(str(link)).level == 0  # a symlink is followed
+
+
+def test_csv_and_field_columns_write_argv_as_json_and_flags_as_json_booleans() -> None:
+    import csv
+    import io
+    import json
+
+    from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
+
+    data = b'/bin/echo\0echo\0a,b\0q"x\0'
+    arr = exec_record(data, 3 | exec_data.TRUNCATED)
+    dec = Decoder(LAYOUT, realtime_offset_ns=0)
+    buf = io.StringIO()
+    out = CsvOutput(buf, dec, ["argv", "argv_truncated", "uid"], err=io.StringIO())
+    out.start([], [])
+    out.batch(arr, [])
+    rows = list(csv.reader(io.StringIO(buf.getvalue())))
+    assert rows[1][0] == '["echo", "a,b", "q\\"x"]' and json.loads(rows[1][0])[2] == 'q"x'
+    assert rows[1][1:] == ["true", "0"]
+    buf = io.StringIO()
+    cols = FieldColumnOutput(buf, dec, ["argv_truncated", "argv"], width=None)
+    cols.batch(arr, [])
+    assert buf.getvalue().split() == ["true", '["echo",', '"a,b",', '"q\\"x"]']

@@ -32,7 +32,12 @@ keys_st = st.one_of(
 
 
 def _cell(v: Any) -> str:
-    """What a CSV cell holds for the value ``v`` (None and missing: empty)."""
+    """What a CSV cell holds for the value ``v`` (None and missing: empty; a list, an
+    exec's argv, as JSON; a boolean as JSON's true/false)."""
+    if isinstance(v, list):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, bool):
+        return "true" if v else "false"
     return "" if v is None else str(v)
 
 
