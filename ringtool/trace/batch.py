@@ -72,6 +72,22 @@ def by_type(arr: Array, types: dict[int, str]) -> list[Group]:
     return out
 
 
+def in_array_order(
+    arr: Array, types: dict[int, str], lines: Callable[[Group], list[str]]
+) -> list[str]:
+    """``lines(group)`` for each type group of ``arr`` (:func:`by_type`), put back in
+    array order: one output line per record."""
+    groups = by_type(arr, types)
+    if len(groups) == 1 and groups[0].positions is None:
+        return lines(groups[0])
+    out: list[str] = [""] * len(arr)
+    for g in groups:
+        assert g.positions is not None
+        for i, line in zip(g.positions.tolist(), lines(g), strict=True):
+            out[i] = line
+    return out
+
+
 def column(rec: Array, name: str) -> Array:
     """The record column ``name`` (``h.NAME``: a header field)."""
     if name.startswith("h."):

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ringtool.trace.batch import Group, by_type, wall_seconds
+from ringtool.trace.batch import Group, in_array_order, wall_seconds
 from ringtool.trace.events import DETAIL, Decoder, Event, detail_split
 from ringtool.trace.fields import fields_of
 from ringtool.trace.safe_text import printable
@@ -188,15 +188,7 @@ def _join(pieces: list[Piece], n: int) -> list[str]:
 def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None) -> list[str]:
     """One column line per record, in array order: :func:`format_event` of each
     decoded event, computed a column at a time."""
-    groups = by_type(arr, decoder.types)
-    if len(groups) == 1 and groups[0].positions is None:
-        return group_lines(decoder, groups[0], width)
-    out: list[str] = [""] * len(arr)
-    for g in groups:
-        assert g.positions is not None
-        for i, line in zip(g.positions.tolist(), group_lines(decoder, g, width), strict=True):
-            out[i] = line
-    return out
+    return in_array_order(arr, decoder.types, lambda g: group_lines(decoder, g, width))
 
 
 class ColumnOutput:

@@ -34,7 +34,7 @@ import numpy as np
 from ringtool.trace.batch import by_type
 from ringtool.trace.events import Decoder, Event
 from ringtool.trace.fields import FIELD_NAMES, fields_of
-from ringtool.trace.output_columns import clocks, cut, format_stats, format_summary
+from ringtool.trace.output_columns import ColumnOutput, clocks, cut, format_summary
 from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 
@@ -121,16 +121,15 @@ class CsvOutput:
         self.err.flush()
 
 
-class FieldColumnOutput:
-    """``--no-tui --fields``: the chosen fields as columns (see the module doc)."""
+class FieldColumnOutput(ColumnOutput):
+    """``--no-tui --fields``: the chosen fields as columns (see the module doc); stats,
+    summary and notes as :class:`ColumnOutput` writes them."""
 
     def __init__(
         self, stream: TextIO, decoder: Decoder, fields: Sequence[str], width: int | None = 80
     ) -> None:
-        self.stream = stream
-        self.decoder = decoder
+        super().__init__(stream, decoder, width)
         self.keys = list(fields)
-        self.width = width
         self._pads = [max(WIDTHS.get(k, 8), len(k)) for k in self.keys[:-1]] + [0]
 
     def _line(self, cells: Sequence[str]) -> str:
@@ -158,19 +157,6 @@ class FieldColumnOutput:
                     ["-" if v is _MISSING or v is None else printable(str(cell(v))) for v in col]
                 )
         self._write([self._line(cells) for cells in zip(*cols, strict=True)])
-
-    def stats(self, stats: TraceStats) -> None:
-        self._write([format_stats(stats, self.width)])
-
-    def summary(self, stats: TraceStats) -> None:
-        self._write(format_summary(stats, self.width))
-
-    def note(self, text: str) -> None:
-        self._write([cut(f"note: {printable(text)}", self.width)])
-
-    def _write(self, lines: list[str]) -> None:
-        self.stream.write("\n".join(lines) + "\n")
-        self.stream.flush()
 
 
 __all__ = ["WIDTHS", "CsvOutput", "FieldColumnOutput", "field_rows"]

@@ -29,10 +29,10 @@ import numpy as np
 
 from ringtool.trace.batch import (
     Group,
-    by_type,
     column,
     cstrings,
     float_texts,
+    in_array_order,
     number_texts,
     wall_seconds,
 )
@@ -131,15 +131,7 @@ def json_lines(
     """One JSON line per record, in array order; each parses to the record's
     :meth:`Decoder.decode` dict (restricted to ``keys``, in their order). Not yet
     made printable (see :func:`printable_line`)."""
-    groups = by_type(arr, decoder.types)
-    if len(groups) == 1 and groups[0].positions is None:
-        return group_lines(decoder, groups[0], keys)
-    out: list[str] = [""] * len(arr)
-    for g in groups:
-        assert g.positions is not None
-        for i, line in zip(g.positions.tolist(), group_lines(decoder, g, keys), strict=True):
-            out[i] = line
-    return out
+    return in_array_order(arr, decoder.types, lambda g: group_lines(decoder, g, keys))
 
 
 class JsonOutput:
