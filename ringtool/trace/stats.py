@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.trace.events import cstr
+from ringtool.trace.proctree import ProcessTree
 
 #: Event type -> the source that produces it.
 SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
@@ -131,9 +132,13 @@ class TraceStats:
     drill_hist: dict[int, dict[int, int]] = field(default_factory=dict)
     drill_syscalls: list[SyscallRow] = field(default_factory=list)
     _drill_prev: dict[int, int] = field(default_factory=dict)
+    #: the children each process forked while traced (the drill-down lists them)
+    tree: ProcessTree = field(init=False)
 
     def __post_init__(self) -> None:
         self.per_cpu = [0] * self.ncpu
+        fork = [t for t, name in self.type_names.items() if name == "fork"]
+        self.tree = ProcessTree(fork[0] if fork else None)
         self.rate_cpu = [0.0] * self.ncpu
         self.history_cpu = [deque(maxlen=HISTORY) for _ in range(self.ncpu)]
         self._mark_cpu = [0] * self.ncpu
@@ -168,6 +173,7 @@ class TraceStats:
         comms = h["comm"][first].tolist()
         for pid, comm, c in zip(pids.tolist(), comms, pcounts.tolist(), strict=True):
             self._count_proc(pid, cstr(comm), c)
+        self.tree.add_batch(arr)
 
     def add_events(self, events: list[dict[str, Any]]) -> None:
         """Count already-decoded events (the net source)."""

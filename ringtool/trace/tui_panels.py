@@ -201,6 +201,9 @@ def drill_table(s: TraceStats | None, view: View, rows: int, width: int = 53) ->
               ("P99", "right", 6), ("LATENCY (log2)", "left"), flex="LATENCY (log2)")  # fmt: skip
     if s is None:
         return t
+    if pid is not None:
+        t.caption = children_line(s, pid, width)
+        t.caption_justify = "left"
     if "syscalls" not in s.sources:
         t.add_row(data("syscalls source not running"), "", "", "", "")
     elif not live:
@@ -213,6 +216,20 @@ def drill_table(s: TraceStats | None, view: View, rows: int, width: int = 53) ->
         hist = spark(s.drill_hist.get(r.nr, {}), room)
         t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns), hist)
     return t
+
+
+def children_line(s: TraceStats, pid: int, width: int) -> Text:
+    """``children: PID comm, ...`` of the processes ``pid`` forked while traced (newest
+    last; the count says how many forks in all), cut to ``width``."""
+    kids = s.tree.children(pid)
+    forks = s.tree.forks.get(pid, 0)
+    if not kids:
+        return data("children: none seen since the trace started")
+    names = ", ".join(f"{k} {s.procs[k][0]}" if k in s.procs else str(k) for k in reversed(kids))
+    line = Text(f"children ({forks} forks, newest first): ", no_wrap=True, overflow="ellipsis")
+    line.append(data(names))
+    line.truncate(max(10, width), overflow="ellipsis")
+    return line
 
 
 def events_table(tail: Iterable[dict[str, Any]], view: View, rows: int) -> Table:
