@@ -70,6 +70,7 @@ TRACEPOINT_PROBE(sched, sched_process_exec)
     e->tgid = id >> 32;
     e->old_pid = args->old_pid;
     e->uid = (u32)bpf_get_current_uid_gid();
+    __builtin_memset(&e->comm, 0, sizeof(e->comm));  /* 6.1's helper does not pad */
     bpf_get_current_comm(&e->comm, sizeof(e->comm));
     unsigned short off = args->data_loc_filename & 0xFFFF;
     bpf_probe_read_kernel_str(&e->filename, sizeof(e->filename), (void *)args + off);
@@ -94,6 +95,7 @@ TRACEPOINT_PROBE(sched, sched_process_exit)
     e->tgid = id >> 32;
     e->prio = args->prio;
     e->uid = (u32)bpf_get_current_uid_gid();
+    __builtin_memset(&e->comm, 0, sizeof(e->comm));  /* 6.1's helper does not pad */
     bpf_get_current_comm(&e->comm, sizeof(e->comm));
     kmes_perf.perf_submit(args, e, sizeof(struct exit_event));
     return 0;

@@ -105,6 +105,9 @@ static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
     h->cpu = bpf_get_smp_processor_id();
     h->pid = id >> 32;
     h->tid = (u32)id;
+    /* Zeroed first: a reserved record holds stale bytes, and 6.1's helper copies with
+     * strscpy (no padding: the VM's run found "python\0a..."); later kernels pad. */
+    __builtin_memset(&h->comm, 0, sizeof(h->comm));
     bpf_get_current_comm(&h->comm, sizeof(h->comm));
 #ifdef TRACE_HDR_NO_CGROUP  /* a program type without the helper (trace_bench.c) */
     h->cgroup = 0;
@@ -154,7 +157,7 @@ static __always_inline int trace_skip_task(void)
 }
 
 /* 1 when the -c filter excludes the current task's comm. The comm is read as two
- * u64 words (bpf_get_current_comm NUL-pads all 16 bytes), compared with the -D
+ * u64 words (zeroed first: 6.1's bpf_get_current_comm does not pad), compared with the -D
  * constants; without -c this is a constant 0 and reads nothing. */
 static __always_inline int trace_skip_comm(void)
 {

@@ -104,6 +104,18 @@ def _stdout_gone() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def _settle_stdout() -> None:
+    """After the one error line: when stdout cannot take what is still buffered (a full
+    disk, /dev/full, an I/O error), point it at /dev/null, so that the interpreter's
+    final flush does not print a second error with a traceback-like notice."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv and isinstance(argv[0], str) else None)
@@ -132,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except (RingtoolError, OSError) as exc:
         print(f"{name}: {one_line(exc)}", file=sys.stderr)
+        _settle_stdout()
         return 1
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

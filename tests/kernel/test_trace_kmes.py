@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -49,9 +50,11 @@ def test_trace_publishes_to_kmes(tmp_path: Path) -> None:
 
 def test_kmes_read_decodes_trace_events(tmp_path: Path) -> None:
     sock = tmp_path / "kmes.sock"
-    proc = Trace("--json", "-d", "4", "--events", "exec", "--kmes", str(sock))
+    # -d: a bound, not the test's pace (SIGINT ends it once read: under the VM's
+    # emulation starting kmes-read alone took longer than the 4 s this once had)
+    proc = Trace("--json", "-d", "120", "--events", "exec", "--kmes", str(sock))
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 90
         while not sock.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         cat = subprocess.Popen(["/bin/cat", "/dev/null"])
@@ -73,4 +76,5 @@ def test_kmes_read_decodes_trace_events(tmp_path: Path) -> None:
         assert ours[0]["data"]["filename"] == "/bin/cat"  # type: ignore[index]
         assert ours[0]["origin"] == "ringbuf" and "payload_hex" not in ours[0]
     finally:
+        proc.signal(signal.SIGINT)
         proc.finish()
