@@ -42,6 +42,7 @@ from ringtool.readers.ringbuf_group import RingBufGroup, merge_rings
 from ringtool.sources.loader import attach_programs, compile_program, detach_all
 from ringtool.trace.filters import CgroupFilter, kernel_defines
 from ringtool.trace.layout import TraceLayout
+from ringtool.trace.pacing import BatchPacer
 
 #: RINGBUF sources: name -> BPF file.
 RING_SOURCES = {"exec": "trace_exec.c", "open": "trace_open.c", "syscalls": "trace_syscalls.c"}
@@ -141,6 +142,7 @@ class TraceSession:
         self.rb: RingBuffer | None = None
         self.net: Any = None
         self.drill_pid: int | None = None  # see set_drill
+        self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
         try:
             self._setup()
             if attach:
@@ -227,6 +229,9 @@ class TraceSession:
         self.check_cpus()
         if self.rb is not None and self.opts.wakeup_fill is not None:
             timeout_s = min(timeout_s, self.opts.max_latency_s)
+            ready = self._pacer.pause(timeout_s, extra_fds)  # see ringtool.trace.pacing
+            if ready is not None:
+                return ready
         fds = list(extra_fds)
         if self.rb is not None:
             fds.append(self.rb.epoll_fd())
@@ -257,13 +262,27 @@ class TraceSession:
         """The available RINGBUF records as a ``struct trace_event`` array (consumed)."""
         if self.rb is None:
             return np.empty(0, dtype=self.layout.event)
-        return self.rb.read_batch(self.layout.event, limit)
+        arr = self.rb.read_batch(self.layout.event, limit)
+        self._pacer.read_done()
+        return arr
 
     def read_net(self) -> list[tuple[int, bytes]]:
         """The available net samples as ``(cpu, raw sample)`` (consumed)."""
         return [] if self.net is None else self.net.read()
 
     # --- counters ----------------------------------------------------------------------
+
+    def _fullest(self) -> float:
+        """The fill (0..1) of the fullest ring (the pacer's measure)."""
+        if self.rb is None:
+            return 0.0
+        return max(
+            (
+                self.rb.ring(b).avail_data_size / self.rb.ring(b).size
+                for b in range(self.rb.ring_cnt)
+            ),
+            default=0.0,
+        )
 
     def ring_fill(self) -> dict[int, float]:
         """Per CPU: how full its ring is now, 0..1."""

@@ -1,0 +1,59 @@
+"""Batch pacing of the trace's ring reads (ringtool.trace.pacing): when it sleeps, when
+it stops, and that other fds still end it at once. No timing is asserted."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from ringtool.trace.pacing import PACE_FILL, BatchPacer
+
+
+def fills(*values: float) -> Iterator[float]:
+    yield from values
+    while True:
+        yield values[-1]
+
+
+@pytest.fixture
+def pipe() -> Iterator[tuple[int, int]]:
+    r, w = os.pipe()
+    yield r, w
+    os.close(r)
+    os.close(w)
+
+
+def test_empty_rings_are_left_to_the_kernels_wakeup() -> None:
+    p = BatchPacer(lambda: 0.0, max_latency_s=10.0)
+    assert p.pause(10.0, []) is None and p.pauses == 0
+
+
+def test_a_ring_past_the_threshold_is_read_at_once() -> None:
+    p = BatchPacer(lambda: PACE_FILL, max_latency_s=10.0)
+    assert p.pause(10.0, []) is None and p.pauses == 0
+
+
+def test_records_gather_until_the_threshold() -> None:
+    seq = fills(0.01, 0.05, 0.1, 0.2)
+    p = BatchPacer(lambda: next(seq), max_latency_s=10.0)
+    assert p.pause(10.0, []) is None
+    assert p.pauses == 3  # slept while below PACE_FILL, then let the caller read
+
+
+def test_the_latency_bound_ends_the_pause() -> None:
+    p = BatchPacer(lambda: 0.01, max_latency_s=0.02)
+    p.read_done()
+    assert p.pause(10.0, []) is None  # returns (never past last read + max_latency)
+    assert p.pauses >= 1
+    p.last_read -= 1.0  # the bound has passed: no pause at all
+    before = p.pauses
+    assert p.pause(10.0, []) is None and p.pauses == before
+
+
+def test_another_fd_ends_the_pause_at_once(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    os.write(w, b"q")  # a key press / a stop signal's wakeup byte
+    p = BatchPacer(lambda: 0.01, max_latency_s=10.0)
+    assert p.pause(10.0, [r]) == [r] and p.pauses == 1
