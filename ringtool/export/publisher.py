@@ -133,6 +133,9 @@ class Publisher:
         asyncio.set_event_loop(self._loop)
         try:
             self._loop.run_until_complete(self._run())
+        except Exception as exc:  # never a silent end: say why; what is left is counted
+            self.on_note(f"export: stopped by an internal error ({type(exc).__name__}: "
+                         f"{exc}); events not exported are counted as dropped")  # fmt: skip
         finally:
             self._give_up()
             self._first.set()
