@@ -220,8 +220,14 @@ static __always_inline void fill_exec(struct trace_event *e, u32 old_tid, const 
     for (int i = 0; i < TRACE_MAXARG; i++) {
         if (i >= argc)
             break;
-        u32 start = off + (i ? st->ends[i - 1] : 0);
-        if (off + st->ends[i] <= TRACE_DATA_LEN) {
+        /* The index bound checked again on a value clang cannot see through: it folds
+         * the two loop exits into one test, and 6.1's verifier then lost the bound of
+         * i and refused ends[20] (found in the Debian 12 VM; newer verifiers cope). */
+        u32 j = opaque((u32)i);
+        if (j >= TRACE_MAXARG)
+            break;
+        u32 start = off + (j ? st->ends[j - 1] : 0);
+        if (off + st->ends[j] <= TRACE_DATA_LEN) {
             stored++;
             continue;
         }
