@@ -30,7 +30,7 @@ import pytest
 
 from ringtool.trace.filters import resolve_cgroup
 from ringtool.trace.sources import TraceOptions, TraceSession
-from tests.kernel.test_trace_filters import counts, session, unique_comm
+from tests.kernel.test_trace_filters import Worker, counts, session, unique_comm
 from tests.kernel.trace_helpers import Trace
 
 pytestmark = pytest.mark.kernel
@@ -69,7 +69,7 @@ os._exit(0)
 """
 
 
-class Opener:
+class Opener(Worker):
     """A process of ``threads`` threads doing ``n`` opens each of /dev/null (every
     other one of a missing path with ``fail``), as ``uid`` when given."""
 
@@ -84,18 +84,6 @@ class Opener:
         line = self.proc.stdout.readline().split()
         assert line and line[0] == "ready", line
         self.tids = [int(t) for t in line[1:]]
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def go(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-
-    def wait(self) -> None:
-        assert self.proc.wait(timeout=120) == 0
 
 
 def run_all(workers: list[Opener]) -> None:
