@@ -81,8 +81,10 @@ class NetCapture:
         return known
 
     def write(self, events: Iterable[Mapping[str, Any]]) -> None:
-        """Write the net events' packets (ingress only on a loopback device)."""
-        for ev in events:
+        """Write the net events' packets (ingress only on a loopback device), in
+        timestamp order: a batch holds each CPU's perf buffer in turn, and a capture
+        out of time order reads as retransmissions in tshark (a stable sort)."""
+        for ev in sorted(events, key=lambda e: e["ts_ns"]):
             name, loopback = self._iface(ev["ifindex"])
             inbound = ev["dir"] == "ingress"
             if loopback and not inbound:
