@@ -49,6 +49,8 @@ class Ledger:
 
     def sent(self, msg: Message, now: float) -> None:
         msg.sends += 1
+        if msg.sends > 1:  # counted when it goes out: a queued resend made final by a
+            self.counters.resent()  # late answer is none, one after a reconnect is one
         self._outstanding[msg.msg_id] += 1
         self._sent_at[msg.msg_id] = now
 
@@ -77,7 +79,6 @@ class Ledger:
             return True
         self._sent_at.pop(msg_id, None)
         self._queue.append(msg_id)
-        self.counters.resent()
         return False
 
     def _forget(self, msg_id: str) -> None:
@@ -91,8 +92,6 @@ class Ledger:
         for msg_id in late:
             del self._sent_at[msg_id]
             self._queue.append(msg_id)
-        if late:
-            self.counters.resent(len(late))
         return len(late)
 
     def connection_lost(self) -> None:

@@ -100,3 +100,27 @@ def test_classify_answers() -> None:
     assert classify(b"", {"Status": "503"}).outcome == "retry"
     assert classify(b"not json", None).outcome == "retry"
     assert classify(b"[1]", None).outcome == "retry"
+
+
+def test_a_send_after_a_reconnect_is_counted_as_a_resend() -> None:
+    c = ExportCounters(1)
+    led = Ledger(c)
+    m1, m2 = msg(1), msg(2)
+    led.add(m1)
+    led.add(m2)
+    for m in (led.next_to_send(), led.next_to_send()):
+        assert m is not None
+        led.sent(m, 0.0)
+    led.connection_lost()  # the broker died with both in flight (maybe stored)
+    again = led.next_to_send()
+    assert again is m1
+    led.sent(m1, 1.0)  # on the new connection: the stream may have it already
+    assert led.answer("m1", DUP)  # stored before the crash: exported once, a duplicate
+    assert led.expire(2.0, 5.0) == 0
+    snap = c.snapshot()
+    assert snap["export_resends"] == 1 and snap["export_duplicates"] == 1
+    assert snap["export_duplicates"] <= snap["export_resends"]  # was 1 > 0 under load
+    assert led.next_to_send() is m2
+    led.sent(m2, 3.0)
+    assert led.answer("m2", OK)
+    assert c.snapshot()["export_resends"] == 2 and totals(c) == (20, 0)
