@@ -8,13 +8,16 @@ policy *all*: the last message acknowledges the ones before it) after the view h
 taken it. So every message is handed to the view at least once; a collector stopped
 between the two sees up to one batch again on the next run (counted as duplicates).
 Once per interval it asks the consumer for its backlog (messages not yet delivered:
-the consumer lag).
+the consumer lag). A lost connection is said in one line on stderr; the collector
+reconnects with backoff and binds the same durable consumer again, which resumes after
+the last acknowledged message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +30,12 @@ from ringtool.export.reading import DecoderCache, Received, decode, event_ts_ns
 from ringtool.trace.layout import load_layout
 
 FETCH = 256
+BACKOFF_MIN_S = 0.1
+BACKOFF_MAX_S = 5.0
+
+
+class _Lost(Exception):
+    """The connection closed under the fetch loop."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +75,11 @@ class Collector:
 
         self.decoders = DecoderCache(load_layout(), _syscall_namer())
         self._stop = False
+        self._done = False
         self._connected = False
         self._errors: list[BaseException] = []
+        self._end: float | None = None
+        self._next_tick = 0.0
 
     def stop(self) -> None:
         self._stop = True
@@ -80,63 +92,118 @@ class Collector:
                 self.view.close(self.fleet)
         return 0
 
-    async def _main(self) -> None:
-        import nats
-        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+    def _over(self) -> bool:
+        return self._stop or self._done or (self._end is not None and time.monotonic() >= self._end)
 
+    async def _main(self) -> None:
+        """Connect, read until done; a lost connection is said in one line and the
+        durable consumer is bound again once the broker answers (backoff 0.1–5 s). Only
+        the first connection's failure is an error."""
+        import nats
+
+        # nats-py's tasks may end with an exception nobody retrieves when the broker
+        # resets the connection: kept, never printed as a traceback.
+        asyncio.get_running_loop().set_exception_handler(
+            lambda _loop, ctx: self._errors.append(ctx.get("exception") or RuntimeError())
+        )
         opts = connect_options(self.cfg.url, self.cfg.creds, self.cfg.tls_ca, 2.0)
         opts.update(quiet_callbacks(self._errors))
-        try:
-            nc = await nats.connect(**opts)
-        except Exception as exc:
-            cause = self._errors[-1] if self._errors else exc
-            raise ExportError(f"{display_url(self.cfg.url)}: {describe_error(cause)}") from None
-        self._connected = True
-        try:
-            js = nc.jetstream()
-            config = ConsumerConfig(
-                durable_name=self.cfg.durable, ack_policy=AckPolicy.ALL,
-                deliver_policy=DeliverPolicy.ALL, ack_wait=30, max_ack_pending=-1,
-                filter_subject=f"{self.cfg.subject_prefix}.>",
-            )  # fmt: skip
+        url = display_url(self.cfg.url)
+        start = time.monotonic()
+        self._end = None if self.cfg.duration is None else start + self.cfg.duration
+        self._next_tick = start + self.cfg.interval
+        backoff, down_since = BACKOFF_MIN_S, None
+        while not self._over():
             try:
-                psub = await js.pull_subscribe(f"{self.cfg.subject_prefix}.>",
-                                               durable=self.cfg.durable, stream=self.cfg.stream,
-                                               config=config)  # fmt: skip
+                nc = await nats.connect(**opts)
             except Exception as exc:
+                cause = self._errors[-1] if self._errors else exc
+                self._errors.clear()
+                if not self._connected:
+                    raise ExportError(f"{url}: {describe_error(cause)}") from None
+                await self._pause(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX_S)
+                continue
+            try:
+                psub = await self._bind(nc, first=not self._connected)
+                if down_since is not None:
+                    self._note(f"connected to {url} again after "
+                               f"{time.monotonic() - down_since:.1f} s")  # fmt: skip
+                self._connected, backoff, down_since = True, BACKOFF_MIN_S, None
+                await self._loop(nc, psub)
+            except _Lost:
+                if down_since is None:
+                    down_since = time.monotonic()
+                    self._note(f"lost the connection to {url}; reconnecting with backoff "
+                               "(the durable consumer resumes where it was)")  # fmt: skip
+                await self._pause(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX_S)
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(nc.flush(timeout=2), 3)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(nc.close(), 3)
+
+    def _note(self, text: str) -> None:
+        print(f"ringtool collect: {text}", file=sys.stderr, flush=True)
+
+    async def _pause(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._over() and time.monotonic() < deadline:
+            await asyncio.sleep(min(0.1, seconds))
+
+    async def _bind(self, nc: Any, *, first: bool) -> Any:
+        """The durable pull consumer; ExportError on the first connection (a missing
+        stream is the user's to fix), :class:`_Lost` after a reconnect (JetStream may
+        still be starting)."""
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        config = ConsumerConfig(
+            durable_name=self.cfg.durable, ack_policy=AckPolicy.ALL,
+            deliver_policy=DeliverPolicy.ALL, ack_wait=30, max_ack_pending=-1,
+            filter_subject=f"{self.cfg.subject_prefix}.>",
+        )  # fmt: skip
+        try:
+            return await nc.jetstream().pull_subscribe(
+                f"{self.cfg.subject_prefix}.>", durable=self.cfg.durable,
+                stream=self.cfg.stream, config=config,
+            )  # fmt: skip
+        except Exception as exc:
+            if first:
                 raise ExportError(f"stream {self.cfg.stream}: {describe_error(exc)}") from None
-            await self._loop(nc, psub)
-        finally:
-            with contextlib.suppress(Exception):
-                await nc.flush(timeout=2)
-            with contextlib.suppress(Exception):
-                await nc.close()
+            raise _Lost from exc
 
     async def _loop(self, nc: Any, psub: Any) -> None:
+        """Fetch, hand to the view, acknowledge; :class:`_Lost` when the connection
+        closes (messages not yet acknowledged come again: at least once)."""
         from nats.errors import TimeoutError as NatsTimeout
 
-        start = time.monotonic()
-        end = None if self.cfg.duration is None else start + self.cfg.duration
-        next_tick = start + self.cfg.interval
         await self._backlog(psub)
-        while not self._stop and (end is None or time.monotonic() < end):
+        while not self._over():
             try:
                 msgs = await psub.fetch(FETCH, timeout=min(0.5, self.cfg.interval))
             except (TimeoutError, NatsTimeout):
                 msgs = []
+            except Exception as exc:
+                if nc.is_closed or not nc.is_connected:
+                    raise _Lost from exc
+                raise
             for msg in msgs:
                 self._take(msg)
             if msgs:
-                await msgs[-1].ack()
-            if time.monotonic() >= next_tick or (not msgs and self.cfg.drain):
+                try:
+                    await msgs[-1].ack()
+                except Exception as exc:
+                    raise _Lost from exc
+            if time.monotonic() >= self._next_tick or (not msgs and self.cfg.drain):
                 await self._backlog(psub)
                 self.fleet.tick()
                 self.view.tick(self.fleet)
-                next_tick = time.monotonic() + self.cfg.interval
+                self._next_tick = time.monotonic() + self.cfg.interval
                 if self.cfg.drain and not msgs and self.fleet.pending == 0:
-                    break
+                    self._done = True
             if nc.is_closed:
-                raise ExportError(f"{display_url(self.cfg.url)}: the connection closed")
+                raise _Lost
 
     async def _backlog(self, psub: Any) -> None:
         with contextlib.suppress(Exception):

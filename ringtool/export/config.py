@@ -151,6 +151,10 @@ def tls_context(ca: Path) -> ssl.SSLContext:
         raise ExportError(f"--export-tls-ca {ca}: {exc}") from None
 
 
+#: How long a publish may wait for nats-py to flush its pending buffer to the socket.
+FLUSH_TIMEOUT_S = 2.0
+
+
 def connect_options(
     url: str, creds: Path | None, tls_ca: Path | None, timeout_s: float
 ) -> dict[str, Any]:
@@ -167,6 +171,11 @@ def connect_options(
         # nats-py: 0 means "forever"; 1 gives up after a second attempt 50 ms later
         "max_reconnect_attempts": 1,
         "reconnect_time_wait": 0.05,
+        # nats-py's default (None) lets a publish that forces a flush wait for ever
+        # when the connection dies under it: its flush request stays queued to a flusher
+        # that close() cancelled. Bounded, the publish returns and the caller sees the
+        # closed connection (tests/export/test_export_faults.py).
+        "flush_timeout": FLUSH_TIMEOUT_S,
         "name": "ringtool",
     }
     if parts.username:

@@ -131,6 +131,10 @@ class Publisher:
 
     def _main(self) -> None:
         asyncio.set_event_loop(self._loop)
+        # nats-py's own tasks can end with an exception nobody retrieves (its read loop,
+        # when closing a reset connection fails): asyncio would print it as a traceback
+        # on stderr. The pump sees the closed connection and says so in one note.
+        self._loop.set_exception_handler(self._task_error)
         try:
             self._loop.run_until_complete(self._run())
         except Exception as exc:  # never a silent end: say why; what is left is counted
@@ -139,7 +143,24 @@ class Publisher:
         finally:
             self._give_up()
             self._first.set()
+            self._end_tasks()
             self._loop.close()
+
+    def _task_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        self._errors.append(exc if exc is not None else RuntimeError(context.get("message")))
+        del self._errors[:-8]
+
+    def _end_tasks(self) -> None:
+        """Cancel what nats-py left running (a close cut short by a reset socket leaves
+        its subscription tasks pending) and wait for them, at most 2 s."""
+        tasks = asyncio.all_tasks(self._loop)
+        if not tasks:
+            return
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(Exception):
+            self._loop.run_until_complete(asyncio.wait(tasks, timeout=2))
 
     def _draining_over(self) -> bool:
         if not self._stop:

@@ -45,5 +45,5 @@ class Trace:
         self._reader.join(timeout=10)
         err = self.proc.stderr.read() if self.proc.stderr else ""
         assert self.proc.returncode == 0, err
-        assert "Traceback" not in err
+        assert "Traceback" not in err, err
         return self.lines, err
