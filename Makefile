@@ -19,8 +19,9 @@ test-unit: setup
 	$(PY) -m pytest -m "not kernel" $(ARGS)
 
 # The whole suite in a Debian 12 VM (root; builds the box once): see vagrant/README.md.
+# ARGS go to pytest in the VM (CI: ARGS='-m kernel').
 test-vm:
-	@bash vagrant/test-vm.sh
+	@RINGTOOL_VM_PYTEST_ARGS="$(ARGS)" bash vagrant/test-vm.sh
 
 lint: setup
 	$(VENV)/bin/ruff check ringtool tests

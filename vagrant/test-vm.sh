@@ -12,6 +12,8 @@
 #   RINGTOOL_VM_ACCEL       kvm|tcg: skip the probe
 #   RINGTOOL_VM_KEEP=1      leave the VM (and daemons) running for `vagrant ssh`
 #   RINGTOOL_VM_TEST_TIMEOUT seconds for the test phase (default 5400)
+#   RINGTOOL_VM_PYTEST_ARGS more pytest arguments (`make test-vm ARGS='-m kernel'`:
+#                           only the tests that load BPF programs; CI's choice)
 #   RINGTOOL_VM_CACHE       box cache (default /var/cache/ringtool-vm)
 set -euo pipefail
 SCRIPT_NAME=test-vm
@@ -195,10 +197,11 @@ main() {
         || { tail -20 "$OUT/provision.log" >&2; die "provisioning failed: see $OUT/provision.log"; }
 
     phase tests
-    say "make test in the VM; log: $OUT/test.log"
+    local args="--junitxml=/tmp/ringtool-junit.xml ${RINGTOOL_VM_PYTEST_ARGS:-}"
+    say "make test ARGS='$args' in the VM; log: $OUT/test.log"
     set +e
     timeout "${RINGTOOL_VM_TEST_TIMEOUT:-5400}" vagrant ssh -c \
-        'cd /vagrant && sudo RINGTOOL_VM=1 make test ARGS="--junitxml=/tmp/ringtool-junit.xml"' \
+        "cd /vagrant && sudo RINGTOOL_VM=1 make test ARGS=$(printf %q "$args")" \
         >"$OUT/test.log" 2>&1 &
     wait $! # (in the background: a SIGTERM's trap runs now, not when the suite ends)
     TEST_STATUS=$?

@@ -232,6 +232,8 @@ def _loop(
                 )
         _ingest(session, stats, out, extras, ordered, final=True, keep=keep)
         _tick(session, stats, ordered, drill=getattr(out, "drill_pid", None))
+        if stats.dropped_interval or stats.lost_interval:
+            out.stats(stats)  # the last, partial interval: every drop has its stats line
     finally:
         if exit_ is not None:
             exit_(None, None, None)

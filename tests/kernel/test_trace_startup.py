@@ -81,3 +81,20 @@ def test_drops_are_reported_with_their_interval() -> None:
     ]
     for s in stats:
         assert sum(c["drops_interval"] for c in s["per_cpu"]) == s["dropped_interval"]
+
+
+def test_drops_of_the_last_partial_interval_have_their_stats_line() -> None:
+    """The trace ends (``-d``) long before its first interval would: the drops of that
+    partial interval still get a stats line before the summary (before: only the
+    summary and ``drops_at`` had them, so the stats lines summed to less)."""
+    burst = "import os\nfor _ in range(20000): os.close(os.open('/dev/null', os.O_RDONLY))"
+    proc = Trace("--json", "--events", "open", "--buffer-pages", "1", "--interval", "60",
+                 "-d", "2")  # fmt: skip
+    subprocess.run([sys.executable, "-c", burst], check=True, timeout=60)
+    lines, _ = proc.finish()
+    objs = [json.loads(line) for line in lines]
+    stats = [o for o in objs if o["type"] == "stats"]
+    summary = objs[-1]
+    assert summary["dropped"] > 0
+    assert sum(s["dropped_interval"] for s in stats) == summary["dropped"]
+    assert [m["dropped"] for m in summary["drops_at"]] == [s["dropped_interval"] for s in stats]
