@@ -68,21 +68,31 @@ class ExportConfig:
 
 
 def check_url(text: str) -> str:
-    """``text`` when it is a NATS URL this exporter can use, else ExportError."""
-    parts = urlsplit(text)
+    """``text`` when it is a NATS URL this exporter can use, else ExportError (the
+    message quotes the URL with its password masked)."""
+    shown = repr(_mask_password(text))
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        raise ExportError(f"{shown}: not a URL (nats://HOST:PORT)") from None
     if parts.scheme not in ("nats", "tls"):
-        raise ExportError(f"--export {text!r}: the URL must start with nats:// or tls://")
+        raise ExportError(f"{shown}: the URL must start with nats:// or tls://")
     try:
         port = parts.port
     except ValueError:
-        raise ExportError(f"--export {text!r}: the port is not a number") from None
+        raise ExportError(f"{shown}: the port must be a number from 1 to 65535") from None
     if not parts.hostname:
-        raise ExportError(f"--export {text!r}: no host (nats://HOST:PORT)")
+        raise ExportError(f"{shown}: no host (nats://HOST:PORT)")
     if port == 0:
-        raise ExportError(f"--export {text!r}: port 0")
+        raise ExportError(f"{shown}: port 0")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ExportError(f"--export {text!r}: a NATS URL has no path or query")
+        raise ExportError(f"{shown}: a NATS URL has no path or query")
     return text
+
+
+def _mask_password(text: str) -> str:
+    """``scheme://user:***@...`` for any text that looks like a URL with a password."""
+    return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", text)
 
 
 def display_url(url: str) -> str:
