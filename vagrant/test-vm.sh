@@ -210,6 +210,10 @@ main() {
         || say "no JUnit XML in the VM"
     vagrant ssh -c 'uname -r' 2>/dev/null | tr -d '\r' | sed 's/^/guest kernel: /' >>"$OUT/test.log" || true
     say "suite: $(grep -E '^=+ .*(passed|failed|error).* =+$' "$OUT/test.log" | tail -1 || echo "no summary (status $TEST_STATUS)")"
+    if [[ "$TEST_STATUS" != 0 ]]; then # what failed, where CI shows it (the log stays in $OUT)
+        sed -n '/short test summary info/,$p' "$OUT/test.log" | tail -40 >&2 || true
+        [[ "$TEST_STATUS" == 124 ]] && say "the suite did not end within ${RINGTOOL_VM_TEST_TIMEOUT:-5400} s"
+    fi
     exit "$TEST_STATUS"
 }
 

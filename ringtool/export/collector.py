@@ -206,9 +206,21 @@ class Collector:
                 raise _Lost
 
     async def _backlog(self, psub: Any) -> None:
-        with contextlib.suppress(Exception):
+        """The consumer's backlog into ``fleet.pending``; ExportError when the stream or
+        the durable consumer is gone (deleted by another client: fetches would time out
+        for ever, silently)."""
+        from nats.js.errors import NotFoundError
+
+        try:
             info = await psub.consumer_info()
-            self.fleet.pending = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+        except NotFoundError as exc:
+            what = "stream" if "stream" in str(exc.description or "").lower() else "consumer"
+            name = self.cfg.stream if what == "stream" else f"{self.cfg.durable!r}"
+            raise ExportError(f"the {what} {name} no longer exists (deleted by another "
+                              "client?); run again to bind it anew") from None  # fmt: skip
+        except Exception:  # the backlog is a best-effort figure
+            return
+        self.fleet.pending = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
 
     def _take(self, msg: Any) -> None:
         try:

@@ -98,3 +98,45 @@ def test_collect_rides_out_a_broker_restart(nats: NatsServer, tmp_path: Path) ->
     # at least once: a batch read but not acknowledged when the broker died comes again
     assert solo["events"] - solo["duplicates"] == want, solo
     assert solo["runs"] == 2 and solo["gaps"] == 0, solo
+
+
+@pytest.mark.parametrize("what", ["consumer", "stream"])
+def test_collect_says_when_its_consumer_or_stream_is_deleted(
+    nats: NatsServer, tmp_path: Path, what: str
+) -> None:
+    """Another client deletes the durable consumer (or the stream) under ``collect``:
+    before, its fetches timed out for ever and it said nothing."""
+    import subprocess
+
+    comm, target = unique_comm(), tmp_path / "hot"
+    target.write_text("x")
+    tr = start_trace(nats, comm)
+    work(comm, target, 100)
+    wait_exported(tr, 100)
+    finish(tr)
+    p = subprocess.Popen([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)  # fmt: skip
+    try:
+        time.sleep(2.0)
+        assert p.poll() is None
+
+        async def delete(nc):  # type: ignore[no-untyped-def]
+            js = nc.jetstream()
+            if what == "consumer":
+                await js.delete_consumer("RINGTOOL", "ringtool-collect")
+            else:
+                await js.delete_stream("RINGTOOL")
+
+        nats.run(delete)
+        _, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 1, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert (
+        "no longer exists" in err
+        and ("RINGTOOL" if what == "stream" else "ringtool-collect") in err
+    )
