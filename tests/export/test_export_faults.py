@@ -10,8 +10,10 @@ fill and the publisher waits in a flush, then killed.
 
 from __future__ import annotations
 
+import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,9 +61,6 @@ def test_broker_killed_while_the_socket_is_full(nats: NatsServer, tmp_path: Path
 def test_collect_rides_out_a_broker_restart(nats: NatsServer, tmp_path: Path) -> None:
     """``collect`` running while the broker is killed and restarted: one line each way
     on stderr, no traceback, and the events exported after the restart are read."""
-    import json
-    import subprocess
-
     comm, target = unique_comm(), tmp_path / "hot"
     target.write_text("x")
 
@@ -72,32 +71,69 @@ def test_collect_rides_out_a_broker_restart(nats: NatsServer, tmp_path: Path) ->
         wait_exported(tr, n)
         return finish(tr)[0]
 
+    def solo_events() -> int:
+        """Events (less duplicates) in collect's latest host line for "solo"."""
+        for line in reversed(col.lines):
+            rec = json.loads(line)
+            if rec.get("host") == "solo":
+                return int(rec["events"]) - int(rec["duplicates"])
+        return -1
+
+    def wait_for(cond: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 90
+        while not cond():
+            assert col.proc.poll() is None, (what, col.proc.communicate())
+            assert time.monotonic() < deadline, (what, col.lines[-3:])
+            time.sleep(0.1)
+
     first = run_trace(1000)
-    p = subprocess.Popen([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)  # fmt: skip
+    col = Lines([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"])
     try:
-        time.sleep(2.0)
+        n1 = first["export"]["exported"]
+        wait_for(lambda: solo_events() == n1, "collect read the first run")
         nats.stop(signal.SIGKILL)
-        time.sleep(2.0)
-        assert p.poll() is None, p.communicate()
+        wait_for(lambda: "lost the connection" in col.stderr(), "collect said it lost it")
         nats.start()
         second = run_trace(2000)
-        time.sleep(3.0)
+        want = n1 + second["export"]["exported"]
+        wait_for(lambda: solo_events() == want, "collect read the second run")
     finally:
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
+        col.proc.send_signal(signal.SIGINT)
+        col.proc.wait(timeout=60)
+    err = col.stderr()
+    assert col.proc.returncode == 0, err
     assert "Traceback" not in err, err
-    lines = err.splitlines()
-    assert sum("lost the connection" in line for line in lines) == 1, err
-    assert sum("again after" in line for line in lines) == 1, err
-    summary = json.loads(out.splitlines()[-1])
-    solo = summary["per_host"]["solo"]
-    want = first["export"]["exported"] + second["export"]["exported"]
+    assert sum("lost the connection" in line for line in err.splitlines()) == 1, err
+    assert sum("again after" in line for line in err.splitlines()) == 1, err
+    solo = json.loads(col.lines[-1])["per_host"]["solo"]
     # at least once: a batch read but not acknowledged when the broker died comes again
     assert solo["events"] - solo["duplicates"] == want, solo
     assert solo["runs"] == 2 and solo["gaps"] == 0, solo
+
+
+class Lines:
+    """A process whose stdout lines are collected as they come (stderr: to a file)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        import subprocess
+        import tempfile
+        import threading
+
+        self._err = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the process
+        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=self._err,
+                                     text=True)  # fmt: skip
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def stderr(self) -> str:
+        self._err.seek(0)
+        return self._err.read()
 
 
 @pytest.mark.parametrize("what", ["consumer", "stream"])
