@@ -141,9 +141,14 @@ static __always_inline int stash_argv(const char *const *argv)
         }
         u32 off = opaque(len) & (TRACE_DATA_LEN - 1);
         long n = bpf_probe_read_user_str(&st->argv[off], TRACE_DATA_LEN - off, p);
-        if (n <= 0) {  /* not readable (paged out): say so rather than guess */
+        if (n < 0) {  /* not readable (paged out): say so rather than guess */
             trunc = TRACE_ARGS_TRUNCATED;
             break;
+        }
+        if (n == 0) {  /* an empty argument: before 6.5 strncpy_from_user_nofault()
+                        * returned 0 for "", not 1 (found in the Debian 12 VM, 6.1) */
+            st->argv[off] = 0;
+            n = 1;
         }
         len = off + (u32)n;
         st->ends[i] = len;
