@@ -86,8 +86,12 @@ finish() {
     else
         phase destroy
         if ((VM_CREATED)); then
-            vagrant destroy -f >"$OUT/destroy.log" 2>&1 \
-                || say "vagrant destroy failed: see $OUT/destroy.log"
+            vagrant destroy -f >"$OUT/destroy.log" 2>&1 || {
+                say "vagrant destroy failed: see $OUT/destroy.log"
+                # never leave the guest running: its QEMU, by the domain name
+                pkill -TERM -f "guest=$(basename "$HERE")_default," 2>/dev/null \
+                    && say "stopped the guest's QEMU"
+            }
         fi
         stop_daemons
         phase_end
@@ -101,7 +105,29 @@ trap finish EXIT
 # SIGTERM/SIGINT (CI's time limit, Ctrl-C): stop this script's children (at once in the
 # test phase; other phases when their command returns), then the EXIT trap destroys
 # the VM and stops the daemons.
-trap 'pkill -TERM -P $$ 2>/dev/null; exit 143' TERM INT
+trap 'stop_children; exit 143' TERM INT
+
+# Every child of this script but the libvirt daemons (the EXIT trap still needs them
+# to destroy the VM; before, they were stopped first and the guest was left running).
+stop_children() {
+    local pid
+    for pid in $(pgrep -P $$); do
+        [[ " ${STARTED_PIDS[*]} " == *" $pid "* ]] || kill -TERM "$pid" 2>/dev/null || true
+    done
+}
+
+# A guest of this Vagrantfile that an interrupted run left defined in libvirt (its
+# disk too): `vagrant up` would refuse to create it again.
+remove_stale_domain() {
+    local dom
+    dom="$(basename "$HERE")_default"
+    virsh dominfo "$dom" >/dev/null 2>&1 || return 0
+    virsh destroy "$dom" >/dev/null 2>&1 || true
+    virsh undefine "$dom" --remove-all-storage --nvram >/dev/null 2>&1 \
+        || virsh undefine "$dom" --remove-all-storage >/dev/null 2>&1 || true
+    rm -rf "$HERE/.vagrant/machines/default/libvirt"
+    say "removed the VM $dom an interrupted run had left"
+}
 
 # box_image NAME: the qcow2 `vagrant box add` unpacked for box NAME.
 box_image() {
@@ -188,6 +214,7 @@ main() {
     esac
 
     phase up
+    remove_stale_domain
     VM_CREATED=1
     vagrant up --provider=libvirt --no-provision >"$OUT/up.log" 2>&1 \
         || { tail -20 "$OUT/up.log" >&2; die "vagrant up failed: see $OUT/up.log"; }
