@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from datetime import UTC, datetime
@@ -191,6 +192,21 @@ def _drain_round(
 
 
 def run(args: argparse.Namespace) -> int:
+    # SIGINT and SIGTERM end the read with the summary, also when SIGINT came in
+    # ignored (a job started with `&` from a script: Python then keeps it ignored and
+    # Ctrl-C's signal did nothing, so `--follow` could only be killed).
+    old = {s: signal.signal(s, signal.default_int_handler) for s in _STOP_SIGNALS}
+    try:
+        return _run(args)
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _run(args: argparse.Namespace) -> int:
     readers = attach(args.socket, start="head" if args.new else "tail")
     trace = _trace_payloads()
     _announce(args.socket, readers, "attached to")

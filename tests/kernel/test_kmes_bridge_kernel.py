@@ -110,3 +110,39 @@ def test_kmes_read_without_bridge_is_one_line(tmp_path: Path) -> None:
         env={**os.environ},
     )
     assert res.returncode == 1 and res.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["int", "term"])
+def test_kmes_read_follow_stops_on_sigint_or_sigterm_even_if_started_ignoring_sigint(
+    tmp_path: Path, sig: int
+) -> None:
+    """A job started with `&` from a script inherits SIGINT ignored; Python keeps it
+    so, and `kmes-read --follow` could then only be killed (found when the suite ran
+    as such a job: two tests waited for it for ever). Now both signals end it with its
+    summary."""
+    sock = tmp_path / "kmes.sock"
+    bridge = subprocess.Popen([*RINGTOOL, "bridge", "--socket", str(sock)], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        wait_for(sock, bridge)
+        reader = subprocess.Popen(
+            [*RINGTOOL, "kmes-read", "--socket", str(sock), "--json", "--follow"],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )  # fmt: skip
+        assert reader.stderr is not None
+        assert reader.stderr.readline().startswith("ringtool kmes-read: attached")
+        time.sleep(0.3)
+        reader.send_signal(sig)
+        try:
+            _, err = reader.communicate(timeout=20)
+        finally:
+            if reader.poll() is None:
+                reader.kill()
+                reader.communicate()
+        assert reader.returncode == 0, err
+        assert "Traceback" not in err and err.startswith("cpu "), err  # the summary
+    finally:
+        bridge.send_signal(signal.SIGINT)
+        bridge.wait(30)
