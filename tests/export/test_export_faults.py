@@ -142,7 +142,6 @@ def test_collect_says_when_its_consumer_or_stream_is_deleted(
 ) -> None:
     """Another client deletes the durable consumer (or the stream) under ``collect``:
     before, its fetches timed out for ever and it said nothing."""
-    import subprocess
 
     comm, target = unique_comm(), tmp_path / "hot"
     target.write_text("x")
@@ -150,12 +149,13 @@ def test_collect_says_when_its_consumer_or_stream_is_deleted(
     work(comm, target, 100)
     wait_exported(tr, 100)
     finish(tr)
-    p = subprocess.Popen([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)  # fmt: skip
+    col = Lines([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"])
+    p = col.proc
     try:
-        time.sleep(2.0)
-        assert p.poll() is None
+        deadline = time.monotonic() + 90  # bound and ticking: its first fleet line
+        while not any('"type": "fleet"' in line for line in col.lines):
+            assert p.poll() is None and time.monotonic() < deadline, col.stderr()
+            time.sleep(0.1)
 
         async def delete(nc):  # type: ignore[no-untyped-def]
             js = nc.jetstream()
@@ -165,11 +165,12 @@ def test_collect_says_when_its_consumer_or_stream_is_deleted(
                 await js.delete_stream("RINGTOOL")
 
         nats.run(delete)
-        _, err = p.communicate(timeout=30)
+        p.wait(timeout=60)
     finally:
         if p.poll() is None:
             p.kill()
-            p.communicate()
+            p.wait()
+    err = col.stderr()
     assert p.returncode == 1, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert (
