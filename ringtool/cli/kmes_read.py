@@ -191,6 +191,9 @@ def _drain_round(
     return len(batch)
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def run(args: argparse.Namespace) -> int:
     # SIGINT and SIGTERM end the read with the summary, also when SIGINT came in
     # ignored (a job started with `&` from a script: Python then keeps it ignored and
@@ -201,9 +204,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _run(args: argparse.Namespace) -> int:

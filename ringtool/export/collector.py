@@ -24,14 +24,20 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ringtool.errors import ExportError
-from ringtool.export.config import connect_options, describe_error, display_url, quiet_callbacks
+from ringtool.export.config import (
+    BACKOFF_MAX_S,
+    BACKOFF_MIN_S,
+    connect_options,
+    describe_error,
+    display_url,
+    quiet_callbacks,
+    quiet_task_errors,
+)
 from ringtool.export.fleet import Fleet
 from ringtool.export.reading import DecoderCache, Received, decode, event_ts_ns
 from ringtool.trace.layout import load_layout
 
 FETCH = 256
-BACKOFF_MIN_S = 0.1
-BACKOFF_MAX_S = 5.0
 
 
 class _Lost(Exception):
@@ -101,11 +107,7 @@ class Collector:
         the first connection's failure is an error."""
         import nats
 
-        # nats-py's tasks may end with an exception nobody retrieves when the broker
-        # resets the connection: kept, never printed as a traceback.
-        asyncio.get_running_loop().set_exception_handler(
-            lambda _loop, ctx: self._errors.append(ctx.get("exception") or RuntimeError())
-        )
+        asyncio.get_running_loop().set_exception_handler(quiet_task_errors(self._errors))
         opts = connect_options(self.cfg.url, self.cfg.creds, self.cfg.tls_ca, 2.0)
         opts.update(quiet_callbacks(self._errors))
         url = display_url(self.cfg.url)

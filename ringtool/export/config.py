@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ class ExportConfig:
 def check_url(text: str) -> str:
     """``text`` when it is a NATS URL this exporter can use, else ExportError (the
     message quotes the URL with its password masked)."""
-    shown = repr(_mask_password(text))
+    shown = repr(display_url(text))
     try:
         parts = urlsplit(text)
     except ValueError:
@@ -90,18 +91,10 @@ def check_url(text: str) -> str:
     return text
 
 
-def _mask_password(text: str) -> str:
-    """``scheme://user:***@...`` for any text that looks like a URL with a password."""
-    return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", text)
-
-
 def display_url(url: str) -> str:
-    """``url`` without its password (what notes and errors print)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return parts._replace(netloc=netloc).geturl()
+    """``url`` with its password masked, ``scheme://user:***@...`` (what notes and
+    errors print); any text, also one that is not a valid URL, is masked the same way."""
+    return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", url)
 
 
 def check_token(text: str, what: str) -> str:
@@ -163,6 +156,9 @@ def tls_context(ca: Path) -> ssl.SSLContext:
 
 #: How long a publish may wait for nats-py to flush its pending buffer to the socket.
 FLUSH_TIMEOUT_S = 2.0
+#: Reconnect backoff of the exporter and the collector: doubles from MIN to MAX.
+BACKOFF_MIN_S = 0.1
+BACKOFF_MAX_S = 5.0
 
 
 def connect_options(
@@ -229,7 +225,23 @@ def quiet_callbacks(errors: list[BaseException]) -> dict[str, Any]:
     return {"error_cb": on_error, "disconnected_cb": nothing, "closed_cb": nothing}
 
 
+def quiet_task_errors(errors: list[BaseException]) -> Callable[..., None]:
+    """An asyncio loop exception handler that appends to ``errors`` instead of printing:
+    nats-py's own tasks can end with an exception nobody retrieves (its read loop, when
+    closing a connection the broker reset fails), which asyncio prints as a traceback.
+    The caller notices the closed connection and says so in one line."""
+
+    def handler(_loop: Any, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        errors.append(exc if exc is not None else RuntimeError(context.get("message")))
+        del errors[:-4]
+
+    return handler
+
+
 __all__ = [
+    "BACKOFF_MAX_S",
+    "BACKOFF_MIN_S",
     "DEFAULT_PREFIX",
     "DEFAULT_STREAM",
     "FORMATS",
@@ -244,6 +256,7 @@ __all__ = [
     "describe_error",
     "display_url",
     "quiet_callbacks",
+    "quiet_task_errors",
     "read_creds",
     "tls_context",
 ]

@@ -36,11 +36,14 @@ from ringtool.errors import ExportError
 from ringtool.export.accounting import ExportCounters
 from ringtool.export.acks import AckInbox, Answer
 from ringtool.export.config import (
+    BACKOFF_MAX_S,
+    BACKOFF_MIN_S,
     ExportConfig,
     connect_options,
     describe_error,
     display_url,
     quiet_callbacks,
+    quiet_task_errors,
 )
 from ringtool.export.format import Batch, Encoder, Message
 from ringtool.export.ledger import Ledger
@@ -50,8 +53,6 @@ from ringtool.export.stream import ensure_stream
 #: Messages published and not yet acknowledged, at most.
 WINDOW = 64
 ACK_TIMEOUT_S = 5.0
-BACKOFF_MIN_S = 0.1
-BACKOFF_MAX_S = 5.0
 
 
 class _Lost(Exception):
@@ -131,10 +132,7 @@ class Publisher:
 
     def _main(self) -> None:
         asyncio.set_event_loop(self._loop)
-        # nats-py's own tasks can end with an exception nobody retrieves (its read loop,
-        # when closing a reset connection fails): asyncio would print it as a traceback
-        # on stderr. The pump sees the closed connection and says so in one note.
-        self._loop.set_exception_handler(self._task_error)
+        self._loop.set_exception_handler(quiet_task_errors(self._errors))
         try:
             self._loop.run_until_complete(self._run())
         except Exception as exc:  # never a silent end: say why; what is left is counted
@@ -145,11 +143,6 @@ class Publisher:
             self._first.set()
             self._end_tasks()
             self._loop.close()
-
-    def _task_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        exc = context.get("exception")
-        self._errors.append(exc if exc is not None else RuntimeError(context.get("message")))
-        del self._errors[:-8]
 
     def _end_tasks(self) -> None:
         """Cancel what nats-py left running (a close cut short by a reset socket leaves

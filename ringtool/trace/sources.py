@@ -272,26 +272,23 @@ class TraceSession:
 
     # --- counters ----------------------------------------------------------------------
 
+    def _ring_fills(self) -> list[float]:
+        """Per RINGBUF ring (by ring id): how full it is now, 0..1."""
+        if self.rb is None:
+            return []
+        rings = (self.rb.ring(bid) for bid in range(self.rb.ring_cnt))
+        return [ring.avail_data_size / ring.size for ring in rings]
+
     def _fullest(self) -> float:
         """The fill (0..1) of the fullest ring (the pacer's measure)."""
-        if self.rb is None:
-            return 0.0
-        return max(
-            (
-                self.rb.ring(b).avail_data_size / self.rb.ring(b).size
-                for b in range(self.rb.ring_cnt)
-            ),
-            default=0.0,
-        )
+        return max(self._ring_fills(), default=0.0)
 
     def ring_fill(self) -> dict[int, float]:
         """Per CPU: how full its ring is now, 0..1."""
         out: dict[int, float] = {}
         if self.rb is None or self.group is None:
             return out
-        for bid in range(self.rb.ring_cnt):
-            ring = self.rb.ring(bid)
-            frac = ring.avail_data_size / ring.size
+        for bid, frac in enumerate(self._ring_fills()):
             for cpu in self.group.layout.cpus_of(bid):
                 out[cpu] = frac
         if self.net is not None:
