@@ -22,7 +22,7 @@ from tests.export.servers import NatsServer
 from tests.export.stream_check import check_invariant, read_stream
 from tests.export.test_export_invariant import finish, notes, start_trace, wait_exported, work
 from tests.kernel.test_trace_filters import unique_comm
-from tests.kernel.trace_helpers import RINGTOOL, ROOT, Trace
+from tests.kernel.trace_helpers import RINGTOOL, Lines, Trace
 
 pytestmark = pytest.mark.kernel
 
@@ -87,7 +87,7 @@ def test_collect_rides_out_a_broker_restart(nats: NatsServer, tmp_path: Path) ->
             time.sleep(0.1)
 
     first = run_trace(1000)
-    col = Lines([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"])
+    col = Collect([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"])
     try:
         n1 = first["export"]["exported"]
         wait_for(lambda: solo_events() == n1, "collect read the first run")
@@ -111,25 +111,15 @@ def test_collect_rides_out_a_broker_restart(nats: NatsServer, tmp_path: Path) ->
     assert solo["runs"] == 2 and solo["gaps"] == 0, solo
 
 
-class Lines:
-    """A process whose stdout lines are collected as they come (stderr: to a file)."""
+class Collect(Lines):
+    """``argv`` with stdout lines collected as they come and stderr in a file, read
+    with :meth:`stderr` while it runs."""
 
     def __init__(self, argv: list[str]) -> None:
-        import subprocess
         import tempfile
-        import threading
 
         self._err = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the process
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=self._err,
-                                     text=True)  # fmt: skip
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        super().__init__(argv, stderr=self._err)
 
     def stderr(self) -> str:
         self._err.seek(0)
@@ -149,7 +139,7 @@ def test_collect_says_when_its_consumer_or_stream_is_deleted(
     work(comm, target, 100)
     wait_exported(tr, 100)
     finish(tr)
-    col = Lines([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"])
+    col = Collect([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"])
     p = col.proc
     try:
         deadline = time.monotonic() + 90  # bound and ticking: its first fleet line

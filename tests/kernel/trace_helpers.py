@@ -7,34 +7,40 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 RINGTOOL = [sys.executable, "-m", "ringtool.cli.main"]
 
 
-class Trace:
-    """``ringtool trace ARGS`` in a subprocess whose stdout is read by a thread as it
-    comes (a full pipe would stall the tracer and make it drop events)."""
+class Lines:
+    """A subprocess whose stdout is read by a thread as it comes, line by line into
+    ``lines`` (a full pipe would stall it: a tracer would drop events)."""
 
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [*RINGTOOL, "trace", *args], cwd=ROOT, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+    def __init__(self, argv: list[str], *, stderr: Any = subprocess.PIPE) -> None:
+        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr,
+                                     text=True)  # fmt: skip
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+
+class Trace(Lines):
+    """``ringtool trace ARGS`` (see :class:`Lines`), started: its start line came."""
+
+    def __init__(self, *args: str) -> None:
+        super().__init__([*RINGTOOL, "trace", *args])
         ready = ("--json" in args and '"type": "start"') or "Tracing... Ctrl-C to end."
         deadline = time.monotonic() + 60
         while not any(ready in line for line in list(self.lines)):
             assert self.proc.poll() is None, self.proc.stderr.read()  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "ringtool trace did not start"
             time.sleep(0.05)
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
 
     def signal(self, sig: int) -> None:
         self.proc.send_signal(sig)
