@@ -15,6 +15,8 @@
 #   RINGTOOL_VM_PYTEST_ARGS more pytest arguments (`make test-vm ARGS='-m kernel'`:
 #                           only the tests that load BPF programs; CI's choice)
 #   RINGTOOL_VM_CACHE       box cache (default /var/cache/ringtool-vm)
+#   RINGTOOL_VM_TCG_THREADS multi: QEMU's default thread per vCPU under TCG (the
+#                           default here is single, see qemu-tcg-single.sh)
 set -euo pipefail
 SCRIPT_NAME=test-vm
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -164,6 +166,26 @@ probe_kvm() {
     return 1
 }
 
+# Under TCG, libvirt runs QEMU through qemu-tcg-single.sh (all vCPUs in one host
+# thread: with a thread per vCPU the guest wedged on a stale int3, see that file).
+# It is copied into the box cache: the qemu user may not reach a clone under /root.
+use_single_thread_tcg() {
+    if [[ "${RINGTOOL_VM_TCG_THREADS:-single}" == multi ]]; then
+        say "TCG: one thread per vCPU (RINGTOOL_VM_TCG_THREADS=multi)"
+        return 0
+    fi
+    install -D -m 755 "$HERE/qemu-tcg-single.sh" "$VM_CACHE/qemu-tcg-single"
+    export RINGTOOL_VM_EMULATOR="$VM_CACHE/qemu-tcg-single"
+    say "TCG: all vCPUs in one thread (thread=single, via $RINGTOOL_VM_EMULATOR)"
+}
+
+# tcg_threads: the guest QEMU's TCG thread names ("ALL CPUs/TCG" or "CPU 0/TCG ...").
+tcg_threads() {
+    local pid
+    pid="$(pgrep -f "guest=$(basename "$HERE")_default," | head -1)"
+    [[ -n "$pid" ]] && grep -h 'TCG' /proc/"$pid"/task/*/comm 2>/dev/null | paste -sd, -
+}
+
 # The whole run is one function, parsed before it starts: the file can be edited
 # (other work in progress) while a run reads it.
 main() {
@@ -209,7 +231,8 @@ main() {
     fi
     case "$accel" in
         kvm) export RINGTOOL_VM_DRIVER=kvm; say "accelerator: KVM (a test boot under KVM reached login)" ;;
-        tcg) export RINGTOOL_VM_DRIVER=qemu; say "accelerator: TCG (QEMU emulation; KVM unusable here, see $OUT/kvm-probe.log)" ;;
+        tcg) export RINGTOOL_VM_DRIVER=qemu; say "accelerator: TCG (QEMU emulation; KVM unusable here, see $OUT/kvm-probe.log)"
+            use_single_thread_tcg ;;
         *) die "RINGTOOL_VM_ACCEL must be kvm or tcg, not $accel" ;;
     esac
 
@@ -218,6 +241,8 @@ main() {
     VM_CREATED=1
     vagrant up --provider=libvirt --no-provision >"$OUT/up.log" 2>&1 \
         || { tail -20 "$OUT/up.log" >&2; die "vagrant up failed: see $OUT/up.log"; }
+
+    [[ "$accel" != tcg ]] || say "guest QEMU's TCG threads: $(tcg_threads || echo unknown)"
 
     phase provision
     vagrant provision >"$OUT/provision.log" 2>&1 \
