@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +77,30 @@ def test_200x60_process_table_uses_the_room(openers: list[subprocess.Popen[str]]
         _tmux("kill-session", "-t", session)
 
 
+# A drill-down row: SYSCALL COUNT /S P99 and the latency sparkline between its range.
+DRILL_ROW = re.compile(
+    r"\s*(?P<name>\w+)\s+[\d.]+[kM]?\s+[\d.]+[kM]?\s+[\d.]+(?:ns|µs|ms|s)\s+.*[▁-█]"
+)
+
+
+def _drill_row(session: str, title: str, name: str, timeout: float = 60) -> tuple[str, str | None]:
+    """The first screen whose drill-down (the panel left of "top syscalls", which lists
+    every process's syscalls: its rows must not count) has ``name``'s row, and the row.
+    Until the first interval after Enter it says "no syscall of it yet"."""
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _wait_for(session, title, "syscalls since up", "top syscalls")
+        lines = screen.splitlines()
+        split = next(ln.index("top syscalls") for ln in lines if "top syscalls" in ln)
+        for ln in lines:
+            m = DRILL_ROW.match(ln[:split])
+            if m and m["name"] == name:
+                return screen, ln[:split]
+        time.sleep(0.3)
+    return screen, None
+
+
 @needs_tmux
 def test_200x60_drill_down_shows_the_process_syscalls(
     openers: list[subprocess.Popen[str]],
@@ -88,12 +113,8 @@ def test_200x60_drill_down_shows_the_process_syscalls(
         _wait_for(session, "top processes", "rtop03")
         _tmux("send-keys", "-t", session, "Enter")
         title = f"process {target.pid}  rtop03  (Esc returns)"
-        screen = _wait_for(session, title, "syscalls since up", "openat", timeout=60)
-        drill = [ln for ln in screen.splitlines() if "openat" in ln and "µs" in ln]
-        assert drill, screen  # its openat row, with the latency sparkline's range
-        cells = drill[0].split()
-        count = cells[cells.index("openat") + 1]
-        assert re.fullmatch(r"[\d.]+[kM]?", count), drill[0]
+        screen, row = _drill_row(session, title, "openat")
+        assert row is not None, screen
         assert f"process {target.pid}: recent exec/open/net" in screen
         _tmux("send-keys", "-t", session, "Escape")
         screen = _wait_for(session, "top syscalls", "sources")
