@@ -11,6 +11,8 @@
 # translation of the int3 the other vCPU had already replaced, and the kernel's int3
 # handler, finding no int3 in memory, sent it back to the same address for ever.
 # One thread for all vCPUs takes the cross-thread race out of QEMU's code invalidation.
+# RINGTOOL_VM_QEMU: the QEMU binary (tests/unit/test_vm_qemu_wrapper.py sets a fake).
+QEMU="${RINGTOOL_VM_QEMU:-/usr/bin/qemu-system-x86_64}"
 args=()
 prev=""
 for arg in "$@"; do
@@ -20,4 +22,4 @@ for arg in "$@"; do
     args+=("$arg")
     prev="$arg"
 done
-exec /usr/bin/qemu-system-x86_64 "${args[@]}"
+exec "$QEMU" "${args[@]}"
