@@ -23,7 +23,12 @@ from tests.kernel.trace_helpers import Trace
 pytestmark = pytest.mark.kernel
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
-# Names itself, then opens its file 20 times a second until killed.
+# The first screen comes after BCC compiled the trace's programs: seconds here, over a
+# minute in the emulated test VM while the twelve openers run (make test-vm).
+FIRST_SCREEN = 180.0
+
+# Names itself, then opens its file 5 times a second until killed (twelve of them at 20
+# a second kept the emulated VM's CPUs busy).
 OPENER = """
 import sys, time
 with open("/proc/self/comm", "w") as f:
@@ -31,7 +36,7 @@ with open("/proc/self/comm", "w") as f:
 print("ready", flush=True)
 while True:
     open(sys.argv[2]).close()
-    time.sleep(0.05)
+    time.sleep(0.2)
 """
 
 
@@ -64,7 +69,7 @@ def test_200x60_process_table_uses_the_room(openers: list[subprocess.Popen[str]]
     cmd = f"{RUN} trace --events open --interval 0.3; echo EXITED rc=$?; sleep 60"
     _tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
     try:
-        _wait_for(session, "top processes")
+        _wait_for(session, "top processes", timeout=FIRST_SCREEN)
         _tmux("send-keys", "-t", session, "/", "rtop", "Enter")  # only them: others come and go
         names = [f"rtop{i:02d}" for i in range(12)]
         # every one of them listed, none cut (waited for: a slow machine, e.g. the TCG
@@ -110,7 +115,7 @@ def test_200x60_drill_down_shows_the_process_syscalls(
     cmd = f"{RUN} trace -p {target.pid} --interval 0.3; echo EXITED rc=$?; sleep 60"
     _tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
     try:
-        _wait_for(session, "top processes", "rtop03")
+        _wait_for(session, "top processes", "rtop03", timeout=FIRST_SCREEN)
         _tmux("send-keys", "-t", session, "Enter")
         title = f"process {target.pid}  rtop03  (Esc returns)"
         screen, row = _drill_row(session, title, "openat")
