@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,18 +26,28 @@ def _tmux(*args: str) -> str:
 
 
 def _wait_for(
-    session: str, *needles: str, absent: tuple[str, ...] = (), timeout: float = 60
+    session: str,
+    *needles: str,
+    absent: tuple[str, ...] = (),
+    timeout: float = 60,
+    match: Callable[[str], bool] | None = None,
 ) -> str:
-    """The first screen with every needle and none of ``absent`` (a capture may catch
-    a redraw half done: what one capture lacks, a later one has)."""
+    """The first screen with every needle, none of ``absent`` and, given ``match``,
+    on which it holds (a capture may catch a redraw half done: what one capture lacks,
+    a later one has)."""
     deadline = time.monotonic() + timeout
     screen = ""
     while time.monotonic() < deadline:
         screen = _tmux("capture-pane", "-p", "-t", session)
-        if all(n in screen for n in needles) and not any(a in screen for a in absent):
+        if (
+            all(n in screen for n in needles)
+            and not any(a in screen for a in absent)
+            and (match is None or match(screen))
+        ):
             return screen
         time.sleep(0.3)
-    raise AssertionError(f"{needles} (without {absent}) not on screen:\n{screen}")
+    what = f"{needles} (without {absent}{', with match' if match else ''})"
+    raise AssertionError(f"{what} not on screen:\n{screen}")
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,22 +87,17 @@ DRILL_ROW = re.compile(
 )
 
 
-def _drill_row(session: str, title: str, name: str, timeout: float = 60) -> tuple[str, str | None]:
-    """The first screen whose drill-down (the panel left of "top syscalls", which lists
-    every process's syscalls: its rows must not count) has ``name``'s row, and the row.
-    Until the first interval after Enter it says "no syscall of it yet"."""
-    deadline = time.monotonic() + timeout
-    screen = ""
-    while time.monotonic() < deadline:
-        screen = _wait_for(session, title, "syscalls since up", "top syscalls")
-        lines = screen.splitlines()
-        split = next(ln.index("top syscalls") for ln in lines if "top syscalls" in ln)
-        for ln in lines:
-            m = DRILL_ROW.match(ln[:split])
-            if m and m["name"] == name:
-                return screen, ln[:split]
-        time.sleep(0.3)
-    return screen, None
+def _drill_row(screen: str, name: str) -> str | None:
+    """``name``'s row in the drill-down: the panel left of "top syscalls", which lists
+    every process's syscalls (its rows must not count). Until the first interval after
+    Enter the drill-down says "no syscall of it yet"."""
+    lines = screen.splitlines()
+    split = next((ln.index("top syscalls") for ln in lines if "top syscalls" in ln), 0)
+    for ln in lines:
+        m = DRILL_ROW.match(ln[:split])
+        if m and m["name"] == name:
+            return ln[:split]
+    return None
 
 
 @needs_tmux
@@ -118,8 +112,13 @@ def test_200x60_drill_down_shows_the_process_syscalls(
         _wait_for(session, "top processes", "rtop03", timeout=FIRST_SCREEN)
         _tmux("send-keys", "-t", session, "Enter")
         title = f"process {target.pid}  rtop03  (Esc returns)"
-        screen, row = _drill_row(session, title, "openat")
-        assert row is not None, screen
+        screen = _wait_for(
+            session,
+            title,
+            "syscalls since up",
+            "top syscalls",
+            match=lambda screen: _drill_row(screen, "openat") is not None,
+        )
         assert f"process {target.pid}: recent exec/open/net" in screen
         _tmux("send-keys", "-t", session, "Escape")
         screen = _wait_for(session, "top syscalls", "sources")
