@@ -31,6 +31,7 @@ HOST_PKGS=(qemu-system-x86 qemu-utils debootstrap fdisk vagrant vagrant-libvirt
 export VAGRANT_CWD="$HERE"
 export LIBVIRT_DEFAULT_URI=qemu:///system
 export RINGTOOL_VM_CONSOLE_LOG="$OUT/console.log"
+DOMAIN="$(basename "$HERE")_default" # the libvirt domain vagrant-libvirt names the VM
 PROBE_SECONDS=60
 STARTED_PIDS=()
 STARTED_LIBVIRTD=0
@@ -91,7 +92,7 @@ finish() {
             vagrant destroy -f >"$OUT/destroy.log" 2>&1 || {
                 say "vagrant destroy failed: see $OUT/destroy.log"
                 # never leave the guest running: its QEMU, by the domain name
-                pkill -TERM -f "guest=$(basename "$HERE")_default," 2>/dev/null \
+                pkill -TERM -f "guest=$DOMAIN," 2>/dev/null \
                     && say "stopped the guest's QEMU"
             }
         fi
@@ -121,14 +122,12 @@ stop_children() {
 # A guest of this Vagrantfile that an interrupted run left defined in libvirt (its
 # disk too): `vagrant up` would refuse to create it again.
 remove_stale_domain() {
-    local dom
-    dom="$(basename "$HERE")_default"
-    virsh dominfo "$dom" >/dev/null 2>&1 || return 0
-    virsh destroy "$dom" >/dev/null 2>&1 || true
-    virsh undefine "$dom" --remove-all-storage --nvram >/dev/null 2>&1 \
-        || virsh undefine "$dom" --remove-all-storage >/dev/null 2>&1 || true
+    virsh dominfo "$DOMAIN" >/dev/null 2>&1 || return 0
+    virsh destroy "$DOMAIN" >/dev/null 2>&1 || true
+    virsh undefine "$DOMAIN" --remove-all-storage --nvram >/dev/null 2>&1 \
+        || virsh undefine "$DOMAIN" --remove-all-storage >/dev/null 2>&1 || true
     rm -rf "$HERE/.vagrant/machines/default/libvirt"
-    say "removed the VM $dom an interrupted run had left"
+    say "removed the VM $DOMAIN an interrupted run had left"
 }
 
 # box_image NAME: the qcow2 `vagrant box add` unpacked for box NAME.
@@ -182,7 +181,7 @@ use_single_thread_tcg() {
 # tcg_threads: the guest QEMU's TCG thread names ("ALL CPUs/TCG" or "CPU 0/TCG ...").
 tcg_threads() {
     local pid
-    pid="$(pgrep -f "guest=$(basename "$HERE")_default," | head -1)"
+    pid="$(pgrep -f "guest=$DOMAIN," | head -1)"
     [[ -n "$pid" ]] && grep -h 'TCG' /proc/"$pid"/task/*/comm 2>/dev/null | paste -sd, -
 }
 
