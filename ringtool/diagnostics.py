@@ -214,7 +214,7 @@ def _kprobes() -> Check:
 
 def _tracepoint_layouts() -> list[Check]:
     """One line per tracepoint field whose layout ringtool picks for this kernel."""
-    from ringtool.sources.tracepoints import TracepointFormatError, layout_choices
+    from ringtool.programs.tracepoints import TracepointFormatError, layout_choices
 
     try:
         choices = layout_choices()

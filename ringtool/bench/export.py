@@ -63,14 +63,14 @@ class _Load:
     """The generator program and the ring group it writes into."""
 
     def __init__(self) -> None:
+        from ringtool.event.layout import load_layout
+        from ringtool.programs.loader import compile_program, load_function
         from ringtool.readers.ringbuf_group import RingBufGroup
-        from ringtool.sources.loader import compile_program, load_function
-        from ringtool.trace.layout import load_layout
-        from ringtool.trace.sources import _defines_of
+        from ringtool.trace.cflags import defines_of
 
         self.layout = load_layout()
         self.group = RingBufGroup(cpus_per_buffer=1, ring_bytes=RING_BYTES)
-        defines = {**_defines_of(self.group.cflags()), **self.layout.size_defines()}
+        defines = {**defines_of(self.group.cflags()), **self.layout.size_defines()}
         self.obj = compile_program("trace_bench.c", defines=defines)
         self.fd = load_function(self.obj, "trace_bench_emit", "SCHED_CLS").fd
         self.rb = self.group.consumer()
@@ -98,9 +98,9 @@ def _subscriber(url: str, stream: str, prefix: str) -> subprocess.Popen[str]:
 def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
              tmp: Path) -> dict[str, Any]:  # fmt: skip
     """One path (see the module doc); returns its row."""
+    from ringtool.event.decode import Decoder
     from ringtool.export.config import ExportConfig
     from ringtool.export.sink import ExportSink
-    from ringtool.trace.events import Decoder
     from ringtool.trace.output_json import JsonOutput
     from ringtool.trace.stats import TraceStats
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.export import format as F
+from ringtool.export import wire as F
 
 _TS = re.compile(rb'"ts": ([0-9.e+-]+)')
 

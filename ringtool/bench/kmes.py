@@ -74,12 +74,12 @@ def _write_read(n: int) -> tuple[float, float, float]:
 
 
 def _end_to_end(n: int) -> dict[str, Any]:
+    from ringtool.bridge.core import KmesBridge
     from ringtool.kernel import bpf
     from ringtool.kernel.cpus import online_cpus
-    from ringtool.kmes.bridge_core import KmesBridge
     from ringtool.kmes.events import BRIDGE_PREFIX
+    from ringtool.programs.loader import compile_program, load_function
     from ringtool.readers.ringbuf import RingBuffer
-    from ringtool.sources.loader import compile_program, load_function
 
     obj = compile_program(
         "kmes_bridge.c",

@@ -40,8 +40,8 @@ from ringtool.bench import perfbuf_libbpf
 from ringtool.errors import BenchError
 from ringtool.kernel import bpf as kbpf
 from ringtool.kernel.libc import copy_from_address
+from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.perfbuf import PAGE_SIZE, PerfBuffer
-from ringtool.sources.loader import compile_program, load_function
 
 RECORD_SIZE = 32  # 8 header + 4 raw size + 20 raw (16-byte event padded by the kernel)
 EVENT_DTYPE = np.dtype([("seq", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])

@@ -47,8 +47,8 @@ from ringtool.errors import BenchError
 from ringtool.kernel import bpf
 from ringtool.kernel.libc import copy_from_address
 from ringtool.kernel.privileges import require_bpf_privileges
+from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.ringbuf import RingBuffer
-from ringtool.sources.loader import compile_program, load_function
 
 EVENT = np.dtype([("seq", "<u8"), ("ts", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
 RECORD_SPAN = 32  # 24-byte payload + 8-byte header

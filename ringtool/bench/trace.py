@@ -108,7 +108,7 @@ def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None) -
 
 @contextlib.contextmanager
 def _empty_programs() -> Iterator[None]:
-    from ringtool.sources.loader import compile_program
+    from ringtool.programs.loader import compile_program
 
     obj = compile_program("trace_empty.c")  # TRACEPOINT_PROBEs attach on load
     try:

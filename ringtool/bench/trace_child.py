@@ -1,11 +1,12 @@
-"""The traced side of ``ringtool bench trace``: ``ringtool trace`` run through its own
-CLI (:func:`ringtool.cli.main.main`) in a child process, reporting to the bench.
+"""The traced side of ``ringtool bench trace``: ``ringtool trace`` run in a child
+process (its own argument parser and :func:`ringtool.trace.runner.run_trace`),
+reporting to the bench.
 
 usage: ``python -m ringtool.bench.trace_child FD [--headless-tui] -- TRACE-ARGS...``
 
 ``FD`` is the write end of a pipe from the bench. The child writes one line
 ``ready CPU_S`` once every source is loaded and attached (right after
-:meth:`~ringtool.trace.sources.TraceSession.start`, which the runner calls when it is
+:meth:`~ringtool.trace.session.TraceSession.start`, which the runner calls when it is
 about to read: what follows is the reading loop), CPU_S its user + system CPU seconds
 so far (``getrusage``), and at the end one JSON line
 ``{"summary": ..., "cpu_s": ...}``: the run's summary record
@@ -16,8 +17,9 @@ output, also those that print no summary on stdout) and the CPU seconds at the e
 (:meth:`TraceTui.batch`) and its whole screen rendered once per interval into a
 console writing to ``/dev/null``: what the TUI costs without a terminal.
 
-Only the bench runs this; the hooks are subclasses of the runner's own classes
-(the real sources, stats and outputs run unchanged).
+Only the bench runs this; the hooks are subclasses of the runner's own classes,
+passed as :class:`~ringtool.trace.runner.RunParts` (the real sources, stats and outputs
+run unchanged).
 """
 
 from __future__ import annotations
@@ -26,15 +28,17 @@ import json
 import os
 import resource
 import sys
-from typing import Any
+from typing import Any, TextIO
 
-import numpy as np
+from ringtool.event.decode import Decoder, Event
+from ringtool.trace.sink import OutputBase, Records
+from ringtool.trace.stats import TraceStats
 
 
-class HeadlessTui:
+class HeadlessTui(OutputBase):
     """The TUI output without a terminal (see the module doc)."""
 
-    def __init__(self, decoder: Any, interval: float) -> None:
+    def __init__(self, decoder: Decoder, interval: float) -> None:
         from rich.console import Console
 
         from ringtool.trace.tui import TraceTui
@@ -47,14 +51,14 @@ class HeadlessTui:
     def start(self, sources: list[str], notes: list[str]) -> None:
         self.tui.start(sources, notes)
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Any]) -> None:
+    def batch(self, arr: Records, net: list[Event]) -> None:
         self.tui.batch(arr, net)
 
-    def stats(self, stats: Any) -> None:
+    def stats(self, stats: TraceStats) -> None:
         self.tui.stats(stats)
         self.console.print(self.tui.render())  # what a redraw renders
 
-    def summary(self, stats: Any) -> None:
+    def summary(self, stats: TraceStats) -> None:
         self._sink.close()
 
     def note(self, text: str) -> None:
@@ -70,13 +74,16 @@ def main(argv: list[str]) -> int:
     fd = int(argv[0])
     headless = "--headless-tui" in argv[1 : argv.index("--")]
     trace_args = argv[argv.index("--") + 1 :]
-    from ringtool.cli.main import main as cli_main
-    from ringtool.trace import runner
-    from ringtool.trace.sources import TraceSession
-    from ringtool.trace.stats import TraceStats
+    from ringtool.cli.main import build_parser
+    from ringtool.cli.trace import settings
+    from ringtool.export.trace_hook import hook_options
+    from ringtool.trace.outputs import RunConfig, make_output
+    from ringtool.trace.runner import RunParts, run_trace
+    from ringtool.trace.session import TraceSession
+    from ringtool.trace.sink import Output
 
     report = os.fdopen(fd, "w", buffering=1)
-    seen: list[Any] = []
+    seen: list[TraceStats] = []
 
     class ReportingSession(TraceSession):
         reported = False
@@ -93,16 +100,13 @@ def main(argv: list[str]) -> int:
             super().__init__(*args, **kwargs)
             seen.append(self)
 
-    # the runner's module globals: its loop builds these by name
-    setattr(runner, "TraceSession", ReportingSession)  # noqa: B010
-    setattr(runner, "TraceStats", KeptStats)  # noqa: B010
-    if headless:
+    def make_headless(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
+        return HeadlessTui(decoder, cfg.interval)
 
-        def make_headless(cfg: Any, decoder: Any, stream: Any) -> Any:
-            return HeadlessTui(decoder, cfg.interval)
-
-        runner.make_output = make_headless
-    status = cli_main(["trace", *trace_args])
+    args = build_parser("trace").parse_args(["trace", *trace_args])
+    opts, cfg = settings(args, hook_options(args))
+    parts = RunParts(ReportingSession, KeptStats, make_headless if headless else make_output)
+    status = run_trace(opts, cfg, parts=parts)
     if seen:
         summary = seen[-1].summary_record()
         report.write(json.dumps({"summary": summary, "cpu_s": _cpu_s()}) + "\n")

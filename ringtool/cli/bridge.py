@@ -20,17 +20,17 @@ import sys
 import time
 from typing import Any
 
+from ringtool.bridge.consumers import ConsumerLog
+from ringtool.bridge.core import KmesBridge
 from ringtool.cli import validate as v
 from ringtool.errors import KmesError, RingtoolError
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
+from ringtool.kmes import layout as L
 from ringtool.kmes.attach import DEFAULT_SOCKET
-from ringtool.kmes.bridge_core import KmesBridge
 from ringtool.kmes.config import DEFAULT_CONFIG
-from ringtool.kmes.consumers import ConsumerLog
 from ringtool.kmes.events import BRIDGE_PREFIX, EVENT_EXEC, EVENT_EXIT, EVENT_LOST
-from ringtool.protocol import kmes_layout as L
 
 EVENTS = {"exec": EVENT_EXEC, "exit": EVENT_EXIT}
 _LOST = struct.Struct("<IIQ")  # source origin_class, reserved, count
@@ -117,9 +117,9 @@ class BpfSources:
     """The BPF program and its two consumers, feeding ``bridge.submit``."""
 
     def __init__(self, bridge: KmesBridge, kinds: set[str], ring_pages: int, perf_pages: int):
+        from ringtool.programs.loader import compile_program
         from ringtool.readers.perfbuf import PerfBuffer
         from ringtool.readers.ringbuf import RingBuffer
-        from ringtool.sources.loader import compile_program
 
         self.bridge = bridge
         self.obj = compile_program(

@@ -29,8 +29,8 @@ from ringtool.cli.validate import socket_path
 from ringtool.errors import KmesBridgeDiedError, KmesError, RingtoolError
 from ringtool.kmes.attach import DEFAULT_SOCKET, attach, attach_new
 from ringtool.kmes.events import decode
+from ringtool.kmes.layout import ORIGINS, Event
 from ringtool.kmes.reader import Reader, ReaderStats, wait_any
-from ringtool.protocol.kmes_layout import ORIGINS, Event
 from ringtool.trace.kmes_sink import TracePayloads
 
 DESCRIPTION = """\

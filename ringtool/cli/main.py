@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from ringtool import __version__
 from ringtool.cli.validate import ArgumentParser
 from ringtool.errors import PrivilegeError, RingtoolError, UsageError
-from ringtool.trace.safe_text import printable
+from ringtool.event.safe_text import printable
 
 # Each module has ``register(subparsers)`` which adds its parser and sets ``func``
 # (a callable taking the parsed args and returning the exit status) and optionally
@@ -40,7 +40,7 @@ SUBCOMMANDS = {
     "trace": "ringtool.cli.trace",
     "bridge": "ringtool.cli.bridge",
     "kmes-read": "ringtool.cli.kmes_read",
-    "bench": "ringtool.cli.bench",
+    "bench": "ringtool.bench.command",
     "collect": "ringtool.cli.collect",
     "doctor": "ringtool.cli.doctor",
 }

@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ringtool.cli import validate as v
 from ringtool.errors import UsageError
+from ringtool.event.fields import FIELD_NAMES
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.privileges import require_bpf_privileges
-from ringtool.trace.fields import FIELD_NAMES
 
 EVENTS = ("exec", "open", "syscalls", "net")
 DEFAULT_EVENTS = ("exec", "open", "syscalls")
@@ -38,6 +38,11 @@ examples:
   sudo ringtool trace --events net -i eth0 --snaplen 128 --pcap out.pcapng
   sudo ringtool trace --json --ordered --window-us 500   # merged in timestamp order
 """
+
+if TYPE_CHECKING:
+    from ringtool.export.trace_hook import HookOptions
+    from ringtool.trace.options import TraceOptions
+    from ringtool.trace.outputs import RunConfig
 
 
 #: Per-CPU ring pages at most (1 GiB a CPU).
@@ -156,8 +161,17 @@ def run(args: argparse.Namespace) -> int:
 
     hook = hook_options(args)  # --export/--metrics checked before anything loads
     require_bpf_privileges("ringtool trace")  # before BCC is imported
-    from ringtool.trace.runner import RunConfig, run_trace
-    from ringtool.trace.sources import TraceOptions
+    from ringtool.trace.runner import run_trace
+
+    opts, cfg = settings(args, hook)
+    return run_trace(opts, cfg)
+
+
+def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions, RunConfig]:
+    """What to trace and how to run, from the parsed flags (``hook``: from
+    :func:`ringtool.export.trace_hook.hook_options`)."""
+    from ringtool.trace.options import TraceOptions
+    from ringtool.trace.outputs import RunConfig
 
     events = events_of(args)
     if args.quiet:
@@ -182,4 +196,4 @@ def run(args: argparse.Namespace) -> int:
         hist=args.hist,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
     )  # fmt: skip
-    return run_trace(opts, cfg)
+    return opts, cfg

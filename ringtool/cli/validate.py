@@ -236,10 +236,10 @@ def input_file_optional(text: str) -> str:
 
 def kmes_capacity(text: str) -> int:
     """A KMES buffer size: bytes with an optional K/M/G suffix, a power of two within
-    the KMES limits (:func:`ringtool.protocol.kmes_layout.check_capacity`)."""
+    the KMES limits (:func:`ringtool.kmes.layout.check_capacity`)."""
     from ringtool.errors import KmesCapacityError
     from ringtool.kmes.config import parse_size
-    from ringtool.protocol.kmes_layout import check_capacity
+    from ringtool.kmes.layout import check_capacity
 
     try:
         size = parse_size(text)
@@ -272,7 +272,7 @@ class ArgumentParser(argparse.ArgumentParser):
     is one ``--help`` away) and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        from ringtool.trace.safe_text import printable
+        from ringtool.event.safe_text import printable
 
         self.exit(2, f"{self.prog}: {printable(message)}\n")
 

@@ -20,8 +20,8 @@ the drain thread counts ``queue_full``, the publisher thread the rest.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 REASONS = ("queue_full", "refused", "unsent", "unconfirmed")
 
@@ -102,4 +102,35 @@ def pending(snapshot: Mapping[str, Any]) -> int:
     return int(snapshot["export_pending"])
 
 
-__all__ = ["REASONS", "ExportCounters", "pending"]
+class TraceTotals(Protocol):
+    """What the exporter and the metrics endpoint read of a trace's statistics
+    (:class:`ringtool.trace.stats.TraceStats` satisfies it), and the one field they
+    write: ``export``, the exporter's counters for the outputs to show."""
+
+    export: dict[str, Any] | None
+
+    @property
+    def total(self) -> int: ...
+    @property
+    def dropped(self) -> int: ...
+    @property
+    def lost(self) -> int: ...
+    @property
+    def rate_total(self) -> float: ...
+    @property
+    def by_type(self) -> Mapping[str, int]: ...
+    @property
+    def per_cpu(self) -> Sequence[int]: ...
+    @property
+    def drops_cpu(self) -> Sequence[int]: ...
+    @property
+    def drops_source_cpu(self) -> Mapping[str, Sequence[int]]: ...
+    @property
+    def lost_cpu(self) -> Mapping[int, int]: ...
+    @property
+    def fill_cpu(self) -> Mapping[int, float]: ...
+    @property
+    def ncpu(self) -> int: ...
+
+
+__all__ = ["REASONS", "ExportCounters", "TraceTotals", "pending"]

@@ -2,7 +2,7 @@
 
 A lane is (CPU, event type). :class:`Batcher` keeps each lane's next sequence number
 (the first event of a lane is 1) and turns a ``struct trace_event`` array plus decoded
-net events into :class:`~ringtool.export.format.Batch` es of at most ``batch_events``
+net events into :class:`~ringtool.export.wire.Batch` es of at most ``batch_events``
 events, each a contiguous range of one lane, in the order the CPU's ring delivered
 them. Numbers are given when the batch is made, so a batch the queue refuses leaves a
 gap a reader sees (and the exporter counts as ``export_dropped``).
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.export.format import Batch, Lines
-from ringtool.trace.events import Event
+from ringtool.event.decode import Event
+from ringtool.export.wire import Batch, Lines
 
 #: Rough bytes of a decoded net event held in the queue beyond its sample.
 _NET_OVERHEAD = 600

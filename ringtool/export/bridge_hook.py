@@ -1,7 +1,7 @@
 """``ringtool bridge --export/--metrics``: the KMES bridge's events to JetStream too.
 
 :func:`bridge_hook` returns a :class:`BridgeHook` (or a :class:`NoHook` without either
-flag). It sets itself as the bridge's ``tap`` (:class:`ringtool.kmes.bridge_core.
+flag). It sets itself as the bridge's ``tap`` (:class:`ringtool.bridge.core.
 KmesBridge` calls it with every submitted event, in the submitting thread), and the
 bridge loop calls :meth:`BridgeHook.flush` after each ``bridge.flush()``: the events
 tapped since are numbered per lane (CPU, type), rendered as JSON lines (``jsonl/1``:
@@ -25,10 +25,10 @@ from ringtool.errors import ExportError
 from ringtool.export.accounting import ExportCounters
 from ringtool.export.batcher import Batcher
 from ringtool.export.config import display_url
-from ringtool.export.format import Encoder, Lines
 from ringtool.export.publisher import Publisher
 from ringtool.export.sink import new_origin
 from ringtool.export.trace_hook import HookOptions, hook_options
+from ringtool.export.wire import Encoder, Lines
 from ringtool.kmes.events import decode
 
 
@@ -46,8 +46,8 @@ class BridgeHook:
     """See the module doc."""
 
     def __init__(self, opts: HookOptions, bridge: Any) -> None:
-        from ringtool.trace.events import Decoder
-        from ringtool.trace.layout import load_layout
+        from ringtool.event.decode import Decoder
+        from ringtool.event.layout import load_layout
 
         self.opts = opts
         self.bridge = bridge

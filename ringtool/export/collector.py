@@ -2,7 +2,7 @@
 
 :class:`Collector` binds to (or creates) a durable pull consumer on
 ``<prefix>.>`` of the stream, so a second run resumes where the first stopped: it
-fetches messages in batches, decodes them (:mod:`ringtool.export.format`), feeds the
+fetches messages in batches, decodes them (:mod:`ringtool.export.wire`), feeds the
 :class:`~ringtool.export.fleet.Fleet` and the view, and acknowledges a batch (ack
 policy *all*: the last message acknowledges the ones before it) after the view has
 taken it. So every message is handed to the view at least once; a collector stopped
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ringtool.errors import ExportError
+from ringtool.event.layout import load_layout
+from ringtool.event.syscalls import syscall_namer
 from ringtool.export.config import (
     BACKOFF_MAX_S,
     BACKOFF_MIN_S,
@@ -35,7 +37,6 @@ from ringtool.export.config import (
 )
 from ringtool.export.fleet import Fleet
 from ringtool.export.reading import DecoderCache, Received, decode, event_ts_ns
-from ringtool.trace.layout import load_layout
 
 FETCH = 256
 
@@ -77,9 +78,7 @@ class Collector:
         self.cfg = cfg
         self.view = view
         self.fleet = Fleet()
-        from ringtool.trace.runner import _syscall_namer  # the tracer's names (BCC's table)
-
-        self.decoders = DecoderCache(load_layout(), _syscall_namer())
+        self.decoders = DecoderCache(load_layout(), syscall_namer())
         self._stop = False
         self._done = False
         self._connected = False

@@ -39,7 +39,7 @@ class ExportConfig:
     ``url`` is ``nats://[user:password@]host:port`` (or ``tls://``); ``stream`` the
     JetStream stream (created when missing, subjects ``<prefix>.>``);
     ``subject_prefix`` the first subject tokens; ``fmt`` ``json`` or ``rows`` (see
-    :mod:`ringtool.export.format`); ``creds`` a file with ``user:password`` on its
+    :mod:`ringtool.export.wire`); ``creds`` a file with ``user:password`` on its
     first line; ``tls_ca`` a CA bundle that verifies the server; ``host`` the host
     name in every subject and message; ``optional``: an unreachable broker at start
     is a note, not an error; ``queue_bytes`` bounds what waits for the broker;

@@ -1,6 +1,6 @@
 """What ``ringtool collect`` knows about each host, from the messages it read.
 
-:class:`Fleet` is fed :class:`~ringtool.export.format.Received` messages. Per host it
+:class:`Fleet` is fed :class:`~ringtool.export.wire.Received` messages. Per host it
 keeps events received (per type), bytes, the newest event time (so the *lag*: how far
 behind real time the newest event read is), and per lane (boot, run, CPU, type) the
 sequence numbers seen, as intervals: ``gaps`` are numbers below the highest seen that

@@ -18,7 +18,7 @@ from collections import deque
 
 from ringtool.export.accounting import ExportCounters
 from ringtool.export.acks import Answer
-from ringtool.export.format import Message
+from ringtool.export.wire import Message
 
 
 class Ledger:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ringtool.errors import ExportError
+from ringtool.export.accounting import TraceTotals
 
 SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
              "syscall": "syscalls", "net": "net"}  # fmt: skip
@@ -81,7 +82,9 @@ class MetricsServer:
         self._thread.join(5)
 
 
-def trace_families(fams: Families, host: str, stats: Any, export: Mapping[str, Any] | None) -> None:
+def trace_families(
+    fams: Families, host: str, stats: TraceTotals, export: Mapping[str, Any] | None
+) -> None:
     """The metrics of ``ringtool trace`` from its :class:`~ringtool.trace.stats.TraceStats`
     and the exporter's counters (when exporting)."""
     by_type = dict(stats.by_type)

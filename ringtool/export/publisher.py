@@ -3,7 +3,7 @@
 Contract with the drain (the thread that reads the rings):
 
 * :meth:`Publisher.offer` never blocks: it puts a batch in the bounded queue
-  (:mod:`ringtool.export.queue`) or counts its events as ``export_dropped``
+  (:mod:`ringtool.export.bounded_queue`) or counts its events as ``export_dropped``
   (``queue_full``), and returns at once. A slow or absent broker fills the queue,
   never the kernel rings.
 * Every event handed over ends as ``exported`` (acknowledged by the stream) or
@@ -35,6 +35,7 @@ from typing import Any
 from ringtool.errors import ExportError
 from ringtool.export.accounting import ExportCounters
 from ringtool.export.acks import AckInbox, Answer
+from ringtool.export.bounded_queue import BoundedQueue
 from ringtool.export.config import (
     BACKOFF_MAX_S,
     BACKOFF_MIN_S,
@@ -45,10 +46,9 @@ from ringtool.export.config import (
     quiet_callbacks,
     quiet_task_errors,
 )
-from ringtool.export.format import Batch, Encoder, Message
 from ringtool.export.ledger import Ledger
-from ringtool.export.queue import BoundedQueue
 from ringtool.export.stream import ensure_stream
+from ringtool.export.wire import Batch, Encoder, Message
 
 #: Messages published and not yet acknowledged, at most.
 WINDOW = 64

@@ -1,4 +1,4 @@
-"""Reading exported messages back (the format: :mod:`ringtool.export.format`).
+"""Reading exported messages back (the format: :mod:`ringtool.export.wire`).
 
 :func:`decode` turns one message (headers, body) into a :class:`Received`: its origin,
 lane and sequence range, the events as the JSON lines ``ringtool trace --json``
@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from ringtool.errors import ExportError
-from ringtool.export.format import (
+from ringtool.event.decode import Decoder
+from ringtool.event.layout import TraceLayout
+from ringtool.export.wire import (
     H_BOOT,
     H_CLOCK,
     H_CPU,
@@ -34,8 +36,6 @@ from ringtool.export.format import (
     expand_rows,
     json_lines,
 )
-from ringtool.trace.events import Decoder
-from ringtool.trace.layout import TraceLayout
 
 
 @dataclass

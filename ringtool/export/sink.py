@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 
 from ringtool.errors import ExportError
-from ringtool.export.accounting import ExportCounters
+from ringtool.event.decode import Decoder, Event
+from ringtool.export.accounting import ExportCounters, TraceTotals
 from ringtool.export.batcher import Batcher
 from ringtool.export.config import ExportConfig, boot_id, display_url
-from ringtool.export.format import Encoder, Message, Origin
 from ringtool.export.publisher import Publisher
-from ringtool.trace.events import Decoder, Event
+from ringtool.export.wire import Encoder, Message, Origin
 
 
 def new_origin(cfg: ExportConfig, source: str, realtime_offset_ns: int) -> Origin:
@@ -72,7 +72,7 @@ class ExportSink:
             out.append(self._notes.popleft())
         return out
 
-    def tick(self, stats: Any) -> list[str]:
+    def tick(self, stats: TraceTotals) -> list[str]:
         """Store the counters in ``stats.export``, publish a stats message, return the
         notes that came since the last tick."""
         stats.export = self.record()
@@ -87,7 +87,7 @@ class ExportSink:
         snap["export_connected"] = self.publisher.connected
         return snap
 
-    def _host_stats(self, stats: Any, kind: str) -> dict[str, Any]:
+    def _host_stats(self, stats: TraceTotals, kind: str) -> dict[str, Any]:
         o = self.origin
         return {
             "kind": kind, "host": o.host, "boot": o.boot, "run": o.run, "source": o.source,
@@ -98,7 +98,7 @@ class ExportSink:
             **self.record(),
         }  # fmt: skip
 
-    def close(self, stats: Any | None = None) -> None:
+    def close(self, stats: TraceTotals | None = None) -> None:
         """Drain (at most ``drain_s``), count the rest, publish the summary message,
         store the final counts in ``stats.export`` and print pending notes."""
 

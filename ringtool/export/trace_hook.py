@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ringtool.event.decode import Decoder, Event
+from ringtool.export.accounting import TraceTotals
 from ringtool.export.cli_args import export_config
 from ringtool.export.config import ExportConfig, default_host
-from ringtool.trace.events import Decoder, Event
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class TraceHook:
         self.opts = opts
         self.sink: Any = None
         self.metrics: Any = None
-        self._stats: Any = None
+        self._stats: TraceTotals | None = None
         if opts.export is not None:
             from ringtool.export.sink import ExportSink
 
@@ -74,12 +75,12 @@ class TraceHook:
         if self.sink is not None:
             self.sink.publish(arr, net)
 
-    def tick(self, stats: Any) -> list[str]:
+    def tick(self, stats: TraceTotals) -> list[str]:
         """Once per interval, after the kernel counters were taken: notes to show."""
         self._stats = stats
         return self.sink.tick(stats) if self.sink is not None else []
 
-    def close(self, stats: Any = None) -> None:
+    def close(self, stats: TraceTotals | None = None) -> None:
         """Drain the exporter (final counts into ``stats.export``), stop the endpoint."""
         sink, self.sink = self.sink, None  # once: later calls do nothing
         metrics, self.metrics = self.metrics, None

@@ -26,8 +26,7 @@ import struct
 import time
 from collections.abc import Callable, Iterable
 
-from ringtool.errors import KmesAttachError, KmesCapacityError
-from ringtool.kmes.attach_server import (
+from ringtool.bridge.attach_server import (
     DEFAULT_SOCKET,
     FDS_PER_CPU,
     PROTOCOL_VERSION,
@@ -36,8 +35,9 @@ from ringtool.kmes.attach_server import (
     AttachInfo,
     AttachServer,
 )
+from ringtool.errors import KmesAttachError, KmesCapacityError
+from ringtool.kmes.layout import check_capacity
 from ringtool.kmes.reader import Reader, Reattach
-from ringtool.protocol.kmes_layout import check_capacity
 
 __all__ = [
     "DEFAULT_SOCKET",

@@ -12,8 +12,8 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from ringtool.kmes import layout as L
 from ringtool.kmes.writer import Writer
-from ringtool.protocol import kmes_layout as L
 
 #: Compiled-in boot buffer size per CPU (§5.1.2: "a compiled-in constant").
 BOOT_CAPACITY = 1 << 16

@@ -31,7 +31,7 @@ from ringtool.kernel.shm import (
     seal_final,
     seal_future_write,
 )
-from ringtool.protocol import kmes_layout as L
+from ringtool.kmes import layout as L
 
 
 def store_load_fence(lock: threading.Lock) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ringtool.errors import KmesCapacityError, KmesError
-from ringtool.protocol import kmes_layout as L
+from ringtool.kmes import layout as L
 
 DEFAULT_CONFIG = "/etc/ringtool/kmes.conf"
 _SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}

@@ -43,10 +43,10 @@ from dataclasses import dataclass, fields
 
 from ringtool.errors import KmesError, KmesFormatError
 from ringtool.kernel.pidfd import ProcessWatch
+from ringtool.kmes import layout as L
 from ringtool.kmes.buffer import MappedBuffer
+from ringtool.kmes.layout import Event
 from ringtool.kmes.wait import wait_any
-from ringtool.protocol import kmes_layout as L
-from ringtool.protocol.kmes_layout import Event
 
 _HDR = L.EVENT_HEADER
 _HS = L.HEADER_SIZE

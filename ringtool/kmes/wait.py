@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from ringtool.errors import KmesBridgeDiedError, KmesError
 from ringtool.kernel.futex import futex_wait, futex_waitv
+from ringtool.kmes import layout as L
 from ringtool.kmes.buffer import store_load_fence
-from ringtool.protocol import kmes_layout as L
 
 if TYPE_CHECKING:
     from ringtool.kmes.reader import Reader

@@ -34,8 +34,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ringtool.kernel.futex import futex_wake
+from ringtool.kmes import layout as L
 from ringtool.kmes.buffer import KmesBuffer, store_load_fence
-from ringtool.protocol import kmes_layout as L
 
 _HDR = L.EVENT_HEADER
 _HS = L.HEADER_SIZE

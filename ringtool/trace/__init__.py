@@ -1,5 +1,5 @@
 """``ringtool trace``: BPF trace sources (bpf/trace_*.c), their one event layout
-(bpf/trace_event.h, read by :mod:`ringtool.trace.layout`), decoding, aggregation and
+(bpf/trace_event.h, read by :mod:`ringtool.event.layout`), decoding, aggregation and
 the outputs (JSON lines, columns, the rich TUI, pcapng, KMES).
 
 Modules: ``layout`` (the single event definition), ``sources`` (loading, reading,

@@ -128,7 +128,7 @@ def kernel_defines(
 
 class NameFilter:
     """``-n REGEX``: keeps the records whose comm matches (``re.search``, on the comm
-    as :func:`ringtool.trace.events.cstr` decodes it). Each distinct comm is matched
+    as :func:`ringtool.event.decode.cstr` decodes it). Each distinct comm is matched
     once and remembered (comms repeat; the cache is bounded)."""
 
     MAX_CACHE = 65536

@@ -1,6 +1,6 @@
 """``--kmes SOCKET``: publish every trace record through an in-process KMES bridge.
 
-:class:`KmesSink` runs a :class:`ringtool.kmes.bridge_core.KmesBridge` over the online
+:class:`KmesSink` runs a :class:`ringtool.bridge.core.KmesBridge` over the online
 CPUs that serves the attach protocol on ``SOCKET`` (DESIGN.md), so ``ringtool
 kmes-read --socket SOCKET`` (or any KMES consumer) sees the trace while it runs.
 Each record becomes one KMES event on the CPU that produced it:
@@ -16,13 +16,14 @@ The capacity comes from the bridge's configuration (its defaults when none).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
 import numpy as np
 
+from ringtool.event.decode import Event
 from ringtool.kernel.cpus import online_cpus
-from ringtool.trace.events import Event
 
 TRACE_EVENT_BASE = 0x7400
 RESTORE_INTERVAL = 0.25  # seconds between re-stores of the buffers' static fields
@@ -34,7 +35,7 @@ class KmesSink:
     """Owns the bridge; :meth:`publish` queues and flushes one batch per call."""
 
     def __init__(self, socket_path: str) -> None:
-        from ringtool.kmes.bridge_core import KmesBridge
+        from ringtool.bridge.core import KmesBridge
 
         self.bridge = KmesBridge(online_cpus(), socket_path=socket_path)
         try:
@@ -70,8 +71,14 @@ class KmesSink:
             self._next_restore = now + RESTORE_INTERVAL
             self.bridge.service()
 
-    def close(self) -> None:
-        self.bridge.close()
+    def tick(self, stats: object) -> list[str]:
+        return []
+
+    def close(self, stats: object = None) -> None:
+        """Stop the bridge; its errors are not the trace's (the trace's own data is
+        complete)."""
+        with contextlib.suppress(Exception):
+            self.bridge.close()
 
 
 __all__ = ["TRACE_EVENT_BASE", "KmesSink"]
@@ -82,8 +89,8 @@ class TracePayloads:
     from the same single layout definition the tracer reads (bpf/trace_event.h)."""
 
     def __init__(self) -> None:
-        from ringtool.trace.events import Decoder
-        from ringtool.trace.layout import load_layout
+        from ringtool.event.decode import Decoder
+        from ringtool.event.layout import load_layout
 
         self._layout = load_layout()
         self._decoder = Decoder(self._layout)

@@ -7,7 +7,7 @@ removes the filters too), else it adds only its two filters (and deletes only th
 ``close()`` always detaches, also after a failed setup; it is idempotent.
 
 Samples are ``struct trace_net`` + the first ``captured`` packet bytes (see
-:meth:`ringtool.trace.events.Decoder.decode_net`).
+:meth:`ringtool.event.decode.Decoder.decode_net`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import contextlib
 from typing import Any
 
 from ringtool.errors import RingtoolError
+from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.perfbuf import PerfBuffer
-from ringtool.sources.loader import compile_program, load_function
 
 TC_INGRESS = "ffff:fff2"  # clsact parents (TC_H_MIN_INGRESS / TC_H_MIN_EGRESS)
 TC_EGRESS = "ffff:fff3"

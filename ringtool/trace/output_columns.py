@@ -13,7 +13,7 @@ header, events, the ``--`` stats line per interval and the summary — is cut to
 cut), other details keep their start (a net line keeps direction and protocol).
 ``width=None`` (stdout is a pipe or a file, or ``-w``) never cuts.
 Strings from traced processes (comm, paths) and notes go through
-:func:`ringtool.trace.safe_text.printable`: a control character or escape sequence
+:func:`ringtool.event.safe_text.printable`: a control character or escape sequence
 in a file name is printed escaped (``\x1b[2J``), never sent to the terminal.
 """
 
@@ -25,10 +25,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ringtool.trace.batch import Group, in_array_order, wall_seconds
-from ringtool.trace.events import DETAIL, Decoder, Event, detail_split
-from ringtool.trace.fields import fields_of
-from ringtool.trace.safe_text import printable
+from ringtool.event.columns import Group, in_array_order, wall_seconds
+from ringtool.event.decode import Decoder, Event
+from ringtool.event.detail import DETAIL, detail_split
+from ringtool.event.fields import fields_of
+from ringtool.event.safe_text import printable
+from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
 
 HEADER = f"{'TIME':<8} {'CPU':>3} {'PID':<7} {'COMM':<16} {'EVENT':<7} DETAIL"
@@ -191,7 +193,7 @@ def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None)
     return in_array_order(arr, decoder.types, lambda g: group_lines(decoder, g, width))
 
 
-class ColumnOutput:
+class ColumnOutput(OutputBase):
     """Writes column lines to ``stream`` (see the module doc)."""
 
     def __init__(self, stream: TextIO, decoder: Decoder, width: int | None = 80) -> None:

@@ -1,10 +1,10 @@
 """Tables of chosen fields: ``--csv``, and ``--no-tui --fields a,b,c`` columns.
 
 Both write one row per event with the fields named by ``--fields`` (default for CSV:
-every field, :data:`ringtool.trace.fields.FIELD_NAMES`), in that order; a field the
+every field, :data:`ringtool.event.fields.FIELD_NAMES`), in that order; a field the
 event's type does not have is empty (CSV) or ``-`` (columns). Values come from the
 field spec a column at a time (:func:`field_rows`), the same values as
-:meth:`ringtool.trace.events.Decoder.decode`.
+:meth:`ringtool.event.decode.Decoder.decode`.
 
 CSV (RFC 4180): a header line with the field names, then the rows; a cell that holds
 a comma, a quote, CR or LF is quoted with its quotes doubled; lines end in CRLF.
@@ -16,7 +16,7 @@ as in ``--json`` (:func:`cell`).
 Notes and the summary go to stderr (printable), so stdout is only CSV.
 
 The columns form writes a header of the upper-cased names, pads every column but the
-last, makes every value printable (:func:`ringtool.trace.safe_text.printable`),
+last, makes every value printable (:func:`ringtool.event.safe_text.printable`),
 shows ``ts`` as the time of day like the default columns and cuts each line to
 ``width`` (None: never).
 """
@@ -31,11 +31,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ringtool.trace.batch import by_type
-from ringtool.trace.events import Decoder, Event
-from ringtool.trace.fields import FIELD_NAMES, fields_of
+from ringtool.event.columns import by_type
+from ringtool.event.decode import Decoder, Event
+from ringtool.event.fields import FIELD_NAMES, fields_of
+from ringtool.event.safe_text import printable
 from ringtool.trace.output_columns import ColumnOutput, clocks, cut, format_summary
-from ringtool.trace.safe_text import printable
+from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
 
 #: Column widths of the ``--fields`` columns (others: 8, or the header's length).
@@ -78,7 +79,7 @@ def field_rows(
     return out
 
 
-class CsvOutput:
+class CsvOutput(OutputBase):
     """Writes ``--csv`` to ``stream`` (see the module doc); notes and the summary to
     ``err``."""
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.trace.events import cstr
+from ringtool.event.decode import cstr
 from ringtool.trace.proctree import ProcessTree
 
 #: Event type -> the source that produces it.

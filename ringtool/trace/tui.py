@@ -42,8 +42,8 @@ from rich.layout import Layout
 from rich.live import Live
 from rich.text import Text
 
+from ringtool.event.decode import Decoder, Event
 from ringtool.trace import tui_panels as panels
-from ringtool.trace.events import Decoder, Event
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_keys import ESC_TIMEOUT, KeyParser
 from ringtool.trace.tui_panels import data, sparkline
@@ -144,6 +144,14 @@ class TraceTui:
             self._tty_saved = None
 
     # --- Output protocol ---------------------------------------------------------------
+
+    def open(self) -> None:
+        """The :class:`~ringtool.trace.sink.Output` call: ``__enter__``."""
+        self.__enter__()
+
+    def close(self) -> None:
+        """The :class:`~ringtool.trace.sink.Output` call: ``__exit__``."""
+        self.__exit__(None, None, None)
 
     def start(self, sources: list[str], notes: list[str]) -> None:
         self.sources = sources

@@ -4,7 +4,7 @@
 Data is never markup: every string that comes from a traced process or the user
 (comm, path, notes, the filter) is a :class:`rich.text.Text` made by :func:`data`,
 with control characters and escape sequences shown escaped
-(:func:`ringtool.trace.safe_text.printable`). Number columns have fixed minimum widths
+(:func:`ringtool.event.safe_text.printable`). Number columns have fixed minimum widths
 and scaled values (:mod:`ringtool.trace.units`), so they are never cut.
 
 The filter applies to the process table and the event tail; the per-CPU, syscalls and
@@ -24,9 +24,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ringtool.trace.events import detail
+from ringtool.event.detail import detail
+from ringtool.event.safe_text import printable
 from ringtool.trace.hist import SPARKS, spark
-from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_view import KEYS, PROC_COLUMNS, SORTS, View
 from ringtool.trace.units import count, duration_ns
@@ -45,7 +45,7 @@ def sparkline(values: list[float], width: int) -> str:
 
 def data(text: str, style: str = "") -> Text:
     """A cell of data from a traced process (or typed by the user): never markup,
-    never a control character (see :mod:`ringtool.trace.safe_text`)."""
+    never a control character (see :mod:`ringtool.event.safe_text`)."""
     return Text(printable(text), style=style, no_wrap=True)
 
 

@@ -7,8 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ringtool.event.layout import load_layout
 from ringtool.export.reading import DecoderCache, decode
-from ringtool.trace.layout import load_layout
 from tests.export.servers import NatsServer
 
 

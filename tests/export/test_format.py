@@ -1,4 +1,4 @@
-"""The message format (ringtool.export.format): what a reader gets back is what the
+"""The message format (ringtool.export.wire): what a reader gets back is what the
 tracer would have printed, in both encodings, and foreign messages are refused."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.errors import ExportError
+from ringtool.event.decode import Decoder
+from ringtool.event.layout import load_layout
 from ringtool.export.batcher import Batcher
-from ringtool.export.format import H_SEQ, Batch, Encoder, Origin, compact_rows, expand_rows
-from ringtool.export.queue import BoundedQueue
+from ringtool.export.bounded_queue import BoundedQueue
 from ringtool.export.reading import DecoderCache, decode, event_ts_ns
-from ringtool.trace.events import Decoder
-from ringtool.trace.layout import load_layout
+from ringtool.export.wire import H_SEQ, Batch, Encoder, Origin, compact_rows, expand_rows
 
 LAYOUT = load_layout()
 OFFSET = 1_700_000_000_000_000_000

@@ -7,8 +7,8 @@ import json
 
 from ringtool.export.accounting import ExportCounters
 from ringtool.export.acks import Answer, classify
-from ringtool.export.format import Message
 from ringtool.export.ledger import Ledger
+from ringtool.export.wire import Message
 
 OK = Answer("ok")
 DUP = Answer("ok", duplicate=True)

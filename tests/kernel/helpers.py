@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.kernel import bpf
-from ringtool.sources.loader import compile_program, load_function
+from ringtool.programs.loader import compile_program, load_function
 
 TEST_EVENT = np.dtype([("seq", "<u8"), ("ts", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
 MAGIC = 0x52494E47

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ringtool.kernel import bpf
-from ringtool.sources.loader import detach_all, import_bcc
+from ringtool.programs.loader import detach_all, import_bcc
 
 pytestmark = pytest.mark.kernel
 

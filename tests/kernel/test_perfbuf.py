@@ -16,7 +16,7 @@ import ringtool
 from ringtool.errors import ConsumerStateError, MapTypeError, RingSizeError
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import online_cpus, possible_cpu_count
-from ringtool.sources.loader import compile_program, load_function
+from ringtool.programs.loader import compile_program, load_function
 
 pytestmark = pytest.mark.kernel
 
@@ -246,7 +246,7 @@ def test_wrong_map_type_and_bad_arguments(producer: PerfProducer) -> None:
 
 
 def test_payload_capture_over_veth() -> None:
-    from ringtool.sources.netcapture import NetCapture, parse
+    from ringtool.programs.netcapture import NetCapture, parse
 
     frames = [
         b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x01" + b"\x88\xb5" + bytes([i]) * (40 + 97 * i)
@@ -285,7 +285,7 @@ def test_bench_quick_smoke() -> None:
 def test_netcapture_cleans_up_on_error() -> None:
     from pyroute2 import IPRoute, netns
 
-    from ringtool.sources.netcapture import NetCapture, NetCaptureError
+    from ringtool.programs.netcapture import NetCapture, NetCaptureError
 
     class Failing(NetCapture):
         def _setup(self) -> None:

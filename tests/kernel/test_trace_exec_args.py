@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ringtool.trace import exec_data
-from ringtool.trace.layout import load_layout
-from ringtool.trace.sources import TraceOptions
+from ringtool.event import exec_data
+from ringtool.event.layout import load_layout
+from ringtool.trace.session import TraceOptions
 from tests.kernel.test_trace_filters import counts
 from tests.kernel.test_trace_task_filters import traced
 from tests.kernel.trace_helpers import Trace

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ringtool.trace.layout import load_layout
-from ringtool.trace.sources import TraceOptions, TraceSession
+from ringtool.event.layout import load_layout
+from ringtool.trace.session import TraceOptions, TraceSession
 from tests.kernel.test_trace_net import veth  # noqa: F401  (a fixture)
 from tests.kernel.trace_helpers import Trace
 

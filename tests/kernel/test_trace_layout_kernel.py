@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from ringtool.event.layout import load_layout
+from ringtool.programs.loader import BpfCompileError, compile_program
 from ringtool.readers.ringbuf_group import RingBufGroup
-from ringtool.sources.loader import BpfCompileError, compile_program
-from ringtool.trace.layout import load_layout
-from ringtool.trace.sources import RING_SOURCES, _defines_of
+from ringtool.trace.cflags import defines_of
+from ringtool.trace.options import RING_SOURCES
 
 pytestmark = pytest.mark.kernel
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.kernel
 def test_sources_compile_with_the_python_sizes(source: str) -> None:
     lay = load_layout()
     with RingBufGroup(cpus_per_buffer=1, ring_bytes=4096) as group:
-        obj = compile_program(source, defines={**_defines_of(group.cflags()),
+        obj = compile_program(source, defines={**defines_of(group.cflags()),
                                                **lay.size_defines()})  # fmt: skip
         obj.cleanup()
 
@@ -25,5 +26,5 @@ def test_a_size_mismatch_fails_the_compile(capfd: pytest.CaptureFixture[str]) ->
     lay = load_layout()
     wrong = {**lay.size_defines(), "TRACE_EVENT_SIZE": lay.event.itemsize + 8}
     with RingBufGroup(cpus_per_buffer=1, ring_bytes=4096) as group, pytest.raises(BpfCompileError):
-        compile_program("trace_open.c", defines={**_defines_of(group.cflags()), **wrong})
-    assert "struct trace_event differs from ringtool/trace/layout.py" in capfd.readouterr().err
+        compile_program("trace_open.c", defines={**defines_of(group.cflags()), **wrong})
+    assert "struct trace_event differs from ringtool/event/layout.py" in capfd.readouterr().err

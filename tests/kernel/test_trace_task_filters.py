@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from ringtool.trace.filters import resolve_cgroup
-from ringtool.trace.sources import TraceOptions, TraceSession
+from ringtool.trace.session import TraceOptions, TraceSession
 from tests.kernel.test_trace_filters import Worker, counts, session, unique_comm
 from tests.kernel.trace_helpers import Trace
 

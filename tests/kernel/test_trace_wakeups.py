@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from ringtool.errors import ArgumentError
-from ringtool.trace.layout import load_layout
-from ringtool.trace.sources import TraceOptions, TraceSession, wakeup_bytes
+from ringtool.event.layout import load_layout
+from ringtool.trace.cflags import wakeup_bytes
+from ringtool.trace.session import TraceOptions, TraceSession
 from tests.kernel.test_trace_filters import Worker, counts, drain, session, unique_comm
 
 pytestmark = pytest.mark.kernel

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from ringtool.sources.tracepoints import TRACEFS_DIRS
-from ringtool.trace.layout import load_layout
-from ringtool.trace.sources import TraceOptions, TraceSession
+from ringtool.event.layout import load_layout
+from ringtool.programs.tracepoints import TRACEFS_DIRS
+from ringtool.trace.session import TraceOptions, TraceSession
 from tests.kernel.test_trace_filters import Worker, drain, unique_comm
 
 pytestmark = pytest.mark.kernel
@@ -41,16 +41,16 @@ _COMPILE = r"""
 import sys
 import bcc
 from ringtool.readers.ringbuf_group import RingBufGroup
-from ringtool.sources.loader import compile_program
-from ringtool.sources.tracepoints import layout_choices
-from ringtool.trace.layout import load_layout
-from ringtool.trace.sources import _defines_of
+from ringtool.programs.loader import compile_program
+from ringtool.programs.tracepoints import layout_choices
+from ringtool.event.layout import load_layout
+from ringtool.trace.cflags import defines_of
 
 bcc.BPF._trace_autoload = lambda self: None  # compile + verify only (see the test doc)
 print(layout_choices("trace_exec.c")[0].describe(), flush=True)
 forced = {"TRACE_FORK_CHILD_COMM_DATA_LOC": sys.argv[1]} if sys.argv[1] else {}
 with RingBufGroup(cpus_per_buffer=1, ring_bytes=4096) as group:
-    defines = {**_defines_of(group.cflags()), **load_layout().size_defines(), **forced}
+    defines = {**defines_of(group.cflags()), **load_layout().size_defines(), **forced}
     obj = compile_program("trace_exec.c", defines=defines)
     obj.load_func(b"tracepoint__sched__sched_process_fork", bcc.BPF.TRACEPOINT)
     obj.cleanup()

@@ -94,7 +94,7 @@ def scribble(sock: str, seconds: float) -> None:
 
 
 def bridge(sock: str, n: int) -> None:
-    from ringtool.kmes.bridge_core import KmesBridge
+    from ringtool.bridge.core import KmesBridge
 
     b = KmesBridge([0], socket_path=sock, capacity=1 << 16)
     b.start()

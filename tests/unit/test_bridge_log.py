@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from ringtool.bridge.consumers import ConsumerLog, proc_comm
 from ringtool.cli.bridge import RateLine
-from ringtool.kmes.consumers import ConsumerLog, proc_comm
 
 # A child that renames itself (prctl PR_SET_NAME, what `comm` shows) and waits on stdin.
 NAMED_CHILD = """

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from ringtool.bridge.core import KmesBridge
 from ringtool.errors import KmesAttachError
 from ringtool.kmes.attach import AttachServer, attach, attach_fds
-from ringtool.kmes.bridge_core import KmesBridge
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from ringtool.bridge.attach_server import FD_CHUNK, AttachInfo, AttachServer
+from ringtool.bridge.core import KmesBridge
 from ringtool.errors import KmesFormatError
-from ringtool.kmes.attach_server import FD_CHUNK, AttachInfo, AttachServer
-from ringtool.kmes.bridge_core import KmesBridge
+from ringtool.kmes import layout as L
 from ringtool.kmes.buffer import KmesBuffer, MappedBuffer
 from ringtool.kmes.reader import Reader
-from ringtool.protocol import kmes_layout as L
 from tests.unit.kmes_raw import raw_attach
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from ringtool.bridge.core import KmesBridge
 from ringtool.errors import KmesCapacityError, KmesError
+from ringtool.kmes import layout as L
 from ringtool.kmes.boot import BootBuffer
-from ringtool.kmes.bridge_core import KmesBridge
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.reader import Reader
 from ringtool.kmes.writer import Writer
-from ringtool.protocol import kmes_layout as L
 
 
 def pairs(fds: list[int]) -> list[tuple[int, int]]:

@@ -20,10 +20,10 @@ from typing import IO
 
 import pytest
 
+from ringtool.bridge.core import KmesBridge
+from ringtool.kmes import layout as L
 from ringtool.kmes.attach import attach, attach_new
-from ringtool.kmes.bridge_core import KmesBridge
 from ringtool.kmes.reader import Reader
-from ringtool.protocol import kmes_layout as L
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ringtool.errors import KmesCapacityError, KmesError, KmesFormatError
+from ringtool.kmes import layout as L
 from ringtool.kmes.config import parse_size, resolve_capacity
-from ringtool.protocol import kmes_layout as L
 
 
 def test_metadata_page_bytes_exact() -> None:

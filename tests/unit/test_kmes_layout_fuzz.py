@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.errors import KmesFormatError, RingtoolError
-from ringtool.protocol import kmes_layout as L
+from ringtool.kmes import layout as L
 
 
 @settings(max_examples=2000, deadline=None)

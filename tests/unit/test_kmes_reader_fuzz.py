@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.errors import RingtoolError
+from ringtool.kmes import layout as L
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.reader import Reader
 from ringtool.kmes.writer import Writer
-from ringtool.protocol import kmes_layout as L
 
 CAP = 8192
 

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.kernel.shm import F_SEAL_FUTURE_WRITE, DoubleMapping
+from ringtool.kmes import layout as L
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.reader import Reader
 from ringtool.kmes.writer import Writer
-from ringtool.protocol import kmes_layout as L
 
 CAP = 4096
 

@@ -273,7 +273,7 @@ def test_ring_source_over_a_ring() -> None:
 
 
 def test_fetch_source_over_decoded_kmes_events() -> None:
-    from ringtool.protocol.kmes_layout import Event
+    from ringtool.kmes.layout import Event
 
     def reader(cpu: int, stamps: list[int]) -> Callable[[int], list[Event]]:
         pending = [Event(1, 3, 0, t, i + 1, cpu, b"") for i, t in enumerate(stamps)]

@@ -18,10 +18,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ringtool.trace.events import Decoder, Event
-from ringtool.trace.layout import load_layout
+from ringtool.event.decode import Decoder, Event
+from ringtool.event.json_lines import printable_line
+from ringtool.event.layout import load_layout
 from ringtool.trace.output_columns import ColumnOutput, format_event
-from ringtool.trace.output_json import JsonOutput, printable_line
+from ringtool.trace.output_json import JsonOutput
 
 LAYOUT = load_layout()
 OFFSETS = [0, 1_763_000_000 * 10**9, -5 * 10**9]

@@ -6,8 +6,8 @@ import io
 
 import numpy as np
 
-from ringtool.trace.events import Decoder
-from ringtool.trace.layout import load_layout
+from ringtool.event.decode import Decoder
+from ringtool.event.layout import load_layout
 from ringtool.trace.output_columns import HEADER, ColumnOutput, fit, format_event
 from ringtool.trace.stats import TraceStats
 

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from ringtool.errors import CgroupPathError
-from ringtool.export.format import compact_rows, exec_min_len, expand_rows
-from ringtool.trace import exec_data
-from ringtool.trace.events import Decoder, detail
+from ringtool.event import exec_data
+from ringtool.event.decode import Decoder
+from ringtool.event.detail import detail
+from ringtool.event.layout import load_layout
+from ringtool.export.wire import compact_rows, exec_min_len, expand_rows
 from ringtool.trace.filters import NameFilter, kernel_defines, resolve_cgroup
-from ringtool.trace.layout import load_layout
 from ringtool.trace.output_columns import format_event
 
 LAYOUT = load_layout()

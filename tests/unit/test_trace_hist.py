@@ -7,9 +7,9 @@ import io
 
 from rich.console import Console
 
-from ringtool.trace.events import Decoder
+from ringtool.event.decode import Decoder
+from ringtool.event.layout import load_layout
 from ringtool.trace.hist import format_log2, hist_lines, hist_records, slot_range, spark
-from ringtool.trace.layout import load_layout
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
 

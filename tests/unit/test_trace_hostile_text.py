@@ -14,11 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from ringtool.trace.events import Decoder, Event, cstr
-from ringtool.trace.layout import load_layout
+from ringtool.event.decode import Decoder, Event, cstr
+from ringtool.event.json_lines import printable_line
+from ringtool.event.layout import load_layout
+from ringtool.event.safe_text import printable
 from ringtool.trace.output_columns import ColumnOutput, format_event
-from ringtool.trace.output_json import JsonOutput, printable_line
-from ringtool.trace.safe_text import printable
+from ringtool.trace.output_json import JsonOutput
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ringtool.trace.events import Decoder, detail
-from ringtool.trace.layout import LayoutError, load_layout, parse_layout
+from ringtool.event.decode import Decoder
+from ringtool.event.detail import detail
+from ringtool.event.layout import LayoutError, load_layout, parse_layout
 
 
 def test_header_layout_offsets_and_sizes() -> None:

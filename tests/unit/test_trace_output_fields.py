@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ringtool.trace.events import Decoder, Event
-from ringtool.trace.fields import FIELD_NAMES
-from ringtool.trace.layout import load_layout
+from ringtool.event.decode import Decoder, Event
+from ringtool.event.fields import FIELD_NAMES
+from ringtool.event.layout import load_layout
 from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
 from ringtool.trace.output_json import JsonOutput
 from tests.unit.test_trace_batch_format import OFFSETS, SETTINGS, _array, record

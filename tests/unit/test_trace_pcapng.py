@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.errors import PcapngFormatError
-from ringtool.trace.pcap_sink import NetCapture, is_loopback
+from ringtool.trace.output_pcap import PcapSink, is_loopback
 from ringtool.trace.pcapng import Packet, PcapngWriter, read_pcapng
 
 FRAMES = [
@@ -154,7 +154,7 @@ def test_net_capture_keeps_one_copy_on_loopback(tmp_path: Path) -> None:
     lo = socket.if_nametoindex("lo")
     assert is_loopback("lo")
     missing = 1 + max(i for i, _ in socket.if_nameindex())  # no such interface: not loopback
-    cap = NetCapture.open(tmp_path / "c.pcapng", 96)
+    cap = PcapSink.open(tmp_path / "c.pcapng", 96)
     cap.write([_net_event(lo, "egress", pid=42), _net_event(lo, "ingress")])
     cap.write([_net_event(missing, "egress"), _net_event(missing, "ingress", pid=7)])
     cap.close()

@@ -7,9 +7,9 @@ import io
 import numpy as np
 from rich.console import Console
 
+from ringtool.event.decode import Decoder
+from ringtool.event.layout import load_layout
 from ringtool.trace import proctree
-from ringtool.trace.events import Decoder
-from ringtool.trace.layout import load_layout
 from ringtool.trace.proctree import ProcessTree
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui

@@ -7,7 +7,7 @@ from collections import deque
 import numpy as np
 import pytest
 
-from ringtool.trace.layout import load_layout
+from ringtool.event.layout import load_layout
 from ringtool.trace.stats import DROP_LOG, TraceStats, percentile_from_log2
 
 
@@ -66,7 +66,7 @@ def test_counts_rates_top_and_summary() -> None:
 
 
 def test_short_net_samples_are_counted_not_dropped_silently() -> None:
-    from ringtool.trace.events import Decoder
+    from ringtool.event.decode import Decoder
     from ringtool.trace.output_columns import format_summary
 
     lay = load_layout()

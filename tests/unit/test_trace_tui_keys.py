@@ -11,8 +11,8 @@ import pty
 import pytest
 from rich.console import Console
 
-from ringtool.trace.events import Decoder
-from ringtool.trace.layout import load_layout
+from ringtool.event.decode import Decoder
+from ringtool.event.layout import load_layout
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
 from ringtool.trace.tui_keys import KeyParser

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ringtool.errors import KernelFeatureError
-from ringtool.sources.tracepoints import (
+from ringtool.programs.tracepoints import (
     STRING_FIELDS,
     TpField,
     TracepointFormatError,

@@ -9,7 +9,7 @@ Loopback: a packet sent on a loopback device passes its egress hook and then, as
 same frame, its ingress hook. Both are real events (the JSON/columns/TUI outputs show
 both), but a capture file with both copies makes every TCP segment look retransmitted.
 So, as libpcap does for ``tcpdump -i lo``, the file keeps only the ingress copy of a
-loopback device's packets (:attr:`NetCapture.loopback_skipped` counts the others).
+loopback device's packets (:attr:`PcapSink.loopback_skipped` counts the others).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ringtool.errors import UsageError
+from ringtool.errors import RingtoolError, UsageError
+from ringtool.event.decode import Event
+from ringtool.event.safe_text import printable
 from ringtool.trace.pcapng import PcapngWriter
-from ringtool.trace.safe_text import printable
 
 #: ``IFF_LOOPBACK`` of ``/sys/class/net/IF/flags`` (linux/if.h).
 IFF_LOOPBACK = 0x8
@@ -44,17 +45,18 @@ def packet_comment(ev: Mapping[str, Any]) -> str:
     return f"cpu={ev['cpu']} {ev['dir']}{who}"
 
 
-class NetCapture:
+class PcapSink:
     """Net events -> a pcapng file (see the module doc). :meth:`open` refuses a file
     that cannot be written before tracing starts; :meth:`write` raises OSError."""
 
-    def __init__(self, writer: PcapngWriter) -> None:
+    def __init__(self, writer: PcapngWriter, path: Path | None = None) -> None:
         self.writer = writer
+        self.path = path
         self._ifaces: dict[int, tuple[str, bool]] = {}  # ifindex -> (name, loopback)
         self.loopback_skipped = 0
 
     @classmethod
-    def open(cls, path: Path, snaplen: int) -> NetCapture:
+    def open(cls, path: Path, snaplen: int) -> PcapSink:
         """A capture on ``path`` whose section header is already on disk (so a file
         that cannot be written, like /dev/full, is a UsageError naming --pcap)."""
         try:
@@ -68,7 +70,7 @@ class NetCapture:
             with contextlib.suppress(OSError):
                 f.close()
             raise UsageError(f"--pcap {path}: {exc.strerror}") from None
-        return cls(writer)
+        return cls(writer, path)
 
     def _iface(self, index: int) -> tuple[str, bool]:
         known = self._ifaces.get(index)
@@ -95,8 +97,24 @@ class NetCapture:
                 comment=packet_comment(ev), inbound=inbound,
             )  # fmt: skip
 
-    def close(self) -> None:
-        self.writer.close()
+    def publish(self, arr: object, net: list[Event]) -> None:
+        """The :class:`~ringtool.trace.sink.Sink` call: the batch's net events (a
+        write that fails is a RingtoolError naming --pcap)."""
+        if net:
+            try:
+                self.write(net)
+            except OSError as exc:
+                raise RingtoolError(f"--pcap {self.path}: {exc.strerror}") from None
+
+    def tick(self, stats: object) -> list[str]:
+        return []
+
+    def close(self, stats: object = None) -> None:
+        """Complete the file (RingtoolError naming --pcap when it cannot)."""
+        try:
+            self.writer.close()
+        except OSError as exc:
+            raise RingtoolError(f"--pcap {self.path}: {exc.strerror}") from None
 
 
-__all__ = ["IFF_LOOPBACK", "NetCapture", "is_loopback", "packet_comment"]
+__all__ = ["IFF_LOOPBACK", "PcapSink", "is_loopback", "packet_comment"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ringtool.errors import KernelFeatureError, RingtoolError
-from ringtool.sources.tracepoints import layout_choices, layout_defines
+from ringtool.programs.tracepoints import layout_choices, layout_defines
 
 BPF_DIR = Path(__file__).resolve().parents[2] / "bpf"
 
@@ -55,8 +55,8 @@ def compile_program(
 
     The tracepoint field layouts the file depends on are read from the running
     kernel's tracefs and added as ``-D`` constants
-    (:func:`ringtool.sources.tracepoints.layout_choices`; a
-    :class:`~ringtool.sources.tracepoints.TracepointFormatError` when they can't be);
+    (:func:`ringtool.programs.tracepoints.layout_choices`; a
+    :class:`~ringtool.programs.tracepoints.TracepointFormatError` when they can't be);
     an entry of ``defines`` with the same name overrides the kernel's choice."""
     bcc = import_bcc()
     path = BPF_DIR / filename

@@ -1,6 +1,6 @@
 """The event fields: the ONE spec of which record column each output field comes from.
 
-Every output (event dicts of :meth:`ringtool.trace.events.Decoder.decode`, JSON lines,
+Every output (event dicts of :meth:`ringtool.event.decode.Decoder.decode`, JSON lines,
 ``--no-tui`` columns, ``--csv``, ``--fields``) is built from this table, so a field
 added here appears in all of them. Imports nothing heavy: the CLI validates
 ``--fields`` against :data:`FIELD_NAMES` without loading numpy.
@@ -8,10 +8,10 @@ added here appears in all of them. Imports nothing heavy: the CLI validates
 A :class:`Field` names the output ``key``, the record ``column`` it is read from
 (a field of ``struct trace_event``; ``h.NAME`` for the common header) and its
 ``kind``, which says how the column becomes a value (see
-:mod:`ringtool.trace.batch` for the conversions):
+:mod:`ringtool.event.columns` for the conversions):
 
 * ``int``: the integer as is;
-* ``str``: a C string (:func:`ringtool.trace.events.cstr`: up to the first NUL,
+* ``str``: a C string (:func:`ringtool.event.decode.cstr`: up to the first NUL,
   non-UTF-8 bytes as ``\\xNN``);
 * ``time``: CLOCK_MONOTONIC ns to CLOCK_REALTIME seconds (float);
 * ``exit_code``: ``(column >> 8) & 0xFF`` when the record's ``aux`` is non-zero (the
@@ -20,7 +20,7 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
 * ``latency_us``: ns to µs, rounded to 0.1 (``round(ns / 1000, 1)``);
 * ``argv``: an exec's arguments, a list of strings (each as ``str``), from ``data``
   after the filename and the count in ``aux2``; ``None`` when argv was not read
-  (:mod:`ringtool.trace.exec_data`);
+  (:mod:`ringtool.event.exec_data`);
 * ``truncated``: ``True`` when the column (an exec's ``aux2``) has
   ``TRACE_ARGS_TRUNCATED`` set: more arguments were passed than the record holds;
 * ``low32``/``high32``: the column's low/high 32 bits (an exec's ``value`` is
@@ -28,7 +28,7 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
 
 Every event starts with ``type`` (its name), then :data:`COMMON`, then its type's
 :data:`BY_TYPE` fields, in this order. Net events are decoded per packet
-(:meth:`ringtool.trace.events.Decoder.decode_net`) into :data:`NET_KEYS`.
+(:meth:`ringtool.event.decode.Decoder.decode_net`) into :data:`NET_KEYS`.
 """
 
 from __future__ import annotations

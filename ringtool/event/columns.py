@@ -1,7 +1,7 @@
 """Column-wise decoding of a batch of ``struct trace_event`` records.
 
 A batch is split by event type with numpy masks (:func:`by_type`); each group's
-fields (:mod:`ringtool.trace.fields`) are converted a whole column at a time
+fields (:mod:`ringtool.event.fields`) are converted a whole column at a time
 (:func:`values`, :func:`json_texts`), and the outputs put the results back in array
 order. Per record, only the final line assembly is Python.
 
@@ -9,7 +9,7 @@ Strings (:func:`cstrings`) are cut at their first NUL with numpy (a record is
 reserved unzeroed, so bytes after the NUL are stale), joined into one buffer and
 decoded with one call; when every byte of the batch's strings is printable ASCII,
 the outputs skip their per-string escaping. The result equals
-:func:`ringtool.trace.events.cstr` of each element, always.
+:func:`ringtool.event.decode.cstr` of each element, always.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import orjson
 
-from ringtool.trace import exec_data
-from ringtool.trace.fields import Field
+from ringtool.event import exec_data
+from ringtool.event.fields import Field
 
 Array = np.ndarray[Any, Any]
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY

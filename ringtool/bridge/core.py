@@ -33,14 +33,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
 
+from ringtool.bridge.attach_server import DEFAULT_SOCKET, AttachInfo, AttachServer
 from ringtool.errors import KmesError
 from ringtool.kernel.cpus import possible_cpus
-from ringtool.kmes.attach_server import DEFAULT_SOCKET, AttachInfo, AttachServer
+from ringtool.kmes import layout as L
 from ringtool.kmes.boot import BOOT_CAPACITY, BootBuffer
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.config import DEFAULT_CONFIG, resolve_capacity
 from ringtool.kmes.writer import Writer
-from ringtool.protocol import kmes_layout as L
 
 _HS = L.HEADER_SIZE
 #: Seconds the bridge keeps re-storing a retired buffer's metadata after a resize.
@@ -130,7 +130,7 @@ class KmesBridge:
         #: ringtool.export.bridge_hook); None: nothing extra
         self.tap: Callable[[int, int, int, bytes], None] | None = None
         #: called by the attach server's thread with (pid, uid) of each consumer served
-        #: (``ringtool bridge``'s attach/detach lines: ringtool.kmes.consumers); set
+        #: (``ringtool bridge``'s attach/detach lines: ringtool.bridge.consumers); set
         #: before :meth:`start`
         self.on_attach: Callable[[int, int], None] | None = None
 

@@ -12,11 +12,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ringtool.trace.events import Event
+from ringtool.event.decode import Event
+from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
 
 
-class QuietOutput:
+class QuietOutput(OutputBase):
     """The runner's output protocol, printing only notes and the summary."""
 
     def __init__(self, stream: TextIO, err: TextIO | None = None) -> None:

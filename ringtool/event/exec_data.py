@@ -4,20 +4,20 @@
 ``argv[0]``, ``argv[1]``, ... as the process passed them, all within the field
 (``TRACE_DATA_LEN`` bytes, at most ``TRACE_MAXARG`` arguments). ``aux2`` is the
 number of arguments stored (``TRACE_ARGC_MASK``) with two flags, all defined in
-``bpf/trace_event.h`` and read from there (:mod:`ringtool.trace.layout`):
+``bpf/trace_event.h`` and read from there (:mod:`ringtool.event.layout`):
 
 * ``TRACE_ARGS_TRUNCATED``: the process passed more, or the last one stored is cut;
 * ``TRACE_ARGS_MISSING``: argv was not read (the exec began before tracing did, or
   the in-flight table was full); :func:`argv` is then ``None``.
 
 Arguments are bytes as the process gave them: decode them like every string field
-(:func:`ringtool.trace.events.cstr`) and show them on a terminal only through
-:func:`ringtool.trace.safe_text.printable`.
+(:func:`ringtool.event.decode.cstr`) and show them on a terminal only through
+:func:`ringtool.event.safe_text.printable`.
 """
 
 from __future__ import annotations
 
-from ringtool.trace.layout import load_layout
+from ringtool.event.layout import load_layout
 
 _C = load_layout().constants
 TRUNCATED: int = _C["TRACE_ARGS_TRUNCATED"]

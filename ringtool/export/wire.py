@@ -29,7 +29,7 @@ Bodies:
   them, one per event in sequence order, each ending in ``\\n`` (``bridge``: ``type``,
   ``ts``, ``cpu``, ``origin`` and the fields :mod:`ringtool.kmes.events` decodes).
 * ``rows/1``: the records as ``bpf/trace_event.h`` declares them (the numpy dtype of
-  :mod:`ringtool.trace.layout`: the single definition), ``count`` rows back to back,
+  :mod:`ringtool.event.layout`: the single definition), ``count`` rows back to back,
   each cut after ``Ringtool-Data-Len`` bytes of its last field ``data`` (a multiple
   of 8 that holds the batch's longest string and its NUL; the 8-byte words after the
   one holding a string's NUL are zeroed). A reader pads the rows back to the full
@@ -43,7 +43,6 @@ Reading them back: :mod:`ringtool.export.reading`.
 
 from __future__ import annotations
 
-import io
 import json
 import struct
 from dataclasses import dataclass
@@ -52,8 +51,8 @@ from typing import Any
 import numpy as np
 
 from ringtool.errors import ExportError
-from ringtool.trace.events import Decoder, Event
-from ringtool.trace.output_json import JsonOutput
+from ringtool.event.decode import Decoder, Event
+from ringtool.event.json_lines import batch_text
 
 JSONL = "jsonl/1"
 ROWS = "rows/1"
@@ -173,8 +172,8 @@ def compact_rows(arr: np.ndarray[Any, Any], min_len: Any = None) -> tuple[int, b
 
 def exec_min_len(arr: np.ndarray[Any, Any]) -> list[int]:
     """Per exec record of ``arr``: the bytes of ``data`` its filename and arguments use
-    (:func:`ringtool.trace.exec_data.used_len`)."""
-    from ringtool.trace.exec_data import used_len
+    (:func:`ringtool.event.exec_data.used_len`)."""
+    from ringtool.event.exec_data import used_len
 
     return [used_len(d, a) for d, a in zip(arr["data"].tolist(), arr["aux2"].tolist(), strict=True)]
 
@@ -194,9 +193,7 @@ def expand_rows(body: bytes, count: int, data_len: int, dtype: np.dtype[Any]) ->
 
 def json_lines(decoder: Decoder, arr: Any, net: list[Event]) -> bytes:
     """What ``trace --json`` prints for ``arr`` and ``net`` (its JsonOutput), as bytes."""
-    buf = io.StringIO()
-    JsonOutput(buf, decoder).batch(arr, net)
-    return buf.getvalue().encode()
+    return batch_text(decoder, arr, net, None).encode()
 
 
 class Encoder:

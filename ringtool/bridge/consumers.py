@@ -12,7 +12,7 @@ only opens the pidfd, while the peer's connection is still open, and appends to 
 deque); :meth:`ConsumerLog.poll` runs in the bridge's event loop and returns the lines.
 
 The process name comes from ``/proc/PID/comm``, which the process chooses: it goes
-through :func:`ringtool.trace.safe_text.printable` (no control characters or escape
+through :func:`ringtool.event.safe_text.printable` (no control characters or escape
 sequences reach the log). At most :data:`MAX_TRACKED` consumers hold a pidfd at once;
 beyond that a consumer is logged as untracked (no detach line), so a flood of
 attaching processes cannot exhaust the bridge's descriptors.
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringtool.errors import KernelFeatureError
+from ringtool.event.safe_text import printable
 from ringtool.kernel.pidfd import ProcessWatch
-from ringtool.trace.safe_text import printable
 
 #: Consumers watched (one pidfd each) at most.
 MAX_TRACKED = 256

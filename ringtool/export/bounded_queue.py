@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from ringtool.export.format import Batch
+from ringtool.export.wire import Batch
 
 
 class BoundedQueue:

@@ -13,7 +13,7 @@ bidi override, line or paragraph separator, surrogate or unassigned code point);
 other character is replaced by its Python escape (``\\x1b``, ``\\u202e``,
 ``\\U000e0001``). Printable text is returned unchanged (and fast: one C-level check).
 Bytes that were not UTF-8 never get here as such: trace records are decoded with
-``backslashreplace`` (:func:`ringtool.trace.events.cstr`), so they already read
+``backslashreplace`` (:func:`ringtool.event.decode.cstr`), so they already read
 ``\\xff``. JSON output does not use this: JSON escapes control characters itself.
 """
 

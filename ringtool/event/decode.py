@@ -17,28 +17,27 @@ then per type:
 Strings (``comm``, paths, names) are the process's bytes: UTF-8 where they are, and
 ``\\xNN`` (four characters) for each byte that is not (see :func:`cstr`). They may hold
 control characters and escape sequences: show them on a terminal only through
-:func:`ringtool.trace.safe_text.printable`.
+:func:`ringtool.event.safe_text.printable`.
 
-Which record column each field comes from is :mod:`ringtool.trace.fields` (the one
+Which record column each field comes from is :mod:`ringtool.event.fields` (the one
 spec every output follows); a batch is decoded a column at a time
-(:mod:`ringtool.trace.batch`), so it costs a few numpy operations per field plus one
+(:mod:`ringtool.event.columns`), so it costs a few numpy operations per field plus one
 dict per record.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import shlex
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ringtool.trace import batch
-from ringtool.trace.batch import cstr
-from ringtool.trace.fields import Field, fields_of
-from ringtool.trace.layout import TraceLayout
+from ringtool.event import columns as batch
+from ringtool.event.columns import cstr
+from ringtool.event.fields import Field, fields_of
+from ringtool.event.layout import TraceLayout
 
 Event = dict[str, Any]
 PROTOS = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmp6"}
@@ -71,7 +70,7 @@ class Decoder:
         return (ts_ns + self.offset_ns) / 1e9
 
     def values(self, rec: np.ndarray[Any, Any], f: Field) -> list[Any]:
-        """Field ``f`` (:mod:`ringtool.trace.fields`) of every record of ``rec``."""
+        """Field ``f`` (:mod:`ringtool.event.fields`) of every record of ``rec``."""
         return batch.values(rec, f, self.offset_ns, self.syscall_name)
 
     def decode(self, arr: np.ndarray[Any, Any]) -> list[Event]:
@@ -127,79 +126,4 @@ def addr(family: int, raw: bytes) -> str:
     return ""
 
 
-Columns = Mapping[str, list[Any]]
-
-
-def _rest_exec(c: Columns) -> list[str]:
-    """The arguments after argv[0] (execsnoop's ARGS; shell-quoted), `...` when cut,
-    then ppid and uid. An event without argv/uid (built by hand, or recorded before
-    exec had them) shows what it has."""
-    n = len(c["ppid"])
-    argvs, cuts, uids = (c.get(k, [None] * n) for k in ("argv", "argv_truncated", "uid"))
-    return [
-        ("" if args is None else "".join(" " + shlex.quote(a) for a in args[1:]))
-        + (" ..." if cut else "") + f" ppid={p}" + ("" if u is None else f" uid={u}")
-        for args, cut, p, u in zip(argvs, cuts, c["ppid"], uids, strict=True)
-    ]  # fmt: skip
-
-
-def _rest_open(c: Columns) -> list[str]:
-    return [f" = {r}" for r in c["ret"]]
-
-
-def _rest_exit(c: Columns) -> list[str]:
-    return [f"code={'?' if x is None else x} ppid={p}"
-            for x, p in zip(c["exit_code"], c["ppid"], strict=True)]  # fmt: skip
-
-
-def _rest_fork(c: Columns) -> list[str]:
-    return [f"child={p} ({n})" for p, n in zip(c["child_pid"], c["child_comm"], strict=True)]
-
-
-def _rest_syscall(c: Columns) -> list[str]:
-    return [f"{s} {lat / 1000:.1f} ms = {r}"
-            for s, lat, r in zip(c["syscall"], c["latency_us"], c["ret"], strict=True)]  # fmt: skip
-
-
-def _rest_net(c: Columns) -> list[str]:
-    return [
-        f"{d[:3]} {proto} {src}:{sport} > {dst}:{dport} len={n}"
-        for d, proto, src, sport, dst, dport, n in zip(
-            c["dir"], c["proto"], c["src"], c["sport"], c["dst"], c["dport"], c["len"],
-            strict=True,
-        )
-    ]  # fmt: skip
-
-
-#: Per type: the key of its file name (None: no file name), the rest of its detail,
-#: built from columns of field values (one list per key) so that a batch formats a
-#: whole column at once (:func:`detail_split` runs the same code for one event), and
-#: the keys the rest reads (a batch where they are all constant builds it once).
-DETAIL: dict[str, tuple[str | None, Callable[[Columns], list[str]], tuple[str, ...]]] = {
-    "exec": ("filename", _rest_exec, ("argv", "argv_truncated", "ppid", "uid")),
-    "open": ("path", _rest_open, ("ret",)),
-    "exit": (None, _rest_exit, ("exit_code", "ppid")),
-    "fork": (None, _rest_fork, ("child_pid", "child_comm")),
-    "syscall": (None, _rest_syscall, ("syscall", "latency_us", "ret")),
-    "net": (None, _rest_net, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
-}
-
-
-def detail_split(ev: Event) -> tuple[str, str]:
-    """The event's type-specific part as ``(path, rest)``: the file name of an exec or
-    open (``""`` for other types) and what follows it; :func:`detail` is the two
-    joined. A column output that must cut keeps the end of ``path`` and all of
-    ``rest``, and cuts other details at their end (their start says the most)."""
-    spec = DETAIL.get(ev["type"])
-    if spec is None:
-        return "", ""
-    path_key, rest, _ = spec
-    return (ev[path_key] if path_key else ""), rest({k: [v] for k, v in ev.items()})[0]
-
-
-def detail(ev: Event) -> str:
-    """A one-line human description of the event's type-specific part."""
-    return "".join(detail_split(ev))
-
-
-__all__ = ["DETAIL", "PROTOS", "Decoder", "Event", "addr", "cstr", "detail", "detail_split"]
+__all__ = ["PROTOS", "Decoder", "Event", "addr", "cstr"]

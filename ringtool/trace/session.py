@@ -19,7 +19,7 @@ the other sources compile and the output starts: a drop counted is a real one.
 
 Constants (filters, sizes, the group's map fds) reach the C code as ``-D`` cflags;
 the loader adds the running kernel's tracepoint field layouts
-(:mod:`ringtool.sources.tracepoints`).
+(:mod:`ringtool.programs.tracepoints`).
 """
 
 from __future__ import annotations
@@ -28,94 +28,21 @@ import os
 import select
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ringtool.errors import ArgumentError, RingtoolError
+from ringtool.errors import RingtoolError
+from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
-from ringtool.merge import u64_at
+from ringtool.programs.loader import attach_programs, compile_program, detach_all
 from ringtool.readers.ringbuf import RingBuffer
-from ringtool.readers.ringbuf_group import RingBufGroup, merge_rings
-from ringtool.sources.loader import attach_programs, compile_program, detach_all
-from ringtool.trace.filters import CgroupFilter, kernel_defines
-from ringtool.trace.layout import TraceLayout
+from ringtool.readers.ringbuf_group import RingBufGroup
+from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
+from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
+from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.pacing import BatchPacer
-
-#: RINGBUF sources: name -> BPF file.
-RING_SOURCES = {"exec": "trace_exec.c", "open": "trace_open.c", "syscalls": "trace_syscalls.c"}
-ALL_EVENTS = ("exec", "open", "syscalls", "net")
-PAGE = 4096
-
-
-@dataclass(frozen=True)
-class TraceOptions:
-    """What to trace. ``events`` ⊆ :data:`ALL_EVENTS`; ``pid``/``comm`` filter in the
-    kernel; ``buffer_pages`` per CPU ring (power of two); ``slow_ms`` threshold of
-    slow-syscall events; ``iface``/``snaplen`` for ``net``.
-
-    ``wakeup_fill``: adaptive wakeups (bpf/percpu_ringbuf.h, rt_pcpu_submit): a record
-    wakes the reader only once its CPU's ring is at least this full (0 < f <= 1);
-    below that the reader polls, :meth:`TraceSession.wait` returning at least every
-    ``max_latency_s``, which bounds how late a record is read. ``None``: the kernel's
-    default (a wakeup for about every record while the reader keeps up)."""
-
-    events: tuple[str, ...] = ("exec", "open", "syscalls")
-    pid: int | None = None
-    comm: str | None = None
-    #: in-kernel filters of :mod:`ringtool.trace.filters`: ``-t``, ``-u``, ``--cgroup``,
-    #: ``-x`` (open: failed calls only)
-    tid: int | None = None
-    uid: int | None = None
-    cgroup: CgroupFilter | None = None
-    failed_only: bool = False
-    buffer_pages: int = 64
-    slow_ms: float = 100.0
-    iface: str | None = None
-    snaplen: int = 96
-    perf_pages: int = 8
-    wakeup_fill: float | None = 0.25
-    max_latency_s: float = 0.05
-
-
-def comm_words(comm: str) -> tuple[int, int]:
-    """The kernel's 16-byte comm (at most 15 bytes + NUL) as two little-endian u64s."""
-    raw = comm.encode()[:15].ljust(16, b"\0")
-    return int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")
-
-
-def filter_defines(opts: TraceOptions, self_pid: int) -> dict[str, int | str]:
-    """The ``-D`` filter constants of bpf/trace_event.h for ``opts``."""
-    out: dict[str, int | str] = {"TRACE_SELF_PID": self_pid}
-    if opts.pid is not None:
-        out["TRACE_FILTER_PID"] = opts.pid
-    if opts.comm:
-        lo, hi = comm_words(opts.comm)
-        out["TRACE_FILTER_COMM_LO"] = f"{lo:#x}ULL"
-        out["TRACE_FILTER_COMM_HI"] = f"{hi:#x}ULL"
-    out.update(kernel_defines(tid=opts.tid, uid=opts.uid, cgroup=opts.cgroup,
-                              failed_only=opts.failed_only))  # fmt: skip
-    return out
-
-
-def wakeup_bytes(ring_bytes: int, fill: float) -> int:
-    """The bytes in a ring of ``ring_bytes`` from which records wake the reader
-    (``fill`` of it, at least 1); :class:`ArgumentError` unless 0 < fill <= 1."""
-    if not 0 < fill <= 1:
-        raise ArgumentError(f"wakeup_fill must be in (0, 1], not {fill!r}")
-    return max(1, int(ring_bytes * fill))
-
-
-def _defines_of(cflags: list[str]) -> dict[str, int | str]:
-    """``-DKEY=VALUE`` flags as a dict (the loader adds ``-I`` itself)."""
-    out: dict[str, int | str] = {}
-    for flag in cflags:
-        if flag.startswith("-D") and "=" in flag:
-            key, value = flag[2:].split("=", 1)
-            out[key] = value
-    return out
 
 
 class TraceSession:
@@ -162,7 +89,7 @@ class TraceSession:
         defines = {**filter_defines(opts, os.getpid()), **self.layout.size_defines()}
         if ring_names:
             self.group = RingBufGroup(cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE)
-            defines.update(_defines_of(self.group.cflags()))
+            defines.update(defines_of(self.group.cflags()))
             defines["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
             if opts.wakeup_fill is not None:
                 ring = opts.buffer_pages * PAGE
@@ -359,30 +286,6 @@ class TraceSession:
         self.group = None
 
 
-class OrderedReader:
-    """Reads the per-CPU rings merged by ``h.ts`` (offset 0 of every record) with
-    :func:`ringtool.readers.ringbuf_group.merge_rings`; with ``window_us`` a reorder
-    window holds events that long (released by the monotonic clock, which is
-    ``bpf_ktime_get_ns``'s)."""
-
-    def __init__(self, rb: RingBuffer, dtype: np.dtype[Any], window_us: float | None) -> None:
-        self.dtype = dtype
-        self.window = window_us is not None
-        rings = [rb.ring(i) for i in range(rb.ring_cnt)]
-        self.merger: Any = merge_rings(rings, u64_at(0), window_us=window_us)
-
-    def read(self, limit: int = 65536, *, final: bool = False) -> np.ndarray[Any, Any]:
-        """The next records in timestamp order (at most ``limit``, all at ``final``)."""
-        if self.window:
-            self.merger.advance(time.monotonic_ns())
-        items = self.merger.take(limit)
-        if final and self.window:
-            items.extend(self.merger.flush())
-        if not items:
-            return np.empty(0, dtype=self.dtype)
-        return np.frombuffer(b"".join(p for _, p in items), dtype=self.dtype)
-
-
 def _hists(table: Any, pid: int | None = None) -> dict[int, dict[int, int]]:
     """A BCC hash of ``[pid << 32 |] nr << 8 | slot -> count`` as nr -> {slot: count}
     (with ``pid``: only its keys)."""
@@ -401,4 +304,4 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-__all__ = ["ALL_EVENTS", "RING_SOURCES", "TraceOptions", "TraceSession", "comm_words"]
+__all__ = ["ALL_EVENTS", "RING_SOURCES", "TraceOptions", "TraceSession"]

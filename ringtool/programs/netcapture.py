@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from ringtool.errors import RingtoolError
-from ringtool.sources.loader import compile_program, load_function
+from ringtool.programs.loader import compile_program, load_function
 
 # struct capture_event in bpf/net_capture.c: u32 magic, ifindex, pkt_len, captured; u64 ts.
 CAPTURE_EVENT = struct.Struct("<IIIIQ")

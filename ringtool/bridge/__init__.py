@@ -1,0 +1,1 @@
+"""The KMES bridge service: the loop, the attach server, consumer tracking."""

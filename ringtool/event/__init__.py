@@ -1,0 +1,1 @@
+"""The trace event schema: layout, fields, decoding, columns, text safety."""

@@ -1,0 +1,88 @@
+"""The one-line text of an event's type-specific part, shared by the column output,
+the CSV/fields tables and the dashboard: built a column at a time for a batch
+(:data:`DETAIL`), or for one event (:func:`detail_split`, :func:`detail`)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ringtool.event.decode import Event
+
+Columns = Mapping[str, list[Any]]
+
+
+def _rest_exec(c: Columns) -> list[str]:
+    """The arguments after argv[0] (execsnoop's ARGS; shell-quoted), `...` when cut,
+    then ppid and uid. An event without argv/uid (built by hand, or recorded before
+    exec had them) shows what it has."""
+    n = len(c["ppid"])
+    argvs, cuts, uids = (c.get(k, [None] * n) for k in ("argv", "argv_truncated", "uid"))
+    return [
+        ("" if args is None else "".join(" " + shlex.quote(a) for a in args[1:]))
+        + (" ..." if cut else "") + f" ppid={p}" + ("" if u is None else f" uid={u}")
+        for args, cut, p, u in zip(argvs, cuts, c["ppid"], uids, strict=True)
+    ]  # fmt: skip
+
+
+def _rest_open(c: Columns) -> list[str]:
+    return [f" = {r}" for r in c["ret"]]
+
+
+def _rest_exit(c: Columns) -> list[str]:
+    return [f"code={'?' if x is None else x} ppid={p}"
+            for x, p in zip(c["exit_code"], c["ppid"], strict=True)]  # fmt: skip
+
+
+def _rest_fork(c: Columns) -> list[str]:
+    return [f"child={p} ({n})" for p, n in zip(c["child_pid"], c["child_comm"], strict=True)]
+
+
+def _rest_syscall(c: Columns) -> list[str]:
+    return [f"{s} {lat / 1000:.1f} ms = {r}"
+            for s, lat, r in zip(c["syscall"], c["latency_us"], c["ret"], strict=True)]  # fmt: skip
+
+
+def _rest_net(c: Columns) -> list[str]:
+    return [
+        f"{d[:3]} {proto} {src}:{sport} > {dst}:{dport} len={n}"
+        for d, proto, src, sport, dst, dport, n in zip(
+            c["dir"], c["proto"], c["src"], c["sport"], c["dst"], c["dport"], c["len"],
+            strict=True,
+        )
+    ]  # fmt: skip
+
+
+#: Per type: the key of its file name (None: no file name), the rest of its detail,
+#: built from columns of field values (one list per key) so that a batch formats a
+#: whole column at once (:func:`detail_split` runs the same code for one event), and
+#: the keys the rest reads (a batch where they are all constant builds it once).
+DETAIL: dict[str, tuple[str | None, Callable[[Columns], list[str]], tuple[str, ...]]] = {
+    "exec": ("filename", _rest_exec, ("argv", "argv_truncated", "ppid", "uid")),
+    "open": ("path", _rest_open, ("ret",)),
+    "exit": (None, _rest_exit, ("exit_code", "ppid")),
+    "fork": (None, _rest_fork, ("child_pid", "child_comm")),
+    "syscall": (None, _rest_syscall, ("syscall", "latency_us", "ret")),
+    "net": (None, _rest_net, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
+}
+
+
+def detail_split(ev: Event) -> tuple[str, str]:
+    """The event's type-specific part as ``(path, rest)``: the file name of an exec or
+    open (``""`` for other types) and what follows it; :func:`detail` is the two
+    joined. A column output that must cut keeps the end of ``path`` and all of
+    ``rest``, and cuts other details at their end (their start says the most)."""
+    spec = DETAIL.get(ev["type"])
+    if spec is None:
+        return "", ""
+    path_key, rest, _ = spec
+    return (ev[path_key] if path_key else ""), rest({k: [v] for k, v in ev.items()})[0]
+
+
+def detail(ev: Event) -> str:
+    """A one-line human description of the event's type-specific part."""
+    return "".join(detail_split(ev))
+
+
+__all__ = ["DETAIL", "Columns", "detail", "detail_split"]

@@ -1,0 +1,45 @@
+"""What ``ringtool trace`` traces: the sources and the filters, as the CLI parsed them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ringtool.trace.filters import CgroupFilter
+
+#: RINGBUF sources: name -> BPF file.
+RING_SOURCES = {"exec": "trace_exec.c", "open": "trace_open.c", "syscalls": "trace_syscalls.c"}
+ALL_EVENTS = ("exec", "open", "syscalls", "net")
+PAGE = 4096
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """What to trace. ``events`` ⊆ :data:`ALL_EVENTS`; ``pid``/``comm`` filter in the
+    kernel; ``buffer_pages`` per CPU ring (power of two); ``slow_ms`` threshold of
+    slow-syscall events; ``iface``/``snaplen`` for ``net``.
+
+    ``wakeup_fill``: adaptive wakeups (bpf/percpu_ringbuf.h, rt_pcpu_submit): a record
+    wakes the reader only once its CPU's ring is at least this full (0 < f <= 1);
+    below that the reader polls, :meth:`TraceSession.wait` returning at least every
+    ``max_latency_s``, which bounds how late a record is read. ``None``: the kernel's
+    default (a wakeup for about every record while the reader keeps up)."""
+
+    events: tuple[str, ...] = ("exec", "open", "syscalls")
+    pid: int | None = None
+    comm: str | None = None
+    #: in-kernel filters of :mod:`ringtool.trace.filters`: ``-t``, ``-u``, ``--cgroup``,
+    #: ``-x`` (open: failed calls only)
+    tid: int | None = None
+    uid: int | None = None
+    cgroup: CgroupFilter | None = None
+    failed_only: bool = False
+    buffer_pages: int = 64
+    slow_ms: float = 100.0
+    iface: str | None = None
+    snaplen: int = 96
+    perf_pages: int = 8
+    wakeup_fill: float | None = 0.25
+    max_latency_s: float = 0.05
+
+
+__all__ = ["ALL_EVENTS", "PAGE", "RING_SOURCES", "TraceOptions"]

@@ -1,0 +1,111 @@
+"""Which output and which sinks a trace run gets, from its :class:`RunConfig`."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from ringtool.event.decode import Decoder
+from ringtool.trace.sink import Output, Sink
+from ringtool.trace.stats import TraceStats
+
+if TYPE_CHECKING:
+    from ringtool.export.trace_hook import HookOptions
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How to run: ``mode`` is ``json``, ``csv``, ``columns``, ``quiet`` or ``tui``;
+    ``duration`` in seconds (None: until Ctrl-C); ``ordered``/``window_us`` merge the
+    per-CPU rings by timestamp; ``pcap`` writes net packets as pcapng; ``kmes``
+    publishes events to a KMES bridge socket; ``width`` is the line width of
+    ``columns``."""
+
+    mode: str = "columns"
+    duration: float | None = None
+    interval: float = 1.0
+    ordered: bool = False
+    window_us: float | None = None
+    pcap: Path | None = None
+    kmes: str | None = None
+    #: ``columns``: cut lines to this many characters (None: never cut)
+    width: int | None = 80
+    #: ``--hist``: each syscall's latency histogram after the summary
+    hist: bool = False
+    #: ``--export``/``--metrics``, or None
+    export: HookOptions | None = None
+    #: ``-n``: the pattern the comm must match (user space, after the ring:
+    #: :class:`ringtool.trace.filters.NameFilter`), or None
+    name: re.Pattern[str] | None = None
+    #: ``--fields``: the event fields to output, in this order (json, csv, columns)
+    fields: tuple[str, ...] | None = None
+
+
+def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
+    """The output ``cfg.mode`` names, writing to ``stream`` (the TUI: the terminal)."""
+    if cfg.mode == "json":
+        from ringtool.trace.output_json import JsonOutput
+
+        return JsonOutput(stream, decoder, cfg.fields)
+    if cfg.mode == "csv" or (cfg.mode == "columns" and cfg.fields):
+        from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
+
+        if cfg.mode == "csv":
+            return CsvOutput(stream, decoder, cfg.fields)
+        return FieldColumnOutput(stream, decoder, cfg.fields or (), width=cfg.width)
+    if cfg.mode == "quiet":
+        from ringtool.trace.output_quiet import QuietOutput
+
+        return QuietOutput(stream)
+    if cfg.mode == "tui":
+        from ringtool.trace.tui import TraceTui
+
+        return TraceTui(decoder, interval=cfg.interval)
+    from ringtool.trace.output_columns import ColumnOutput
+
+    return ColumnOutput(stream, decoder, width=cfg.width)
+
+
+def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> list[Sink]:
+    """The sinks ``cfg`` asks for, opened before the sources load (a ``--pcap`` that
+    cannot be created is a :class:`~ringtool.errors.UsageError` naming the flag). On an
+    error the ones already open are closed."""
+    sinks: list[Sink] = []
+    try:
+        if cfg.export is not None and cfg.export.wanted:
+            from ringtool.export.trace_hook import TraceHook
+
+            sinks.append(TraceHook(cfg.export, decoder, ncpu))
+        if cfg.pcap is not None:
+            from ringtool.trace.output_pcap import PcapSink
+
+            sinks.append(PcapSink.open(cfg.pcap, snaplen))
+        if cfg.kmes is not None:
+            from ringtool.trace.kmes_sink import KmesSink
+
+            sinks.append(KmesSink(cfg.kmes))
+    except BaseException:
+        for sink in sinks:
+            with contextlib.suppress(Exception):
+                sink.close(None)
+        raise
+    return sinks
+
+
+def close_sinks(sinks: list[Sink], stats: TraceStats | None) -> None:
+    """Close every sink once (the list is emptied), in order; the first error is
+    raised after all were closed."""
+    first: BaseException | None = None
+    while sinks:
+        try:
+            sinks.pop(0).close(stats)
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
+
+
+__all__ = ["RunConfig", "close_sinks", "make_output", "open_sinks"]

@@ -1,0 +1,86 @@
+"""The two interfaces of the trace loop's consumers of records.
+
+An :class:`Output` is what the user watches (JSON lines, CSV, columns, the dashboard,
+or nothing but a summary); a run has exactly one. A :class:`Sink` is where records go
+besides (``--pcap``, ``--kmes``, ``--export``/``--metrics``); a run has any number.
+The loop (:mod:`ringtool.trace.runner`) calls both in this order: ``open`` (outputs),
+``start``, then per batch ``batch`` / ``publish`` with the same records, per interval
+``tick`` (sinks, whose notes go to the output) and ``stats``, and at the end ``close``
+(sinks first, so their final counts are in the summary) and ``summary``.
+
+``Records`` is a numpy structured array of ``bpf/trace_event.h``'s ``struct
+trace_event`` (:mod:`ringtool.event.layout`); it is valid only during the call (the
+loop reuses nothing, but a sink that keeps records must copy them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from ringtool.event.decode import Event
+from ringtool.trace.stats import TraceStats
+
+#: A batch of trace records (see the module doc).
+Records = np.ndarray[Any, Any]
+
+
+class Output(Protocol):
+    """What the user watches. ``input_fd`` is a file descriptor the loop waits on for
+    keys (-1: none; then :meth:`handle_input` is never called); ``drill_pid`` the
+    process the user drilled into (None: none), whose syscalls the loop also counts per
+    process."""
+
+    @property
+    def input_fd(self) -> int: ...
+    @property
+    def drill_pid(self) -> int | None: ...
+    def open(self) -> None: ...
+    def close(self) -> None: ...
+    def start(self, sources: list[str], notes: list[str]) -> None: ...
+    def batch(self, arr: Records, net: list[Event]) -> None: ...
+    def stats(self, stats: TraceStats) -> None: ...
+    def summary(self, stats: TraceStats) -> None: ...
+    def note(self, text: str) -> None: ...
+    def handle_input(self) -> bool:
+        """Read the pending keys; True when the user asked to quit."""
+        ...
+
+
+class OutputBase:
+    """Defaults for outputs that read no keys and have no terminal to set up."""
+
+    @property
+    def input_fd(self) -> int:
+        return -1
+
+    @property
+    def drill_pid(self) -> int | None:
+        return None
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def handle_input(self) -> bool:
+        return False
+
+
+class Sink(Protocol):
+    """Where records go besides the output. :meth:`publish` may raise
+    :class:`~ringtool.errors.RingtoolError` (the trace ends with its message);
+    :meth:`close` is called once, with the final stats (None when the run failed
+    before it had any), and may raise the same for a write it could not complete."""
+
+    def publish(self, arr: Records, net: list[Event]) -> None: ...
+    def tick(self, stats: TraceStats) -> list[str]:
+        """Once per interval, after the kernel counters were taken: notes to show."""
+        ...
+
+    def close(self, stats: TraceStats | None) -> None: ...
+
+
+__all__ = ["Output", "OutputBase", "Records", "Sink"]
