@@ -27,6 +27,8 @@ lint: setup
 	$(VENV)/bin/ruff check ringtool tests
 	$(VENV)/bin/ruff format --check ringtool tests
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/check_architecture.py
 
 bench: setup
 	$(VENV)/bin/ringtool bench all $(ARGS)

@@ -34,16 +34,16 @@ import struct
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from ringtool.errors import KmesAttachError, RingtoolError
+from ringtool.kmes.attach_protocol import (
+    FDS_PER_CPU,
+    PROTOCOL_VERSION,
+    REQUEST,
+    AttachInfo,
+)
 
-DEFAULT_SOCKET = "/run/ringtool/kmes.sock"
-PROTOCOL_VERSION = 2
-FDS_PER_CPU = 2  # meta, data
-REQUEST = b"ATTACH\n"
-SCM_MAX_FD = 253  # the kernel's limit of descriptors in one SCM_RIGHTS message
 FD_CHUNK = 252  # descriptors per sendmsg: <= SCM_MAX_FD, even (whole CPUs)
 CHUNK_FILLER = b" "  # the payload of every sendmsg after the first
 BACKLOG = 512
@@ -51,18 +51,6 @@ MAX_HANDSHAKES = 1024  # connections waiting for their request line
 HANDSHAKE_TIMEOUT = 2.0  # seconds, for the whole exchange
 SEND_TIMEOUT = 0.5  # seconds a reply may block (it fits in the socket buffer)
 _UCRED = struct.Struct("iII")  # struct ucred: pid, uid, gid
-
-
-@dataclass(frozen=True, slots=True)
-class AttachInfo:
-    """What the server hands out. ``fds`` are ``FDS_PER_CPU`` fresh descriptors per CPU
-    (meta0, data0, meta1, data1, ...) that the server closes once sent, so the provider
-    may close its own at any time."""
-
-    cpus: list[int]
-    fds: list[int]
-    capacity: int
-    generation: int
 
 
 def _peer_groups(pid: int) -> set[int]:

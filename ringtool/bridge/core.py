@@ -33,10 +33,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
 
-from ringtool.bridge.attach_server import DEFAULT_SOCKET, AttachInfo, AttachServer
+from ringtool.bridge.attach_server import AttachServer
 from ringtool.errors import KmesError
 from ringtool.kernel.cpus import possible_cpus
 from ringtool.kmes import layout as L
+from ringtool.kmes.attach_protocol import DEFAULT_SOCKET, AttachInfo
 from ringtool.kmes.boot import BOOT_CAPACITY, BootBuffer
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.config import DEFAULT_CONFIG, resolve_capacity

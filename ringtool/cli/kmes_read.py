@@ -27,11 +27,11 @@ from typing import Any, TextIO
 
 from ringtool.cli.validate import socket_path
 from ringtool.errors import KmesBridgeDiedError, KmesError, RingtoolError
+from ringtool.event.kmes_types import TracePayloads
 from ringtool.kmes.attach import DEFAULT_SOCKET, attach, attach_new
 from ringtool.kmes.events import decode
 from ringtool.kmes.layout import ORIGINS, Event
 from ringtool.kmes.reader import Reader, ReaderStats, wait_any
-from ringtool.trace.kmes_sink import TracePayloads
 
 DESCRIPTION = """\
 Attach to a running 'ringtool bridge' and print its events: every CPU's buffer is

@@ -35,7 +35,7 @@ def cstr(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
 
 
-class Group(NamedTuple):
+class TypeGroup(NamedTuple):
     """The records of one event type: ``name``, their ``positions`` in the batch
     (``None``: the whole batch, in order) and the records."""
 
@@ -56,7 +56,7 @@ class Texts(NamedTuple):
     same: bool = False
 
 
-def by_type(arr: Array, types: dict[int, str]) -> list[Group]:
+def by_type(arr: Array, types: dict[int, str]) -> list[TypeGroup]:
     """The batch split by ``h.type`` (``types`` names the codes; an unknown code is
     named by its number), in order of type code."""
     if len(arr) == 0:
@@ -64,16 +64,16 @@ def by_type(arr: Array, types: dict[int, str]) -> list[Group]:
     t = arr["h"]["type"]
     first = t[0]
     if (t == first).all():
-        return [Group(types.get(int(first), str(int(first))), None, arr)]
+        return [TypeGroup(types.get(int(first), str(int(first))), None, arr)]
     out = []
     for code in np.unique(t).tolist():
         positions = np.flatnonzero(t == code)
-        out.append(Group(types.get(code, str(code)), positions, arr.take(positions)))
+        out.append(TypeGroup(types.get(code, str(code)), positions, arr.take(positions)))
     return out
 
 
 def in_array_order(
-    arr: Array, types: dict[int, str], lines: Callable[[Group], list[str]]
+    arr: Array, types: dict[int, str], lines: Callable[[TypeGroup], list[str]]
 ) -> list[str]:
     """``lines(group)`` for each type group of ``arr`` (:func:`by_type`), put back in
     array order: one output line per record."""
@@ -203,8 +203,8 @@ def float_texts(x: Array) -> list[str]:
 
 
 __all__ = [
-    "Group",
     "Texts",
+    "TypeGroup",
     "by_type",
     "column",
     "cstr",

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.event.columns import (
-    Group,
+    TypeGroup,
     column,
     cstrings,
     float_texts,
@@ -94,7 +94,7 @@ def _texts(decoder: Decoder, rec: np.ndarray[Any, Any], f: Field) -> tuple[list[
     return (jsons[0] if jsons.count(jsons[0]) == len(jsons) else jsons), False
 
 
-def group_lines(decoder: Decoder, g: Group, keys: Sequence[str] | None) -> list[str]:
+def group_lines(decoder: Decoder, g: TypeGroup, keys: Sequence[str] | None) -> list[str]:
     """The JSON lines of one type's records (``keys``: only these, in this order); a
     field with one value for all of them is part of the constant text."""
     n = len(g.rec)

@@ -41,7 +41,7 @@ from ringtool.export.reading import DecoderCache, Received, decode, event_ts_ns
 FETCH = 256
 
 
-class _Lost(Exception):
+class _FetchConnectionLost(Exception):
     """The connection closed under the fetch loop."""
 
 
@@ -63,7 +63,7 @@ class CollectConfig:
     timestamps: bool = False
 
 
-class View(Protocol):
+class CollectView(Protocol):
     """What the collector drives: the fleet table, JSON lines or the merged events."""
 
     def message(self, rec: Received) -> None: ...
@@ -74,7 +74,7 @@ class View(Protocol):
 class Collector:
     """See the module doc. ``stop()`` may be called from a signal handler."""
 
-    def __init__(self, cfg: CollectConfig, view: View) -> None:
+    def __init__(self, cfg: CollectConfig, view: CollectView) -> None:
         self.cfg = cfg
         self.view = view
         self.fleet = Fleet()
@@ -132,7 +132,7 @@ class Collector:
                                f"{time.monotonic() - down_since:.1f} s")  # fmt: skip
                 self._connected, backoff, down_since = True, BACKOFF_MIN_S, None
                 await self._loop(nc, psub)
-            except _Lost:
+            except _FetchConnectionLost:
                 if down_since is None:
                     down_since = time.monotonic()
                     self._note(f"lost the connection to {url}; reconnecting with backoff "
@@ -155,7 +155,7 @@ class Collector:
 
     async def _bind(self, nc: Any, *, first: bool) -> Any:
         """The durable pull consumer; ExportError on the first connection (a missing
-        stream is the user's to fix), :class:`_Lost` after a reconnect (JetStream may
+        stream is the user's to fix), :class:`_FetchConnectionLost` after a reconnect (JetStream may
         still be starting)."""
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
@@ -172,10 +172,10 @@ class Collector:
         except Exception as exc:
             if first:
                 raise ExportError(f"stream {self.cfg.stream}: {describe_error(exc)}") from None
-            raise _Lost from exc
+            raise _FetchConnectionLost from exc
 
     async def _loop(self, nc: Any, psub: Any) -> None:
-        """Fetch, hand to the view, acknowledge; :class:`_Lost` when the connection
+        """Fetch, hand to the view, acknowledge; :class:`_FetchConnectionLost` when the connection
         closes (messages not yet acknowledged come again: at least once)."""
         from nats.errors import TimeoutError as NatsTimeout
 
@@ -187,7 +187,7 @@ class Collector:
                 msgs = []
             except Exception as exc:
                 if nc.is_closed or not nc.is_connected:
-                    raise _Lost from exc
+                    raise _FetchConnectionLost from exc
                 raise
             for msg in msgs:
                 self._take(msg)
@@ -195,7 +195,7 @@ class Collector:
                 try:
                     await msgs[-1].ack()
                 except Exception as exc:
-                    raise _Lost from exc
+                    raise _FetchConnectionLost from exc
             if time.monotonic() >= self._next_tick or (not msgs and self.cfg.drain):
                 await self._backlog(psub)
                 self.fleet.tick()
@@ -204,7 +204,7 @@ class Collector:
                 if self.cfg.drain and not msgs and self.fleet.pending == 0:
                     self._done = True
             if nc.is_closed:
-                raise _Lost
+                raise _FetchConnectionLost
 
     async def _backlog(self, psub: Any) -> None:
         """The consumer's backlog into ``fleet.pending``; ExportError when the stream or
@@ -246,4 +246,4 @@ def _last_ts(rec: Received) -> list[int]:
         return []
 
 
-__all__ = ["CollectConfig", "Collector", "View"]
+__all__ = ["CollectConfig", "CollectView", "Collector"]

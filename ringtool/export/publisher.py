@@ -55,7 +55,7 @@ WINDOW = 64
 ACK_TIMEOUT_S = 5.0
 
 
-class _Lost(Exception):
+class _PumpConnectionLost(Exception):
     """The connection closed under the pump."""
 
 
@@ -202,7 +202,7 @@ class Publisher:
             self.connected = True
             try:
                 await self._pump(nc)
-            except _Lost:
+            except _PumpConnectionLost:
                 down_since = time.monotonic()
                 if not self._draining_over():
                     self.on_note(f"export: lost the connection to {self._url}; reconnecting "
@@ -220,17 +220,18 @@ class Publisher:
             await asyncio.wait_for(self._wake.wait(), timeout=seconds)
 
     async def _pump(self, nc: Any) -> None:
-        """Publish until drained at stop; raises :class:`_Lost` on a closed connection."""
+        """Publish until drained at stop; raises :class:`_PumpConnectionLost` on a closed
+        connection."""
         inbox = AckInbox(nc, self._answer)
         try:
             await inbox.start()
         except Exception as exc:
-            raise _Lost from exc
+            raise _PumpConnectionLost from exc
         assert self._wake is not None
         while True:
             self._wake.clear()
             if nc.is_closed or not nc.is_connected:
-                raise _Lost
+                raise _PumpConnectionLost
             while self.ledger.in_flight < WINDOW:
                 msg = self._next_message()
                 if msg is None:
@@ -239,7 +240,7 @@ class Publisher:
                     await inbox.publish(msg.msg_id, msg.subject, msg.body, msg.headers)
                 except Exception as exc:
                     self.ledger.unsent(msg)
-                    raise _Lost from exc
+                    raise _PumpConnectionLost from exc
                 self.ledger.sent(msg, time.monotonic())
             if self._stats:
                 with contextlib.suppress(Exception):  # best effort: a newer one follows

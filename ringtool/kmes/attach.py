@@ -26,16 +26,15 @@ import struct
 import time
 from collections.abc import Callable, Iterable
 
-from ringtool.bridge.attach_server import (
+from ringtool.errors import KmesAttachError, KmesCapacityError
+from ringtool.kmes.attach_protocol import (
     DEFAULT_SOCKET,
     FDS_PER_CPU,
     PROTOCOL_VERSION,
     REQUEST,
     SCM_MAX_FD,
     AttachInfo,
-    AttachServer,
 )
-from ringtool.errors import KmesAttachError, KmesCapacityError
 from ringtool.kmes.layout import check_capacity
 from ringtool.kmes.reader import Reader, Reattach
 
@@ -43,7 +42,6 @@ __all__ = [
     "DEFAULT_SOCKET",
     "AttachInfo",
     "AttachReply",
-    "AttachServer",
     "attach",
     "attach_fds",
     "attach_new",

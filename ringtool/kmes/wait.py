@@ -14,22 +14,38 @@ the writer's pidfd is checked (``Reader.writer_exited``), and a dead writer rais
 
 from __future__ import annotations
 
+import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from ringtool.errors import KmesBridgeDiedError, KmesError
 from ringtool.kernel.futex import futex_wait, futex_waitv
 from ringtool.kmes import layout as L
 from ringtool.kmes.buffer import store_load_fence
 
-if TYPE_CHECKING:
-    from ringtool.kmes.reader import Reader
+
+class Waiter(Protocol):
+    """What a wait needs of a reader (:class:`ringtool.kmes.reader.Reader` is one): its
+    buffer's metadata page (bytes and 32-bit words), the futex word's address, its
+    private fence lock, its spin time, and its writer's liveness."""
+
+    meta: memoryview
+    words32: memoryview
+    futex_addr: int
+    fence: threading.Lock
+    spin: float
+    writer_pid: int | None
+
+    def has_data(self) -> bool: ...
+    def writer_exited(self) -> bool: ...
+
 
 #: Longest single futex sleep (bounds the re-arm delay and the writer-death check).
 WAIT_SLICE = 0.05
 
 
-def _arm(r: Reader) -> int | None:
+def _arm(r: Waiter) -> int | None:
     """need_wake = 1, fence, re-check: the futex value to sleep on, or None if data."""
     r.meta[L.OFF_NEED_WAKE] = 1  # release store; pairs with Writer.publish's load
     store_load_fence(r.fence)
@@ -39,12 +55,12 @@ def _arm(r: Reader) -> int | None:
     return int(r.words32[L.I_FUTEX_COUNTER])  # pairs with Writer.publish's store
 
 
-def _disarm(readers: list[Reader]) -> None:
+def _disarm(readers: Sequence[Waiter]) -> None:
     for r in readers:
         r.meta[L.OFF_NEED_WAKE] = 0  # relaxed clear (§5.1.8.2 step 6)
 
 
-def _check_writers(readers: list[Reader]) -> None:
+def _check_writers(readers: Sequence[Waiter]) -> None:
     """Raise KmesBridgeDiedError if a writer exited (one pidfd check per distinct pid)."""
     seen: set[int | None] = set()
     for r in readers:
@@ -54,7 +70,7 @@ def _check_writers(readers: list[Reader]) -> None:
                 raise KmesBridgeDiedError(r.writer_pid or 0)
 
 
-def wait_any(readers: list[Reader], timeout: float | None = None) -> bool:
+def wait_any(readers: Sequence[Waiter], timeout: float | None = None) -> bool:
     """Sleep until any of ``readers`` may have events (futex_waitv over all of them).
 
     True: some reader may have data; False: ``timeout`` passed. Raises

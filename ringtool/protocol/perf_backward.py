@@ -4,15 +4,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ringtool.protocol.perf_layout import HEADER_SIZE, PERF_RECORD_SAMPLE, RAW_OFF
-
-if TYPE_CHECKING:
-    from ringtool.protocol.perf import PerfRing
+from ringtool.errors import CorruptRecordError
+from ringtool.protocol.perf_layout import HEADER_SIZE, PERF_RECORD_SAMPLE, RAW_OFF, UserPage
 
 
-def read_backward(ring: PerfRing) -> list[bytes]:
+class BackwardRing(Protocol):
+    """What the backward walk needs of a ring (:class:`ringtool.protocol.perf.PerfRing`
+    is one): its user page, its data size, reads that may wrap, and the error for a
+    record that cannot be."""
+
+    page: UserPage
+    size: int
+
+    def read_bytes(self, pos: int, n: int) -> bytes: ...
+    def corrupt(self, why: str, pos: int) -> CorruptRecordError: ...
+
+
+def read_backward(ring: BackwardRing) -> list[bytes]:
     """The payloads in a *paused* write_backward ring, oldest first.
 
     The kernel writes records downwards: ``data_head`` is the newest record and older

@@ -55,7 +55,7 @@ def record_span(length: int) -> int:
     return (length + HDR_SZ + 7) & ~7
 
 
-class RingState:
+class RingbufRing:
     """The three regions of one ring buffer as buffers, plus the walk over them.
 
     ``consumer_page`` must be writable (at least 8 bytes); ``producer_page`` at least

@@ -36,7 +36,7 @@ class PendingRing(Protocol):
 
 
 #: One ring's part of a batch: (ring, start position, end position, payloads).
-Group = tuple[PendingRing, int, int, list[bytes]]
+CopiedRuns = tuple[PendingRing, int, int, list[bytes]]
 
 
 class Checkout:
@@ -47,7 +47,7 @@ class Checkout:
 
     __slots__ = ("_cur", "_datas", "_end", "_groups", "_start", "it", "ring", "stale")
 
-    def __init__(self, groups: list[Group]) -> None:
+    def __init__(self, groups: list[CopiedRuns]) -> None:
         self._groups = groups
         self._cur = -1
         self.stale = False
@@ -90,4 +90,4 @@ class Checkout:
             self.ring.advance(self._end)
 
 
-__all__ = ["Checkout", "Group", "PendingRing"]
+__all__ = ["Checkout", "CopiedRuns", "PendingRing"]

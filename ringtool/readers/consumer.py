@@ -76,7 +76,7 @@ import numpy as np
 
 from ringtool.errors import ConsumerStateError, CorruptRecordError
 from ringtool.readers.args import UNLIMITED, check_dtype, check_limit, check_timeout
-from ringtool.readers.checkout import Checkout, Group
+from ringtool.readers.checkout import Checkout, CopiedRuns
 from ringtool.readers.poller import Poller
 from ringtool.readers.record import (
     COUNT_CAP,
@@ -269,7 +269,7 @@ class MultiRingConsumer:
         """Copy up to ``limit`` records out of the rings, uncommitted, as the batch
         of one read() generator (registered so that other calls can settle it)."""
 
-        def take(ring: Ring, room: int) -> tuple[Group, int]:
+        def take(ring: Ring, room: int) -> tuple[CopiedRuns, int]:
             datas, start, end = ring.copy_pending(room)
             if not datas and end != start:
                 ring.advance(end)  # discarded / LOST records only

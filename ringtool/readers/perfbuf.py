@@ -53,15 +53,15 @@ from ringtool.kernel.hotplug import OnlineWatcher
 from ringtool.protocol.perf import PerfRing
 from ringtool.readers.args import UNLIMITED, check_callable, is_int, map_fd_of
 from ringtool.readers.consumer import MultiRingConsumer
-from ringtool.readers.perf_ring import PerfCpuRing, SampleCallback
+from ringtool.readers.perf_reader_ring import PerfReaderRing, SampleCallback
 
 LostCallback = Callable[[int, int], Any]
 PAGE_SIZE = perf_event.PAGE_SIZE
 
 
-class PerfCpuBuffer(PerfCpuRing):
+class PerfMappedRing(PerfReaderRing):
     """One CPU's perf ring, mapped into this process; implements the consumer ``Ring``
-    (:class:`~ringtool.readers.perf_ring.PerfCpuRing`).
+    (:class:`~ringtool.readers.perf_reader_ring.PerfReaderRing`).
 
     ``index`` is its position in :attr:`PerfBuffer.buffers`, ``cpu`` the CPU it serves,
     ``fd`` the perf event fd (also stored in the map at key ``cpu``).
@@ -134,8 +134,8 @@ class PerfBuffer(MultiRingConsumer):
         overwrite: bool = False,
     ) -> None:
         super().__init__(auto_callback=auto_callback and not overwrite, what="PerfBuffer")
-        self._buffers: list[PerfCpuBuffer] = []
-        self._live: dict[int, PerfCpuBuffer] = {}  # cpu -> the buffer whose fd is in the map
+        self._buffers: list[PerfMappedRing] = []
+        self._live: dict[int, PerfMappedRing] = {}  # cpu -> the buffer whose fd is in the map
         self._map_fd = -1
         check_callable("sample_cb", sample_cb)
         check_callable("lost_cb", lost_cb)
@@ -194,12 +194,12 @@ class PerfBuffer(MultiRingConsumer):
             self.close()
             raise
 
-    def _open_cpu(self, cpu: int) -> PerfCpuBuffer:
+    def _open_cpu(self, cpu: int) -> PerfMappedRing:
         """Open ``cpu``'s perf event and buffer, add it to the rings, store its fd in
         the map (replacing a previous one: that buffer stays and is drained), enable."""
         page_cnt, sample_cb, lost_cb, attr, overwrite = self._open_args
         with self._lock:
-            buf = PerfCpuBuffer(
+            buf = PerfMappedRing(
                 len(self._buffers), cpu, page_cnt, sample_cb, lost_cb, attr, overwrite
             )
             try:
@@ -215,7 +215,7 @@ class PerfBuffer(MultiRingConsumer):
 
     # --- CPU hotplug -------------------------------------------------------------------
 
-    def add_cpu(self, cpu: int) -> PerfCpuBuffer:
+    def add_cpu(self, cpu: int) -> PerfMappedRing:
         """Open a buffer for ``cpu`` (one left out at start, or one that came online)
         and return it. :class:`ArgumentError` for a CPU beyond the map's max_entries or
         one that already has a live buffer; :class:`PerfEventOpenError` (ENODEV) for
@@ -267,7 +267,7 @@ class PerfBuffer(MultiRingConsumer):
     # --- libbpf-style accessors --------------------------------------------------------
 
     @property
-    def buffers(self) -> list[PerfCpuBuffer]:
+    def buffers(self) -> list[PerfMappedRing]:
         """The per-CPU buffers in index order (``buffers[i].cpu`` is the CPU)."""
         return list(self._buffers)
 
@@ -337,4 +337,4 @@ def _u32(v: int) -> bytes:
     return v.to_bytes(4, "little")
 
 
-__all__ = ["PerfBuffer", "PerfCpuBuffer"]
+__all__ = ["PerfBuffer", "PerfMappedRing"]

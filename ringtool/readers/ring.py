@@ -1,7 +1,7 @@
 """The :class:`Ring` protocol: one shared ring as a consumer sees it.
 
-:class:`ringtool.readers.ringbuf.StateRing` (BPF ring buffers) and
-:class:`ringtool.readers.perfbuf.PerfCpuBuffer` (perf CPU buffers) implement it;
+:class:`ringtool.readers.ringbuf.RingbufReaderRing` (BPF ring buffers) and
+:class:`ringtool.readers.perfbuf.PerfMappedRing` (perf CPU buffers) implement it;
 :class:`ringtool.readers.consumer.MultiRingConsumer` drives any number of them.
 """
 

@@ -14,26 +14,21 @@ keep it). Return None or 0 to go on; a negative int stops consumption at once an
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ringtool.errors import (
     BufferIndexError,
-    ConsumerStateError,
     MapTypeError,
     RingSizeError,
 )
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
-from ringtool.protocol.ringbuf import RingState
+from ringtool.protocol.ringbuf import RingbufRing
 from ringtool.readers.args import check_callable, map_fd_of
 from ringtool.readers.consumer import MultiRingConsumer
-
-SampleCallback = Callable[[memoryview], Any]
+from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing, SampleCallback
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,105 +54,7 @@ def _resolve(map_: Any, drops: Any) -> _MapRef:
     return _MapRef(fd=fd, name=name, drops_fd=drops_fd)
 
 
-class StateRing:
-    """The consumer ``Ring`` (see :mod:`ringtool.readers.consumer`) over a
-    :class:`RingState`: the walk of one RINGBUF whose memory someone else mapped.
-
-    ``source[base + offset]`` reads data offset ``offset`` (copies are sliced from it);
-    ``fd`` is what epoll watches. :class:`MappedRing` maps a real map; tests build
-    one over a hand-made ring.
-    """
-
-    cpu: int | None = None
-
-    def __init__(
-        self,
-        state: RingState,
-        source: Any,
-        base: int,
-        fd: int,
-        callback: SampleCallback | None,
-        index: int,
-    ) -> None:
-        check_callable("callback", callback)
-        self.state = state
-        self.index = index
-        self._source = source
-        self._base = base
-        self._fd = fd
-        self._callback = callback
-        self._closed = False
-
-    def _live(self) -> RingState:
-        if self._closed:
-            raise ConsumerStateError(f"ring {self.index} is closed")
-        return self.state
-
-    # --- live state --------------------------------------------------------------------
-
-    @property
-    def consumer_pos(self) -> int:
-        return self._live().consumer_pos
-
-    @property
-    def producer_pos(self) -> int:
-        return self._live().producer_pos
-
-    @property
-    def avail_data_size(self) -> int:
-        return self._live().avail_data_size
-
-    # --- Ring protocol -----------------------------------------------------------------
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def drain(self, limit: int) -> tuple[int, int]:
-        if self._callback is None:
-            raise ConsumerStateError(f"ring {self.index} has no callback: use read()/lease()")
-        return self._live().drain(self._callback, limit)
-
-    def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]:
-        return self._live().copy_pending(self._source, self._base, limit)
-
-    def copy_out(self, limit: int) -> list[bytes]:
-        """Copy out and commit up to ``limit`` records (for ring-level readers such as
-        :func:`ringtool.merge.ring_source`; don't mix with the consumer's styles)."""
-        return self._live().copy_out(self._source, self._base, limit)
-
-    def views(self, limit: int) -> tuple[list[memoryview], int, int]:
-        state = self._live()
-        start = state.consumer_pos
-        views, end = state.views(limit)
-        return views, start, end
-
-    def position_after(self, start: int, n: int) -> int:
-        return self._live().position_after(start, n)
-
-    def advance(self, pos: int) -> None:
-        self._live().advance(pos)  # release: pairs with the producer's acquire
-
-    def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
-        return self._live().decode_batch(dtype, limit)
-
-    def view_batch(
-        self, dtype: np.dtype[Any], limit: int
-    ) -> tuple[list[np.ndarray[Any, Any]], int, int, int]:
-        """Uncommitted arrays of up to ``limit`` records (views where the size is the
-        dtype's, see :meth:`RingState.batch`): ``(arrays, start, end, records)``."""
-        state = self._live()
-        start = state.consumer_pos
-        arrays, end, n = state.batch(dtype, limit, copy=False, commit=False)
-        return arrays, start, end, n
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self.state.release()
-
-
-class MappedRing(StateRing):
+class RingbufMappedRing(RingbufReaderRing):
     """One RINGBUF map mapped into this process; implements the consumer ``Ring``.
 
     ``consumer_pos``, ``producer_pos``, ``avail_data_size`` and ``size`` read the live
@@ -196,7 +93,7 @@ class MappedRing(StateRing):
             self._cons_map.close()
             raise
         prod_view = memoryview(self._prod_map)
-        state = RingState(
+        state = RingbufRing(
             memoryview(self._cons_map)[:8],
             prod_view[:8],
             prod_view[PAGE_SIZE:],
@@ -244,19 +141,19 @@ class RingBuffer(MultiRingConsumer):
         drops: Any = None,
     ) -> None:
         super().__init__(auto_callback=auto_callback, what="RingBuffer")
-        self._mapped: list[MappedRing] = []
+        self._mapped: list[RingbufMappedRing] = []
         self.add(map, callback, drops=drops)
 
     def add(self, map: Any, callback: SampleCallback | None = None, *, drops: Any = None) -> int:
         """Add another ring; returns its index (rings are numbered in order added)."""
         self._check_open()
         check_callable("callback", callback)
-        ring = MappedRing(_resolve(map, drops), callback, len(self._mapped))
+        ring = RingbufMappedRing(_resolve(map, drops), callback, len(self._mapped))
         self._mapped.append(ring)
         self._add_ring(ring)
         return ring.index
 
-    def ring(self, i: int) -> MappedRing:
+    def ring(self, i: int) -> RingbufMappedRing:
         """Ring ``i`` (0 = the first map): positions, ``size``, ``dropped()``."""
         if not isinstance(i, int) or not 0 <= i < len(self._mapped):
             raise BufferIndexError(f"ring index {i!r} out of range (ring_cnt = {self.ring_cnt})")
@@ -277,4 +174,4 @@ class RingBuffer(MultiRingConsumer):
         return total
 
 
-__all__ = ["MappedRing", "RingBuffer", "StateRing"]
+__all__ = ["RingBuffer", "RingbufMappedRing", "RingbufReaderRing"]

@@ -1,7 +1,7 @@
 """``--kmes SOCKET``: publish every trace record through an in-process KMES bridge.
 
 :class:`KmesSink` runs a :class:`ringtool.bridge.core.KmesBridge` over the online
-CPUs that serves the attach protocol on ``SOCKET`` (DESIGN.md), so ``ringtool
+CPUs that serves the attach protocol on ``SOCKET`` (docs/kmes.md), so ``ringtool
 kmes-read --socket SOCKET`` (or any KMES consumer) sees the trace while it runs.
 Each record becomes one KMES event on the CPU that produced it:
 
@@ -23,12 +23,10 @@ from typing import Any
 import numpy as np
 
 from ringtool.event.decode import Event
+from ringtool.event.kmes_types import ORIGIN_PERF, ORIGIN_RINGBUF, TRACE_EVENT_BASE
 from ringtool.kernel.cpus import online_cpus
 
-TRACE_EVENT_BASE = 0x7400
 RESTORE_INTERVAL = 0.25  # seconds between re-stores of the buffers' static fields
-ORIGIN_RINGBUF = 1
-ORIGIN_PERF = 2
 
 
 class KmesSink:
@@ -81,34 +79,4 @@ class KmesSink:
             self.bridge.close()
 
 
-__all__ = ["TRACE_EVENT_BASE", "KmesSink"]
-
-
-class TracePayloads:
-    """Decodes the KMES events :class:`KmesSink` publishes (``kmes-read`` uses it),
-    from the same single layout definition the tracer reads (bpf/trace_event.h)."""
-
-    def __init__(self) -> None:
-        from ringtool.event.decode import Decoder
-        from ringtool.event.layout import load_layout
-
-        self._layout = load_layout()
-        self._decoder = Decoder(self._layout)
-        self._net_type = TRACE_EVENT_BASE + self._layout.type_id("net")
-
-    def decode(self, event_type: int, payload: bytes) -> tuple[str, dict[str, Any]] | None:
-        """``(type name, fields)`` of a trace event, or None when ``event_type`` is
-        not one of the trace's (or the payload is too short for its record)."""
-        if not TRACE_EVENT_BASE < event_type < TRACE_EVENT_BASE + 0x100:
-            return None
-        if event_type == self._net_type:
-            if len(payload) < self._layout.net.itemsize:
-                return None
-            events = self._decoder.decode_net([(0, payload)])
-        else:
-            dtype = self._layout.event
-            if len(payload) < dtype.itemsize:
-                return None
-            events = self._decoder.decode(np.frombuffer(payload, dtype, 1))
-        fields = {k: v for k, v in events[0].items() if not isinstance(v, bytes | bytearray)}
-        return str(fields.pop("type")), fields
+__all__ = ["KmesSink"]

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ringtool.event.columns import Group, in_array_order, wall_seconds
+from ringtool.event.columns import TypeGroup, in_array_order, wall_seconds
 from ringtool.event.decode import Decoder, Event
 from ringtool.event.detail import DETAIL, detail_split
 from ringtool.event.fields import fields_of
@@ -143,7 +143,7 @@ def _at(piece: Piece, i: int) -> str:
     return piece if isinstance(piece, str) else piece[i]
 
 
-def group_lines(decoder: Decoder, g: Group, width: int | None) -> list[str]:
+def group_lines(decoder: Decoder, g: TypeGroup, width: int | None) -> list[str]:
     """The column lines of one type's records, formatted a column at a time (a column
     with one value in the group is formatted once); only a line longer than ``width``
     is cut one by one (as :func:`format_event` does)."""

@@ -10,7 +10,7 @@ processes by another column and ``I`` invert, ``s`` cycle the syscalls' sort, ``
 filter by comm (every panel: the ones the kernel counts for all processes say so),
 arrows/PgUp/PgDn/Home/End scroll (``Tab``: which table), ``Enter`` drill down into a
 process, ``Esc`` back. The state and what each key does are
-:class:`ringtool.trace.tui_view.View`; terminal input is parsed by
+:class:`ringtool.trace.tui_view.ViewState`; terminal input is parsed by
 :class:`ringtool.trace.tui_keys.KeyParser` (unknown keys and sequences are ignored).
 
 It fits 80×24 and gives extra rows to the tables and the tail; below 80×24 it says
@@ -47,7 +47,7 @@ from ringtool.trace import tui_panels as panels
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_keys import ESC_TIMEOUT, KeyParser
 from ringtool.trace.tui_panels import data, sparkline
-from ringtool.trace.tui_view import SORTS, View
+from ringtool.trace.tui_view import SORTS, ViewState
 
 #: The smallest terminal the dashboard draws in; below it a one-line message says so.
 MIN_WIDTH, MIN_HEIGHT = 80, 24
@@ -70,7 +70,7 @@ class TraceTui:
         self.interval = interval
         self.console = console or Console()
         self.tail: deque[Event] = deque(maxlen=TAIL_KEEP)
-        self.view = View()
+        self.view = ViewState()
         self.keys = KeyParser()
         self.sources: list[str] = []
         self.notes: list[str] = []

@@ -1,5 +1,5 @@
 """The panels of the ``ringtool trace`` dashboard, each drawn from the stats and the
-:class:`~ringtool.trace.tui_view.View` (which picks, filters and sorts the rows).
+:class:`~ringtool.trace.tui_view.ViewState` (which picks, filters and sorts the rows).
 
 Data is never markup: every string that comes from a traced process or the user
 (comm, path, notes, the filter) is a :class:`rich.text.Text` made by :func:`data`,
@@ -28,7 +28,7 @@ from ringtool.event.detail import detail
 from ringtool.event.safe_text import printable
 from ringtool.trace.hist import SPARKS, spark
 from ringtool.trace.stats import TraceStats
-from ringtool.trace.tui_view import KEYS, PROC_COLUMNS, SORTS, View
+from ringtool.trace.tui_view import KEYS, PROC_COLUMNS, SORTS, ViewState
 from ringtool.trace.units import count, duration_ns
 
 Column = tuple[str, str] | tuple[str, str, int]
@@ -76,11 +76,11 @@ def clock(seconds: float) -> str:
     return f"{up // 3600}:{up // 60 % 60:02}:{up % 60:02}"
 
 
-def _global(title: str, view: View) -> str:
+def _global(title: str, view: ViewState) -> str:
     return f"{title} (all processes)" if view.filter or view.drill is not None else title
 
 
-def header(s: TraceStats | None, view: View, sources: list[str], width: int) -> RenderableType:
+def header(s: TraceStats | None, view: ViewState, sources: list[str], width: int) -> RenderableType:
     """Two lines: state (paused, filter), uptime and rates; the events/s sparkline."""
     state = Text()
     if view.paused:
@@ -109,7 +109,7 @@ def header(s: TraceStats | None, view: View, sources: list[str], width: int) -> 
     return Group(line1, line2)
 
 
-def cpu_table(s: TraceStats | None, view: View, rows: int, width: int) -> Table:
+def cpu_table(s: TraceStats | None, view: ViewState, rows: int, width: int) -> Table:
     cols: list[Column] = [
         ("CPU", "right", 3), ("FILL%", "right", 5), ("EV/S", "right", 5),
         ("DROPS", "right", 5), ("LOST", "right", 5),
@@ -143,7 +143,7 @@ def cpu_table(s: TraceStats | None, view: View, rows: int, width: int) -> Table:
     return t
 
 
-def procs_table(s: TraceStats | None, view: View, rows: int) -> Table:
+def procs_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
     """The process table, sorted by the chosen column (marked ``▼`` biggest first,
     ``▲`` smallest first), its selected row reversed, its position in the title."""
     shown, total = view.procs(s, rows)
@@ -160,7 +160,7 @@ def procs_table(s: TraceStats | None, view: View, rows: int) -> Table:
     return t
 
 
-def syscalls_table(s: TraceStats | None, view: View, rows: int) -> Table:
+def syscalls_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
     t = table(_global(f"top syscalls (by {SORTS[view.sort]})", view), ("SYSCALL", "left"),
               ("COUNT", "right", 5), ("/S", "right", 5), ("P99", "right", 6),
               flex="SYSCALL")  # fmt: skip
@@ -171,7 +171,7 @@ def syscalls_table(s: TraceStats | None, view: View, rows: int) -> Table:
 
 
 def sources_table(
-    s: TraceStats | None, view: View, sources: list[str], notes: list[str], rows: int
+    s: TraceStats | None, view: ViewState, sources: list[str], notes: list[str], rows: int
 ) -> Table:
     t = table(_global("sources", view), ("SOURCE", "left"), ("EV/S", "right", 5),
               ("DROPS", "right", 5), flex="SOURCE")  # fmt: skip
@@ -184,7 +184,7 @@ def sources_table(
     return t
 
 
-def drill_table(s: TraceStats | None, view: View, rows: int, width: int = 53) -> Table:
+def drill_table(s: TraceStats | None, view: ViewState, rows: int, width: int = 53) -> Table:
     """The drill-down (``width`` columns): one process's syscalls since it was opened,
     most called first, with count, rate, p99 and the log2 latency histogram as a
     sparkline (``Esc`` returns)."""
@@ -232,7 +232,7 @@ def children_line(s: TraceStats, pid: int, width: int) -> Text:
     return line
 
 
-def events_table(tail: Iterable[dict[str, Any]], view: View, rows: int) -> Table:
+def events_table(tail: Iterable[dict[str, Any]], view: ViewState, rows: int) -> Table:
     """The recent exec/open/net events of the filter (or of the drill-down's process),
     newest last; scrolled back, the title says which ones."""
     shown, total = view.events(tail, rows)
@@ -261,7 +261,7 @@ def help_table() -> Table:
     return t
 
 
-def footer(view: View) -> Text:
+def footer(view: ViewState) -> Text:
     if view.editing is not None:
         return Text(f"filter by comm: {printable(view.editing)}▏ (Enter apply, Esc clear)",
                     style="reverse")  # fmt: skip

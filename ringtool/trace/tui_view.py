@@ -1,10 +1,10 @@
 """The state of the ``ringtool trace`` dashboard and what each key does to it.
 
-:class:`View` holds what the user chose (pause, help overlay, filter, sort column and
+:class:`ViewState` holds what the user chose (pause, help overlay, filter, sort column and
 order of the process table, the sort of the syscalls table, which table the arrows
-scroll, scroll positions, the process shown in a drill-down) and :meth:`View.key`
+scroll, scroll positions, the process shown in a drill-down) and :meth:`ViewState.key`
 applies one key name (:mod:`ringtool.trace.tui_keys`). A key that means nothing in the
-current state is ignored. :meth:`View.procs` and :meth:`View.events` pick, filter and
+current state is ignored. :meth:`ViewState.procs` and :meth:`ViewState.events` pick, filter and
 sort the rows a frame shows and keep the scroll positions inside them; the panels
 (:mod:`ringtool.trace.tui_panels`) only draw what these return.
 
@@ -49,7 +49,7 @@ KEYS = (
 
 
 @dataclass
-class View:
+class ViewState:
     """What the dashboard shows (see the module doc)."""
 
     paused: bool = False
@@ -220,4 +220,4 @@ class View:
         return every[max(0, end - rows) : end], len(every)
 
 
-__all__ = ["KEYS", "PROC_COLUMNS", "SORTS", "ProcRow", "View"]
+__all__ = ["KEYS", "PROC_COLUMNS", "SORTS", "ProcRow", "ViewState"]

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ringtool.event.kmes_types import TRACE_EVENT_BASE
 from ringtool.event.layout import load_layout
 from ringtool.kmes.attach import attach
-from ringtool.trace.kmes_sink import TRACE_EVENT_BASE
 from tests.kernel.trace_helpers import RINGTOOL, Trace
 
 pytestmark = pytest.mark.kernel

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from ringtool.protocol.ringbuf import BUSY_BIT, DISCARD_BIT, RingState, record_span
+from ringtool.protocol.ringbuf import BUSY_BIT, DISCARD_BIT, RingbufRing, record_span
 
 
 class HandRing:
@@ -22,7 +22,7 @@ class HandRing:
         self.data = bytearray(2 * size)
         struct.pack_into("<Q", self.cons_page, 0, start_pos)
         struct.pack_into("<Q", self.prod_page, 0, start_pos)
-        self.state = RingState(self.cons_page, self.prod_page, self.data, size)
+        self.state = RingbufRing(self.cons_page, self.prod_page, self.data, size)
 
     @property
     def producer_pos(self) -> int:

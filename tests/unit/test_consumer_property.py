@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from ringtool.errors import ArgumentError, BufferIndexError, ConsumerStateError
 from ringtool.readers.consumer import MultiRingConsumer
 from ringtool.readers.record import Record
-from ringtool.readers.ringbuf import StateRing
+from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing
 from tests.unit.ringbuf_builder import HandRing
 
 RINGS = 2
@@ -41,7 +41,7 @@ class HandConsumer(MultiRingConsumer):
         for i, r in enumerate(rings):
             fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
             self.efds.append(fd)
-            self._add_ring(StateRing(r.state, r.state.data, 0, fd, callback, i))
+            self._add_ring(RingbufReaderRing(r.state, r.state.data, 0, fd, callback, i))
 
     def close(self) -> None:
         super().close()

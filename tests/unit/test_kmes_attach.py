@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from ringtool.bridge.attach_server import AttachServer
 from ringtool.bridge.core import KmesBridge
 from ringtool.errors import KmesAttachError
-from ringtool.kmes.attach import AttachServer, attach, attach_fds
+from ringtool.kmes.attach import attach, attach_fds
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable

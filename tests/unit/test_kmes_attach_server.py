@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from ringtool.bridge.attach_server import FD_CHUNK, AttachInfo, AttachServer
+from ringtool.bridge.attach_server import FD_CHUNK, AttachServer
 from ringtool.bridge.core import KmesBridge
 from ringtool.errors import KmesFormatError
 from ringtool.kmes import layout as L
+from ringtool.kmes.attach_protocol import AttachInfo
 from ringtool.kmes.buffer import KmesBuffer, MappedBuffer
 from ringtool.kmes.reader import Reader
 from tests.unit.kmes_raw import raw_attach

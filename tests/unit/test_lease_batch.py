@@ -1,4 +1,4 @@
-"""RingState.batch(copy=False): the zero-copy arrays behind RingBuffer.lease_batch,
+"""RingbufRing.batch(copy=False): the zero-copy arrays behind RingBuffer.lease_batch,
 on hand-built rings (tests/unit/ringbuf_builder.py plays the kernel)."""
 
 from __future__ import annotations

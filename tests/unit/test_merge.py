@@ -27,7 +27,7 @@ from ringtool.merge import (
     ring_source,
     u64_at,
 )
-from ringtool.readers.ringbuf import StateRing
+from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing
 from tests.unit.ringbuf_builder import HandRing
 
 US = 1000
@@ -259,7 +259,7 @@ def test_ring_source_over_a_ring() -> None:
     original = [t.to_bytes(8, "little") + b"x" * 8 for t in (5, 6, 7)]
     for rec in original:
         hand.output(rec)
-    ring = StateRing(hand.state, hand.state.data, 0, -1, None, 0)
+    ring = RingbufReaderRing(hand.state, hand.state.data, 0, -1, None, 0)
     src = ring_source(ring, u64_at(0), batch=2)
     assert src.peek() == (5, original[0])
     assert hand.consumer_pos == 0  # copied, not committed

@@ -1,7 +1,7 @@
 """RingSource: a merge over ringtool reader rings consumes only what it took.
 
 Hand-built RINGBUF rings (tests/unit/ringbuf_builder.py) read through the real
-StateRing: the ring position is checked after every step.
+RingbufReaderRing: the ring position is checked after every step.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ import pytest
 
 from ringtool.errors import ArgumentError, RecordFormatError
 from ringtool.merge import FetchSource, ListSource, merge_sources, ring_source, u64_at
-from ringtool.readers.ringbuf import StateRing
 from ringtool.readers.ringbuf_group import merge_rings
+from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing
 from tests.unit.ringbuf_builder import HandRing
 
 
-def _ring(stamps: list[int | bytes]) -> tuple[HandRing, StateRing]:
+def _ring(stamps: list[int | bytes]) -> tuple[HandRing, RingbufReaderRing]:
     hand = HandRing(4096)
     for t in stamps:
         hand.output(t if isinstance(t, bytes) else struct.pack("<QQ", t, t))
-    return hand, StateRing(hand.state, hand.state.data, 0, -1, None, 0)
+    return hand, RingbufReaderRing(hand.state, hand.state.data, 0, -1, None, 0)
 
 
 def _ts(rec: bytes) -> int:

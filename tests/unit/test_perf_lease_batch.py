@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from ringtool.errors import ArgumentError, ConsumerStateError
 from ringtool.readers.consumer import MultiRingConsumer
-from ringtool.readers.perf_ring import PerfCpuRing
+from ringtool.readers.perf_reader_ring import PerfReaderRing
 from tests.unit.perf_builder import FakeKernel
 
 EV = np.dtype([("seq", "<u8"), ("ring", "<u4"), ("magic", "<u4")])  # 16 bytes: raw 20
@@ -39,7 +39,7 @@ class HandPerfConsumer(MultiRingConsumer):
         for i, k in enumerate(kernels):
             fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
             self.efds.append(fd)
-            self._add_ring(PerfCpuRing(i, i, k.ring, fd, None))
+            self._add_ring(PerfReaderRing(i, i, k.ring, fd, None))
 
     def close(self) -> None:
         super().close()

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ringtool.errors import CorruptRecordError, RingtoolError
 from ringtool.protocol.perf import DATA_HEAD_OFF, PerfRing
-from ringtool.protocol.ringbuf import RingState
+from ringtool.protocol.ringbuf import RingbufRing
 
 BUSY, DISCARD, LEN_MASK = 1 << 31, 1 << 30, (1 << 30) - 1
 STYLES = ["drain", "copy", "views", "batch", "pending"]
@@ -129,12 +129,12 @@ def ringbuf_case(draw: Any) -> tuple[int, bytes, int, int, int]:
     return size, data, cons, prod, limit
 
 
-def _ringbuf(size: int, data: bytes, cons: int, prod: int) -> tuple[RingState, bytearray]:
+def _ringbuf(size: int, data: bytes, cons: int, prod: int) -> tuple[RingbufRing, bytearray]:
     cons_page, prod_page = bytearray(8), bytearray(8)
     struct.pack_into("<Q", cons_page, 0, cons)
     struct.pack_into("<Q", prod_page, 0, prod)
     doubled = bytearray(data + data)  # the kernel's double mapping
-    return RingState(cons_page, prod_page, doubled, size), cons_page
+    return RingbufRing(cons_page, prod_page, doubled, size), cons_page
 
 
 @FUZZ

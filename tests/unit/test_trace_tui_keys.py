@@ -16,7 +16,7 @@ from ringtool.event.layout import load_layout
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
 from ringtool.trace.tui_keys import KeyParser
-from ringtool.trace.tui_view import KEYS, View
+from ringtool.trace.tui_view import KEYS, ViewState
 
 LAYOUT = load_layout()
 
@@ -64,7 +64,7 @@ def _stats(n: int = 30) -> TraceStats:
 
 
 def test_sort_by_any_column_and_invert() -> None:
-    v, st = View(), _stats()
+    v, st = ViewState(), _stats()
     rows, total = v.procs(st, 5)
     assert total == 30 and v.sort_column == "EVENTS" and v.descending
     assert [r[0] for r in rows] == [129, 128, 127, 126, 125]
@@ -85,7 +85,7 @@ def test_sort_by_any_column_and_invert() -> None:
 
 
 def test_scroll_stays_in_bounds() -> None:
-    v, st = View(), _stats(30)
+    v, st = ViewState(), _stats(30)
     v.procs(st, 10)
     for key in ["up", "pgup", "home"]:
         v.key(key)
@@ -118,7 +118,7 @@ def test_scroll_stays_in_bounds() -> None:
 
 
 def test_unknown_keys_are_ignored() -> None:
-    v = View()
+    v = ViewState()
     before = repr(v)
     for key in ["x", "left", "right", "f6x", "Z", "backspace", "\u00e9"]:
         assert v.key(key) is False
@@ -230,7 +230,7 @@ def test_handle_input_parses_split_sequences() -> None:
 def test_enter_right_after_the_filter_drills_into_a_matching_process() -> None:
     """Keys typed faster than frames ("/zzz", Enter, Enter in one read): Enter acts on
     the list as filtered now, not on the last frame's (which began with pid 129 odd)."""
-    v, st = View(), _stats(30)
+    v, st = ViewState(), _stats(30)
     assert v.procs(st, 10)[0][0][:2] == (129, "odd")
     for key in ["/", "z", "z", "z", "enter", "enter"]:
         v.key(key)

@@ -1,5 +1,5 @@
-"""``PerfCpuRing``: one CPU's perf ring as a consumer :class:`~ringtool.readers.ring.Ring`
-(the reading half of :class:`ringtool.readers.perfbuf.PerfCpuBuffer`, which adds the
+"""``PerfReaderRing``: one CPU's perf ring as a consumer :class:`~ringtool.readers.ring.Ring`
+(the reading half of :class:`ringtool.readers.perfbuf.PerfMappedRing`, which adds the
 perf event and the mapping; tests drive it over hand-built rings)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ringtool.protocol.perf import PerfRing
 SampleCallback = Callable[[int, memoryview], Any]
 
 
-class PerfCpuRing:
+class PerfReaderRing:
     """Reads ``ring`` (a :class:`PerfRing`) for a consumer; ``fd`` is what epoll
     watches for it, ``index`` its position among the consumer's rings, ``cpu`` the CPU
     it serves. ``overwrite``: a flight recorder, refused by every reading style."""
@@ -95,4 +95,4 @@ class PerfCpuRing:
         self.ring.release()
 
 
-__all__ = ["PerfCpuRing", "SampleCallback"]
+__all__ = ["PerfReaderRing", "SampleCallback"]
