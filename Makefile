@@ -24,8 +24,8 @@ test-vm:
 	@RINGTOOL_VM_PYTEST_ARGS="$(ARGS)" bash vagrant/test-vm.sh
 
 lint: setup
-	$(VENV)/bin/ruff check ringtool tests
-	$(VENV)/bin/ruff format --check ringtool tests
+	$(VENV)/bin/ruff check ringtool tests scripts
+	$(VENV)/bin/ruff format --check ringtool tests scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) scripts/check_architecture.py

@@ -11,7 +11,7 @@ a temporary file store; stopped at the end), each *path* gets the same load:
 * ``drain-only``: nothing more (the baseline for kernel drops: what the ring drain
   alone loses at this rate);
 * ``file-json``: JSON lines to a file (what ``trace --json > file`` does);
-* ``nats-json`` / ``nats-rows``: :class:`~ringtool.export.sink.ExportSink` (what
+* ``nats-json`` / ``nats-rows``: :class:`~ringtool.export.exporter.ExportSink` (what
   ``trace --export --quiet`` runs) with ``--export-format json`` / ``rows``, published
   to JetStream with acknowledgements; a plain subscriber in another process
   (:mod:`ringtool.bench.export_sub`) reads the stream back.
@@ -100,7 +100,7 @@ def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
     """One path (see the module doc); returns its row."""
     from ringtool.event.decode import Decoder
     from ringtool.export.config import ExportConfig
-    from ringtool.export.sink import ExportSink
+    from ringtool.export.exporter import ExportSink
     from ringtool.trace.output_json import JsonOutput
     from ringtool.trace.stats import TraceStats
 

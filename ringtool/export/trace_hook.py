@@ -50,7 +50,7 @@ class TraceHook:
         self.metrics: Any = None
         self._stats: TraceTotals | None = None
         if opts.export is not None:
-            from ringtool.export.sink import ExportSink
+            from ringtool.export.exporter import ExportSink
 
             self.sink = ExportSink(opts.export, decoder, ncpu)
         if opts.metrics is not None:

@@ -222,3 +222,30 @@ class MappedBuffer(_Mapped):
         self.cpu = cpu
         self.capacity = capacity
         self._views()
+
+
+#: The seals a consumer requires on both descriptors (attach protocol v2, docs/kmes.md):
+#: the bridge cannot shrink or grow a buffer under its readers (SIGBUS).
+SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+
+
+def open_buffer(meta_fd: int, data_fd: int, cpu: int | None = None) -> MappedBuffer:
+    """Map a (meta, data) pair after checking both are sealed against shrink and grow
+    (else a bridge could truncate them under us: SIGBUS). Owns both descriptors:
+    closes them and raises :class:`KmesFormatError` if they are refused."""
+    try:
+        for fd, what in ((meta_fd, "metadata"), (data_fd, "data")):
+            try:
+                seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+            except OSError as exc:
+                raise KmesFormatError(f"KMES {what} descriptor is not a memfd: {exc}") from None
+            if seals & SEALS != SEALS:
+                raise KmesFormatError(f"KMES {what} memfd is not sealed against shrink/grow")
+    except BaseException:
+        os.close(meta_fd)
+        os.close(data_fd)
+        raise
+    try:
+        return MappedBuffer(meta_fd, data_fd, cpu=cpu)
+    except OSError as exc:  # MappedBuffer closed both
+        raise KmesFormatError(f"cannot map the KMES buffer: {exc}") from None

@@ -34,7 +34,6 @@ with ``Writer._room``'s tail store, which precedes the overwrite). ARM64 would n
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import time
@@ -44,13 +43,12 @@ from dataclasses import dataclass, fields
 from ringtool.errors import KmesError, KmesFormatError
 from ringtool.kernel.pidfd import ProcessWatch
 from ringtool.kmes import layout as L
-from ringtool.kmes.buffer import MappedBuffer
+from ringtool.kmes.buffer import MappedBuffer, open_buffer
 from ringtool.kmes.layout import Event
 from ringtool.kmes.wait import wait_any
 
 _HDR = L.EVENT_HEADER
 _HS = L.HEADER_SIZE
-_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW  # DESIGN.md v2: both descriptors
 _MAX_ROUNDS = 64  # torn-read retries per drain() before giving up until the next call
 __all__ = ["Reader", "ReaderStats", "Reattach", "open_buffer", "wait_any"]
 GEN_RECHECK = 1.0  # seconds a generation value found scribbled is ignored
@@ -78,28 +76,6 @@ class ReaderStats:
         """Add ``other``'s counts to these (totals across re-attaches)."""
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-
-def open_buffer(meta_fd: int, data_fd: int, cpu: int | None = None) -> MappedBuffer:
-    """Map a (meta, data) pair after checking both are sealed against shrink and grow
-    (else a bridge could truncate them under us: SIGBUS). Owns both descriptors:
-    closes them and raises :class:`KmesFormatError` if they are refused."""
-    try:
-        for fd, what in ((meta_fd, "metadata"), (data_fd, "data")):
-            try:
-                seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
-            except OSError as exc:
-                raise KmesFormatError(f"KMES {what} descriptor is not a memfd: {exc}") from None
-            if seals & _SEALS != _SEALS:
-                raise KmesFormatError(f"KMES {what} memfd is not sealed against shrink/grow")
-    except BaseException:
-        os.close(meta_fd)
-        os.close(data_fd)
-        raise
-    try:
-        return MappedBuffer(meta_fd, data_fd, cpu=cpu)
-    except OSError as exc:  # MappedBuffer closed both
-        raise KmesFormatError(f"cannot map the KMES buffer: {exc}") from None
 
 
 class Reader:
