@@ -6,7 +6,7 @@
  * BPF_F_CTXLEN_MASK bits of the flags, bits 32..51), so the kernel copies the
  * payload straight into the perf record with no scratch buffer in the program.
  * The consumer receives: struct capture_event, then `captured` packet bytes (from
- * the MAC header), then kernel padding. ringtool/sources/netcapture.py decodes it.
+ * the MAC header), then kernel padding. ringtool/programs/netcapture.py decodes it.
  * cflags: -DNET_CAPTURE_MAX=N caps the bytes copied per packet (default 1514).
  */
 #include <uapi/linux/bpf.h>
@@ -18,7 +18,7 @@
 
 #define NET_CAPTURE_MAGIC 0x50414352 /* "RCAP" */
 
-/* Mirrored by CAPTURE_EVENT in ringtool/sources/netcapture.py. */
+/* Mirrored by CAPTURE_EVENT in ringtool/programs/netcapture.py. */
 struct capture_event {
     u32 magic;
     u32 ifindex;

@@ -1,6 +1,6 @@
 /* ringtool trace: the ONE event layout every trace source emits (issue 7).
  *
- * This header is the single definition: ringtool/trace/layout.py parses the
+ * This header is the single definition: ringtool/event/layout.py parses the
  * `#define TRACE_*` constants and the `struct trace_*` declarations below to build
  * the numpy dtypes that decode the records, and passes their sizes back as
  * -DTRACE_EVENT_SIZE / -DTRACE_NET_SIZE so the _Static_asserts at the end fail the
@@ -84,11 +84,11 @@ struct trace_net {
 
 #ifdef TRACE_EVENT_SIZE
 _Static_assert(sizeof(struct trace_event) == TRACE_EVENT_SIZE,
-               "struct trace_event differs from ringtool/trace/layout.py");
+               "struct trace_event differs from ringtool/event/layout.py");
 #endif
 #ifdef TRACE_NET_SIZE
 _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
-               "struct trace_net differs from ringtool/trace/layout.py");
+               "struct trace_net differs from ringtool/event/layout.py");
 #endif
 
 #ifndef TRACE_SELF_PID

@@ -28,7 +28,7 @@
  *              ("unknown"), otherwise aux = 1 and value = code << 8 (wait status).
  * sched_process_fork's child_comm is `char child_comm[16]` on 6.1 and
  * `__data_loc char[] child_comm` on newer kernels (6.18): ringtool reads the running
- * kernel's tracefs format at load time (ringtool/sources/tracepoints.py) and passes
+ * kernel's tracefs format at load time (ringtool/programs/tracepoints.py) and passes
  * TRACE_FORK_CHILD_COMM_DATA_LOC (1: __data_loc, 0: char[N]). BCC builds `args` from
  * the same format file, so only the selected path's member exists.
  * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h),
@@ -38,7 +38,7 @@
 #include "trace_event.h"
 
 #ifndef TRACE_FORK_CHILD_COMM_DATA_LOC
-#error "trace_exec.c: compile with ringtool's tracepoint layout cflags (sources/tracepoints.py)"
+#error "trace_exec.c: compile with ringtool's tracepoint layout cflags (programs/tracepoints.py)"
 #endif
 
 BPF_PERCPU_ARRAY(drops, u64, 1);

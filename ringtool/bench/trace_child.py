@@ -74,8 +74,8 @@ def main(argv: list[str]) -> int:
     fd = int(argv[0])
     headless = "--headless-tui" in argv[1 : argv.index("--")]
     trace_args = argv[argv.index("--") + 1 :]
-    from ringtool.cli.main import build_parser
-    from ringtool.cli.trace import settings
+    from ringtool.cli.main import build_parser, guarded
+    from ringtool.cli.trace import check, settings
     from ringtool.export.trace_hook import hook_options
     from ringtool.trace.outputs import RunConfig, make_output
     from ringtool.trace.runner import RunParts, run_trace
@@ -104,9 +104,14 @@ def main(argv: list[str]) -> int:
         return HeadlessTui(decoder, cfg.interval)
 
     args = build_parser("trace").parse_args(["trace", *trace_args])
-    opts, cfg = settings(args, hook_options(args))
     parts = RunParts(ReportingSession, KeptStats, make_headless if headless else make_output)
-    status = run_trace(opts, cfg, parts=parts)
+
+    def call() -> int:
+        check(args)  # the flag combinations, as the CLI checks them
+        opts, cfg = settings(args, hook_options(args))
+        return run_trace(opts, cfg, parts=parts)
+
+    status = guarded("ringtool trace", call)  # the CLI's handling of errors and exits
     if seen:
         summary = seen[-1].summary_record()
         report.write(json.dumps({"summary": summary, "cpu_s": _cpu_s()}) + "\n")

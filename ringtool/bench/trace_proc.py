@@ -149,7 +149,7 @@ class TraceChild:
         line = self.report.readline()
         self.report.close()
         if not line:
-            raise BenchError(f"ringtool trace gave no summary: {err.decode().strip()[-500:]}")
+            raise BenchError(f"ringtool trace gave no summary: {err.decode().strip()[-3000:]}")
         end = json.loads(line)
         return ChildResult(end["summary"], usage.ru_utime + usage.ru_stime,
                            end["cpu_s"] - self.ready_cpu_s, self.proc.returncode)  # fmt: skip

@@ -23,7 +23,7 @@ import importlib
 import os
 import select
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ringtool import __version__
 from ringtool.cli.validate import ArgumentParser
@@ -120,17 +120,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv and isinstance(argv[0], str) else None)
     args = parser.parse_args(argv)
-    name = f"ringtool {args.command}"
+    check = getattr(args, "check", None)
+
+    def call() -> int | None:
+        if check is not None:
+            check(args)
+        return args.func(args)  # type: ignore[no-any-return]
+
     if os.environ.get("RINGTOOL_DEBUG"):
-        check = getattr(args, "check", None)
-        if check is not None:
-            check(args)
-        return int(args.func(args) or 0)
+        return int(call() or 0)
+    return guarded(f"ringtool {args.command}", call)
+
+
+def guarded(name: str, call: Callable[[], int | None]) -> int:
+    """Run one subcommand's ``call`` and turn every problem the user can fix into one
+    line on stderr and an exit status (2 for a usage error, 130 for Ctrl-C, 141 when
+    stdout's reader went away); ``name`` starts each line."""
     try:
-        check = getattr(args, "check", None)
-        if check is not None:
-            check(args)
-        status = args.func(args)
+        status = call()
     except UsageError as exc:
         print(f"{name}: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
