@@ -164,6 +164,20 @@ def _headers() -> Check:
     return Check("kernel headers", True, f"exact: {target}")
 
 
+def _bpf_sources() -> Check:
+    from ringtool.bpf_files import bpf_dir, require_bpf_dir
+    from ringtool.errors import RingtoolError
+
+    try:
+        place = require_bpf_dir()
+    except RingtoolError as exc:
+        return Check(
+            "BPF sources", False, str(exc), f"reinstall ringtool (expected in {bpf_dir()})"
+        )
+    count = len(list(place.glob("*.c")))
+    return Check("BPF sources", True, f"{place} ({count} programs)")
+
+
 _TRIVIAL = b"""
 BPF_RINGBUF_OUTPUT(doctor_rb, 1);
 int doctor_prog(struct __sk_buff *skb) {
@@ -232,6 +246,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     _tracefs,
     _bpffs,
     _headers,
+    _bpf_sources,
     _tracepoint_layouts,
     _bcc,
     _kprobes,
