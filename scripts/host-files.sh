@@ -19,10 +19,11 @@ MARKER_NAME=".ringtool-linked-headers"
 BIN_LINK="$PREFIX/usr/local/bin/ringtool"
 COMPLETION="$PREFIX/etc/bash_completion.d/ringtool"
 MANPAGE="$PREFIX/usr/local/share/man/man1/ringtool.1"
-say() { printf 'setup: %s\n' "$*"; }
+WHO="$([[ "${1:-}" == uninstall ]] && echo uninstall || echo setup)"
+say() { printf '%s: %s\n' "$WHO" "$*"; }
 
 if [[ -z "$PREFIX" && $(id -u) -ne 0 ]]; then
-    echo "setup: needs root (writes /usr/local, /etc, /lib/modules): run with sudo" >&2
+    echo "$WHO: needs root (writes /usr/local, /etc, /lib/modules): run with sudo" >&2
     exit 1
 fi
 

@@ -113,13 +113,13 @@ def _pyproject() -> dict:  # type: ignore[type-arg]
 
 def test_pyproject_lists_every_package_and_maps_bpf() -> None:
     """The package list is explicit (``ringtool.bpf`` is mapped from bpf/): a new
-    subpackage left out of it would be missing from the wheel."""
+    directory left out of it (code or data) would be missing from the wheel."""
     tool = _pyproject()["tool"]["setuptools"]
     listed = set(tool["packages"])
     on_disk = {
         ".".join(d.relative_to(ROOT).parts)
         for d in [ROOT / "ringtool", *(ROOT / "ringtool").rglob("*")]
-        if d.is_dir() and any(d.glob("*.py"))
+        if d.is_dir() and d.name != "__pycache__"
     }
     assert on_disk | {"ringtool.bpf"} == listed
     assert tool["package-dir"] == {"ringtool.bpf": "bpf"}
