@@ -165,14 +165,17 @@ def _headers() -> Check:
 
 
 def _bpf_sources() -> Check:
-    from ringtool.bpf_files import bpf_dir, require_bpf_dir
-    from ringtool.errors import RingtoolError
+    from ringtool.bpf_files import MARKER, BpfSourcesMissing, candidates, require_bpf_dir
 
     try:
         place = require_bpf_dir()
-    except RingtoolError as exc:
+    except BpfSourcesMissing:
+        looked = ", ".join(str(p) for p in candidates()) or "no directory on disk"
         return Check(
-            "BPF sources", False, str(exc), f"reinstall ringtool (expected in {bpf_dir()})"
+            "BPF sources",
+            False,
+            f"{MARKER} and the programs not found in {looked}",
+            "reinstall ringtool: `pip install .` (or `make setup`) in a checkout with bpf/",
         )
     count = len(list(place.glob("*.c")))
     return Check("BPF sources", True, f"{place} ({count} programs)")

@@ -203,3 +203,28 @@ def test_editable_compat_install_finds_the_checkouts_bpf(
     assert done.returncode == 0, done.stdout + done.stderr
     line = next(ln for ln in done.stdout.splitlines() if "BPF sources" in ln)
     assert line.lstrip().startswith("✓") and f"{src / 'bpf'} (" in line, line
+
+
+def test_an_install_without_its_bpf_sources_says_so_in_one_line(installed: Install) -> None:
+    """Runs last in this module: it hides the installed sources, then puts them back."""
+    found = subprocess.run(
+        [str(installed.venv / "bin" / "python"), "-c",
+         "import ringtool.bpf_files as b; print(b.bpf_dir())"],
+        cwd=installed.cwd, env=clean_env(), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    sources = Path(found.stdout.strip())
+    hidden = sources.with_name("bpf-hidden")
+    sources.rename(hidden)
+    try:
+        doctor = installed.run("doctor")
+        trace = installed.run("trace", "--json", "-d", "1")
+        bridge = installed.run("bridge", "-d", "1", "--socket", str(installed.cwd / "k.sock"))
+    finally:
+        hidden.rename(sources)
+    assert doctor.returncode == 1
+    line = next(ln for ln in doctor.stdout.splitlines() if "BPF sources" in ln)
+    assert line.lstrip().startswith("✗") and str(sources) in line, line
+    for done, name in ((trace, "trace"), (bridge, "bridge")):
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.startswith(f"ringtool {name}: the BPF sources"), done.stderr
+        assert len(done.stderr.splitlines()) == 1, done.stderr
