@@ -139,16 +139,19 @@ def test_installed_trace_sees_an_open_by_a_test_process(installed: Install) -> N
          str(target)],
     )  # fmt: skip
     try:
-        done = installed.run("trace", "--json", "-d", "2", "--events", "open", timeout=180)
+        done = installed.run("trace", "--json", "-d", "2", timeout=180)  # every source
     finally:
         opener.kill()
         opener.wait()
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
-    objs = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-    assert objs[0]["type"] == "start" and objs[-1]["type"] == "summary"
-    mine = [o for o in objs if o["type"] == "open" and o["pid"] == opener.pid]
-    assert mine and all(o["path"] == str(target) and o["ret"] >= 0 for o in mine), objs[:5]
+    lines = done.stdout.splitlines()
+    start, summary = json.loads(lines[0]), json.loads(lines[-1])
+    assert start["type"] == "start" and summary["type"] == "summary"
+    assert {"exec", "open", "syscalls"} <= set(start["sources"]), start
+    mine = [json.loads(ln) for ln in lines if str(target) in ln]  # a busy host: many lines
+    mine = [o for o in mine if o["type"] == "open" and o["pid"] == opener.pid]
+    assert mine and all(o["ret"] >= 0 for o in mine), mine[:3]
 
 
 def test_installed_bridge_serves_kmes_read(installed: Install) -> None:
