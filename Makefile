@@ -4,10 +4,15 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 ARGS  ?=
 
-.PHONY: setup trace test test-unit test-vm lint bench doctor clean
+.PHONY: setup uninstall trace test test-unit test-vm lint bench doctor clean
 
 setup:
 	@bash scripts/setup.sh
+
+# Removes what setup put outside the checkout (scripts/host-files.sh): the
+# /usr/local/bin/ringtool link, completion, man page, the kernel header links it made.
+uninstall:
+	@bash scripts/host-files.sh uninstall "$(CURDIR)/$(VENV)"
 
 trace: setup
 	$(VENV)/bin/ringtool trace $(ARGS)

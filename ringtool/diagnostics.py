@@ -164,6 +164,23 @@ def _headers() -> Check:
     return Check("kernel headers", True, f"exact: {target}")
 
 
+def _bpf_sources() -> Check:
+    from ringtool.bpf_files import MARKER, BpfSourcesMissing, candidates, require_bpf_dir
+
+    try:
+        place = require_bpf_dir()
+    except BpfSourcesMissing:
+        looked = ", ".join(str(p) for p in candidates()) or "no directory on disk"
+        return Check(
+            "BPF sources",
+            False,
+            f"{MARKER} and the programs not found in {looked}",
+            "reinstall ringtool: `pip install .` (or `make setup`) in a checkout with bpf/",
+        )
+    count = len(list(place.glob("*.c")))
+    return Check("BPF sources", True, f"{place} ({count} programs)")
+
+
 _TRIVIAL = b"""
 BPF_RINGBUF_OUTPUT(doctor_rb, 1);
 int doctor_prog(struct __sk_buff *skb) {
@@ -232,6 +249,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     _tracefs,
     _bpffs,
     _headers,
+    _bpf_sources,
     _tracepoint_layouts,
     _bcc,
     _kprobes,

@@ -17,8 +17,9 @@ fi
 # nats-server and prometheus: the export tests start their own on 127.0.0.1 (issue 12).
 # gcc + libbpf-dev: `ringtool bench trace`/`ringbuf` compile their C helpers (issue 13).
 # man-db + groff-base: `man ringtool` (step 5 installs the page; the tests render it).
+# sudo: the README's examples say `sudo ringtool ...` (step 5 puts ringtool on the PATH).
 PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make
-      nats-server prometheus gcc libbpf-dev man-db groff-base)
+      nats-server prometheus gcc libbpf-dev man-db groff-base sudo)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -52,20 +53,9 @@ fi
 [[ "${RINGTOOL_SETUP_PACKAGES_ONLY:-0}" == 1 ]] && exit 0
 
 # 2. Link generic headers where the exact ones are missing (build + source: Debian
-#    splits them into -amd64 and -common; BCC needs both). A marker tells `doctor`.
-if [[ ! -e /lib/modules/$KREL/build/include ]]; then
-    hdr="$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -1)"
-    if [[ -z "$hdr" ]]; then
-        echo "setup: no kernel headers for $KREL and no linux-headers-*-amd64 to link" >&2
-        exit 1
-    fi
-    common="${hdr%-amd64}-common"
-    mkdir -p "/lib/modules/$KREL"
-    ln -sfn "$hdr" "/lib/modules/$KREL/build"
-    [[ -d "$common" ]] && ln -sfn "$common" "/lib/modules/$KREL/source"
-    echo "$hdr" > "/lib/modules/$KREL/.ringtool-linked-headers"
-    say "linked fallback headers $hdr for kernel $KREL"
-fi
+#    splits them into -amd64 and -common; BCC needs both). A marker tells `doctor`
+#    (and `make uninstall` which links setup made).
+bash "$REPO/scripts/host-files.sh" headers
 
 # 3. Filesystems BPF tooling expects.
 mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null \
@@ -89,22 +79,7 @@ if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" ]]; then
     touch "$stamp"
 fi
 
-# 5. Shell completion and the man page ringtool(1), generated from the CLI's own parser
-#    (python -m ringtool.cli.completion / ringtool.cli.manpage); written when changed.
-install_generated() {  # TARGET COMMAND...: COMMAND's output as TARGET (mode 0644)
-    local target="$1" tmp
-    shift
-    tmp="$(mktemp)"
-    if "$@" > "$tmp" && [[ -s "$tmp" ]]; then
-        if ! cmp -s "$tmp" "$target"; then
-            mkdir -p "$(dirname "$target")"
-            install -m 0644 "$tmp" "$target"
-            say "installed $target"
-        fi
-    else
-        say "could not generate $target"
-    fi
-    rm -f "$tmp"
-}
-install_generated /etc/bash_completion.d/ringtool "$VENV/bin/python" -m ringtool.cli.completion bash
-install_generated /usr/local/share/man/man1/ringtool.1 "$VENV/bin/python" -m ringtool.cli.manpage
+# 5. `ringtool` on the PATH (/usr/local/bin/ringtool -> the venv's entry point), shell
+#    completion and the man page ringtool(1), generated from the CLI's own parser.
+#    `make uninstall` removes them (and step 2's links): scripts/host-files.sh.
+bash "$REPO/scripts/host-files.sh" install "$VENV"

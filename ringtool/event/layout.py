@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-TRACE_HEADER = Path(__file__).resolve().parents[2] / "bpf" / "trace_event.h"
+from ringtool.bpf_files import bpf_dir, require_bpf_dir
+
+TRACE_HEADER = bpf_dir() / "trace_event.h"
 
 _SCALARS = {
     "u8": "<u1",
@@ -130,7 +132,10 @@ def parse_layout(text: str) -> TraceLayout:
 
 
 def load_layout(path: Path = TRACE_HEADER) -> TraceLayout:
-    """Parse ``bpf/trace_event.h`` (or ``path``)."""
+    """Parse ``bpf/trace_event.h`` (or ``path``); when that header is missing from the
+    installation, a :class:`~ringtool.bpf_files.BpfSourcesMissing` saying so."""
+    if path == TRACE_HEADER:
+        require_bpf_dir()
     return parse_layout(path.read_text())
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from ringtool.bpf_files import bpf_dir, bpf_file
 from ringtool.errors import KernelFeatureError, RingtoolError
 from ringtool.programs.tracepoints import layout_choices, layout_defines
 
-BPF_DIR = Path(__file__).resolve().parents[2] / "bpf"
+BPF_DIR = bpf_dir()
 
 
 class BpfCompileError(RingtoolError):
@@ -59,9 +59,7 @@ def compile_program(
     :class:`~ringtool.programs.tracepoints.TracepointFormatError` when they can't be);
     an entry of ``defines`` with the same name overrides the kernel's choice."""
     bcc = import_bcc()
-    path = BPF_DIR / filename
-    if not path.is_file():
-        raise BpfCompileError(f"no BPF source {path}")
+    path = bpf_file(filename)
     tp_defines = layout_defines(layout_choices(filename))
     try:
         obj = (bcc.BPF if attach else _deferred_class())(

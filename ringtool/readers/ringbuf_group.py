@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from ringtool.bpf_files import bpf_dir
 from ringtool.errors import ArgumentError, ConsumerStateError, RingSizeError, RingtoolError
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import online_cpus, possible_cpu_count
@@ -46,7 +46,7 @@ from ringtool.readers.ringbuf import RingBuffer
 NO_BUFFER = 0xFFFFFFFF
 
 #: Where ``percpu_ringbuf.h`` lives (pass ``-I`` this, see RingBufGroup.cflags()).
-BPF_INCLUDE_DIR = Path(__file__).resolve().parents[2] / "bpf"
+BPF_INCLUDE_DIR = bpf_dir()
 
 _PAGE = 4096
 

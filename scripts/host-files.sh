@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The files ringtool's setup puts outside the checkout, and their removal, in one place
+# (so that `make uninstall` removes exactly what scripts/setup.sh installs):
+#   host-files.sh headers         where /lib/modules/$(uname -r)/build is missing, link
+#                                 Debian's generic headers there (+ a marker for doctor)
+#   host-files.sh install VENV    /usr/local/bin/ringtool -> VENV/bin/ringtool, the bash
+#                                 completion and the man page ringtool(1)
+#   host-files.sh uninstall VENV  remove all of the above: the header links only where
+#                                 the marker says setup made them, the command link only
+#                                 when it points into VENV
+# Every step is idempotent and says what it changed. RINGTOOL_PREFIX (default: none, /)
+# is put before every path, so that the tests can run it in a temporary directory.
+set -euo pipefail
+
+PREFIX="${RINGTOOL_PREFIX:-}"
+KREL="$(uname -r)"
+MODULES="$PREFIX/lib/modules"
+MARKER_NAME=".ringtool-linked-headers"
+BIN_LINK="$PREFIX/usr/local/bin/ringtool"
+COMPLETION="$PREFIX/etc/bash_completion.d/ringtool"
+MANPAGE="$PREFIX/usr/local/share/man/man1/ringtool.1"
+WHO="$([[ "${1:-}" == uninstall ]] && echo uninstall || echo setup)"
+say() { printf '%s: %s\n' "$WHO" "$*"; }
+
+if [[ -z "$PREFIX" && $(id -u) -ne 0 ]]; then
+    echo "$WHO: needs root (writes /usr/local, /etc, /lib/modules): run with sudo" >&2
+    exit 1
+fi
+
+link_headers() {
+    [[ -e "$MODULES/$KREL/build/include" ]] && return 0
+    local hdr common
+    hdr="$(ls -d "$PREFIX"/usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -1)"
+    if [[ -z "$hdr" ]]; then
+        echo "setup: no kernel headers for $KREL and no linux-headers-*-amd64 to link" >&2
+        exit 1
+    fi
+    common="${hdr%-amd64}-common"
+    mkdir -p "$MODULES/$KREL"
+    ln -sfn "$hdr" "$MODULES/$KREL/build"
+    [[ -d "$common" ]] && ln -sfn "$common" "$MODULES/$KREL/source"
+    echo "$hdr" > "$MODULES/$KREL/$MARKER_NAME"
+    say "linked fallback headers $hdr for kernel $KREL"
+}
+
+unlink_headers() {  # every kernel's links that a marker says setup made
+    local marker dir hdr
+    for marker in "$MODULES"/*/"$MARKER_NAME"; do
+        [[ -f "$marker" ]] || continue
+        dir="$(dirname "$marker")"
+        hdr="$(<"$marker")"
+        [[ -L "$dir/build" && "$(readlink "$dir/build")" == "$hdr" ]] && rm -f "$dir/build"
+        [[ -L "$dir/source" && "$(readlink "$dir/source")" == "${hdr%-amd64}-common" ]] \
+            && rm -f "$dir/source"
+        rm -f "$marker"
+        rmdir "$dir" 2>/dev/null || true
+        say "removed the header links in $dir"
+    done
+}
+
+install_generated() {  # TARGET COMMAND...: COMMAND's output as TARGET (mode 0644)
+    local target="$1" tmp
+    shift
+    tmp="$(mktemp)"
+    if "$@" > "$tmp" && [[ -s "$tmp" ]]; then
+        if ! cmp -s "$tmp" "$target"; then
+            mkdir -p "$(dirname "$target")"
+            install -m 0644 "$tmp" "$target"
+            say "installed $target"
+        fi
+    else
+        say "could not generate $target"
+    fi
+    rm -f "$tmp"
+}
+
+link_command() {  # VENV: `ringtool` on root's PATH (and sudo's secure_path)
+    local entry="$1/bin/ringtool"
+    if [[ -e "$BIN_LINK" && ! -L "$BIN_LINK" ]]; then
+        say "left $BIN_LINK alone: it is not a link (another ringtool installation?)"
+        return 0
+    fi
+    [[ -L "$BIN_LINK" && "$(readlink "$BIN_LINK")" == "$entry" ]] && return 0
+    mkdir -p "$(dirname "$BIN_LINK")"
+    ln -sfn "$entry" "$BIN_LINK"
+    say "linked $BIN_LINK -> $entry"
+}
+
+install_files() {  # VENV
+    local venv="$1"
+    # Shell completion and the man page ringtool(1), generated from the CLI's own parser
+    # (python -m ringtool.cli.completion / ringtool.cli.manpage); written when changed.
+    install_generated "$COMPLETION" "$venv/bin/python" -m ringtool.cli.completion bash
+    install_generated "$MANPAGE" "$venv/bin/python" -m ringtool.cli.manpage
+    link_command "$venv"
+}
+
+uninstall_files() {  # VENV
+    local entry="$1/bin/ringtool" path
+    if [[ -L "$BIN_LINK" ]]; then
+        if [[ "$(readlink "$BIN_LINK")" == "$entry" ]]; then
+            rm -f "$BIN_LINK"
+            say "removed $BIN_LINK"
+        else
+            say "left $BIN_LINK alone: it points at $(readlink "$BIN_LINK"), not $entry"
+        fi
+    fi
+    for path in "$COMPLETION" "$MANPAGE"; do
+        [[ -e "$path" ]] && rm -f "$path" && say "removed $path"
+    done
+    unlink_headers
+}
+
+case "${1:-}" in
+    headers) link_headers ;;
+    install) install_files "${2:?usage: host-files.sh install VENV}" ;;
+    uninstall) uninstall_files "${2:?usage: host-files.sh uninstall VENV}" ;;
+    *)
+        echo "usage: host-files.sh {headers | install VENV | uninstall VENV}" >&2
+        exit 2
+        ;;
+esac

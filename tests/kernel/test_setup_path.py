@@ -1,0 +1,56 @@
+"""After the README's setup (scripts/setup.sh, as root), ``ringtool`` is a command on
+root's login PATH and runs, so the README's examples work as written. The real setup
+runs in a private mount namespace whose /usr/local/bin, /etc/bash_completion.d and
+/usr/local/share/man are empty tmpfs: the paths are the real ones, the host's files are
+not touched. (Removal by ``make uninstall``: tests/unit/test_host_files.py.)"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.kernel, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_IN_NAMESPACE = """
+set -eu
+for d in /usr/local/bin /etc/bash_completion.d /usr/local/share/man; do
+    mkdir -p "$d" && mount -t tmpfs ringtool-test "$d"
+done
+bash scripts/setup.sh >&2
+echo "which=$(bash -lc 'command -v ringtool')"
+echo "link=$(readlink /usr/local/bin/ringtool)"
+echo "version=$(bash -lc 'ringtool --version')"
+bash -lc 'ringtool doctor' >&2 && echo doctor=ok
+echo "sudo=$(sudo -n ringtool --version)"
+find /etc/bash_completion.d /usr/local/share/man -type f | sed 's/^/file=/'
+"""
+
+
+def test_setup_puts_ringtool_on_roots_login_path() -> None:
+    if shutil.which("unshare") is None:
+        pytest.fail("unshare (util-linux) is missing")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "bash", "-c", _IN_NAMESPACE],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    seen: dict[str, list[str]] = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition("=")
+        seen.setdefault(key, []).append(value)
+    assert seen["which"] == ["/usr/local/bin/ringtool"]
+    assert seen["link"] == [str(ROOT / ".venv" / "bin" / "ringtool")]
+    assert seen["version"][0].startswith("ringtool "), seen
+    assert seen["doctor"] == ["ok"]
+    assert seen["sudo"] == seen["version"]  # setup installs sudo; its secure_path has it
+    assert sorted(seen["file"]) == [
+        "/etc/bash_completion.d/ringtool",
+        "/usr/local/share/man/man1/ringtool.1",
+    ]
