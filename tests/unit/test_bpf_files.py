@@ -98,9 +98,9 @@ def test_a_zipped_package_has_no_usable_directory(on_path: Path) -> None:
 
 
 def test_the_three_users_take_the_directory_from_bpf_files() -> None:
+    from ringtool.event.layout import TRACE_HEADER
+    from ringtool.programs.loader import BPF_DIR, cflags_for
     from ringtool.readers.ringbuf_group import BPF_INCLUDE_DIR
-    from ringtool.sources.loader import BPF_DIR, cflags_for
-    from ringtool.trace.layout import TRACE_HEADER
 
     assert BPF_INCLUDE_DIR == BPF_DIR == bpf_files.bpf_dir()
     assert bpf_files.bpf_dir() / bpf_files.MARKER == TRACE_HEADER
