@@ -87,8 +87,15 @@ def messages(draw: Any) -> Msg:
             h[name] = draw(header_values)
     if draw(st.integers(0, 20)) == 0:
         h = None
-    subjects = [f"ringtool.{host}.{kind}", f"ringtool.web1.{kind}", "ringtool.evil.open",
-                "ringtool.a.b.c", "ringtool", "other.web1.open", "ringtool.\x1b[2J.open"]
+    subjects = [
+        f"ringtool.{host}.{kind}",
+        f"ringtool.web1.{kind}",
+        "ringtool.evil.open",
+        "ringtool.a.b.c",
+        "ringtool",
+        "other.web1.open",
+        "ringtool.\x1b[2J.open",
+    ]
     subject = draw(st.sampled_from(subjects) | st.text(max_size=30))
     return Msg(subject, h, draw(bodies))
 
