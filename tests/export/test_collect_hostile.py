@@ -267,3 +267,32 @@ def test_made_up_hosts_are_bounded(broker: NatsServer) -> None:
     assert summary["hosts"] == 50 and len(summary["per_host"]) == 50
     assert summary["bad_reasons"] == {"over a limit": 250}
     assert err.count("refused a message") == 1 and "more than 50 hosts" in err
+
+
+@pytest.mark.kernel
+def test_trace_exports_with_its_own_user(broker: NatsServer, tmp_path: Path) -> None:
+    """``trace --export`` as web1 under the README's permissions: every event and the
+    final summary reach the stream, and collect credits them to web1."""
+    import signal
+
+    from tests.kernel.trace_helpers import Trace
+
+    comm = f"rtown{tmp_path.name[-8:]}"[:15]
+    target = tmp_path / "hot"
+    target.write_text("x")
+    tr = Trace("--json", "-c", comm, "--events", "open", "--interval", "0.3",
+               "--export", url(broker, "web1"), "--host-name", "web1")  # fmt: skip
+    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)\n"
+            "for _ in range(500): open(sys.argv[2]).close()")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code, comm, str(target)], check=True, timeout=60)
+    tr.signal(signal.SIGINT)
+    out, err = tr.finish()
+    summary = json.loads(out[-1])
+    assert summary["export"]["exported"] == summary["events"] >= 500, err
+    assert summary["export"]["export_dropped"] == 0
+
+    got, _ = collect(broker)
+    web1 = got["per_host"]["web1"]
+    assert got["bad_messages"] == 0, got
+    assert web1["events"] == web1["exported"] == summary["events"]
+    assert web1["finished_runs"] == 1 and web1["gaps"] == 0
