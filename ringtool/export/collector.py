@@ -115,7 +115,7 @@ class Collector:
         """Connect, read until done; a lost connection is said in one line and the
         durable consumer is bound again once the broker answers (backoff 0.1–5 s). Only
         the first connection's failure is an error."""
-        import nats
+        from ringtool.export.nats_client import connect
 
         asyncio.get_running_loop().set_exception_handler(quiet_task_errors(self._errors))
         opts = connect_options(self.cfg.url, self.cfg.creds, self.cfg.tls_ca, 2.0,
@@ -128,7 +128,7 @@ class Collector:
         backoff, down_since = BACKOFF_MIN_S, None
         while not self._over():
             try:
-                nc = await nats.connect(**opts)
+                nc = await connect(opts)
             except Exception as exc:
                 cause = self._errors[-1] if self._errors else exc
                 self._errors.clear()
