@@ -10,23 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ringtool.export import format as wire
 from ringtool.export.collect_view import JsonView, MergedView, TableView
 from ringtool.export.collector import CollectConfig, Collector
-from ringtool.export.format import (
-    H_BOOT,
-    H_CLOCK,
-    H_CPU,
-    H_FORMAT,
-    H_HOST,
-    H_RUN,
-    H_SEQ,
-    H_SOURCE,
-    H_TYPE,
-    JSONL,
-    STATS,
-)
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Every header a ringtool message may carry (what the property tests vary).
+HEADER_NAMES = [wire.H_FORMAT, wire.H_HOST, wire.H_BOOT, wire.H_RUN, wire.H_SOURCE,
+                wire.H_TYPE, wire.H_CPU, wire.H_SEQ, wire.H_CLOCK, wire.H_DATA_LEN]  # fmt: skip
 
 
 @dataclass
@@ -39,12 +30,12 @@ class Msg:
 
 
 def headers(host: str = "web1", kind: str = "open", first: int = 1, count: int = 1,
-            fmt: str = JSONL, **extra: str) -> dict[str, str]:  # fmt: skip
+            fmt: str = wire.JSONL, **extra: str) -> dict[str, str]:  # fmt: skip
     """The headers ringtool's exporter writes on a message of ``host``."""
-    h = {H_FORMAT: fmt, H_HOST: host, H_BOOT: "boot1", H_RUN: "run1", H_SOURCE: "trace",
-         H_TYPE: kind}  # fmt: skip
-    if fmt != STATS:
-        h.update({H_CPU: "0", H_SEQ: f"{first}-{first + count - 1}", H_CLOCK: "0"})
+    h = {wire.H_FORMAT: fmt, wire.H_HOST: host, wire.H_BOOT: "boot1", wire.H_RUN: "run1",
+         wire.H_SOURCE: "trace", wire.H_TYPE: kind}  # fmt: skip
+    if fmt != wire.STATS:
+        h.update({wire.H_CPU: "0", wire.H_SEQ: f"{first}-{first + count - 1}", wire.H_CLOCK: "0"})
     h.update(extra)
     return h
 
@@ -59,7 +50,7 @@ def events(host: str, first: int, ts: list[float], **extra: str) -> Msg:
 def stats(host: str, body: Any, **extra: str) -> Msg:
     """A ``stats/1`` message of ``host``; ``body`` a JSON value or raw bytes."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return Msg(f"ringtool.{host}.stats", headers(host, "stats", fmt=STATS, **extra), raw)
+    return Msg(f"ringtool.{host}.stats", headers(host, "stats", fmt=wire.STATS, **extra), raw)
 
 
 def good_stats(host: str, **counts: int) -> dict[str, Any]:

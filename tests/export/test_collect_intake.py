@@ -13,21 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ringtool.export.format import (
-    H_BOOT,
-    H_CLOCK,
-    H_CPU,
-    H_DATA_LEN,
-    H_FORMAT,
-    H_HOST,
-    H_RUN,
-    H_SEQ,
-    H_SOURCE,
-    H_TYPE,
-    ROWS,
-    Origin,
-)
+from ringtool.export.format import H_CLOCK, H_DATA_LEN, H_HOST, ROWS, Origin
 from tests.export.collect_helpers import (
+    HEADER_NAMES,
     Fed,
     Msg,
     events,
@@ -37,7 +25,6 @@ from tests.export.collect_helpers import (
     strict_json,
 )
 
-NAMES = [H_FORMAT, H_HOST, H_BOOT, H_RUN, H_SOURCE, H_TYPE, H_CPU, H_SEQ, H_CLOCK, H_DATA_LEN]
 NASTY_NUMBERS = ["0", "-1", "1", "2-1", "1-", "-", "1e300", "inf", "nan", "Infinity",
                  str(10**30), str(2**63), "1-" + str(2**64), "0x10", " 1", "1\n", "٣",
                  "9" * 5000]  # fmt: skip
@@ -80,7 +67,7 @@ def messages(draw: Any) -> Msg:
     h: dict[str, str] | None = headers(host, kind, fmt=fmt)
     if fmt == ROWS:
         h[H_DATA_LEN] = draw(st.sampled_from(["0", "8", "64", "256", "-8", "99999"]))
-    for name in draw(st.lists(st.sampled_from([*NAMES, "Other"]), max_size=4)):
+    for name in draw(st.lists(st.sampled_from([*HEADER_NAMES, "Other"]), max_size=4)):
         if draw(st.booleans()):
             h.pop(name, None)
         else:
