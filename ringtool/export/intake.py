@@ -10,23 +10,25 @@ and refuses, as :class:`~ringtool.errors.BadMessageError`, one
 * whose ``Ringtool-Host`` or ``Ringtool-Type`` header is not its subject's host or type,
   whose ``stats/1`` body names another host, boot, run or source, or whose event line
   carries a ``host`` other than the subject's (``forged origin``);
-* whose event lines are not JSON objects with a finite ``ts`` (``bad body``), when the
-  lines are read: every line for ``--merged`` (which writes them), the last one
-  otherwise (its time is the host's lag).
+* whose event lines are not JSON objects with a finite ``ts`` and only numbers JSON
+  can write (no NaN, Infinity, 1e400) (``bad body``), when the lines are read: every
+  line for ``--merged`` (which writes them), the last one otherwise (its time is the
+  host's lag).
 
 For ``--merged`` each line is written back as a JSON object whose first key ``host`` is
-the verified host, once (a line's own ``host`` is dropped when it agrees).
+the verified host, once (a line's own ``host`` is dropped when it agrees); its other
+keys are the host's own data, passed on as it wrote them.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ringtool.errors import BadMessageError
 from ringtool.export.config import is_token
 from ringtool.export.format import STATS, STATS_KIND
 from ringtool.export.reading import (
+    BAD_BODY,
     FORGED,
     DecoderCache,
     Received,
@@ -79,27 +81,37 @@ class Intake:
             return rec, self._stamp(rec)
         if rec.ts_ns:  # rows/1: decoded with its times
             return rec, [max(rec.ts_ns)]
-        return rec, [self._ts(rec, json_object(rec.lines[-1]))]
+        return rec, [self._line(rec, rec.lines[-1])[0]]
 
-    def _ts(self, rec: Received, obj: dict[str, Any]) -> int:
-        claimed = obj.get("host", rec.host)
-        if claimed != rec.host:
+    def _line(self, rec: Received, line: str) -> tuple[int, str]:
+        """An event line's time (ns) and the line written back with the verified host
+        first; BadMessageError when it is not a JSON object with a time, names another
+        host or holds what JSON cannot write (NaN, Infinity, 1e400).
+
+        A line that is one JSON object from its first character, without ``host``, is
+        written back as it came with ``"host": ...`` put in front (the common case, one
+        parse); any other is written anew."""
+        obj = json_object(line)
+        host = rec.host
+        claimed = obj.pop("host", None)
+        if claimed is not None and claimed != host:
             raise BadMessageError(FORGED, f"an event line says host {str(claimed)[:80]!r} on "
-                                  f"the subject of host {rec.host!r}")  # fmt: skip
-        return line_ts_ns(obj)
+                                  f"the subject of host {host!r}")  # fmt: skip
+        ts = line_ts_ns(obj)
+        if claimed is None and obj and line[0] == "{":
+            return ts, '{"host": "' + host + '", ' + line[1:]  # a token: nothing to escape
+        try:
+            return ts, _dumps({"host": host, **obj})
+        except (ValueError, RecursionError):  # (parsed, so not expected)
+            raise BadMessageError(BAD_BODY, "an event line cannot be written back") from None
 
     def _stamp(self, rec: Received) -> list[int]:
-        """Every line checked and written back with ``host`` first (module doc);
-        ``rec.ts_ns`` their times (rows/1 keeps the decoder's, exact to the ns)."""
-        lines, ts = [], []
-        for line in rec.lines:
-            obj = json_object(line)
-            ts.append(self._ts(rec, obj))
-            obj.pop("host", None)
-            lines.append(_dumps({"host": rec.host, **obj}))
-        rec.lines = lines
+        """Every line checked and written back (:meth:`_line`); ``rec.ts_ns`` their
+        times (rows/1 keeps the decoder's, exact to the ns)."""
+        pairs = [self._line(rec, line) for line in rec.lines]
+        rec.lines = [line for _, line in pairs]
         if not rec.ts_ns:
-            rec.ts_ns = ts
+            rec.ts_ns = [ts for ts, _ in pairs]
         return rec.ts_ns
 
 

@@ -192,28 +192,34 @@ def event_ts_ns(rec: Received) -> list[int]:
     return rec.ts_ns
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if value != value or value in (float("inf"), float("-inf")):
-        raise ValueError(f"{text[:40]} is not a finite number")
-    return value
+#: |ts| of an event at most (s): its ns must fit in a signed 64-bit integer
+MAX_TS_S = 9.2e9
 
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-#: |ts| of an event at most (s): its ns must fit in a signed 64-bit integer
-MAX_TS_S = 9.2e9
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0:  # inf - inf is NaN: 1e400 parses as inf
+        raise ValueError(f"{text[:40]} does not fit a double")
+    return value
+
+
+#: Event lines are read with NaN, Infinity and numbers that overflow a double (1e400)
+#: refused: JSON cannot write them back. One decoder (json.loads with arguments makes
+#: a new one per call).
+_LINES = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
 
 
 def json_object(line: str) -> dict[str, Any]:
     """One event line as a JSON object; BadMessageError when it is not one, is nested
-    too deep, or holds a number JSON cannot write back (NaN, Infinity, 1e400)."""
+    too deep or holds a number JSON cannot write back (NaN, Infinity, 1e400)."""
     try:
-        obj = json.loads(line, parse_float=_finite, parse_constant=_no_constant)
+        obj = _LINES.decode(line)
     except (ValueError, RecursionError):
-        raise BadMessageError(BAD_BODY, "an event line is not JSON (or not finite)") from None
+        raise BadMessageError(BAD_BODY, "an event line is not JSON") from None
     if not isinstance(obj, dict):
         raise BadMessageError(BAD_BODY, "an event line is not a JSON object")
     return obj
