@@ -257,3 +257,17 @@ def test_any_rows_body_decodes_or_is_refused(
     fed.take(Msg(f"ringtool.web1.{kind}", h, body))
     assert "undecodable" not in fed.fleet.bad_reasons, fed.notes
     check_outputs(fed, 1)
+
+
+def test_refused_messages_are_a_metric() -> None:
+    from ringtool.export.metrics import Families, collect_families
+
+    fed = Fed()
+    forged = events("web1", 1, [1.0])
+    forged.subject = "ringtool.evil.open"
+    fed.take(forged, forged, events("web1", 1, [1.0], **{H_CLOCK: "x"}))
+    fams = Families()
+    collect_families(fams, fed.fleet)
+    (fam,) = [f for f in fams.out if f.name == "ringtool_collect_bad_messages"]
+    got = {s.labels["reason"]: s.value for s in fam.samples if s.name.endswith("_total")}
+    assert got == {"forged origin": 2.0, "bad header": 1.0}
