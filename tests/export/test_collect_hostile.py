@@ -299,3 +299,24 @@ def test_trace_exports_with_its_own_user(broker: NatsServer, tmp_path: Path) -> 
     assert got["bad_messages"] == 0, got
     assert web1["events"] == web1["exported"] == summary["events"]
     assert web1["finished_runs"] == 1 and web1["gaps"] == 0
+
+
+def test_a_host_cannot_create_the_stream(tmp_path: Path) -> None:
+    """Without the stream, a host's user (no STREAM.CREATE right) gets one line saying
+    to create it, not a timeout from deep inside."""
+    from ringtool.export.accounting import ExportCounters
+    from ringtool.export.config import ExportConfig
+    from ringtool.export.publisher import Publisher
+    from ringtool.trace.events import Decoder
+    from ringtool.trace.layout import load_layout
+
+    conf = tmp_path / "nats.conf"
+    conf.write_text(readme_conf())
+    with nats_server(tmp_path / "nats", conf=conf) as server:
+        origin = Origin("web1", "boot1", "run1", "trace", 0)
+        encoder = Encoder(origin, "json", "ringtool", Decoder(load_layout()))
+        pub = Publisher(ExportConfig(url=url(server, "web1"), host="web1"), encoder,
+                        ExportCounters(1), lambda _: None)  # fmt: skip
+        error = pub.start()
+        pub.close()
+    assert error is not None and "does not exist" in error and "create it" in error, error
