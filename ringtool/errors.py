@@ -133,6 +133,18 @@ class ExportError(RingtoolError):
     ours (see ringtool.export)."""
 
 
+class BadMessageError(ExportError):
+    """A message read from the stream is not a well-formed ringtool message of the
+    host its subject names. ``reason`` is one of a fixed set of short phrases (what
+    ``collect`` counts per kind); ``detail`` says what was wrong in this message and
+    may quote it (callers print it through :func:`ringtool.event.safe_text.printable`)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
 class BenchError(RingtoolError):
     """A benchmark could not run one of its parts: the system compiler (``cc``) failed
     on a bench's C source, or a traced child exited before it was ready."""

@@ -18,6 +18,7 @@ from ringtool.export.cli_args import add_metrics_arg, checked, readable_file
 from ringtool.export.config import (
     DEFAULT_PREFIX,
     DEFAULT_STREAM,
+    MAX_HOSTS,
     check_prefix,
     check_stream,
     check_token,
@@ -50,6 +51,19 @@ def _seconds(flag: str, minimum: float = 0.0) -> Any:
             v = math.nan
         if not math.isfinite(v) or v <= minimum:
             raise argparse.ArgumentTypeError(f"{flag} {text!r}: a number > {minimum:g}")
+        return v
+
+    return parse
+
+
+def _count(flag: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            v = 0
+        if not 1 <= v <= 1_000_000:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: a whole number from 1 to 1000000")
         return v
 
     return parse
@@ -114,6 +128,13 @@ def register(subs: Any) -> None:
     )
     p.add_argument("--drain", action="store_true", help="stop once the backlog is read")
     p.add_argument(
+        "--max-hosts",
+        type=_count("--max-hosts"),
+        default=MAX_HOSTS,
+        metavar="N",
+        help=f"hosts kept at most; messages of more hosts are refused ({MAX_HOSTS})",
+    )
+    p.add_argument(
         "--interval", type=_seconds("--interval"), default=1.0, help="refresh interval, s (1)"
     )
     add_metrics_arg(p)
@@ -128,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         url=args.url, stream=args.stream, subject_prefix=args.subject_prefix,
         durable=args.durable, creds=args.creds, tls_ca=args.tls_ca, interval=args.interval,
         duration=args.duration, drain=args.drain, timestamps=args.merged,
+        max_hosts=args.max_hosts,
     )  # fmt: skip
     view: Any
     if args.merged:

@@ -6,11 +6,14 @@
 * :class:`JsonView` (``--json``): per interval one ``{"type": "host", ...}`` line per
   host and one ``{"type": "fleet", ...}``; at the end a ``{"type": "summary", ...}``.
 * :class:`MergedView` (``--merged``): the events of every host as JSON lines (each with
-  ``"host"``) in timestamp order, merged with :mod:`ringtool.merge` (one buffer per
+  ``"host"`` first: the lines as :class:`~ringtool.export.intake.Intake` checked and
+  wrote them back) in timestamp order, merged with :mod:`ringtool.merge` (one buffer per
   host, a reorder window of ``window_ms`` of event time); the fleet summary goes to
   stderr at the end.
 
-Host names and event text are data: the table shows them as rich ``Text``, never markup.
+Host names and event text are data: the table shows them as rich ``Text``, never markup,
+made :func:`~ringtool.event.safe_text.printable` (no terminal escapes). A line under
+the table says how many messages were refused, by reason.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import time
 from collections import deque
 from typing import Any, TextIO
 
+from ringtool.event.safe_text import printable
 from ringtool.export.fleet import Fleet
 from ringtool.export.reading import Received
 
@@ -29,7 +33,16 @@ COLUMNS = ("HOST", "EV/S", "EVENTS", "DROPPED", "LOST", "EXP_DROP", "GAPS", "LAG
 
 def fleet_record(fleet: Fleet) -> dict[str, Any]:
     return {"type": "fleet", "hosts": len(fleet.hosts), "messages": fleet.messages,
-            "pending_messages": fleet.pending, "bad_messages": fleet.bad}  # fmt: skip
+            "pending_messages": fleet.pending, "bad_messages": fleet.bad,
+            "bad_reasons": dict(sorted(fleet.bad_reasons.items()))}  # fmt: skip
+
+
+def bad_line(fleet: Fleet) -> str:
+    """``refused N messages: reason n, ...`` (empty when none were)."""
+    if not fleet.bad:
+        return ""
+    why = ", ".join(f"{k} {v:,}" for k, v in sorted(fleet.bad_reasons.items()))
+    return f"refused {fleet.bad:,} messages: {why}"
 
 
 def summary_record(fleet: Fleet) -> dict[str, Any]:
@@ -39,7 +52,7 @@ def summary_record(fleet: Fleet) -> dict[str, Any]:
 
 def _row(r: dict[str, Any]) -> list[str]:
     nums = [f"{r[k]:,}" for k in ("events", "dropped", "lost", "export_dropped", "gaps")]
-    return [r["host"], f"{r['events_per_s']:,.0f}", *nums, f"{r['lag_s']:.1f}"]
+    return [printable(r["host"]), f"{r['events_per_s']:,.0f}", *nums, f"{r['lag_s']:.1f}"]
 
 
 class TableView:
@@ -58,7 +71,8 @@ class TableView:
         from rich.table import Table
         from rich.text import Text
 
-        t = Table(title=Text(f"{self.title}  backlog {fleet.pending:,} messages"))
+        t = Table(title=Text(printable(f"{self.title}  backlog {fleet.pending:,} messages")),
+                  caption=Text(bad_line(fleet)) if fleet.bad else None)  # fmt: skip
         for c in COLUMNS:
             t.add_column(c, justify="left" if c == "HOST" else "right")
         for r in fleet.records():
@@ -78,6 +92,7 @@ class TableView:
         lines = [f"-- {time.strftime('%H:%M:%S')} {self.title}: backlog {fleet.pending} "
                  "messages", " ".join(f"{c:>10}" for c in COLUMNS)]  # fmt: skip
         lines += [" ".join(f"{cell:>10}" for cell in _row(r)) for r in fleet.records()]
+        lines += [bad_line(fleet)] if fleet.bad else []
         self.stream.write("\n".join(lines) + "\n")
         self.stream.flush()
 
@@ -126,8 +141,7 @@ class MergedView:
         if buf is None:
             self._rebuild(rec.host)
             buf = self.buffers[rec.host]
-        head = '{"host": ' + json.dumps(rec.host) + ", "
-        buf.extend(zip(rec.ts_ns, (head + line[1:] for line in rec.lines), strict=True))
+        buf.extend(zip(rec.ts_ns, rec.lines, strict=True))
         self._write(self.merger.take(1 << 20))
 
     def _rebuild(self, host: str) -> None:
@@ -168,4 +182,4 @@ class MergedView:
         print(json.dumps(rec), file=self.err, flush=True)
 
 
-__all__ = ["JsonView", "MergedView", "TableView", "fleet_record", "summary_record"]
+__all__ = ["JsonView", "MergedView", "TableView", "bad_line", "fleet_record", "summary_record"]

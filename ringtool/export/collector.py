@@ -2,11 +2,15 @@
 
 :class:`Collector` binds to (or creates) a durable pull consumer on
 ``<prefix>.>`` of the stream, so a second run resumes where the first stopped: it
-fetches messages in batches, decodes them (:mod:`ringtool.export.wire`), feeds the
+fetches messages in batches, decodes and checks them (:mod:`ringtool.export.intake`:
+the subject names the host, headers and body must agree), feeds the
 :class:`~ringtool.export.fleet.Fleet` and the view, and acknowledges a batch (ack
 policy *all*: the last message acknowledges the ones before it) after the view has
-taken it. So every message is handed to the view at least once; a collector stopped
-between the two sees up to one batch again on the next run (counted as duplicates).
+taken it. A message that is refused (malformed, forged, over a bound) is counted in
+``bad_messages`` by reason and acknowledged with its batch like any other, so no
+message can stop the durable consumer. So every message is handed to the view at least
+once; a collector stopped between the two sees up to one batch again on the next run
+(counted as duplicates).
 Once per interval it asks the consumer for its backlog (messages not yet delivered:
 the consumer lag). A lost connection is said in one line on stderr; the collector
 reconnects with backoff and binds the same durable consumer again, which resumes after
@@ -23,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ringtool.errors import ExportError
+from ringtool.errors import BadMessageError, ExportError
 from ringtool.event.layout import load_layout
+from ringtool.event.safe_text import printable
 from ringtool.event.syscalls import syscall_namer
 from ringtool.export.config import (
     BACKOFF_MAX_S,
@@ -32,11 +37,13 @@ from ringtool.export.config import (
     connect_options,
     describe_error,
     display_url,
+    inbox_prefix,
     quiet_callbacks,
     quiet_task_errors,
 )
-from ringtool.export.fleet import Fleet
-from ringtool.export.reading import DecoderCache, Received, decode, event_ts_ns
+from ringtool.export.fleet import MAX_HOSTS, Fleet
+from ringtool.export.intake import UNDECODABLE, Intake
+from ringtool.export.reading import DecoderCache, Received
 
 FETCH = 256
 
@@ -49,7 +56,8 @@ class _FetchConnectionLost(Exception):
 class CollectConfig:
     """``url``/``creds``/``tls_ca`` as for the exporter; ``durable`` the consumer
     name; ``duration`` None: until Ctrl-C; ``drain``: stop once the backlog is read;
-    ``timestamps``: the view needs every event's time (``--merged``)."""
+    ``timestamps``: the view needs every event's time (``--merged``); ``max_hosts``:
+    hosts kept at most (more are refused: :class:`~ringtool.export.fleet.Fleet`)."""
 
     url: str
     stream: str = "RINGTOOL"
@@ -61,6 +69,7 @@ class CollectConfig:
     duration: float | None = None
     drain: bool = False
     timestamps: bool = False
+    max_hosts: int = MAX_HOSTS
 
 
 class CollectView(Protocol):
@@ -77,8 +86,9 @@ class Collector:
     def __init__(self, cfg: CollectConfig, view: CollectView) -> None:
         self.cfg = cfg
         self.view = view
-        self.fleet = Fleet()
+        self.fleet = Fleet(cfg.max_hosts)
         self.decoders = DecoderCache(load_layout(), syscall_namer())
+        self.intake = Intake(cfg.subject_prefix, self.decoders, cfg.timestamps)
         self._stop = False
         self._done = False
         self._connected = False
@@ -104,10 +114,11 @@ class Collector:
         """Connect, read until done; a lost connection is said in one line and the
         durable consumer is bound again once the broker answers (backoff 0.1–5 s). Only
         the first connection's failure is an error."""
-        import nats
+        from ringtool.export.nats_client import connect
 
         asyncio.get_running_loop().set_exception_handler(quiet_task_errors(self._errors))
-        opts = connect_options(self.cfg.url, self.cfg.creds, self.cfg.tls_ca, 2.0)
+        opts = connect_options(self.cfg.url, self.cfg.creds, self.cfg.tls_ca, 2.0,
+                               inbox_prefix("collect", self.cfg.durable))  # fmt: skip
         opts.update(quiet_callbacks(self._errors))
         url = display_url(self.cfg.url)
         start = time.monotonic()
@@ -116,7 +127,7 @@ class Collector:
         backoff, down_since = BACKOFF_MIN_S, None
         while not self._over():
             try:
-                nc = await nats.connect(**opts)
+                nc = await connect(opts)
             except Exception as exc:
                 cause = self._errors[-1] if self._errors else exc
                 self._errors.clear()
@@ -224,26 +235,26 @@ class Collector:
         self.fleet.pending = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
 
     def _take(self, msg: Any) -> None:
+        """One message into the fleet and the view, or counted as refused with its
+        reason (the first of each reason said in one line). Never raises: whatever a
+        message holds, the batch it came in is acknowledged and the consumer moves on."""
+        subject = msg.subject if isinstance(msg.subject, str) else ""
         try:
-            rec = decode(msg.headers, msg.data, self.decoders)
-            ts = event_ts_ns(rec) if self.cfg.timestamps or rec.ts_ns else None
-            if ts is None and rec.lines:  # lag: the newest event's time
-                rec.ts_ns = []
-                ts = _last_ts(rec)
-        except ExportError:
-            self.fleet.bad += 1
+            rec, ts = self.intake.take(subject, msg.headers, msg.data)
+            self.fleet.add(rec, len(msg.data), ts)
+        except BadMessageError as exc:
+            self._refuse(subject, exc.reason, exc.detail)
             return
-        self.fleet.add(rec, len(msg.data), ts)
+        except Exception as exc:  # a decoder bug: counted, said, never fatal
+            self._refuse(subject, UNDECODABLE, f"{type(exc).__name__} while decoding")
+            return
         self.view.message(rec)
 
-
-def _last_ts(rec: Received) -> list[int]:
-    import json
-
-    try:
-        return [round(json.loads(rec.lines[-1])["ts"] * 1e9)]
-    except (ValueError, KeyError, TypeError):
-        return []
+    def _refuse(self, subject: str, reason: str, detail: str) -> None:
+        if self.fleet.refuse(reason):
+            self._note(f"refused a message on {printable(subject[:120])}: {reason} "
+                       f"({printable(detail[:200])}); counted in bad_messages, further "
+                       f"ones refused for {reason} are only counted")  # fmt: skip
 
 
 __all__ = ["CollectConfig", "CollectView", "Collector"]

@@ -30,6 +30,9 @@ _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _STREAM = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$")
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+#: Hosts ``collect`` keeps at most by default (``--max-hosts``): each costs memory and
+#: a line of every output, and host names come from the network.
+MAX_HOSTS = 4096
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,12 @@ def display_url(url: str) -> str:
     return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", url)
 
 
+def is_token(text: str) -> bool:
+    """Whether ``text`` is one subject token ringtool uses: 1-64 letters, digits, '_'
+    or '-' (a host name, a type, a durable name)."""
+    return bool(_TOKEN.fullmatch(text))
+
+
 def check_token(text: str, what: str) -> str:
     if not _TOKEN.match(text):
         raise ExportError(f"{what} {text!r}: use 1-64 letters, digits, '_' or '-'")
@@ -162,12 +171,14 @@ BACKOFF_MAX_S = 5.0
 
 
 def connect_options(
-    url: str, creds: Path | None, tls_ca: Path | None, timeout_s: float
+    url: str, creds: Path | None, tls_ca: Path | None, timeout_s: float, inbox: str = ""
 ) -> dict[str, Any]:
     """Keyword arguments of ``nats.connect`` for ``url`` plus the credential and TLS
     flags. A user/password in the URL is passed as is; ``creds`` overrides it. The
     caller does its own reconnecting (``allow_reconnect=False``) and passes its own
-    ``error_cb`` (:func:`quiet_callbacks`: nats-py's default prints tracebacks)."""
+    ``error_cb`` (:func:`quiet_callbacks`: nats-py's default prints tracebacks).
+    ``inbox``: the prefix of the connection's reply subjects (:func:`inbox_prefix`),
+    so a broker can let each user subscribe to its own replies only."""
     parts = urlsplit(url)
     server = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
     opts: dict[str, Any] = {
@@ -184,6 +195,8 @@ def connect_options(
         "flush_timeout": FLUSH_TIMEOUT_S,
         "name": "ringtool",
     }
+    if inbox:
+        opts["inbox_prefix"] = inbox
     if parts.username:
         opts["user"] = unquote(parts.username)
         opts["password"] = unquote(parts.password or "")
@@ -194,6 +207,14 @@ def connect_options(
     elif parts.scheme == "tls":
         opts["tls"] = ssl.create_default_context()
     return opts
+
+
+def inbox_prefix(role: str, name: str) -> str:
+    """``_INBOX.<role>.<name>``: the reply subjects of an exporter (``host``, its host
+    name) or a collector (``collect``, its durable consumer name). A broker that gives
+    each user subscribe rights on its own ``_INBOX.host.<host>.>`` only keeps one
+    host from reading another's acknowledgements (README "Tracing a fleet")."""
+    return f"_INBOX.{role}.{name}" if is_token(name) else ""
 
 
 def describe_error(exc: BaseException) -> str:
@@ -245,6 +266,7 @@ __all__ = [
     "DEFAULT_PREFIX",
     "DEFAULT_STREAM",
     "FORMATS",
+    "MAX_HOSTS",
     "ExportConfig",
     "boot_id",
     "check_prefix",
@@ -255,6 +277,8 @@ __all__ = [
     "default_host",
     "describe_error",
     "display_url",
+    "inbox_prefix",
+    "is_token",
     "quiet_callbacks",
     "quiet_task_errors",
     "read_creds",

@@ -7,7 +7,7 @@ sequence numbers seen, as intervals: ``gaps`` are numbers below the highest seen
 never arrived (events the exporter counted as ``export_dropped``, or not read yet),
 ``duplicates`` numbers seen twice (a redelivery). The host's own counters (kernel
 drops, lost, export drops, exported) come from its latest ``stats/1`` message of each
-run, summed over runs.
+run, summed over runs (checked counts: :func:`ringtool.export.reading.decode`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
+from ringtool.errors import BadMessageError
+from ringtool.export.config import MAX_HOSTS
 from ringtool.export.reading import Received
 
 
@@ -100,16 +102,57 @@ class HostView:
         }  # fmt: skip
 
 
+#: Reason of a message refused because it would pass one of the bounds below.
+OVER_LIMIT = "over a limit"
+#: Per host at most: runs (a run is one exporting process), lanes (run, CPU, type),
+#: and disjoint intervals of sequence numbers per lane (each gap is one).
+MAX_RUNS = 1024
+MAX_LANES = 16384
+MAX_INTERVALS = 65536
+
+
 class Fleet:
     """Every host seen (see module doc); ``pending`` is the consumer's backlog in
-    messages (set by the collector), ``bad`` the messages that were not ringtool's."""
+    messages (set by the collector), ``bad`` the messages refused, by reason in
+    ``bad_reasons`` (a fixed set of phrases: :meth:`refuse`). At most ``max_hosts``
+    hosts and, per host, :data:`MAX_RUNS` runs and :data:`MAX_LANES` lanes are kept: a
+    message that would pass one is refused (:data:`OVER_LIMIT`), so memory is bounded
+    whatever names and numbers the network sends."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_hosts: int = MAX_HOSTS) -> None:
         self.hosts: dict[str, HostView] = {}
+        self.max_hosts = max_hosts
         self.pending = 0
         self.bad = 0
+        self.bad_reasons: dict[str, int] = {}
         self.messages = 0
         self._mark_time = time.monotonic()
+
+    def refuse(self, reason: str) -> bool:
+        """Count a refused message; True for the first of its ``reason``."""
+        self.bad += 1
+        seen = self.bad_reasons.get(reason, 0)
+        self.bad_reasons[reason] = seen + 1
+        return seen == 0
+
+    def _check(self, rec: Received) -> None:
+        """BadMessageError(:data:`OVER_LIMIT`) when ``rec`` would pass a bound."""
+        view = self.hosts.get(rec.host)
+        if view is None:
+            if len(self.hosts) >= self.max_hosts:
+                raise BadMessageError(OVER_LIMIT, f"more than {self.max_hosts} hosts "
+                                      "(collect --max-hosts)")  # fmt: skip
+            return
+        if rec.stats is not None:
+            if (rec.boot, rec.run) not in view.runs and len(view.runs) >= MAX_RUNS:
+                raise BadMessageError(OVER_LIMIT, f"more than {MAX_RUNS} runs of {rec.host!r}")
+            return
+        lane = view.lanes.get(rec.lane)
+        if lane is None and len(view.lanes) >= MAX_LANES:
+            raise BadMessageError(OVER_LIMIT, f"more than {MAX_LANES} lanes of {rec.host!r}")
+        if lane is not None and len(lane.iv) >= MAX_INTERVALS:
+            raise BadMessageError(OVER_LIMIT, f"more than {MAX_INTERVALS} gaps in a lane of "
+                                  f"{rec.host!r}")  # fmt: skip
 
     def host(self, name: str) -> HostView:
         view = self.hosts.get(name)
@@ -118,7 +161,9 @@ class Fleet:
         return view
 
     def add(self, rec: Received, nbytes: int, ts_ns: list[int] | None = None) -> HostView:
-        """Count one message; ``ts_ns`` (its events' wall-clock ns) when known."""
+        """Count one message; ``ts_ns`` (its events' wall-clock ns) when known.
+        BadMessageError (nothing counted) when it would pass a bound (class doc)."""
+        self._check(rec)
         self.messages += 1
         view = self.host(rec.host)
         view.messages += 1
@@ -154,4 +199,4 @@ class Fleet:
         return [self.hosts[h].record(now) for h in sorted(self.hosts)]
 
 
-__all__ = ["Fleet", "HostView", "SeqSet"]
+__all__ = ["MAX_HOSTS", "OVER_LIMIT", "Fleet", "HostView", "SeqSet"]

@@ -2,7 +2,9 @@
 
 :class:`LocalNats` runs Debian's ``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file
 storage in ``DIR``, a free port chosen at start), optionally requiring a user and
-password or TLS, and waits until the server says it is ready. :meth:`~LocalNats.stop` and
+password, TLS or a configuration file (``-c``: users and their permissions; the
+address, port and store given as flags override the file's), and waits until the
+server says it is ready. :meth:`~LocalNats.stop` and
 :meth:`~LocalNats.start` again keep the port and the store: a broker restart. Nothing
 listens beyond 127.0.0.1.
 """
@@ -46,6 +48,7 @@ class LocalNats:
         user: str | None = None,
         password: str | None = None,
         tls: tuple[Path, Path] | None = None,
+        conf: Path | None = None,
     ) -> None:
         binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
         if not Path(binary).exists():
@@ -56,6 +59,7 @@ class LocalNats:
         self.port = free_port()
         self.user, self.password = user, password
         self.tls = tls  # (certificate, key): clients must use TLS
+        self.conf = conf  # a configuration file (users, permissions); the flags win
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = store / "nats.log"
         self.start()
@@ -67,7 +71,8 @@ class LocalNats:
     def start(self) -> None:
         if self.proc is not None:
             return
-        args = [self.binary, "-js", "-sd", str(self.store / "js"), "-a", "127.0.0.1",
+        args = [self.binary, *(["-c", str(self.conf)] if self.conf else []),
+                "-js", "-sd", str(self.store / "js"), "-a", "127.0.0.1",
                 "-p", str(self.port), "-l", str(self.log)]  # fmt: skip
         if self.user:
             args += ["--user", self.user, "--pass", str(self.password)]

@@ -223,6 +223,13 @@ def collect_families(fams: Families, fleet: Any) -> None:
         (),
         [((), fleet.pending)],
     )
+    fams.add(
+        "counter",
+        "ringtool_collect_bad_messages",
+        "Messages refused (malformed, forged, over a bound), by reason",
+        ("reason",),
+        (((reason,), n) for reason, n in sorted(fleet.bad_reasons.items())),
+    )
     for key, doc in (
         ("dropped", "Kernel ring drops reported by the host"),
         ("lost", "Perf samples lost, reported by the host"),

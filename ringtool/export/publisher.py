@@ -43,6 +43,7 @@ from ringtool.export.config import (
     connect_options,
     describe_error,
     display_url,
+    inbox_prefix,
     quiet_callbacks,
     quiet_task_errors,
 )
@@ -76,7 +77,8 @@ class Publisher:
         self.queue = BoundedQueue(cfg.queue_bytes, on_put=self._wake_soon)
         self.connected = False
         self._errors: list[BaseException] = []
-        self._opts = connect_options(cfg.url, cfg.creds, cfg.tls_ca, cfg.connect_timeout_s)
+        self._opts = connect_options(cfg.url, cfg.creds, cfg.tls_ca, cfg.connect_timeout_s,
+                                     inbox_prefix("host", encoder.origin.host))  # fmt: skip
         self._opts.update(quiet_callbacks(self._errors))
         self._url = display_url(cfg.url)
         self._loop = asyncio.new_event_loop()

@@ -32,11 +32,14 @@ def subject_matches(pattern: str, subject: str) -> bool:
 async def ensure_stream(nc: Any, cfg: ExportConfig, on_note: Callable[[str], None]) -> None:
     """Create ``cfg.stream`` when missing; ExportError when it exists but does not take
     ``<prefix>.<host>.*`` or cannot be created."""
+    from nats.errors import TimeoutError as NatsTimeout
     from nats.js.api import StorageType, StreamConfig
     from nats.js.errors import APIError, NotFoundError
 
     js = nc.jetstream()
     probe = cfg.subject(cfg.host or "host", "open")
+    # a request the user may not publish gets no answer (the broker says "permissions
+    # violation" to the error callback): a timeout names the right that is missing
     try:
         info = await js.stream_info(cfg.stream)
     except NotFoundError:
@@ -47,11 +50,18 @@ async def ensure_stream(nc: Any, cfg: ExportConfig, on_note: Callable[[str], Non
             ))  # fmt: skip
         except APIError as exc:
             raise ExportError(f"cannot create stream {cfg.stream}: {exc.description}") from None
+        except NatsTimeout:
+            raise ExportError(f"stream {cfg.stream} does not exist and no answer to creating "
+                              "it: create it with a user allowed to (README \"Tracing a "
+                              "fleet\")") from None  # fmt: skip
         on_note(f"export: created stream {cfg.stream} (subjects {cfg.all_subjects}, file "
                 "storage)")  # fmt: skip
         return
     except APIError as exc:
         raise ExportError(f"stream {cfg.stream}: {exc.description}") from None
+    except NatsTimeout:
+        raise ExportError(f"no answer to $JS.API.STREAM.INFO.{cfg.stream}: is JetStream on, "
+                          "and may this user publish there?") from None  # fmt: skip
     subjects = info.config.subjects or []
     if not any(subject_matches(p, probe) for p in subjects):
         raise ExportError(

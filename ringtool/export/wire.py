@@ -9,8 +9,9 @@ has twice. Subject: ``<prefix>.<host>.<type>`` (``ringtool.web1.open``).
 Every message carries NATS headers (the body is events only):
 
 ==========================  =======================================================
-``Nats-Msg-Id``             ``<host>:<run>:<type>:<cpu>:<first>``: JetStream drops a
-                            resend with an id it stored within its duplicate window
+``Nats-Msg-Id``             ``<host>:<run>:<mac>``, ``mac`` keyed by a per-run secret
+                            (:meth:`Origin.msg_id`): JetStream drops a resend with an
+                            id it stored within its duplicate window
 ``Ringtool-Format``         ``jsonl/1``, ``rows/1`` or ``stats/1``
 ``Ringtool-Host``           the ``--host-name`` (default: the host name)
 ``Ringtool-Boot``           ``/proc/sys/kernel/random/boot_id`` of the exporting host
@@ -43,9 +44,12 @@ Reading them back: :mod:`ringtool.export.reading`.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import secrets
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -79,13 +83,25 @@ H_DATA_LEN = "Ringtool-Data-Len"
 
 @dataclass(frozen=True)
 class Origin:
-    """Who exports: the same for every message of one run."""
+    """Who exports: the same for every message of one run. ``id_key``: this run's
+    secret (never sent) that makes its ``Nats-Msg-Id`` values unguessable
+    (:meth:`msg_id`)."""
 
     host: str
     boot: str
     run: str
     source: str
     realtime_offset_ns: int
+    id_key: bytes = field(default_factory=lambda: secrets.token_bytes(16), repr=False)
+
+    def msg_id(self, what: str) -> str:
+        """The ``Nats-Msg-Id`` of this run's message ``what`` (``open:3:2049``,
+        ``stats:7``): ``<host>:<run>:`` and an HMAC-SHA256 of ``what`` under
+        ``id_key``. The stream's duplicate window is stream-wide, so an id another
+        member could predict would let it publish that id first and have the real
+        message dropped as a duplicate; ids already stored tell nothing of the next."""
+        mac = hmac.new(self.id_key, what.encode(), hashlib.sha256).hexdigest()[:32]
+        return f"{self.host}:{self.run}:{mac}"
 
 
 class Lines(list[str]):
@@ -226,7 +242,7 @@ class Encoder:
                     *self.encode(_slice(batch, half, batch.count))]  # fmt: skip
         o = self.origin
         extra.update({
-            H_ID: f"{o.host}:{o.run}:{batch.type}:{batch.cpu}:{batch.first}",
+            H_ID: o.msg_id(f"{batch.type}:{batch.cpu}:{batch.first}"),
             H_CPU: str(batch.cpu), H_SEQ: f"{batch.first}-{batch.last}",
             H_CLOCK: str(o.realtime_offset_ns),
         })  # fmt: skip
@@ -250,7 +266,7 @@ class Encoder:
     def stats(self, record: dict[str, Any], number: int) -> Message:
         """A ``stats/1`` message (the ``number`` th of this run)."""
         o = self.origin
-        headers = self.headers(STATS_KIND, STATS, {H_ID: f"{o.host}:{o.run}:stats:{number}"})
+        headers = self.headers(STATS_KIND, STATS, {H_ID: o.msg_id(f"stats:{number}")})
         body = json.dumps(record, separators=(",", ":")).encode()
         return Message(f"{self.prefix}.{o.host}.{STATS_KIND}", headers, body)
 

@@ -13,7 +13,8 @@ from ringtool.export.reading import Received
 
 
 def message(host: str, first: int, ts: list[int], cpu: int = 0) -> Received:
-    lines = [json.dumps({"type": "open", "ts": t / 1e9, "cpu": cpu}) for t in ts]
+    """A checked message as the collector hands it to the views: lines with ``host``."""
+    lines = [json.dumps({"host": host, "type": "open", "ts": t / 1e9, "cpu": cpu}) for t in ts]
     return Received(host, "boot", "run-" + host, "trace", "open", "jsonl/1", cpu, first,
                     len(ts), lines, ts)  # fmt: skip
 
