@@ -1,7 +1,7 @@
 """ringtool's attach client against a FAKE bridge (a socket server in this test): every
 broken reply gives ``KmesAttachError`` in bounded time, without leaking descriptors or
 memory; a reply with 300 CPUs' worth of descriptors in several SCM_RIGHTS messages is
-accepted (issue 11 items 5 and 7)."""
+accepted (docs/kmes.md §11.6, §11.9-11.10)."""
 
 from __future__ import annotations
 
