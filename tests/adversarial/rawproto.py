@@ -6,7 +6,7 @@ themselves, as an outside consumer (honest or hostile) or a fake bridge would.
 * :func:`raw_attach`: connect, send ``ATTACH\\n``, collect the JSON line and every
   descriptor from as many ``recvmsg`` calls as the bridge uses.
 * :func:`metadata_page`: a metadata page built from the table of docs/kmes.md section 3.
-* :func:`v2_fds`: a (meta, data) pair as the spec describes it: meta read-write, data a
+* :func:`v2_fds`: a (meta, data) pair as docs/kmes.md §2.2 describes it: meta read-write, data a
   sealed memfd re-opened read-only.
 """
 

@@ -268,7 +268,7 @@ def test_300_cpus_in_several_scm_rights_messages(fake: Any, mode: str) -> None:
 
 
 def odd_fds(kind: str) -> Handler:
-    """A v2 line for CPU 0 whose descriptors are not what the spec promises."""
+    """A v2 line for CPU 0 whose descriptors are not what docs/kmes.md §11.7 requires."""
 
     def h(conn: socket.socket, stop: threading.Event) -> None:
         read_request(conn)
