@@ -1,4 +1,5 @@
-/* Payload capture for ringtool's PERF_EVENT_ARRAY consumer (seed 001's motivation).
+/* Payload capture for ringtool's PERF_EVENT_ARRAY consumer: the case perf buffers
+ * serve and RINGBUF does not (the kernel appends packet bytes to the record).
  *
  * A TC (SCHED_CLS, direct-action) program: for every packet it outputs a small
  * struct capture_event into `captures` *and* asks bpf_perf_event_output to append

@@ -1,4 +1,4 @@
-/* ringtool: per-CPU BPF ring buffer groups, for BCC programs (issue 6).
+/* ringtool: per-CPU BPF ring buffer groups, for BCC programs.
  *
  * One RINGBUF per N CPUs (N = 1: one per CPU; N = 0: one shared buffer), kept in a
  * BPF_MAP_TYPE_ARRAY_OF_MAPS indexed by *buffer id*. Buffer ids are contiguous
@@ -21,7 +21,8 @@
  *   RT_PCPU_RINGS_FD       fd of the ARRAY_OF_MAPS: buffer id -> RINGBUF
  *   RT_PCPU_CPUMAP_FD      fd of the ARRAY: cpu -> buffer id (u32; RT_PCPU_NO_BUF for
  *                          CPUs that were offline at setup: their events are dropped
- *                          and counted, as the seed supports no CPU hotplug)
+ *                          and counted until RingBufGroup.check_cpus() gives them a
+ *                          ring; see ringtool/readers/ringbuf_group.py)
  *   RT_PCPU_DROPS_FD       fd of a PERCPU_ARRAY with one u64 (key 0): failed outputs
  *   RT_PCPU_NR_BUFS        number of buffers
  *   RT_PCPU_CPUS_PER_BUF   N as configured; 0 (one shared buffer, which every CPU

@@ -1,4 +1,4 @@
-/* ringtool trace: the ONE event layout every trace source emits (issue 7).
+/* ringtool trace: the ONE event layout every trace source emits.
  *
  * This header is the single definition: ringtool/event/layout.py parses the
  * `#define TRACE_*` constants and the `struct trace_*` declarations below to build
@@ -116,7 +116,7 @@ static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
 #endif
 }
 
-/* The filters run BEFORE anything is reserved (issue 11): a rejected event must
+/* The filters run BEFORE anything is reserved: a rejected event must
  * neither take ring space (it would push matching events out and be counted as
  * their drop) nor wake the consumer (the kernel wakes it on a discard too). So the
  * sources call trace_skip_current() first and reserve only for a matching task;

@@ -14,8 +14,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 # 1. Debian packages. BCC comes from Debian, not PyPI (it must match the system libbcc).
-# nats-server and prometheus: the export tests start their own on 127.0.0.1 (issue 12).
-# gcc + libbpf-dev: `ringtool bench trace`/`ringbuf` compile their C helpers (issue 13).
+# nats-server and prometheus: the export tests start their own on 127.0.0.1.
+# gcc + libbpf-dev: `ringtool bench trace`/`ringbuf` compile their C helpers.
 # man-db + groff-base: `man ringtool` (step 5 installs the page; the tests render it).
 # sudo: the README's examples say `sudo ringtool ...` (step 5 puts ringtool on the PATH).
 PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make

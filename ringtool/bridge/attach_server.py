@@ -1,4 +1,5 @@
-"""The server side of the KMES attach protocol v2 (DESIGN.md): :class:`AttachServer`.
+"""The server side of the KMES attach protocol v2 (docs/kmes.md section 11):
+:class:`AttachServer`.
 
 Wire format (see :mod:`ringtool.kmes.attach` for the client):
 

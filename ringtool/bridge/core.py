@@ -3,18 +3,18 @@
 :class:`KmesBridge` takes ``(cpu, origin_class, event_type, payload)`` events from any
 source (BPF ring buffer, perf buffer, the bridge itself), batches them per CPU, and
 writes each batch to that CPU's KMES :class:`Writer`. Before the buffers exist
-(:meth:`KmesBridge.start`) events go to per-CPU boot buffers (§5.1.2). It serves the
-attach protocol, resizes on request (SIGHUP -> :meth:`request_reload`, serviced by
+(:meth:`KmesBridge.start`) events go to per-CPU boot buffers (docs/kmes.md section 9).
+It serves the attach protocol, resizes on request (SIGHUP -> :meth:`request_reload`, serviced by
 :meth:`service` from the event loop), and shuts down cleanly.
 
 CPU hotplug: the first event from a possible CPU that has no buffer (a CPU brought
 online after start) is queued, and the next :meth:`flush` gives that CPU a buffer. The
 new buffer is announced the KMES way, by a generation change: every existing buffer
-is switched exactly as in a resize to the same capacity (§5.1.8.4: survivors copied,
-old generation bumped), so every attached reader re-attaches and finds the new CPU in
-the reply (:func:`ringtool.kmes.attach.attach_new` gives it readers for it). Nothing
-is lost or uncounted on the way: events from a CPU that is not even possible are
-counted in ``unknown_cpu``. A CPU that goes offline keeps its buffer.
+is switched exactly as in a resize to the same capacity (docs/kmes.md §10.3-10.4:
+survivors copied, old generation bumped), so every attached reader re-attaches and
+finds the new CPU in the reply (:func:`ringtool.kmes.attach.attach_new` gives it
+readers for it). Nothing is lost or uncounted on the way: events from a CPU that is
+not even possible are counted in ``unknown_cpu``. A CPU that goes offline keeps its buffer.
 
 Threading contract: :meth:`submit` may be called from any thread (sources with their own
 callback threads); :meth:`flush`, :meth:`resize` and :meth:`service` serialise on one
@@ -49,7 +49,7 @@ RETIRED_GRACE = 5.0
 
 
 def copy_surviving(old: Writer, new: Writer) -> int:
-    """§5.1.8.4 step 2: copy ``old``'s surviving events (seq and timestamp kept) into
+    """docs/kmes.md §10.3 step 2: copy ``old``'s surviving events (seq and timestamp kept) into
     ``new``, oldest first; events too large for ``new`` are skipped (their seq becomes a
     gap). ``new`` must have been built with ``next_seq=old.last_seq + 1``.
 
@@ -229,7 +229,7 @@ class KmesBridge:
             self._retired = [(end, w) for end, w in self._retired if now < end]
 
     def resize(self, capacity: int) -> None:
-        """§5.1.8.4 per CPU: copy survivors into a new buffer, switch, bump the old
+        """docs/kmes.md §10.3, per CPU: copy survivors into a new buffer, switch, bump the old
         buffer's generation. Nothing is emitted meanwhile (the lock is held; callers
         feed events from the thread that calls this)."""
         L.check_capacity(capacity)
@@ -254,7 +254,7 @@ class KmesBridge:
             self.buffers[cpu], self.writers[cpu] = new_buf, new_w  # switch
             old_buf.bump_generation()
             old_w.wake()  # sleeping readers see the new generation now
-            # Consumers keep their own mappings (§5.1.8.3). We keep ours for
+            # Consumers keep their own mappings (docs/kmes.md §7.8). We keep ours for
             # RETIRED_GRACE s to re-store the final positions and generation over a
             # consumer's scribbles while honest readers finish the old buffer.
             self._retired.append((time.monotonic() + RETIRED_GRACE, old_w))

@@ -4,8 +4,8 @@ Attaches ``bpf/kmes_bridge.c`` (process exec via a BPF ring buffer, process exit
 perf event array), drains both with ringtool's own consumers, and writes every event
 into the KMES buffer of the CPU it came from (origin_class 1 or 2; lost-event notices
 from the bridge itself are origin_class 3). Events that arrive before the capacity is
-known go to boot buffers (§5.1.2). Serves the attach protocol on ``--socket``; SIGHUP
-re-reads the config and resizes; SIGINT/SIGTERM stop cleanly.
+known go to boot buffers (docs/kmes.md section 9). Serves the attach protocol on
+``--socket``; SIGHUP re-reads the config and resizes; SIGINT/SIGTERM stop cleanly.
 
 Read it with ``ringtool kmes-read [--follow] [--json]``.
 """
@@ -241,7 +241,7 @@ def _run(args: argparse.Namespace) -> int:
     hook = bridge_hook(args, bridge)  # --export/--metrics: taps bridge.submit
     sources = BpfSources(bridge, kinds, args.ring_pages, args.perf_pages)
     try:
-        sources.pump(0)  # events flowing already land in the boot buffers (§5.1.2)
+        sources.pump(0)  # events flowing already land in the boot buffers (docs/kmes.md section 9)
         bridge.flush()
         hook.flush()
         bridge.start()

@@ -2,7 +2,9 @@
 
 A pidfd refers to one process, not to a pid number: once it is open, a recycled pid
 cannot be mistaken for the process. It becomes readable (``POLLIN``) when the process
-has exited. Used by KMES readers to notice a dead bridge (issue 11 item 6).
+has exited. Used by KMES readers to notice a dead bridge: a reader waiting on a bridge
+that was killed ends with one clear error instead of sleeping forever (docs/kmes.md
+§8.4).
 """
 
 from __future__ import annotations

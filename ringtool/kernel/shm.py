@@ -1,11 +1,11 @@
 """Shared memory for KMES buffers: sealed memfds and double mappings.
 
 Python's ``mmap`` module can't place a mapping at a fixed address, which a double
-mapping needs (KMES seed §5.1.4): we reserve address space with an anonymous
+mapping needs (docs/kmes.md §2.4): we reserve address space with an anonymous
 ``PROT_NONE`` mapping and replace it with ``MAP_FIXED`` mappings of the metadata file
 and (twice) the data file through libc's ``mmap``.
 
-Seals (DESIGN.md attach protocol v2). Every KMES memfd is sealed against shrink and
+Seals (docs/kmes.md §2.3). Every KMES memfd is sealed against shrink and
 grow (:data:`SIZE_SEALS`). The data memfd additionally gets ``F_SEAL_FUTURE_WRITE``
 once the writer's own writable mapping exists (:func:`seal_future_write`): the writer's
 mapping keeps working, while every later ``write()``, ``fallocate()`` and
@@ -103,7 +103,7 @@ def _mmap(addr: int | None, length: int, prot: int, flags: int, fd: int, off: in
 
 
 class DoubleMapping:
-    """``[head_fd][ring_fd][ring_fd again]``: the ring is double-mapped (§5.1.4-5).
+    """``[head_fd][ring_fd][ring_fd again]``: the ring is double-mapped (docs/kmes.md §2.4).
 
     ``head_fd`` (``head_size`` bytes; KMES: the metadata page) is mapped read-write at
     the start of a reserved region of ``head_size + 2 * ring_size`` bytes, ``ring_fd``

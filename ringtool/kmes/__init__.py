@@ -1,6 +1,8 @@
-"""KMES (KMES seed §5.1): per-CPU double-mapped ring buffers in the exact KMES format.
+"""KMES: per-CPU double-mapped ring buffers in the KMES format (docs/kmes.md).
 
-``buffer`` (sealed memfds, mappings), ``writer`` (§5.1.7), ``reader`` (§5.1.8),
-``attach`` (DESIGN.md attach protocol), ``boot`` (§5.1.2 boot buffer), ``bridge_core``
-(routes events into per-CPU writers, resize, serves attach).
+``layout`` (metadata page, event header), ``buffer`` (sealed memfds, mappings),
+``writer`` (docs/kmes.md section 6), ``reader`` (section 7), ``wait`` (section 8),
+``attach`` (attach protocol v2, section 11), ``boot`` (boot buffer, section 9),
+``config`` (capacity registry, section 10). The bridge that routes events into per-CPU
+writers, resizes and serves attach is :mod:`ringtool.bridge.core`.
 """

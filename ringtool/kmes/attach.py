@@ -1,4 +1,5 @@
-"""The client side of the KMES attach protocol v2 (DESIGN.md; server: attach_server.py).
+"""The client side of the KMES attach protocol v2 (docs/kmes.md section 11; server:
+:mod:`ringtool.bridge.attach_server`).
 
 * Connect to the bridge's UNIX socket, send ``ATTACH\\n``.
 * Read one JSON line ``{"version": 2, "cpus": [...], "capacity": N, "generation": G,

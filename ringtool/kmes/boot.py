@@ -1,4 +1,4 @@
-"""The boot buffer (KMES seed §5.1.2): events before the capacity is known.
+"""The boot buffer (docs/kmes.md section 9): events before the capacity is known.
 
 A small private per-CPU buffer with the same circular overwrite semantics as a ring
 buffer (oldest events overwritten when full, events over 50% of its capacity dropped
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ringtool.kmes import layout as L
 from ringtool.kmes.writer import Writer
 
-#: Compiled-in boot buffer size per CPU (§5.1.2: "a compiled-in constant").
+#: Compiled-in boot buffer size per CPU (docs/kmes.md section 9).
 BOOT_CAPACITY = 1 << 16
 
 

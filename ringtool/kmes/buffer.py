@@ -1,10 +1,11 @@
-"""One per-CPU KMES buffer: two sealed memfds, double-mapped (KMES seed §5.1.4-6).
+"""One per-CPU KMES buffer: two sealed memfds, double-mapped (docs/kmes.md section 2).
 
-Attach protocol v2 (DESIGN.md): each per-CPU buffer is a *metadata* memfd (4096 bytes,
-the §5.1.6 page; read-write for everyone: consumers own ``need_wake``) and a *data*
-memfd (``capacity`` bytes). The data memfd carries ``F_SEAL_FUTURE_WRITE`` once the
-writer has mapped it, and consumers get it opened ``O_RDONLY``: no consumer can change
-the events other consumers read. See :mod:`ringtool.kernel.shm` for the seals.
+Attach protocol v2 (docs/kmes.md §2.2-2.3): each per-CPU buffer is a *metadata* memfd
+(4096 bytes, the page of docs/kmes.md section 3; read-write for everyone: consumers
+own ``need_wake``) and a *data* memfd (``capacity`` bytes). The data memfd carries
+``F_SEAL_FUTURE_WRITE`` once the writer has mapped it, and consumers get it opened
+``O_RDONLY``: no consumer can change the events other consumers read. See
+:mod:`ringtool.kernel.shm` for the seals.
 
 :class:`KmesBuffer` is the producer's side (creates and owns both memfds, maps the data
 region read-write). :class:`MappedBuffer` is a consumer's mapping of the two
@@ -37,7 +38,7 @@ from ringtool.kmes import layout as L
 def store_load_fence(lock: threading.Lock) -> None:
     """A full (StoreLoad) fence: acquire + release of a private, uncontended lock.
 
-    §5.1.8.2 pairs "consumer stores need_wake, then loads write_pos" with "writer stores
+    docs/kmes.md §8.1 pairs "consumer stores need_wake, then loads write_pos" with "writer stores
     write_pos, then loads need_wake". Release/acquire alone don't order a store before a
     later load (x86-64 TSO lets a load pass an earlier store through the store buffer), so
     without this a wakeup could be lost. CPython's lock fast path is a locked
@@ -81,12 +82,13 @@ class _Mapped:
 
 
 class KmesBuffer(_Mapped):
-    """A new per-CPU buffer of ``capacity`` bytes (power of two, §5.1.3) for ``cpu``.
+    """A new per-CPU buffer of ``capacity`` bytes (a power of two: docs/kmes.md §10.1)
+    for ``cpu``.
 
-    Creates the metadata memfd (4096 bytes, initialised per §5.1.6 with ``generation``)
-    and the data memfd (``capacity`` bytes), maps them (data read-write, double-mapped),
-    then seals: data ``F_SEAL_FUTURE_WRITE`` + ``F_SEAL_SEAL``, metadata ``F_SEAL_SEAL``.
-    Owns both descriptors until :meth:`close`; hand consumers :meth:`consumer_fds`.
+    Creates the metadata memfd (4096 bytes, initialised per docs/kmes.md section 3 with
+    ``generation``) and the data memfd (``capacity`` bytes), maps them (data read-write,
+    double-mapped), then seals: data ``F_SEAL_FUTURE_WRITE`` + ``F_SEAL_SEAL``, metadata
+    ``F_SEAL_SEAL``. Owns both descriptors until :meth:`close`; hand consumers :meth:`consumer_fds`.
     """
 
     def __init__(self, cpu: int, capacity: int, generation: int = L.FIRST_GENERATION) -> None:
@@ -108,8 +110,8 @@ class KmesBuffer(_Mapped):
             os.close(self.data_fd)
             raise
         try:
-            # Only after our writable mapping exists (finding F1: a read-only descriptor
-            # alone can be re-opened O_RDWR through /proc).
+            # Only after our writable mapping exists (docs/kmes.md §2.3: a read-only
+            # descriptor alone can be re-opened O_RDWR through /proc).
             seal_future_write(self.data_fd)
             seal_final(self.meta_fd)
         except BaseException:
@@ -150,7 +152,7 @@ class KmesBuffer(_Mapped):
         self.meta[L.OFF_RESERVED1 : L.OFF_WRITE_POS] = bytes(L.OFF_WRITE_POS - L.OFF_RESERVED1)
 
     def bump_generation(self) -> int:
-        """§5.1.8.4 step 4: generation += 1 in this (old) buffer, one aligned u64 store.
+        """docs/kmes.md §10.3 step 4: generation += 1 in this (old) buffer, one aligned u64 store.
 
         Release on x86-64 (stores stay in order): every event written to this buffer
         before the switch is visible before the new generation. Pairs with the reader's
@@ -205,7 +207,8 @@ class MappedBuffer(_Mapped):
                 capacity, cpu = static.capacity, static.cpu_id
             else:
                 # The attach reply named the CPU; the sealed data memfd's size is the
-                # capacity. Neither comes from the page a consumer can scribble (F4).
+                # capacity. Neither comes from the page a consumer can scribble
+                # (docs/kmes.md §3.5, §11.7).
                 capacity = data_size
                 L.check_capacity(capacity)
             if data_size != capacity:

@@ -1,4 +1,5 @@
-"""KMES configuration: the "registry" of §5.1.2-3 is ``/etc/ringtool/kmes.conf``.
+"""KMES configuration: the capacity registry is ``/etc/ringtool/kmes.conf`` (docs/kmes.md
+§10.1-10.2).
 
 Format: ``key = value`` lines, ``#`` comments. Known key: ``capacity`` (bytes, a power
 of two; suffixes K, M, G = KiB, MiB, GiB allowed). Precedence: an explicit capacity

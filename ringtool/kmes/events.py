@@ -2,7 +2,8 @@
 
 The bridge's BPF programs (``bpf/kmes_bridge.c``) emit records that start with an
 8-byte prefix ``u32 cpu, u32 event_type``; the bridge strips it and writes the rest as
-the KMES payload. Event type 0 is never used (DESIGN.md).
+the KMES payload. Event type 0 is never used (docs/kmes.md §4.1); the types and
+payloads are listed in docs/kmes.md §12.1.
 """
 
 from __future__ import annotations

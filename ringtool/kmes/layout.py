@@ -3,13 +3,14 @@
 Pure Python over buffers (``bytearray``/``memoryview``): no syscalls, so every function
 here is testable on byte arrays filled by hand.
 
-Sources:
+Specification: docs/kmes.md.
 
-* Metadata page: KMES seed §5.1.6 (``../shared/seeds/004_3545a5d3586d096e.txt``):
-  cache line 0 static fields (bytes 0-63), cache line 1 producer fields (64-127),
-  cache line 2 notification fields (128-191); the rest of the 4096-byte page is zero.
-* Mapped layout: §5.1.5 (metadata page, then the data region double-mapped: 2 x capacity).
-* Event header: DESIGN.md "KMES event header" (the spec leaves it to the implementation).
+* Metadata page (docs/kmes.md section 3): cache line 0 static fields (bytes 0-63),
+  cache line 1 producer fields (64-127), cache line 2 notification fields (128-191);
+  the rest of the 4096-byte page is zero.
+* Mapped layout (docs/kmes.md §2.4): metadata page, then the data region double-mapped
+  (2 x capacity).
+* Event header (docs/kmes.md section 4): 32 bytes, fixed.
 
 Shared positions (write_pos, tail_pos, futex_counter, need_wake, generation) are *not*
 read or written here with ``struct``: the kmes writer/reader access them with one aligned
@@ -24,32 +25,32 @@ from typing import NamedTuple
 
 from ringtool.errors import KmesCapacityError, KmesFormatError
 
-# --- §5.1.5 / §5.1.6: page and region sizes ---------------------------------------------
-PAGE_SIZE = 4096  # metadata page size; data_offset equals it (§5.1.6.1 data_offset)
+# --- docs/kmes.md §2.4 / §3.1: page and region sizes --------------------------------------
+PAGE_SIZE = 4096  # metadata page size; data_offset equals it (docs/kmes.md §3.1)
 DATA_OFFSET = PAGE_SIZE
-MAGIC = b"KMESRING"  # §5.1.6.1: 4B 4D 45 53 52 49 4E 47, compared byte by byte
-VERSION = 1  # §5.1.6.1: "v0.20 uses version 1"
-FIRST_GENERATION = 1  # §5.1.6.1: generation starts at 1 on each CPU
+MAGIC = b"KMESRING"  # docs/kmes.md §3.1: 4B 4D 45 53 52 49 4E 47, compared byte by byte
+VERSION = 1  # docs/kmes.md §3.1: format version 1
+FIRST_GENERATION = 1  # docs/kmes.md §3.4: buffers created at start are generation 1
 
-# §5.1.3: min and max are implementation-defined powers of two (ours: 4 KiB .. 1 GiB).
+# docs/kmes.md §10.1: powers of two from 4 KiB to 1 GiB.
 MIN_CAPACITY = 1 << 12
 MAX_CAPACITY = 1 << 30
-DEFAULT_CAPACITY = 1 << 20  # compiled-in default (§5.1.2, §5.1.3)
+DEFAULT_CAPACITY = 1 << 20  # compiled-in default (docs/kmes.md §10.1)
 
-# --- §5.1.6.1 cache line 0: static fields (byte offsets) --------------------------------
+# --- docs/kmes.md §3.1 cache line 0: static fields (byte offsets) -------------------------
 OFF_MAGIC = 0  # [u8; 8]
 OFF_VERSION = 8  # u32
 OFF_CPU_ID = 12  # u16
 OFF_RESERVED0 = 14  # u16, zero
 OFF_CAPACITY = 16  # u64
 OFF_DATA_OFFSET = 24  # u64
-OFF_GENERATION = 32  # u64 (changes on a buffer swap: §5.1.8.3-4)
+OFF_GENERATION = 32  # u64 (bumped when the buffer is retired: docs/kmes.md §3.4)
 OFF_RESERVED1 = 40  # 24 bytes, zero
-# --- §5.1.6.2 cache line 1: producer fields ----------------------------------------------
+# --- docs/kmes.md §3.2 cache line 1: producer fields --------------------------------------
 OFF_WRITE_POS = 64  # u64, monotonic, never wraps
 OFF_TAIL_POS = 72  # u64, oldest surviving event
 OFF_RESERVED2 = 80  # 48 bytes, zero
-# --- §5.1.6.3 cache line 2: notification fields ------------------------------------------
+# --- docs/kmes.md §3.3 cache line 2: notification fields ----------------------------------
 OFF_FUTEX_COUNTER = 128  # u32 (futex(2) works on 32-bit words)
 OFF_NEED_WAKE = 132  # u8, owned by consumers
 OFF_RESERVED3 = 133  # 59 bytes, zero
@@ -64,7 +65,7 @@ I_FUTEX_COUNTER = OFF_FUTEX_COUNTER // 4
 # capacity, data_offset (generation is written separately, as a shared word).
 _STATIC = struct.Struct("<8sIHHQQ")
 
-# --- DESIGN.md: event header, little-endian, 32 bytes -------------------------------------
+# --- docs/kmes.md §4.1: event header, little-endian, 32 bytes -----------------------------
 # event_size u32 | event_type u16 | origin_class u8 | flags u8 | timestamp u64 | seq u64 |
 # cpu_id u16 | reserved u16 | payload_len u32
 EVENT_HEADER = struct.Struct("<IHBBQQHHI")
@@ -78,7 +79,7 @@ ORIGINS = {ORIGIN_RINGBUF: "ringbuf", ORIGIN_PERF: "perf", ORIGIN_BRIDGE: "bridg
 
 
 def check_capacity(capacity: int) -> int:
-    """Return ``capacity`` if it is a power of two in [MIN_CAPACITY, MAX_CAPACITY] (§5.1.3).
+    """Return ``capacity`` if it is a power of two in [MIN_CAPACITY, MAX_CAPACITY].
 
     Raises :class:`KmesCapacityError` otherwise.
     """
@@ -94,31 +95,31 @@ def check_capacity(capacity: int) -> int:
 
 
 def event_size(payload_len: int) -> int:
-    """Header + payload rounded up to 8 bytes (DESIGN.md: event_size)."""
+    """Header + payload rounded up to 8 bytes (docs/kmes.md §4.2)."""
     return (HEADER_SIZE + payload_len + EVENT_ALIGN - 1) & ~(EVENT_ALIGN - 1)
 
 
 def max_event_size(capacity: int) -> int:
-    """Largest event the writer accepts: 50% of capacity (§5.1.7 step 5)."""
+    """Largest event the writer accepts: 50% of capacity (docs/kmes.md §6.2 step 3)."""
     return capacity // 2
 
 
 def file_size(capacity: int) -> int:
-    """Size of the per-CPU memfd: metadata page + capacity (DESIGN.md attach protocol)."""
+    """Metadata memfd + data memfd of one CPU: page + capacity (docs/kmes.md §2.2)."""
     return PAGE_SIZE + capacity
 
 
 def mapping_size(capacity: int) -> int:
-    """Size of a consumer's mapping: metadata page + 2 x capacity (§5.1.5)."""
+    """Size of a consumer's mapping: metadata page + 2 x capacity (docs/kmes.md §2.4)."""
     return PAGE_SIZE + 2 * capacity
 
 
 def init_metadata(
     meta: memoryview | bytearray, *, cpu_id: int, capacity: int, generation: int
 ) -> None:
-    """Write a fresh §5.1.6 metadata page into ``meta`` (at least PAGE_SIZE bytes).
+    """Write a fresh metadata page (docs/kmes.md section 3) into ``meta`` (>= PAGE_SIZE bytes).
 
-    Everything not listed in §5.1.6 (reserved fields, the rest of the page) is zeroed;
+    Everything not a field (reserved fields, the rest of the page) is zeroed;
     write_pos = tail_pos = 0, futex_counter = 0, need_wake = 0. Only for a buffer no
     one has mapped yet (it uses plain stores).
     """
@@ -133,8 +134,8 @@ def init_metadata(
 
 @dataclass(frozen=True, slots=True)
 class StaticFields:
-    """Cache line 0 as read by a consumer (§5.1.6.1: may be cached for the mapping's life,
-    except generation, which the reader re-reads as a shared word)."""
+    """Cache line 0 as read by a consumer (docs/kmes.md §3.1: may be cached for the
+    mapping's life, except generation, which the reader re-reads as a shared word)."""
 
     cpu_id: int
     capacity: int
@@ -213,7 +214,7 @@ def header_ok(
     size: int, etype: int, origin: int, flags: int, cpu: int, res: int, plen: int,
     *, cpu_id: int, max_size: int,
 ) -> bool:  # fmt: skip
-    """Whether an unpacked header is one the writer could have written (DESIGN.md):
+    """Whether an unpacked header is one the writer could have written (docs/kmes.md §4.3):
     ``event_size`` a multiple of 8 in [32, ``max_size``], ``payload_len`` fits in it,
     ``event_type`` non-zero, ``origin_class`` in {1, 2, 3}, flags and reserved zero,
     ``cpu_id`` the buffer's CPU. The one check used by :func:`unpack_event` and by

@@ -1,4 +1,4 @@
-"""The KMES reader: §5.1.8 drain loop and generation switch over one per-CPU buffer.
+"""The KMES reader: the read protocol (docs/kmes.md section 7) over one per-CPU buffer.
 
 Contract:
 
@@ -55,7 +55,7 @@ GEN_RECHECK = 1.0  # seconds a generation value found scribbled is ignored
 WATCH_EVERY = 0.25  # seconds between checks of the writer's pidfd while waiting
 #: After this many seconds without new events the reader asks the bridge (over the
 #: attach socket, which consumers cannot forge) whether its buffer is still current:
-#: a retired buffer's generation word can be rewritten by any consumer (finding F5b).
+#: a retired buffer's generation word can be rewritten by any consumer (docs/kmes.md §7.8).
 IDLE_RECHECK = 2.0
 
 #: ``reattach(cpu) -> (meta_fd, data_fd, generation)``: a fresh attach for one CPU.
@@ -189,7 +189,7 @@ class Reader:
     def _gen_changed(self, gen: int) -> bool:
         """Whether the generation word asks for a switch. A value already found to be
         scribbled is ignored for :data:`GEN_RECHECK` seconds only: on a retired buffer
-        nobody restores the word, so the bridge is asked again (finding F5)."""
+        nobody restores the word, so the bridge is asked again (docs/kmes.md §7.7-7.8)."""
         if gen == self.generation:
             return False
         return gen != self._ignored_gen or time.monotonic() >= self._recheck_at
@@ -220,7 +220,7 @@ class Reader:
         self._bad = snap
         return []
 
-    # -- §5.1.8.1 drain loop -------------------------------------------------------------
+    # -- the drain loop (docs/kmes.md §7.3) ------------------------------------------------
     def drain(self, max_events: int = 4096) -> list[Event]:
         """Up to ``max_events`` new events (never blocks; [] when none are available)."""
         w64 = self._w64
@@ -255,12 +255,12 @@ class Reader:
             # the last one walked (older bytes there are stale data past a scribbled
             # write_pos); re-basing at tail re-reads older events, dropped by _account.
             self._after = -1 if self._resync else self._walk_seq
-            if self._resync or rp < tail:  # step 2: lapped (or re-basing): go to tail
+            if self._resync or rp < tail:  # §7.3 step 4: lapped (or re-basing): go to tail
                 self.stats.laps += rp < tail and not self._resync
                 self._lapped = True
                 rp = tail
             out, end, ok = self._parse(rp, wp, max_events)
-            tail2 = w64[L.Q_TAIL_POS]  # step 5: re-read tail (torn-read check)
+            tail2 = w64[L.Q_TAIL_POS]  # §7.3 step 6: re-read tail (torn-read check)
             if tail2 != tail and rp < tail2:
                 self.stats.torn += 1
                 continue
@@ -328,7 +328,7 @@ class Reader:
         self.last_seq = last
         return keep
 
-    # -- §5.1.8.3 generation switch ------------------------------------------------------
+    # -- the generation switch (docs/kmes.md §7.7) -----------------------------------------
     def _switch(self, seen_gen: int) -> None:
         if self._reattach is None:
             raise KmesError(f"KMES buffer of CPU {self.cpu} was resized and no re-attach is set")

@@ -1,4 +1,4 @@
-"""§5.1.8.2 notification wait for KMES readers: sleep in FUTEX_WAIT(V) until a buffer
+"""The notification wait (docs/kmes.md section 8): sleep in FUTEX_WAIT(V) until a buffer
 may have events, without losing a wakeup; notice a dead bridge.
 
 Protocol per reader: store need_wake = 1 (release; pairs with ``Writer.publish``'s
@@ -57,7 +57,7 @@ def _arm(r: Waiter) -> int | None:
 
 def _disarm(readers: Sequence[Waiter]) -> None:
     for r in readers:
-        r.meta[L.OFF_NEED_WAKE] = 0  # relaxed clear (§5.1.8.2 step 6)
+        r.meta[L.OFF_NEED_WAKE] = 0  # relaxed clear (docs/kmes.md §8.1)
 
 
 def _check_writers(readers: Sequence[Waiter]) -> None:

@@ -1,9 +1,9 @@
-"""The KMES writer: §5.1.7 write protocol on one per-CPU buffer.
+"""The KMES writer: the write protocol (docs/kmes.md section 6) on one per-CPU buffer.
 
 Contract:
 
 * Exactly one thread writes through a :class:`Writer` (the per-CPU single writer of
-  §5.1.7); any number of processes may read the buffer concurrently.
+  docs/kmes.md section 6); any number of processes may read the buffer concurrently.
 * The writer never takes a value from shared memory. Its ``write_pos``, ``tail_pos``,
   ``futex_counter``, ``seq`` and generation are private copies that it only *stores*
   into the metadata page (the one page consumers can write); the only shared word it
@@ -14,14 +14,14 @@ Contract:
   garbage). So a consumer writing anything it can reach can't crash or stall the writer.
 * ``seq`` is per CPU: first event 1, +1 per event, continuous across generations
   (pass ``next_seq`` to a writer that continues another); a dropped event (> 50% of
-  capacity, §5.1.7 step 5) consumes its number.
+  capacity, docs/kmes.md §6.2 step 3) consumes its number.
 
-Memory ordering (§5.1.10). Every shared word is one aligned store through
+Memory ordering (docs/kmes.md section 5). Every shared word is one aligned store through
 ``memoryview.cast("Q")``/``cast("I")``. On x86-64 (TSO) stores are not reordered with
 other stores and loads not with other loads, and CPython performs the stores in program
-order, so the §5.1.10 release stores (tail_pos before the data it frees is overwritten,
-write_pos after the event data, futex_counter after write_pos) are release stores
-already. The one StoreLoad pair (store write_pos, then load need_wake) gets a full fence
+order, so the release stores of that table (tail_pos before the data it frees is
+overwritten, write_pos after the event data, futex_counter after write_pos) are release
+stores already. The one StoreLoad pair (store write_pos, then load need_wake) gets a full fence
 (:func:`ringtool.kmes.buffer.store_load_fence`). An ARM64 port must use ``stlr`` for the
 three stores, ``ldar`` in the reader, and ``dmb ish`` for the fence (a small C helper).
 """
@@ -53,7 +53,7 @@ class WriterStats:
 
 
 class Writer:
-    """Writes KMES events into ``buffer`` (§5.1.7); see the module doc for the contract."""
+    """Writes KMES events into ``buffer`` (docs/kmes.md section 6); see the module doc."""
 
     def __init__(self, buffer: KmesBuffer, *, next_seq: int = 1) -> None:
         self.buffer = buffer
@@ -68,7 +68,7 @@ class Writer:
         self._w32 = buffer.words32
         self._futex_addr = buffer.futex_addr
         self._fence = threading.Lock()
-        # Private positions (§5.1.7: "internal running write offset").
+        # Private positions (docs/kmes.md §6.1), never read back from shared memory.
         self._front = 0  # end of the last event written (maybe unpublished)
         self._published = 0  # last write_pos stored
         self._tail = 0  # oldest surviving event
@@ -98,7 +98,8 @@ class Writer:
         origin_class: int = L.ORIGIN_BRIDGE,
         timestamp: int | None = None,
     ) -> int:
-        """Write one event and publish it (steps 1-9); return its seq (also if dropped)."""
+        """Write one event and publish it (docs/kmes.md §6.2, §6.4); return its seq (also
+        if dropped)."""
         self._seq += 1
         ts = time.time_ns() if timestamp is None else timestamp  # CLOCK_REALTIME
         self._put(event_type, origin_class, ts, self._seq, payload)
@@ -108,8 +109,8 @@ class Writer:
     def write_batch(self, events: Iterable[tuple[int, int, bytes | bytearray | memoryview]]) -> int:
         """Write ``(event_type, origin_class, payload)`` events, then publish once.
 
-        One write_pos store and one need_wake check cover the batch (§5.1.7, last
-        paragraph). Returns the last seq taken.
+        One write_pos store and one need_wake check cover the batch (docs/kmes.md
+        §6.5). Returns the last seq taken.
         """
         put = self._put
         now = time.time_ns
@@ -141,7 +142,7 @@ class Writer:
         self._seq = max(self._seq, seq)
 
     def publish(self) -> None:
-        """Steps 8-9: store write_pos, then wake sleeping consumers if need_wake is set."""
+        """docs/kmes.md §6.4: store write_pos, then wake sleeping consumers if need_wake is set."""
         # Re-store the private generation and tail_pos over anything a consumer may have
         # scribbled (same values as before: honest readers see no change; the static
         # fields are re-stored by KmesBuffer.restore_static from the bridge's loop).
@@ -177,7 +178,7 @@ class Writer:
     ) -> None:
         n = len(payload)
         size = (_HS + n + 7) & ~7
-        if size > self._max:  # step 5: drop, seq consumed
+        if size > self._max:  # docs/kmes.md §6.2 step 3: drop, seq consumed
             self.stats.dropped += 1
             return
         self._room(size)
@@ -192,7 +193,7 @@ class Writer:
         self.stats.written += 1
 
     def _room(self, size: int) -> None:
-        """Make room for ``size`` bytes at the frontier (step 6)."""
+        """Make room for ``size`` bytes at the frontier (docs/kmes.md §6.3)."""
         # Keep unpublished bytes <= capacity/2 so tail_pos never passes the published
         # write_pos (size <= capacity/2 too): consumers always see tail <= write_pos.
         if self._front - self._published > self._max:

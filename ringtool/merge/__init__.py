@@ -1,4 +1,4 @@
-"""Reading K per-CPU buffers as one stream in timestamp order (issue 6, seed 002).
+"""Reading K per-CPU buffers as one stream in timestamp order.
 
     from ringtool.merge import ListSource, merge_sources
     m = merge_sources([ListSource(buf0), ListSource(buf1)], algorithm="optimized")

@@ -1,5 +1,5 @@
-"""The two ways of reading K buffers in timestamp order, as the seed describes them
-(shared/seeds/002, "Optimized ring buffer algorithm").
+"""The two ways of reading K buffers in timestamp order: a plain scan of every buffer's
+head, and an active list of the buffers known to have events, with their heads cached.
 
 Both take the sources in *buffer id* order (ids 0..K-1, contiguous even when CPUs are
 offline: the caller maps CPUs to buffers) and deliver one event per :meth:`next`:
@@ -8,7 +8,7 @@ offline: the caller maps CPUs to buffers) and deliver one event per :meth:`next`
 the smallest timestamp; ties go to the lowest buffer id (the scan keeps the first
 minimum it finds). A buffer that was empty on one call is looked at again on the next.
 
-``optimized`` -- the seed's *sorted active list* plus a *cache of heads*: the active
+``optimized`` -- a *sorted active list* plus a *cache of heads*: the active
 list holds the buffers that had an event, ordered by (head timestamp, buffer id), and
 each one's head is cached, so ``next()`` reads only the buffer it delivers from.
 After delivering, that buffer's new head is read: if there is one, the buffer goes
@@ -16,7 +16,7 @@ back into the list at its place; if it is empty, it *leaves* the list. Buffers o
 the list are not looked at until the list is empty; then every buffer is scanned (in
 id order) and the list is rebuilt. Cost per event: O(log K) instead of O(K). The sorted
 list is kept as a binary heap keyed by (timestamp, buffer id), which hands out exactly
-the order the seed's sorted linked list does, ties included.
+the order a sorted linked list of the active buffers would, ties included.
 
 Same output: on the same input with all data present (nothing arrives while merging),
 both deliver the same events in the same order, and the same out-of-order counts.
@@ -35,8 +35,8 @@ just before it), all counted in :class:`MergeStats`:
    one from another CPU (it reserved its space later). Both deliver the buffer's
    events in buffer order, so the older one comes out late: out of order *within* a
    buffer (and so also across buffers). The same happens with one buffer per CPU
-   when a nested program (the seed's page-fault event) writes its event before the
-   event it interrupted has been written.
+   when a nested program (e.g. one run by a page fault inside another) writes its
+   event before the event it interrupted has been written.
 
 A bounded reorder window (:mod:`ringtool.merge.window`) fixes all three when the
 lateness is at most the window.

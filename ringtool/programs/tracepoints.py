@@ -1,4 +1,5 @@
-"""Tracepoint field layouts, read from tracefs at load time (issue 15: portable BPF).
+"""Tracepoint field layouts, read from tracefs at load time, so one BPF source runs on
+kernels whose tracepoint records differ.
 
 A tracepoint's record layout is the kernel's, not ringtool's, and it changes between
 kernels: ``sched_process_fork``'s ``child_comm`` is a fixed ``char child_comm[16]``

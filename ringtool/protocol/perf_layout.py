@@ -1,7 +1,7 @@
 """The perf ring layout, declared once, and the user page's ``data_head``/``data_tail``
 accessors (the memory ordering of both is explained in :mod:`ringtool.protocol.perf`).
 
-Layout (include/uapi/linux/perf_event.h; seed 003):
+Layout (include/uapi/linux/perf_event.h, kernel/events/ring_buffer.c):
 
 * user page (``struct perf_event_mmap_page``): ``u64 data_head`` at 1024, ``u64
   data_tail`` at 1032, ``u64 data_offset`` at 1040, ``u64 data_size`` at 1048;

@@ -1,6 +1,6 @@
 """BPF_MAP_TYPE_RINGBUF consumer protocol over plain buffers (no syscalls).
 
-Layout (kernel/bpf/ringbuf.c, include/uapi/linux/bpf.h; seed 000):
+Layout (kernel/bpf/ringbuf.c, include/uapi/linux/bpf.h, Documentation/bpf/ringbuf.rst):
 
 * consumer page: ``u64 consumer_pos`` at offset 0, written only by the consumer;
 * producer page: ``u64 producer_pos`` at offset 0, written only by producers;
@@ -11,7 +11,7 @@ Layout (kernel/bpf/ringbuf.c, include/uapi/linux/bpf.h; seed 000):
 
 Positions are free-running u64 byte counts; ``pos & (size - 1)`` is the offset.
 
-Memory ordering (seed 000 "Synchronization"; libbpf ringbuf.c):
+Memory ordering (kernel/bpf/ringbuf.c; libbpf's consumer, tools/lib/bpf/ringbuf.c):
 
 1. ``producer_pos`` is read with acquire semantics — pairs with the
    ``smp_store_release(&rb->producer_pos)`` in ``__bpf_ringbuf_reserve`` — so every

@@ -129,7 +129,8 @@ class RingBuffer(MultiRingConsumer):
     ringtool). ``drops`` is the ring's drop counter (a BCC table or per-CPU array fd);
     for a BCC table it is found by name (``<ring>_drops``) when not given.
     With ``auto_callback=True`` a background thread calls the callbacks as data
-    arrives (the seed's RINGBUF_FLAG_AUTO_CALLBACK) and ``poll()`` is refused.
+    arrives (a callback-driven consumer rather than a polled one) and ``poll()`` is
+    refused.
     """
 
     def __init__(

@@ -7,7 +7,7 @@ BCC program needs to include the header. :meth:`RingBufGroup.consumer` maps ever
 inner ring in one :class:`ringtool.RingBuffer` (ring index = buffer id), and
 :func:`merge_rings` turns any consumer's rings into a :mod:`ringtool.merge` stream.
 
-Buffer ids (seed 002): ids 0..B-1 are given to the *online* CPUs in ascending order,
+Buffer ids (not CPU ids): ids 0..B-1 are given to the *online* CPUs in ascending order,
 N at a time, so they are contiguous even when some CPUs are offline. With N >= 1,
 CPUs offline at setup get no buffer (their events are dropped and counted) until
 :meth:`RingBufGroup.check_cpus` sees them come online. With N = 0 every CPU writes to

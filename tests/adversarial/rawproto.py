@@ -1,12 +1,12 @@
-"""The KMES attach protocol done by hand (DESIGN.md "KMES attach protocol, version 2").
+"""The KMES attach protocol done by hand (docs/kmes.md section 11, version 2).
 
 Independent of ``ringtool.kmes.attach``: the adversarial tests speak the wire protocol
 themselves, as an outside consumer (honest or hostile) or a fake bridge would.
 
 * :func:`raw_attach`: connect, send ``ATTACH\\n``, collect the JSON line and every
   descriptor from as many ``recvmsg`` calls as the bridge uses.
-* :func:`metadata_page`: a §5.1.6 metadata page built from the seed's table.
-* :func:`v2_fds`: a (meta, data) pair as the spec describes it: meta read-write, data a
+* :func:`metadata_page`: a metadata page built from the table of docs/kmes.md section 3.
+* :func:`v2_fds`: a (meta, data) pair as docs/kmes.md §2.2 describes it: meta read-write, data a
   sealed memfd re-opened read-only.
 """
 
@@ -25,7 +25,8 @@ from typing import Any
 REQUEST = b"ATTACH\n"
 SCM_MAX_FD = 253  # the kernel's SCM_MAX_FD: descriptors in one SCM_RIGHTS message
 PAGE = 4096
-# §5.1.6.1 static fields: magic, version, cpu_id, reserved0, capacity, data_offset, generation
+# docs/kmes.md §3.1 static fields: magic, version, cpu_id, reserved0, capacity, data_offset,
+# generation
 STATIC = struct.Struct("<8sIHHQQQ")
 OFF_WRITE_POS, OFF_TAIL_POS, OFF_FUTEX, OFF_NEED_WAKE = 64, 72, 128, 132
 F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE = 0x1, 0x2, 0x4, 0x8
@@ -118,14 +119,14 @@ def pairs(r: RawReply) -> list[tuple[int, int]]:
 
 
 def metadata_page(cpu: int, capacity: int, generation: int = 1) -> bytes:
-    """A fresh §5.1.6 page: magic, version 1, cpu, capacity, data_offset 4096, rest 0."""
+    """A fresh metadata page: magic, version 1, cpu, capacity, data_offset 4096, rest 0."""
     page = bytearray(PAGE)
     STATIC.pack_into(page, 0, b"KMESRING", 1, cpu, 0, capacity, PAGE, generation)
     return bytes(page)
 
 
 def v2_fds(cpu: int, capacity: int, generation: int = 1) -> tuple[int, int]:
-    """(meta, data) as DESIGN.md v2 describes them; the caller owns both."""
+    """(meta, data) as docs/kmes.md §2.2-2.3 describes them; the caller owns both."""
     meta = os.memfd_create(f"fake-meta{cpu}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(meta, PAGE)
     os.pwrite(meta, metadata_page(cpu, capacity, generation), 0)

@@ -1,7 +1,7 @@
 """ringtool's attach client against a FAKE bridge (a socket server in this test): every
 broken reply gives ``KmesAttachError`` in bounded time, without leaking descriptors or
 memory; a reply with 300 CPUs' worth of descriptors in several SCM_RIGHTS messages is
-accepted (issue 11 items 5 and 7)."""
+accepted (docs/kmes.md §11.6, §11.9-11.10)."""
 
 from __future__ import annotations
 
@@ -268,7 +268,7 @@ def test_300_cpus_in_several_scm_rights_messages(fake: Any, mode: str) -> None:
 
 
 def odd_fds(kind: str) -> Handler:
-    """A v2 line for CPU 0 whose descriptors are not what the spec promises."""
+    """A v2 line for CPU 0 whose descriptors are not what docs/kmes.md §11.7 requires."""
 
     def h(conn: socket.socket, stop: threading.Event) -> None:
         read_request(conn)

@@ -1,5 +1,5 @@
-"""The attach server of a real ``ringtool bridge`` under load and abuse (issue 11 items
-5 and 7): the v2 reply and its descriptors, 200 concurrent attaches, silent and partial
+"""The attach server of a real ``ringtool bridge`` under load and abuse (docs/kmes.md
+section 11): the v2 reply and its descriptors, 200 concurrent attaches, silent and partial
 clients, garbage, and a scribbled magic on an idle bridge."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``kmes-read --follow`` and a bridge killed with SIGKILL (issue 11 item 6): one line
+"""``kmes-read --follow`` and a bridge killed with SIGKILL (docs/kmes.md §8.4): one line
 saying so, no line per retry, and reading resumes when a new bridge serves the same
 socket."""
 

@@ -1,5 +1,5 @@
 """A reader that was busy while the bridge resized is not trapped on the retired buffer
-by a consumer that rewrites the retired page's generation word (issue 11 items 5-6:
+by a consumer that rewrites the retired page's generation word (docs/kmes.md §7.8:
 a consumer can harm only itself; readers detect what they cannot trust)."""
 
 from __future__ import annotations

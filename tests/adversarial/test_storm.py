@@ -1,5 +1,6 @@
 """A hostile consumer, a socket flood and SIGHUP resizes against one real ``ringtool
-bridge``, while an honest reader process keeps reading (issue 11, "Done when").
+bridge``, while an honest reader process keeps reading: no consumer can crash or stall
+the bridge or make an honest reader deliver bytes the bridge did not write.
 
 The honest reader (``honest.py``) must end with: no duplicate or out-of-order sequence
 number, every skipped sequence number counted, every event shaped as the bridge writes

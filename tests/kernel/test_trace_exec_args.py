@@ -1,5 +1,5 @@
 """exec events carry the arguments and the uid (like bcc's execsnoop), bounded and
-marked when cut (issue 14).
+marked when cut.
 
 Real execs of a symlink to /bin/true with a unique name (the comm after exec), with
 known argv: short, hostile bytes (escape sequences, invalid UTF-8, empty strings),

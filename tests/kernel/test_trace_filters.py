@@ -1,4 +1,5 @@
-"""The -c/-p filters run before anything is reserved (issue 11 item 3).
+"""The -c/-p filters run before anything is reserved (a rejected event takes no ring
+space and wakes no one).
 
 For any filter, ``events + dropped + lost`` must equal the matching events that were
 generated: a rejected event never takes ring space (so it can't push a matching one

@@ -1,4 +1,4 @@
-"""The in-kernel -t/-u/--cgroup/-x filters keep the accounting exact (issue 14).
+"""The in-kernel -t/-u/--cgroup/-x filters keep the accounting exact.
 
 As for -p/-c (tests/kernel/test_trace_filters.py): with a 4 KiB ring per CPU and a
 consumer that reads nothing while the workers run, ``events + dropped + lost`` must

@@ -1,4 +1,4 @@
-"""Adaptive wakeups (issue 13 item 2): records wake the reader only when their CPU's
+"""Adaptive wakeups: records wake the reader only when their CPU's
 ring crosses ``wakeup_fill``; :meth:`TraceSession.wait` polls so nothing waits long.
 
 The bounds below are generous on purpose (seconds against a 0.05 s poll): they catch

@@ -1,4 +1,4 @@
-"""Portable BPF (issue 15): the tracepoint layout chosen at load time fits the kernel.
+"""Portable BPF: the tracepoint layout chosen at load time fits the kernel.
 
 * On the running kernel, the loader's choice compiles, loads and reads the right
   bytes: a fork event carries the child's comm.

@@ -43,7 +43,7 @@ def _attempts(meta_fd: int, data_fd: int, cap: int) -> list[str]:
     _try(breaches, "ftruncate data", lambda: os.ftruncate(data_fd, 0))
     _try(breaches, "ftruncate meta", lambda: os.ftruncate(meta_fd, 1 << 20))
     _try(breaches, "seal meta", lambda: fcntl.fcntl(meta_fd, fcntl.F_ADD_SEALS, 0x10))
-    again = os.open(f"/proc/self/fd/{data_fd}", os.O_RDWR)  # works (finding F1)...
+    again = os.open(f"/proc/self/fd/{data_fd}", os.O_RDWR)  # works (docs/kmes.md §2.3)...
     _try(breaches, "reopen pwrite", lambda: os.pwrite(again, b"\xff" * 32, 16))
     _try(breaches, "reopen mmap rw", lambda: mmap.mmap(again, cap, mmap.MAP_SHARED, rw))
     _try(breaches, "reopen seal write", lambda: fcntl.fcntl(again, fcntl.F_ADD_SEALS, 8))

@@ -12,7 +12,7 @@ import pytest
 
 SUBCOMMANDS = ("trace", "bridge", "kmes-read", "bench", "collect", "doctor")
 #: RST roles (:class:`x`, :func:`x`, :mod:`x`, ...), inline literals (``x``), interpreted
-#: text (`x`), and section references to the design document (§5.1.2).
+#: text (`x`), and section signs (a developer's section reference means nothing here).
 MARKUP = re.compile(r":[a-z]+:`|``|`[^`\s][^`]*`|§")
 
 

@@ -235,7 +235,7 @@ def test_switch_into_lapped_buffer_counts_lost_as_lapped() -> None:
     b.resize(4096)  # generation 3 keeps the newest 4096 bytes: 102 events
     rest = drain_all(r)
     seqs = [e.seq for e in first + rest]
-    # the old buffer is final, so it is drained completely first (§5.1.8.3)
+    # the old buffer is final, so it is drained completely first (docs/kmes.md §7.7)
     assert seqs == [*range(1, 301), *range(2199, 2301)]
     assert r.generation == 3 and r.stats.generations == 1
     assert r.stats.lapped_events == 2198 - 300 and r.stats.gap_events == 0

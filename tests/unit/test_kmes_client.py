@@ -1,5 +1,5 @@
-"""The KMES attach client and reader against real second processes (issue 11 items 6
-and 7): a bridge killed with SIGKILL is noticed (pidfd on the SO_PEERCRED pid), and a
+"""The KMES attach client and reader against real second processes (docs/kmes.md §8.4,
+§11.9): a bridge killed with SIGKILL is noticed (pidfd on the SO_PEERCRED pid), and a
 socket that is not listening yet (ECONNREFUSED) is retried until the client's timeout.
 Before the fix the reader slept in futex_waitv forever and the client failed at once."""
 

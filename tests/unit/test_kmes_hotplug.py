@@ -1,5 +1,5 @@
 """KMES bridge and CPU hotplug: a CPU that comes online after start gets a buffer, and
-attached readers learn of it through a generation change (issue 15).
+attached readers learn of it through a generation change (docs/kmes.md §10.4).
 
 The CPUs here are numbers (no real hotplug): a bridge started with CPU 0 receives
 events from CPU 1, as it does when CPU 1 comes online. The real offline/online run is

@@ -1,4 +1,5 @@
-"""KMES format: metadata page and event header bytes are exactly §5.1.6 / DESIGN.md."""
+"""KMES format: metadata page and event header bytes are exactly docs/kmes.md sections
+3 and 4."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hypothesis fuzz of every KMES format parser (issue 11 item 10): random bytes, random
+"""Hypothesis fuzz of every KMES format parser (docs/kmes.md §3.1, §4.3): random bytes, random
 offsets, random values give a result or a ``ringtool.errors`` exception, nothing else.
 On the code before the fix ``unpack_event`` raised ``struct.error`` on short buffers."""
 
@@ -18,7 +18,7 @@ def test_unpack_event_raises_only_kmes_format_error(buf: bytes, offset: int) -> 
         size, ev = L.unpack_event(buf, offset)
     except KmesFormatError:
         return
-    # Accepted: everything it claims lies inside buf and satisfies the DESIGN.md header.
+    # Accepted: everything it claims lies inside buf and satisfies docs/kmes.md §4.3.
     assert offset >= 0 and offset + size <= len(buf)
     assert size % 8 == 0 and size >= L.HEADER_SIZE + len(ev.payload)
     assert 1 <= ev.origin_class <= 3 and ev.event_type != 0

@@ -1,5 +1,5 @@
 """The KMES reader over REAL sealed memfds while a consumer scribbles the shared metadata
-page (issue 11 items 5 and 10): the reader raises nothing but ``ringtool.errors``, each
+page (docs/kmes.md §3.5, §7.4): the reader raises nothing but ``ringtool.errors``, each
 drain is bounded, it never hands out an event the writer did not write (compared with
 the writer's own list), never one twice, counts what it skipped in ``inconsistent``, and
 catches up once the writer stores its own positions again.

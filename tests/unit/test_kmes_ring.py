@@ -242,7 +242,7 @@ def test_data_region_cannot_be_written_by_a_consumer(ring: tuple[KmesBuffer, Wri
         mmap.mmap(data_fd, CAP, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
     with pytest.raises(OSError):
         DoubleMapping(meta_fd, data_fd, 4096, CAP, writable_ring=True)
-    rw = os.open(f"/proc/self/fd/{data_fd}", os.O_RDWR)  # finding F1: the re-open works...
+    rw = os.open(f"/proc/self/fd/{data_fd}", os.O_RDWR)  # docs/kmes.md §2.3: the re-open works...
     try:
         with pytest.raises(PermissionError):  # ...but nothing written through it does
             os.pwrite(rw, b"forged", 32)

@@ -1,4 +1,4 @@
-"""ringtool.merge: the seed's scenarios (shared/seeds/002) as tables, and properties.
+"""ringtool.merge: scenarios of K per-CPU buffers as tables, and properties.
 
 Timestamps in the tables are µs written as ``t * US`` so windows read in µs.
 """
@@ -65,7 +65,8 @@ class BlockSource(ListSource[str]):
             self.push_many(self._blocks.pop(0))
 
 
-# BUF0..BUF3 of the seed: "-" ends the stored block of each device.
+# BUF0..BUF3: four devices that store events in blocks; each inner list is one block,
+# and a device's next block becomes visible only at a refill (see BlockSource).
 SEED_BLOCKS = [
     [[1, 2, 3, 4], [5, 6]],
     [[7, 8, 9], [12]],

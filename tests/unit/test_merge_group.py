@@ -14,7 +14,7 @@ from ringtool.readers.ringbuf_group import BPF_INCLUDE_DIR, assign_buffers
         ([0, 1, 2, 3], 2, {0: 0, 1: 0, 2: 1, 3: 1}, 2),
         ([0, 1, 2, 3], 0, {0: 0, 1: 0, 2: 0, 3: 0}, 1),
         ([0, 1, 2], 2, {0: 0, 1: 0, 2: 1}, 2),
-        # CPU 1 offline: buffer ids stay contiguous (the seed's buffer ids, not CPU ids)
+        # CPU 1 offline: buffer ids stay contiguous (buffer ids, not CPU ids)
         ([0, 2, 3], 1, {0: 0, 2: 1, 3: 2}, 3),
         ([3, 0, 2], 2, {0: 0, 2: 0, 3: 1}, 2),
         ([5], 4, {5: 0}, 1),

@@ -88,7 +88,7 @@ def _cstr(raw: bytes) -> str:
 
 
 def _ref_argv(data: bytes, aux2: int) -> list[str] | None:
-    """An exec's argv (issue 14): after the filename, aux2's count (at most 20) of
+    """An exec's argv: after the filename, aux2's count (at most 20) of
     NUL-terminated strings (missing ones at the end: empty); None with bit 30."""
     if aux2 & 0x40000000:
         return None

@@ -1,4 +1,4 @@
-"""exec argv decoding, its export compaction, -n and --cgroup resolution (issue 14).
+"""exec argv decoding, its export compaction, -n and --cgroup resolution.
 
 The kernel side (real execs, real cgroups) is tested in tests/kernel/
 test_trace_exec_args.py and test_trace_task_filters.py; here the pure parts."""
