@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ringtool.export import format as wire
+from ringtool.export import wire
 from ringtool.export.collect_view import JsonView, MergedView, TableView
 from ringtool.export.collector import CollectConfig, Collector
 
