@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ringtool.kernel.libc import libc
-from tests.adversarial import rawproto as P
+from tests.helpers import rawproto as P
 
 _libc = libc()  # mmap/munmap prototypes from ringtool; the attacker's extra calls below
 _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]

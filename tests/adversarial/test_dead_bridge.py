@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.adversarial.procs import RINGTOOL, ROOT, Bridge, LineReader, spawn_execs, stop
+from tests.helpers.kmes import Bridge
+from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.procs import LineReader, spawn_execs, stop
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.kernel]
 

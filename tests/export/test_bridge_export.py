@@ -14,7 +14,7 @@ import pytest
 
 from tests.export.servers import NatsServer, free_port
 from tests.export.stream_check import read_stream
-from tests.kernel.trace_helpers import RINGTOOL, ROOT
+from tests.helpers.paths import RINGTOOL, ROOT
 
 pytestmark = pytest.mark.kernel
 

@@ -12,9 +12,9 @@ import pytest
 
 from tests.export.servers import NatsServer
 from tests.export.stream_check import event_lines
-from tests.export.test_export_invariant import finish, work
-from tests.kernel.test_trace_filters import unique_comm
-from tests.kernel.trace_helpers import RINGTOOL, ROOT, Trace
+from tests.helpers.export import finish, work
+from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.trace import Trace, unique_comm
 
 pytestmark = pytest.mark.kernel
 

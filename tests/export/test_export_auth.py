@@ -12,7 +12,7 @@ import pytest
 
 from tests.export.servers import NatsServer, nats_server
 from tests.export.stream_check import read_stream
-from tests.kernel.trace_helpers import RINGTOOL, ROOT
+from tests.helpers.paths import RINGTOOL, ROOT
 
 pytestmark = pytest.mark.kernel
 

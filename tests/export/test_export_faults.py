@@ -20,9 +20,10 @@ import pytest
 
 from tests.export.servers import NatsServer
 from tests.export.stream_check import check_invariant, read_stream
-from tests.export.test_export_invariant import finish, notes, start_trace, wait_exported, work
-from tests.kernel.test_trace_filters import unique_comm
-from tests.kernel.trace_helpers import RINGTOOL, Lines, Trace
+from tests.helpers.export import finish, notes, start_trace, wait_exported, work
+from tests.helpers.paths import RINGTOOL
+from tests.helpers.procs import Lines
+from tests.helpers.trace import Trace, unique_comm
 
 pytestmark = pytest.mark.kernel
 

@@ -21,52 +21,10 @@ import pytest
 from ringtool.export.publisher import ACK_TIMEOUT_S
 from tests.export.servers import NatsServer
 from tests.export.stream_check import check_invariant, event_lines, read_stream
-from tests.kernel.test_trace_filters import Worker, unique_comm
-from tests.kernel.trace_helpers import Trace
+from tests.helpers.export import finish, notes, start_trace, wait_exported, work
+from tests.helpers.trace import Trace, Worker, unique_comm
 
 pytestmark = pytest.mark.kernel
-
-
-def start_trace(server: NatsServer, comm: str, *extra: str) -> Trace:
-    """``trace --json`` of ``comm``'s opens, exporting as host h1 (rings of 8 MiB per
-    CPU: the workload must not overflow them while the test runs alongside)."""
-    return Trace("--json", "-c", comm, "--events", "open", "--interval", "0.5",
-                 "--buffer-pages", "2048", "--export", server.url, "--host-name", "h1",
-                 *extra)  # fmt: skip
-
-
-def work(comm: str, target: Path, n: int) -> None:
-    w = Worker(comm, "open", target, n)
-    w.go()
-    w.wait()
-
-
-def finish(trace: Trace) -> tuple[dict, list[str], str]:  # type: ignore[type-arg]
-    trace.signal(signal.SIGINT)
-    out, err = trace.finish()
-    summary = json.loads(out[-1])
-    assert summary["type"] == "summary"
-    return summary, out, err
-
-
-def notes(out: list[str]) -> list[str]:
-    return [json.loads(line)["text"] for line in out if '"type": "note"' in line]
-
-
-def wait_exported(trace: Trace, generated: int, timeout: float = 60) -> None:
-    """Until a stats line shows all ``generated`` events delivered or dropped by the
-    kernel, and none of them still waiting in the exporter."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for line in reversed(list(trace.lines)):
-            if '"type": "stats"' in line:
-                s = json.loads(line)
-                seen = s["events"] + s["dropped"] + s["lost"]
-                if seen >= generated and s["export"]["export_pending"] == 0:
-                    return
-                break
-        assert time.monotonic() < deadline, f"the exporter did not catch up: {trace.lines[-1]}"
-        time.sleep(0.1)
 
 
 def test_normal_run_stream_holds_exactly_what_was_traced(nats: NatsServer, tmp_path: Path) -> None:
@@ -200,7 +158,7 @@ def test_unreachable_at_start_is_one_line(nats: NatsServer, tmp_path: Path) -> N
     import subprocess
 
     from tests.export.servers import free_port
-    from tests.kernel.trace_helpers import RINGTOOL, ROOT
+    from tests.helpers.paths import RINGTOOL, ROOT
 
     url = f"nats://127.0.0.1:{free_port()}"
     p = subprocess.run([*RINGTOOL, "trace", "--json", "-d", "1", "--events", "open",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.export.servers import NatsServer
-from tests.kernel.trace_helpers import RINGTOOL, ROOT
+from tests.helpers.paths import RINGTOOL, ROOT
 
 pytestmark = pytest.mark.kernel
 

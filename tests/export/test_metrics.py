@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from tests.export.servers import NatsServer, Prometheus, free_port
-from tests.export.test_export_invariant import finish, wait_exported, work
-from tests.kernel.test_trace_filters import unique_comm
-from tests.kernel.trace_helpers import RINGTOOL, ROOT, Trace
+from tests.helpers.export import finish, wait_exported, work
+from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.trace import Trace, unique_comm
 
 pytestmark = pytest.mark.kernel
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ringtool.bench.trace_proc import build_loop, run_loop
+from tests.helpers.paths import RINGTOOL
 
 pytestmark = pytest.mark.kernel
 
@@ -25,7 +25,7 @@ def _number(value: object) -> bool:
 
 def test_bench_trace_json_lines() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "ringtool.cli.main", "bench", "trace", "--json", "--seconds",
+        [*RINGTOOL, "bench", "trace", "--json", "--seconds",
          "0.5"], capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -70,7 +70,7 @@ def test_loop_counts_its_syscalls(tmp_path: Path) -> None:
 @pytest.mark.parametrize("seconds", ["0", "-1", "abc", "601"])
 def test_bad_seconds_is_a_usage_error(seconds: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "ringtool.cli.main", "bench", "trace", "--seconds", seconds],
+        [*RINGTOOL, "bench", "trace", "--seconds", seconds],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert proc.returncode == 2

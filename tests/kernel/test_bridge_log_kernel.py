@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.adversarial.procs import PY, RINGTOOL, ROOT, START_TIMEOUT, LineReader, stop
+from tests.helpers.kmes import start_bridge
+from tests.helpers.paths import PY, ROOT
+from tests.helpers.procs import stop
 
 pytestmark = pytest.mark.kernel
 
@@ -28,20 +30,6 @@ sys.stdin.read()
 RATE = re.compile(r"ringtool bridge: ([\d,]+) events in [\d.]+ s \([\d.,]+/s\), ([\d,]+) lost")
 
 
-def start_bridge(sock: Path, *flags: str) -> tuple[subprocess.Popen[str], LineReader]:
-    conf = sock.parent / "kmes.conf"
-    conf.write_text("capacity = 1048576\n")
-    proc = subprocess.Popen(
-        [*RINGTOOL, "bridge", "--socket", str(sock), "--config", str(conf), *flags],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    err = LineReader(proc.stderr)
-    if err.until(lambda s: "serving" in s, START_TIMEOUT) is None:
-        stop(proc, signal.SIGKILL)
-        raise AssertionError(f"bridge did not start: {''.join(err.seen)}")
-    return proc, err
-
-
 def consumer(sock: Path) -> subprocess.Popen[str]:
     p = subprocess.Popen(
         [PY, "-c", CONSUMER, str(sock)], cwd=ROOT,
@@ -54,7 +42,8 @@ def consumer(sock: Path) -> subprocess.Popen[str]:
 
 def test_attach_detach_and_rate_lines(tmp_path: Path) -> None:
     sock = tmp_path / "kmes.sock"
-    bridge, err = start_bridge(sock, "--stats-interval", "0.5")
+    b = start_bridge(sock, "--stats-interval", "0.5")
+    bridge, err = b.proc, b.err
     reader = None
     try:
         reader = consumer(sock)
@@ -93,7 +82,8 @@ def test_attach_detach_and_rate_lines(tmp_path: Path) -> None:
 
 def test_quiet_has_no_attach_or_rate_lines(tmp_path: Path) -> None:
     sock = tmp_path / "kmes.sock"
-    bridge, err = start_bridge(sock, "--quiet", "--stats-interval", "0.1", "-d", "3")
+    b = start_bridge(sock, "--quiet", "--stats-interval", "0.1", "-d", "3")
+    bridge, err = b.proc, b.err
     try:
         reader = consumer(sock)
         assert reader.stdin is not None

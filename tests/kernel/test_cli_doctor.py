@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.kernel
+from tests.helpers.paths import RINGTOOL, ROOT
 
-RINGTOOL = [sys.executable, "-m", "ringtool.cli.main"]
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.kernel
 
 
 def test_doctor_passes_as_root() -> None:
@@ -29,7 +27,7 @@ def test_doctor_as_nobody_fails_with_fixes_and_no_traceback() -> None:
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=REPO,
+        cwd=ROOT,
     )
     assert res.returncode == 1
     assert "Traceback" not in res.stdout + res.stderr

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.paths import RINGTOOL, ROOT
+
 pytestmark = pytest.mark.kernel
-ROOT = Path(__file__).resolve().parents[2]
-RINGTOOL = [sys.executable, "-m", "ringtool.cli.main"]
 
 
 def _run(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
@@ -68,7 +67,7 @@ def test_full_stdout_is_one_line() -> None:
 def test_columns_into_a_pipe_are_whole_lines(tmp_path: Path) -> None:
     import signal
 
-    from tests.kernel.trace_helpers import Trace
+    from tests.helpers.trace import Trace
 
     target = tmp_path / ("n" * (200 - len(str(tmp_path))))  # the record holds 256 bytes
     target.write_text("x")

@@ -17,8 +17,7 @@ from ringtool.errors import (
     RingtoolError,
 )
 from ringtool.readers.ringbuf_group import RingBufGroup
-from tests.kernel.helpers import RingProducer
-from tests.kernel.test_perfbuf import PerfProducer
+from tests.helpers.producers import PerfProducer, RingProducer
 
 pytestmark = pytest.mark.kernel
 

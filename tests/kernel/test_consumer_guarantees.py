@@ -20,9 +20,7 @@ from ringtool.errors import ConsumerStateError
 from ringtool.merge import u64_at
 from ringtool.readers.record import Record
 from ringtool.readers.ringbuf_group import merge_rings
-from tests.kernel.helpers import RingProducer, seqs
-from tests.kernel.test_merge_kernel import Producer as GroupProducer
-from tests.kernel.test_perfbuf import PerfProducer, decode
+from tests.helpers.producers import GroupProducer, PerfProducer, RingProducer, decode, seqs
 
 pytestmark = pytest.mark.kernel
 

@@ -12,7 +12,6 @@ count what the kernel refused: ring full, a detached perf event, a CPU with no r
 
 from __future__ import annotations
 
-import os
 import struct
 import threading
 from collections.abc import Iterator
@@ -27,18 +26,11 @@ import ringtool
 from ringtool.errors import ArgumentError, PerfEventOpenError
 from ringtool.kernel import bpf, cpus
 from ringtool.kernel.hotplug import NO_CHANGE, OnlineWatcher
-from ringtool.readers.ringbuf_group import BPF_INCLUDE_DIR, RingBufGroup
-from tests.kernel.test_perfbuf import PerfProducer, decode
+from ringtool.readers.ringbuf_group import RingBufGroup
+from tests.helpers.hotplug import needs_two, set_cpu1, vm_only
+from tests.helpers.producers import GroupProducer, PerfProducer, decode
 
 pytestmark = pytest.mark.kernel
-
-CPU1_ONLINE = Path("/sys/devices/system/cpu/cpu1/online")
-IN_VM = os.environ.get("RINGTOOL_VM") == "1"
-needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs CPUs 0 and 1")
-vm_only = pytest.mark.skipif(
-    not (IN_VM and CPU1_ONLINE.exists()),
-    reason="takes CPU 1 offline: only in the test VM (make test-vm sets RINGTOOL_VM=1)",
-)
 
 
 class FakeClock:
@@ -184,7 +176,7 @@ def test_perf_follows_fake_hotplug(producer: PerfProducer) -> None:
 def test_vm_perf_add_offline_cpu_is_a_clear_error(
     producer: PerfProducer, cpu1_restored: None
 ) -> None:
-    _set_cpu1(False)
+    set_cpu1(False)
     with ringtool.PerfBuffer(producer.events, None) as pb:
         assert [b.cpu for b in pb.buffers] == [0]  # offline CPUs are skipped
         with pytest.raises(PerfEventOpenError, match="offline"):
@@ -192,32 +184,6 @@ def test_vm_perf_add_offline_cpu_is_a_clear_error(
 
 
 # --- RingBufGroup -------------------------------------------------------------------
-
-
-class GroupProducer:
-    """bpf/percpu_ringbuf_test.c over ``group``; counts per-CPU sequence numbers."""
-
-    def __init__(self, group: RingBufGroup) -> None:
-        import bcc
-
-        src = str(BPF_INCLUDE_DIR / "percpu_ringbuf_test.c").encode()
-        self.bpf = bcc.BPF(src_file=src, cflags=group.cflags())
-        self.fd = self.bpf.load_func(b"pcpu_reserve", bcc.BPF.SCHED_CLS).fd
-        self.group = group
-
-    def emit(self, n: int, cpu: int) -> None:
-        old = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {cpu})
-        try:
-            bpf.prog_test_run(self.fd, data=b"\0" * 64, repeat=n)
-        finally:
-            os.sched_setaffinity(0, old)
-
-    def produced(self, cpu: int) -> int:
-        return bpf.percpu_u64(self.bpf[b"pcpu_seq"].map_fd)[cpu]
-
-    def close(self) -> None:
-        self.bpf.cleanup()
 
 
 def _group_delivered(rb: ringtool.RingBuffer, limit: int | None = None) -> dict[int, list[int]]:
@@ -272,16 +238,6 @@ def test_group_notes_for_fake_hotplug() -> None:
 # --- real hotplug, in the VM only ---------------------------------------------------
 
 
-def _set_cpu1(online: bool) -> None:
-    CPU1_ONLINE.write_text("1" if online else "0")
-
-
-@pytest.fixture
-def cpu1_restored() -> Iterator[None]:
-    yield
-    _set_cpu1(True)
-
-
 class Flow:
     """Emits on CPU 0 and (when it is online) CPU 1 from a thread until stopped."""
 
@@ -326,7 +282,7 @@ def test_vm_perf_cpu1_offline_online_while_events_flow(
         flow = Flow(producer.emit)
         for _ in range(3):
             for online in (False, True):
-                _set_cpu1(online)
+                set_cpu1(online)
                 for _ in range(20):
                     drain(pb)
         flow.end()
@@ -342,7 +298,7 @@ def test_vm_perf_cpu1_offline_online_while_events_flow(
 def test_vm_group_cpu1_offline_online_while_events_flow(cpu1_restored: None) -> None:
     got: dict[int, list[int]] = {}
     notes: list[str] = []
-    _set_cpu1(False)  # offline at setup: no ring for cpu 1 until it comes online
+    set_cpu1(False)  # offline at setup: no ring for cpu 1 until it comes online
     with RingBufGroup(cpus_per_buffer=1, ring_bytes=1 << 20) as group:
         prod = GroupProducer(group)
         rb = group.consumer()
@@ -355,7 +311,7 @@ def test_vm_group_cpu1_offline_online_while_events_flow(cpu1_restored: None) -> 
                     got.setdefault(cpu, []).extend(seqs)
 
             for online in (True, False, True):
-                _set_cpu1(online)
+                set_cpu1(online)
                 for _ in range(20):
                     drain()
             flow.end()

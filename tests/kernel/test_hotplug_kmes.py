@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from tests.kernel.test_hotplug import _set_cpu1, cpu1_restored, vm_only
-from tests.kernel.test_kmes_bridge_kernel import RINGTOOL, ROOT, wait_for
+from tests.helpers.hotplug import set_cpu1, vm_only
+from tests.helpers.kmes import wait_for_socket
+from tests.helpers.paths import RINGTOOL, ROOT
 
 pytestmark = pytest.mark.kernel
-__all__ = ["cpu1_restored"]  # the fixture, used by name below
 
 
 def _on_cpu1() -> None:
@@ -31,7 +31,7 @@ def _on_cpu1() -> None:
 @pytest.mark.hotplug
 @vm_only
 def test_vm_bridge_buffer_for_cpu_that_comes_online(tmp_path: Path, cpu1_restored: None) -> None:
-    _set_cpu1(False)
+    set_cpu1(False)
     sock = tmp_path / "kmes.sock"
     conf = tmp_path / "kmes.conf"
     conf.write_text("capacity = 1048576\n")
@@ -41,7 +41,7 @@ def test_vm_bridge_buffer_for_cpu_that_comes_online(tmp_path: Path, cpu1_restore
     )  # fmt: skip
     reader: subprocess.Popen[str] | None = None
     try:
-        wait_for(sock, bridge, timeout=300)  # BCC compiles slowly under emulation
+        wait_for_socket(sock, bridge, timeout=300)  # BCC compiles slowly under emulation
         reader = subprocess.Popen(
             [*RINGTOOL, "kmes-read", "--socket", str(sock), "--json", "--follow", "--new"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -49,7 +49,7 @@ def test_vm_bridge_buffer_for_cpu_that_comes_online(tmp_path: Path, cpu1_restore
         assert reader.stderr is not None and reader.stdout is not None
         line = reader.stderr.readline()
         assert "attached" in line and "CPUs [0]" in line, line
-        _set_cpu1(True)
+        set_cpu1(True)
         time.sleep(1.5)  # the bridge's hotplug check runs at most once a second
         pids: list[int] = []
         for _ in range(10):

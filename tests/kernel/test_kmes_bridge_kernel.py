@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -14,19 +13,10 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.kmes import wait_for_socket
+from tests.helpers.paths import RINGTOOL, ROOT
+
 pytestmark = pytest.mark.kernel
-
-ROOT = Path(__file__).resolve().parents[2]
-RINGTOOL = [sys.executable, "-m", "ringtool.cli.main"]
-
-
-def wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
-    end = time.monotonic() + timeout
-    while not path.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"bridge exited: {proc.communicate()[1]}")
-        assert time.monotonic() < end, "bridge socket never appeared"
-        time.sleep(0.05)
 
 
 def test_bridge_kmes_read_follow_and_resize(tmp_path: Path) -> None:
@@ -41,7 +31,7 @@ def test_bridge_kmes_read_follow_and_resize(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        wait_for(sock, bridge)
+        wait_for_socket(sock, bridge)
         reader = subprocess.Popen(
             [*RINGTOOL, "kmes-read", "--socket", str(sock), "--json", "--follow", "--new"],
             cwd=ROOT,
@@ -125,7 +115,7 @@ def test_kmes_read_follow_stops_on_sigint_or_sigterm_even_if_started_ignoring_si
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True)  # fmt: skip
     try:
-        wait_for(sock, bridge)
+        wait_for_socket(sock, bridge)
         reader = subprocess.Popen(
             [*RINGTOOL, "kmes-read", "--socket", str(sock), "--json", "--follow"],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

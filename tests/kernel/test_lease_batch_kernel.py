@@ -16,7 +16,7 @@ from ringtool.bench.libbpf_drain import LibbpfDrain
 from ringtool.bench.ringbuf import drain_rows
 from ringtool.errors import ArgumentError, ConsumerStateError
 from ringtool.readers.ringbuf_group import RingBufGroup
-from tests.kernel.helpers import MAGIC, TEST_EVENT, RingProducer
+from tests.helpers.producers import MAGIC, TEST_EVENT, RingProducer
 
 pytestmark = pytest.mark.kernel
 

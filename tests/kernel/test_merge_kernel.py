@@ -8,7 +8,6 @@ CPU, from 1), u32 cpu, u32 magic}`` written into the ring of its CPU's buffer.
 from __future__ import annotations
 
 import os
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,12 +18,11 @@ import pytest
 from ringtool.kernel import bpf
 from ringtool.merge import Algorithm, ListSource, Merger, ReorderWindow, merge_sources, u64_at
 from ringtool.readers.ringbuf_group import BPF_INCLUDE_DIR, RingBufGroup, merge_rings
+from tests.helpers.producers import GROUP_EVENT, GROUP_MAGIC, PACKET, GroupProducer
 
 pytestmark = pytest.mark.kernel
 
-EVENT = struct.Struct("<QQII")
-MAGIC = 0x50435055
-PACKET = b"\0" * 64
+EVENT, MAGIC = GROUP_EVENT, GROUP_MAGIC
 SRC = str(BPF_INCLUDE_DIR / "percpu_ringbuf_test.c").encode()
 
 
@@ -32,47 +30,9 @@ def _cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-class Producer:
-    """A loaded test program over a fresh group."""
-
-    def __init__(self, cpus_per_buffer: int) -> None:
-        import bcc
-
-        self.group = RingBufGroup(cpus_per_buffer=cpus_per_buffer, ring_bytes=1 << 22)
-        self.bpf = bcc.BPF(src_file=SRC, cflags=self.group.cflags())
-        self.fds = {
-            name: self.bpf.load_func(name.encode(), bcc.BPF.SCHED_CLS).fd
-            for name in ("pcpu_output", "pcpu_reserve")
-        }
-
-    def run_pinned(self, prog: str, repeat: int, chunks: int = 1) -> None:
-        """Run ``prog`` ``repeat * chunks`` times on every CPU, concurrently."""
-        errors: list[BaseException] = []
-
-        def work(cpu: int) -> None:
-            try:
-                os.sched_setaffinity(0, {cpu})
-                for _ in range(chunks):
-                    bpf.prog_test_run(self.fds[prog], data=PACKET, repeat=repeat)
-            except BaseException as exc:  # re-raised in the test
-                errors.append(exc)
-
-        threads = [threading.Thread(target=work, args=(c,)) for c in _cpus()]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
-
-    def close(self) -> None:
-        self.bpf.cleanup()
-        self.group.close()
-
-
 @pytest.fixture
-def producer(request: pytest.FixtureRequest) -> Iterator[Producer]:
-    p = Producer(request.param)
+def producer(request: pytest.FixtureRequest) -> Iterator[GroupProducer]:
+    p = GroupProducer.new(request.param)
     yield p
     p.close()
 
@@ -112,7 +72,7 @@ def _drain(m: Merger[bytes]) -> list[tuple[int, int, bytes]]:
 
 
 @pytest.mark.parametrize("producer", [1, 2, 0], indirect=True, ids=["per-cpu", "2-cpus", "shared"])
-def test_all_data_present(producer: Producer) -> None:
+def test_all_data_present(producer: GroupProducer) -> None:
     n = 3000
     producer.run_pinned("pcpu_output", n)
     producer.run_pinned("pcpu_reserve", n)
@@ -151,7 +111,7 @@ def test_all_data_present(producer: Producer) -> None:
     indirect=["producer"],
 )
 def test_live_merge_while_producing(
-    producer: Producer, algorithm: Algorithm, window_us: int | None
+    producer: GroupProducer, algorithm: Algorithm, window_us: int | None
 ) -> None:
     repeat, chunks = 500, 20
     rb = producer.group.consumer()

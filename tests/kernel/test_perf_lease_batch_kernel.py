@@ -13,7 +13,9 @@ import pytest
 import ringtool
 from ringtool.bench import perfbuf_libbpf
 from ringtool.errors import ArgumentError, ConsumerStateError
-from tests.kernel.test_perfbuf import EVENT, MAGIC, PerfProducer
+from tests.helpers.producers import PERF_EVENT as EVENT
+from tests.helpers.producers import PERF_MAGIC as MAGIC
+from tests.helpers.producers import PerfProducer
 
 pytestmark = pytest.mark.kernel
 

@@ -3,65 +3,22 @@
 from __future__ import annotations
 
 import os
-import struct
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import pytest
 
 import ringtool
 from ringtool.errors import ConsumerStateError, MapTypeError, RingSizeError
 from ringtool.kernel import bpf
-from ringtool.kernel.cpus import online_cpus, possible_cpu_count
-from ringtool.programs.loader import compile_program, load_function
+from ringtool.kernel.cpus import online_cpus
+from tests.helpers.producers import PERF_EVENT, PERF_MAGIC, PerfProducer, decode
 
 pytestmark = pytest.mark.kernel
 
-EVENT = np.dtype([("seq", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
-MAGIC = 0x46524550
-PACKET = b"\0" * 64
-
-
-class PerfProducer:
-    """bpf/perf_test.c: ``emit(n, cpu)`` runs its SCHED_CLS program n times on cpu."""
-
-    def __init__(self, pad_words: int = 0) -> None:
-        self.obj = compile_program("perf_test.c", defines={"PERF_TEST_PAD_WORDS": pad_words})
-        self.fd = load_function(self.obj, "emit", "SCHED_CLS").fd
-
-    @property
-    def events(self) -> Any:
-        return self.obj[b"events"]
-
-    def emit(self, n: int, cpu: int = 0) -> None:
-        old = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {cpu})
-        try:
-            bpf.prog_test_run(self.fd, data=PACKET, repeat=n)
-        finally:
-            os.sched_setaffinity(0, old)
-
-    def _percpu(self, name: bytes, cpu: int) -> int:
-        raw = bpf.map_lookup(self.obj[name].map_fd, b"\0\0\0\0", 8 * possible_cpu_count())
-        assert raw is not None
-        return int(struct.unpack_from("<Q", raw, 8 * cpu)[0])
-
-    def produced(self, cpu: int) -> int:
-        return self._percpu(b"seqs", cpu)
-
-    def failed(self, cpu: int) -> int:
-        return self._percpu(b"failed", cpu)
-
-    def close(self) -> None:
-        self.obj.cleanup()
-
-
-def decode(data: bytes | memoryview) -> tuple[int, int, int]:
-    seq, cpu, magic = struct.unpack_from("<QII", data)
-    return seq, cpu, magic
+EVENT, MAGIC = PERF_EVENT, PERF_MAGIC
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from ringtool.errors import (
 )
 from ringtool.kernel import bpf
 from ringtool.kernel.mapping import map_shared
-from tests.kernel.helpers import MAGIC, TEST_EVENT, RingProducer, seqs
+from tests.helpers.producers import MAGIC, TEST_EVENT, RingProducer, seqs
 
 pytestmark = pytest.mark.kernel
 

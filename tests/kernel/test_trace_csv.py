@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel.trace_helpers import RINGTOOL, ROOT
+from tests.helpers.paths import RINGTOOL, ROOT
 
 pytestmark = pytest.mark.kernel
 FIELDS = "type,pid,tid,comm,path,flags,ret"

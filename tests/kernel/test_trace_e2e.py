@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel.trace_helpers import RINGTOOL, ROOT, Trace
+from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
 

@@ -23,9 +23,7 @@ import pytest
 from ringtool.event import exec_data
 from ringtool.event.layout import load_layout
 from ringtool.trace.session import TraceOptions
-from tests.kernel.test_trace_filters import counts
-from tests.kernel.test_trace_task_filters import traced
-from tests.kernel.trace_helpers import Trace
+from tests.helpers.trace import Trace, counts, traced
 
 pytestmark = pytest.mark.kernel
 

@@ -13,94 +13,18 @@ and leaves with _exit (no teardown syscalls or opens after the loop).
 from __future__ import annotations
 
 import json
-import secrets
 import select
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from ringtool.event.layout import load_layout
 from ringtool.trace.session import TraceOptions, TraceSession
-from tests.kernel.test_trace_net import veth  # noqa: F401  (a fixture)
-from tests.kernel.trace_helpers import Trace
+from tests.helpers.trace import Trace, Worker, counts, session, unique_comm
 
 pytestmark = pytest.mark.kernel
-
-#: The child: set the comm, report ready, wait for go, run the loop, _exit.
-_CHILD = r"""
-import ctypes, os, sys
-name, op, path, n = sys.argv[1].encode(), sys.argv[2], sys.argv[3], int(sys.argv[4])
-assert ctypes.CDLL(None, use_errno=True).prctl(15, name, 0, 0, 0) == 0  # PR_SET_NAME
-sys.stdout.write("ready\n"); sys.stdout.flush()
-sys.stdin.readline()
-if op == "open":
-    for _ in range(n):
-        os.close(os.open(path, os.O_RDONLY))
-elif op == "fork":
-    for _ in range(n):
-        if os.fork() == 0:
-            os._exit(0)
-        os.wait()
-os._exit(0)
-"""
-
-
-class Worker:
-    """A child process that does ``n`` opens of ``path`` (or ``n`` forks) on go."""
-
-    def __init__(self, name: str, op: str, path: Path, n: int) -> None:
-        self.name = name
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, name, op, str(path), str(n)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert self.proc.stdout is not None and self.proc.stdout.readline() == "ready\n"
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def go(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-
-    def wait(self) -> None:
-        assert self.proc.wait(timeout=120) == 0
-
-
-def unique_comm() -> str:
-    return "rtf" + secrets.token_hex(6)  # 15 bytes: the whole kernel comm
-
-
-@contextmanager
-def session(opts: TraceOptions) -> Iterator[TraceSession]:
-    s = TraceSession(opts, load_layout())
-    try:
-        assert s.rb is not None and not s.notes, s.notes
-        yield s
-    finally:
-        s.close()
-
-
-def drain(s: TraceSession) -> np.ndarray:  # type: ignore[type-arg]
-    parts = []
-    while len(batch := s.read_events()):
-        parts.append(batch)
-    return np.concatenate(parts) if parts else np.empty(0, dtype=s.layout.event)
-
-
-def counts(s: TraceSession) -> tuple[np.ndarray, int, int]:  # type: ignore[type-arg]
-    """All records (read after the load), the drop and the lost totals."""
-    return drain(s), sum(s.dropped_per_cpu()), sum(s.lost_per_cpu().values())
-
 
 # (source, filter kind, worker op, matching events per worker op count n)
 CASES = [
@@ -202,7 +126,7 @@ def test_cli_comm_filter_under_load_reports_only_matching_drops(tmp_path: Path) 
     assert summary["events"] + summary["dropped"] + summary["lost"] == n
 
 
-def test_net_says_the_process_filters_do_not_apply(veth: str) -> None:  # noqa: F811
+def test_net_says_the_process_filters_do_not_apply(veth: str) -> None:
     """TC programs run without a task, so -p/-c cannot filter packets: say so."""
     opts = TraceOptions(events=("net",), iface=veth, comm="nobody-matches")
     s = TraceSession(opts, load_layout())

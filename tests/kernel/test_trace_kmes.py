@@ -14,7 +14,8 @@ import pytest
 from ringtool.event.kmes_types import TRACE_EVENT_BASE
 from ringtool.event.layout import load_layout
 from ringtool.kmes.attach import attach
-from tests.kernel.trace_helpers import RINGTOOL, Trace
+from tests.helpers.paths import RINGTOOL
+from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
 

@@ -3,40 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import struct
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ringtool.trace.pcapng import read_pcapng
-from tests.kernel.trace_helpers import Trace
+from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
 SNAPLEN = 64
-
-
-@pytest.fixture
-def veth() -> Iterator[str]:
-    """A veth pair in this namespace (IPv6 off: no autoconf noise); yields one end."""
-    from pyroute2 import IPRoute
-
-    tag = f"{os.getpid() % 100000}"
-    host, peer = f"rtn{tag}a", f"rtn{tag}b"
-    with IPRoute() as ipr:
-        ipr.link("add", ifname=host, kind="veth", peer=peer)
-        try:
-            for name in (host, peer):
-                Path(f"/proc/sys/net/ipv6/conf/{name}/disable_ipv6").write_text("1")
-                ipr.link("set", index=ipr.link_lookup(ifname=name)[0], state="up")
-            yield host
-        finally:
-            ipr.link("del", index=ipr.link_lookup(ifname=host)[0])
 
 
 def udp4(i: int, size: int) -> bytes:

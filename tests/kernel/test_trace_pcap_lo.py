@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ringtool.trace.pcapng import read_pcapng
-from tests.kernel.trace_helpers import Trace
+from tests.helpers.trace import Trace
 
 pytestmark = [
     pytest.mark.kernel,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel.trace_helpers import Trace
+from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
 

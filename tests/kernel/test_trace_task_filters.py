@@ -22,16 +22,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ringtool.trace.filters import resolve_cgroup
-from ringtool.trace.session import TraceOptions, TraceSession
-from tests.kernel.test_trace_filters import Worker, counts, session, unique_comm
-from tests.kernel.trace_helpers import Trace
+from ringtool.trace.session import TraceOptions
+from tests.helpers.trace import Trace, Worker, counts, traced, unique_comm
 
 pytestmark = pytest.mark.kernel
 
@@ -108,16 +106,6 @@ def check_exact(opts: TraceOptions, match: list[Opener], other: list[Opener],
 
 
 N, M = 1500, 6000
-
-
-@contextmanager
-def traced(opts: TraceOptions) -> Iterator[TraceSession]:
-    """A loaded session whose sources are attached (``start``: attach after load)."""
-    with session(opts) as s:
-        start = getattr(s, "start", None)
-        if start is not None:
-            start()
-        yield s
 
 
 def test_tid_filter_is_exact_under_load() -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel.test_trace_tui import RUN, _tmux, _wait_for
-from tests.kernel.trace_helpers import Trace
+from tests.helpers.tmux import RUN, tmux, wait_for_screen
+from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -66,19 +66,19 @@ def openers(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
 def test_200x60_process_table_uses_the_room(openers: list[subprocess.Popen[str]]) -> None:
     session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = f"{RUN} trace --events open --interval 0.3; echo EXITED rc=$?; sleep 60"
-    _tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
     try:
-        _wait_for(session, "top processes", timeout=FIRST_SCREEN)
-        _tmux("send-keys", "-t", session, "/", "rtop", "Enter")  # only them: others come and go
+        wait_for_screen(session, "top processes", timeout=FIRST_SCREEN)
+        tmux("send-keys", "-t", session, "/", "rtop", "Enter")  # only them: others come and go
         names = [f"rtop{i:02d}" for i in range(12)]
         # every one of them listed, none cut (waited for: a slow machine, e.g. the TCG
         # VM, shows the names in the event tail before all twelve had an interval)
-        screen = _wait_for(session, "filter: comm~rtop", "top processes  1/12", *names)
+        screen = wait_for_screen(session, "filter: comm~rtop", "top processes  1/12", *names)
         assert all(len(line) <= 200 for line in screen.splitlines())
-        _tmux("send-keys", "-t", session, "q")
-        _wait_for(session, "EXITED rc=0")
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "EXITED rc=0")
     finally:
-        _tmux("kill-session", "-t", session)
+        tmux("kill-session", "-t", session)
 
 
 # A drill-down row: SYSCALL COUNT /S P99 and the latency sparkline between its range.
@@ -107,12 +107,12 @@ def test_200x60_drill_down_shows_the_process_syscalls(
     target = openers[3]
     session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = f"{RUN} trace -p {target.pid} --interval 0.3; echo EXITED rc=$?; sleep 60"
-    _tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
     try:
-        _wait_for(session, "top processes", "rtop03", timeout=FIRST_SCREEN)
-        _tmux("send-keys", "-t", session, "Enter")
+        wait_for_screen(session, "top processes", "rtop03", timeout=FIRST_SCREEN)
+        tmux("send-keys", "-t", session, "Enter")
         title = f"process {target.pid}  rtop03  (Esc returns)"
-        screen = _wait_for(
+        screen = wait_for_screen(
             session,
             title,
             "syscalls since up",
@@ -120,13 +120,13 @@ def test_200x60_drill_down_shows_the_process_syscalls(
             match=lambda screen: _drill_row(screen, "openat") is not None,
         )
         assert f"process {target.pid}: recent exec/open/net" in screen
-        _tmux("send-keys", "-t", session, "Escape")
-        screen = _wait_for(session, "top syscalls", "sources")
+        tmux("send-keys", "-t", session, "Escape")
+        screen = wait_for_screen(session, "top syscalls", "sources")
         assert title not in screen
-        _tmux("send-keys", "-t", session, "q")
-        _wait_for(session, "EXITED rc=0")
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "EXITED rc=0")
     finally:
-        _tmux("kill-session", "-t", session)
+        tmux("kill-session", "-t", session)
 
 
 def test_hist_at_the_end(openers: list[subprocess.Popen[str]]) -> None:

@@ -20,7 +20,7 @@ from ringtool.errors import ArgumentError
 from ringtool.event.layout import load_layout
 from ringtool.trace.cflags import wakeup_bytes
 from ringtool.trace.session import TraceOptions, TraceSession
-from tests.kernel.test_trace_filters import Worker, counts, drain, session, unique_comm
+from tests.helpers.trace import Worker, counts, drain, session, unique_comm
 
 pytestmark = pytest.mark.kernel
 

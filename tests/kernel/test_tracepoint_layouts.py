@@ -27,11 +27,11 @@ import pytest
 from ringtool.event.layout import load_layout
 from ringtool.programs.tracepoints import TRACEFS_DIRS
 from ringtool.trace.session import TraceOptions, TraceSession
-from tests.kernel.test_trace_filters import Worker, drain, unique_comm
+from tests.helpers.paths import ROOT
+from tests.helpers.trace import Worker, drain, unique_comm
 
 pytestmark = pytest.mark.kernel
 
-ROOT = Path(__file__).resolve().parents[2]
 FORK_FORMAT = "events/sched/sched_process_fork/format"
 FIXTURES = ROOT / "tests" / "fixtures" / "tracefs"
 

@@ -16,8 +16,7 @@ import pytest
 
 from ringtool.cli.main import build_parser
 from ringtool.cli.manpage import roff
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 
 import pytest
+
+from tests.helpers.paths import RINGTOOL
 
 SUBCOMMANDS = ("trace", "bridge", "kmes-read", "bench", "collect", "doctor")
 #: RST roles (:class:`x`, :func:`x`, :mod:`x`, ...), inline literals (``x``), interpreted
@@ -18,7 +19,7 @@ MARKUP = re.compile(r":[a-z]+:`|``|`[^`\s][^`]*`|§")
 
 def _help(*argv: str) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "ringtool.cli.main", *argv, "--help"],
+        [*RINGTOOL, *argv, "--help"],
         capture_output=True, text=True, timeout=60, env={"COLUMNS": "100", "PATH": "/usr/bin"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

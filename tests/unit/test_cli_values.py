@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import RINGTOOL, ROOT
+
 Arg = str | bytes
 LONG_SOCKET = "/tmp/" + "s" * 200
 
@@ -135,7 +134,7 @@ def _id(case: tuple[list[Arg], str]) -> str:
 @pytest.mark.parametrize(("argv", "flag"), BAD, ids=[_id(c) for c in BAD])
 def test_bad_value_is_one_line_exit_2(argv: list[Arg], flag: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "RINGTOOL_DEBUG"}
-    cmd: list[Arg] = [sys.executable, "-m", "ringtool.cli.main", *argv]
+    cmd: list[Arg] = [*RINGTOOL, *argv]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=60, env=env, check=False)
     err = res.stderr.decode("utf-8", "backslashreplace")
     assert res.returncode == 2, err
@@ -149,7 +148,7 @@ def test_bad_value_is_one_line_exit_2(argv: list[Arg], flag: str) -> None:
 
 def test_version() -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "ringtool.cli.main", "--version"],
+        [*RINGTOOL, "--version"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     from ringtool import __version__

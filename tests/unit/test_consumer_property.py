@@ -27,7 +27,7 @@ from ringtool.errors import ArgumentError, BufferIndexError, ConsumerStateError
 from ringtool.readers.consumer import MultiRingConsumer
 from ringtool.readers.record import Record
 from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing
-from tests.unit.ringbuf_builder import HandRing
+from tests.helpers.builders.ringbuf import HandRing
 
 RINGS = 2
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ringtool.errors import ExportError
 from ringtool.export.config import check_url
-from tests.kernel.trace_helpers import RINGTOOL, ROOT
+from tests.helpers.paths import RINGTOOL, ROOT
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ import os
 import socket
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -19,9 +18,7 @@ from ringtool.bridge.attach_server import AttachServer
 from ringtool.bridge.core import KmesBridge
 from ringtool.errors import KmesAttachError
 from ringtool.kmes.attach import attach, attach_fds
-
-ROOT = Path(__file__).resolve().parents[2]
-PY = sys.executable
+from tests.helpers.paths import PY, ROOT
 
 
 @pytest.fixture

@@ -27,9 +27,8 @@ from ringtool.kmes import layout as L
 from ringtool.kmes.attach_protocol import AttachInfo
 from ringtool.kmes.buffer import KmesBuffer, MappedBuffer
 from ringtool.kmes.reader import Reader
-from tests.unit.kmes_raw import raw_attach
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
+from tests.helpers.rawproto import raw_attach
 
 
 @pytest.fixture
@@ -45,7 +44,7 @@ def bridge(tmp_path: Path) -> Iterator[KmesBridge]:
 
 def test_reply_is_v2_with_a_read_only_data_fd_per_cpu(bridge: KmesBridge) -> None:
     assert bridge.socket_path is not None
-    reply, fds, messages = raw_attach(bridge.socket_path)
+    reply, fds, messages = raw_attach(bridge.socket_path, timeout=10.0, strict=True)
     try:
         assert reply == {
             "version": 2, "cpus": [0, 1], "capacity": 1 << 16, "generation": 1,
@@ -85,7 +84,7 @@ def test_300_cpus_need_several_messages(tmp_path: Path) -> None:
     server = AttachServer(str(tmp_path / "many.sock"), provide)
     server.start()
     try:
-        reply, fds, messages = raw_attach(str(tmp_path / "many.sock"))
+        reply, fds, messages = raw_attach(str(tmp_path / "many.sock"), timeout=10.0, strict=True)
         try:
             assert reply["cpus"] == cpus and reply["fds_per_cpu"] == 2
             assert len(fds) == 600 and messages == -(-600 // FD_CHUNK) == 3
@@ -110,7 +109,7 @@ def test_200_concurrent_attaches_all_succeed_without_retry(bridge: KmesBridge) -
     def one() -> None:
         try:
             gate.wait(30)
-            _reply, fds, _ = raw_attach(path, timeout=60)
+            _reply, fds, _ = raw_attach(path, timeout=60, strict=True)
             got.append(len(fds))
             for fd in fds:
                 os.close(fd)
@@ -134,7 +133,7 @@ def test_silent_clients_are_capped_and_timed_out(bridge: KmesBridge) -> None:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(bridge.socket_path)
         silent.append(s)
-    reply, fds, _ = raw_attach(bridge.socket_path, timeout=60)
+    reply, fds, _ = raw_attach(bridge.socket_path, timeout=60, strict=True)
     assert reply["version"] == 2 and len(fds) == 4
     for fd in fds:
         os.close(fd)
@@ -153,7 +152,7 @@ def test_peer_gone_before_the_reply_costs_the_server_nothing(bridge: KmesBridge)
         s.sendall(b"ATTACH\n")
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
         s.close()  # reset: the server's send gets EPIPE/ECONNRESET
-    reply, fds, _ = raw_attach(bridge.socket_path, timeout=30)
+    reply, fds, _ = raw_attach(bridge.socket_path, timeout=30, strict=True)
     assert len(fds) == 4 and reply["version"] == 2
     for fd in fds:
         os.close(fd)
@@ -163,14 +162,15 @@ def test_scribbled_static_fields_on_idle_bridge_do_not_block_attach(bridge: Kmes
     import mmap
 
     assert bridge.socket_path is not None
-    _reply, fds, _ = raw_attach(bridge.socket_path)
+    _reply, fds, _ = raw_attach(bridge.socket_path, timeout=10.0, strict=True)
     for meta_fd in fds[0::2]:
         m = mmap.mmap(meta_fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         m[0:64] = b"\xff" * 64  # magic, version, cpu_id, capacity, data_offset, generation
         m.close()
     for fd in fds:
         os.close(fd)
-    _reply, fds, _ = raw_attach(bridge.socket_path)  # no event written in between
+    # no event written in between:
+    _reply, fds, _ = raw_attach(bridge.socket_path, timeout=10.0, strict=True)
     maps = [MappedBuffer(m, d) for m, d in zip(fds[0::2], fds[1::2], strict=True)]
     assert [(b.cpu, b.capacity, b.generation()) for b in maps] == [(0, 1 << 16, 1), (1, 1 << 16, 1)]
     for b in maps:
@@ -214,10 +214,10 @@ def test_hostile_consumer_cannot_crash_the_bridge_or_shift_seq(tmp_path: Path) -
     readers: list[Reader] = []
     hostile: subprocess.Popen[str] | None = None
     try:
-        reply, fds, _ = raw_attach(str(tmp_path / "k.sock"))
+        reply, fds, _ = raw_attach(str(tmp_path / "k.sock"), timeout=10.0, strict=True)
 
         def again(cpu: int) -> tuple[int, int, int]:
-            r, f, _ = raw_attach(str(tmp_path / "k.sock"))
+            r, f, _ = raw_attach(str(tmp_path / "k.sock"), timeout=10.0, strict=True)
             i = r["cpus"].index(cpu)
             for j, fd in enumerate(f):
                 if j // 2 != i:

@@ -18,6 +18,7 @@ from ringtool.kmes.boot import BootBuffer
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.reader import Reader
 from ringtool.kmes.writer import Writer
+from tests.helpers.kmes import drain_all
 
 
 def pairs(fds: list[int]) -> list[tuple[int, int]]:
@@ -61,13 +62,6 @@ def test_reader_notices_a_buffer_retired_before_it_was_mapped() -> None:
     assert seqs == [1, 2, 3, 4, 5, 6] and r.generation == 2
     r.close()
     b.close()
-
-
-def drain_all(r: Reader) -> list[L.Event]:
-    out: list[L.Event] = []
-    while evs := r.drain():
-        out.extend(evs)
-    return out
 
 
 def test_boot_buffer_overwrites_and_flushes() -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -18,27 +16,13 @@ import pytest
 from ringtool.errors import KmesAttachError, KmesBridgeDiedError
 from ringtool.kmes.attach import attach, exchange
 from ringtool.kmes.reader import wait_any
-from tests.adversarial import rawproto as P
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def start_bridge(sock: Path, n: int) -> subprocess.Popen[str]:
-    p = subprocess.Popen(
-        [sys.executable, "-m", "tests.unit.kmes_proc", "bridge", str(sock), str(n)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert p.stdout is not None
-    assert p.stdout.readline() == "serving\n", p.stderr.read() if p.stderr else ""
-    return p
+from tests.helpers import rawproto as P
+from tests.helpers.kmes import start_proc_bridge
 
 
 def test_killed_bridge_is_noticed_after_the_buffer_is_drained(tmp_path: Path) -> None:
     sock = tmp_path / "kmes.sock"
-    bridge = start_bridge(sock, 5)
+    bridge = start_proc_bridge(sock, 5)
     readers = attach(str(sock))
     try:
         assert readers[0].writer_pid == bridge.pid

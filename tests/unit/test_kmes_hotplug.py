@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +23,7 @@ from ringtool.bridge.core import KmesBridge
 from ringtool.kmes import layout as L
 from ringtool.kmes.attach import attach, attach_new
 from ringtool.kmes.reader import Reader
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import RINGTOOL, ROOT
 
 
 @pytest.fixture
@@ -119,7 +117,7 @@ def test_kmes_read_follow_picks_up_a_new_cpu(bridge: KmesBridge) -> None:
     assert bridge.socket_path is not None
     emit(bridge, 0, 1, 10)
     p = subprocess.Popen(
-        [sys.executable, "-m", "ringtool.cli.main", "kmes-read", "--json", "--follow",
+        [*RINGTOOL, "kmes-read", "--json", "--follow",
          "--socket", bridge.socket_path],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -21,12 +21,9 @@ from ringtool.kmes import layout as L
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.reader import Reader
 from ringtool.kmes.writer import Writer
+from tests.helpers.kmes import payload_for
 
 CAP = 8192
-
-
-def payload_for(seq: int, n: int) -> bytes:
-    return bytes((seq * 13 + i) & 0xFF for i in range(n))
 
 
 class Harness:

@@ -18,12 +18,9 @@ from ringtool.kmes import layout as L
 from ringtool.kmes.buffer import KmesBuffer
 from ringtool.kmes.reader import Reader
 from ringtool.kmes.writer import Writer
+from tests.helpers.kmes import drain_all, payload_for
 
 CAP = 4096
-
-
-def payload_for(seq: int, n: int) -> bytes:
-    return bytes((seq * 7 + i) & 0xFF for i in range(n))
 
 
 @pytest.fixture
@@ -31,13 +28,6 @@ def ring() -> Iterator[tuple[KmesBuffer, Writer]]:
     buf = KmesBuffer(0, CAP)
     yield buf, Writer(buf)
     buf.close()
-
-
-def drain_all(r: Reader) -> list[L.Event]:
-    out: list[L.Event] = []
-    while evs := r.drain():
-        out.extend(evs)
-    return out
 
 
 def test_memfds_sealed_and_sized(ring: tuple[KmesBuffer, Writer]) -> None:

@@ -7,7 +7,7 @@ import struct
 
 import numpy as np
 
-from tests.unit.ringbuf_builder import HandRing
+from tests.helpers.builders.ringbuf import HandRing
 
 EV = np.dtype([("seq", "<u8"), ("a", "<u8"), ("b", "<u8")])  # 24 bytes, span 32
 

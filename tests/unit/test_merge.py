@@ -28,7 +28,7 @@ from ringtool.merge import (
     u64_at,
 )
 from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing
-from tests.unit.ringbuf_builder import HandRing
+from tests.helpers.builders.ringbuf import HandRing
 
 US = 1000
 ALGOS: tuple[Algorithm, ...] = ("default", "optimized")

@@ -16,7 +16,7 @@ from ringtool.errors import ArgumentError, RecordFormatError
 from ringtool.merge import FetchSource, ListSource, merge_sources, ring_source, u64_at
 from ringtool.readers.ringbuf_group import merge_rings
 from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing
-from tests.unit.ringbuf_builder import HandRing
+from tests.helpers.builders.ringbuf import HandRing
 
 
 def _ring(stamps: list[int | bytes]) -> tuple[HandRing, RingbufReaderRing]:

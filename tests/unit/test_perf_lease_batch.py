@@ -19,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from ringtool.errors import ArgumentError, ConsumerStateError
 from ringtool.readers.consumer import MultiRingConsumer
 from ringtool.readers.perf_reader_ring import PerfReaderRing
-from tests.unit.perf_builder import FakeKernel
+from tests.helpers.builders.perf import FakeKernel
 
 EV = np.dtype([("seq", "<u8"), ("ring", "<u4"), ("magic", "<u4")])  # 16 bytes: raw 20
 MAGIC = 0x46524550

@@ -21,7 +21,7 @@ from ringtool.kernel.perf_event import (
     bpf_output_attr,
 )
 from ringtool.protocol.perf import DATA_HEAD_OFF, PerfRing
-from tests.unit.perf_builder import FakeKernel
+from tests.helpers.builders.perf import FakeKernel
 
 
 def padded(p: bytes) -> bytes:

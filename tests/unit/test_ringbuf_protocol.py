@@ -9,7 +9,7 @@ import pytest
 
 from ringtool.errors import CorruptRecordError
 from ringtool.protocol.ringbuf import BUSY_BIT, DISCARD_BIT, record_span
-from tests.unit.ringbuf_builder import HandRing
+from tests.helpers.builders.ringbuf import HandRing
 
 
 def drain_all(ring: HandRing, limit: int = 2**40) -> list[bytes]:

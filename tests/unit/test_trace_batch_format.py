@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ringtool.event.decode import Decoder, Event
@@ -23,63 +23,9 @@ from ringtool.event.json_lines import printable_line
 from ringtool.event.layout import load_layout
 from ringtool.trace.output_columns import ColumnOutput, format_event
 from ringtool.trace.output_json import JsonOutput
+from tests.helpers.records import OFFSETS, SETTINGS, record, record_array
 
 LAYOUT = load_layout()
-OFFSETS = [0, 1_763_000_000 * 10**9, -5 * 10**9]
-PIECES = [
-    b"",
-    b'"',
-    b"\\",
-    b"\x1b[2J",
-    b"\x7f",
-    b"\xc2\x9b",  # C1 CSI, as UTF-8
-    b"\xe2\x80\xae",  # bidi override
-    b"\xf0\x9f\x98\x80",  # non-BMP
-    b"\xff\xfe",
-    b"\xed\xa0\x80",  # an encoded surrogate: not UTF-8
-    b"\xc3",  # truncated sequence
-    b"/usr/bin/cat",
-    b"a,b\r\nc",
-    b"\t",
-]
-text_bytes = st.one_of(
-    st.lists(st.sampled_from(PIECES), max_size=6).map(b"".join),
-    st.binary(max_size=40),
-    st.text(max_size=20).map(lambda s: s.encode("utf-8", "surrogatepass")),
-)
-
-
-def _field(raw: bytes, stale: bytes, size: int) -> bytes:
-    """``raw`` NUL-terminated with stale bytes after it, in ``size`` bytes (a raw
-    longer than the field fills it: no NUL at all)."""
-    return (raw + b"\0" + stale)[:size].ljust(size, b"\0")
-
-
-record = st.tuples(
-    st.sampled_from([1, 2, 3, 4, 5, 5, 4, 99, 0]),  # type codes, some unknown
-    st.one_of(st.integers(0, 2**64 - 1), st.integers(10**12, 10**14), st.sampled_from([0, 1])),
-    st.integers(0, 2**32 - 1),  # cpu / pid / tid
-    text_bytes,  # comm
-    text_bytes,  # data
-    st.binary(max_size=300),  # stale bytes
-    st.one_of(st.integers(0, 2**64 - 1), st.integers(0, 10**9)),  # value
-    st.integers(-(2**31), 2**31 - 1),  # ret
-    st.one_of(st.sampled_from([0, 1]), st.integers(0, 2**32 - 1)),  # aux
-)
-
-
-def _array(records: list[tuple[Any, ...]]) -> np.ndarray[Any, Any]:
-    arr = np.zeros(len(records), dtype=LAYOUT.event)
-    for i, (typ, ts, num, comm, data, stale, value, ret, aux) in enumerate(records):
-        h = arr[i]["h"]
-        h["type"], h["ts"], h["cpu"], h["pid"], h["tid"] = typ, ts, num % 4, num, num ^ 1
-        h["comm"] = _field(comm, stale, 16)
-        arr[i]["data"] = _field(data, stale, 256)
-        arr[i]["value"], arr[i]["ret"], arr[i]["aux"], arr[i]["ppid"] = value, ret, aux, num >> 3
-        h["cgroup"], arr[i]["aux2"] = value >> 1, aux
-    return arr
-
-
 # --- the per-event reference (the code before the batch formatters) ---------------
 
 
@@ -161,13 +107,11 @@ def _ref_events(arr: np.ndarray[Any, Any], offset: int) -> list[Event]:
 
 # --- the tests ----------------------------------------------------------------------
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
 
 @SETTINGS
 @given(records=st.lists(record, max_size=24), offset=st.sampled_from(OFFSETS))
 def test_json_batch_equals_per_event_lines(records: list[tuple[Any, ...]], offset: int) -> None:
-    arr = _array(records)
+    arr = record_array(records)
     decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
     buf = io.StringIO()
     JsonOutput(buf, decoder).batch(arr, [])
@@ -184,7 +128,7 @@ def test_json_batch_equals_per_event_lines(records: list[tuple[Any, ...]], offse
 def test_column_batch_equals_per_event_lines(
     records: list[tuple[Any, ...]], offset: int, width: int | None
 ) -> None:
-    arr = _array(records)
+    arr = record_array(records)
     buf = io.StringIO()
     ColumnOutput(buf, Decoder(LAYOUT, realtime_offset_ns=offset), width=width).batch(arr, [])
     expected = [format_event(ev, width) for ev in _ref_events(arr, offset)]
@@ -200,7 +144,7 @@ def test_a_large_plain_batch_takes_the_fast_path_and_stays_exact() -> None:
     for repeated in (False, True):
         recs = [(4, 10**13 + i, i, b"rt_bench_loop", b"/dev/null" if repeated else b"/t/f%d" % i,
                  b"stale%d\xff" % i * 9, 0, 3, 0) for i in range(n)]  # fmt: skip
-        arr = _array(recs)
+        arr = record_array(recs)
         decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
         buf = io.StringIO()
         JsonOutput(buf, decoder).batch(arr, [])

@@ -12,6 +12,7 @@ from ringtool.event.layout import load_layout
 from ringtool.trace.hist import format_log2, hist_lines, hist_records, slot_range, spark
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
+from tests.helpers.stats import new_stats
 
 
 def test_slot_ranges_are_bccs() -> None:
@@ -39,9 +40,7 @@ def test_spark_spans_the_used_slots() -> None:
 
 
 def _stats() -> TraceStats:
-    st = TraceStats(load_layout().type_names, 2, ["exec", "open", "syscalls"], start=0.0,
-                    syscall_name={0: "read", 257: "openat"}.get)  # type: ignore[arg-type]  # fmt: skip
-    return st
+    return new_stats(syscall_name={0: "read", 257: "openat"}.get)  # type: ignore[arg-type]
 
 
 def test_end_histograms_text_and_json() -> None:

@@ -22,6 +22,7 @@ from ringtool.trace.output_columns import ColumnOutput, format_event
 from ringtool.trace.output_json import JsonOutput
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
+from tests.helpers.stats import new_stats, open_batch
 
 LAYOUT = load_layout()
 HOSTILE = [
@@ -73,12 +74,8 @@ def _event(typ: str, comm: str, text: str) -> Event:
 
 
 def _stats(comms: list[bytes]) -> TraceStats:
-    st_ = TraceStats(LAYOUT.type_names, 2, ["exec", "open", "syscalls"], start=0.0)
-    arr = np.zeros(len(comms), dtype=LAYOUT.event)
-    arr["h"]["type"] = LAYOUT.type_id("open")
-    arr["h"]["pid"] = np.arange(len(comms)) + 100
-    arr["h"]["comm"] = comms
-    st_.add_batch(arr)
+    st_ = new_stats()
+    st_.add_batch(open_batch(np.arange(len(comms)) + 100, comms))
     st_.tick(drops_cpu=[0, 1], syscall_hist={0: {12: 9}}, now=1.0)
     return st_
 

@@ -1,6 +1,6 @@
 """``--csv`` and ``--fields``: what is written reads back (csv module, json.loads) as
 the decoded event dicts restricted to the chosen fields, in their order, for random
-record batches with hostile bytes (the generator of test_trace_batch_format)."""
+record batches with hostile bytes (the generator of tests/helpers/records.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ringtool.event.fields import FIELD_NAMES
 from ringtool.event.layout import load_layout
 from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
 from ringtool.trace.output_json import JsonOutput
-from tests.unit.test_trace_batch_format import OFFSETS, SETTINGS, _array, record
+from tests.helpers.records import OFFSETS, SETTINGS, record, record_array
 
 LAYOUT = load_layout()
 NET: Event = {
@@ -46,7 +46,7 @@ def _cell(v: Any) -> str:
 def test_csv_reads_back_as_the_event_dicts(
     records: list[tuple[Any, ...]], offset: int, keys: list[str] | None
 ) -> None:
-    arr = _array(records)
+    arr = record_array(records)
     decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
     buf, err = io.StringIO(newline=""), io.StringIO()
     out = CsvOutput(buf, decoder, keys, err=err)
@@ -68,7 +68,7 @@ def test_csv_reads_back_as_the_event_dicts(
 def test_json_fields_are_the_dicts_restricted_in_order(
     records: list[tuple[Any, ...]], offset: int, keys: list[str] | None
 ) -> None:
-    arr = _array(records)
+    arr = record_array(records)
     decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
     buf = io.StringIO()
     JsonOutput(buf, decoder, keys).batch(arr, [NET])
@@ -91,7 +91,7 @@ def test_json_fields_are_the_dicts_restricted_in_order(
 def test_field_columns_are_printable_one_line_per_event(
     records: list[tuple[Any, ...]], keys: list[str], width: int | None
 ) -> None:
-    arr = _array(records)
+    arr = record_array(records)
     buf = io.StringIO()
     out = FieldColumnOutput(buf, Decoder(LAYOUT, realtime_offset_ns=0), keys, width=width)
     out.start(["open"], [])
@@ -105,7 +105,7 @@ def test_field_columns_are_printable_one_line_per_event(
 
 
 def test_csv_quotes_what_would_break_a_row() -> None:
-    arr = _array([(4, 1, 7, b"c,o", b'/t/a"b\nc\r,d', b"", 0, 3, 0)])
+    arr = record_array([(4, 1, 7, b"c,o", b'/t/a"b\nc\r,d', b"", 0, 3, 0)])
     buf = io.StringIO(newline="")
     out = CsvOutput(buf, Decoder(LAYOUT, realtime_offset_ns=0), ["pid", "comm", "path"])
     out.start([], [])

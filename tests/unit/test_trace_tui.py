@@ -16,16 +16,12 @@ from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui, sparkline
+from tests.helpers.stats import new_stats, open_batch
 
 
 def _stats() -> TraceStats:
-    lay = load_layout()
-    st = TraceStats(lay.type_names, 2, ["exec", "open", "syscalls"], start=0.0)
-    arr = np.zeros(50, dtype=lay.event)
-    arr["h"]["type"] = lay.type_id("open")
-    arr["h"]["pid"] = np.arange(50) % 7
-    arr["h"]["comm"] = b"worker"
-    st.add_batch(arr)
+    st = new_stats()
+    st.add_batch(open_batch(np.arange(50) % 7, b"worker"))
     st.observe_fill({0: 0.25, 1: 0.5})
     st.tick(drops_cpu=[0, 5], drops_source={"open": [0, 5]}, syscall_hist={0: {12: 9}}, now=1.0)
     return st

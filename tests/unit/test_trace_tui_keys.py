@@ -17,6 +17,7 @@ from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
 from ringtool.trace.tui_keys import KeyParser
 from ringtool.trace.tui_view import KEYS, ViewState
+from tests.helpers.stats import new_stats
 
 LAYOUT = load_layout()
 
@@ -55,7 +56,7 @@ def test_lone_escape_waits_for_the_timeout() -> None:
 
 def _stats(n: int = 30) -> TraceStats:
     """``n`` processes: pid 100+i, comm ``odd``/``zzz``, i+1 events each."""
-    st = TraceStats(LAYOUT.type_names, 2, ["exec", "open", "syscalls"], start=0.0)
+    st = new_stats()
     for i in range(n):
         st.add_events([{"type": "exec", "cpu": 0, "pid": 100 + i,
                         "comm": "odd" if i % 2 else "zzz"}] * (i + 1))  # fmt: skip

@@ -23,8 +23,9 @@ from ringtool.programs.tracepoints import (
     parse_format,
     read_format,
 )
+from tests.helpers.paths import ROOT
 
-TRACEFS = Path(__file__).resolve().parents[1] / "fixtures" / "tracefs"
+TRACEFS = ROOT / "tests" / "fixtures" / "tracefs"
 FORK = STRING_FIELDS[0]
 
 

@@ -20,6 +20,7 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Iterator
 from typing import Any
 
 REQUEST = b"ATTACH\n"
@@ -39,6 +40,10 @@ class RawReply:
         self.reply = reply
         self.fds = fds
         self.messages = messages  # recvmsg calls that carried descriptors
+
+    def __iter__(self) -> Iterator[Any]:
+        """``reply, fds, messages = raw_attach(...)``."""
+        return iter((self.reply, self.fds, self.messages))
 
     def close(self) -> None:
         for fd in self.fds:
@@ -68,8 +73,10 @@ def connect(path: str, timeout: float = 5.0) -> socket.socket:
             raise
 
 
-def recv_reply(s: socket.socket, max_bytes: int = 1 << 20) -> RawReply:
-    """Read the JSON line and the descriptors that come with it (several messages)."""
+def recv_reply(s: socket.socket, max_bytes: int = 1 << 20, *, strict: bool = False) -> RawReply:
+    """Read the JSON line and the descriptors that come with it (several messages).
+    ``strict``: a reply with fewer descriptors than announced (EOF first) or with bytes
+    other than spaces after its line raises ValueError (a server-side test's check)."""
     data = b""
     fds: list[int] = []
     messages = 0
@@ -82,6 +89,8 @@ def recv_reply(s: socket.socket, max_bytes: int = 1 << 20) -> RawReply:
                 n = len(reply.get("cpus", [])) if isinstance(reply, dict) else 0
                 expected = n * int(reply.get("fds_per_cpu", 1)) if "error" not in reply else 0
             if expected is not None and len(fds) >= expected:
+                if strict and data.split(b"\n", 1)[1].strip(b" "):
+                    raise ValueError(f"unexpected bytes after the line: {data[:200]!r}")
                 return RawReply(reply, fds, messages)
             msg, got, flags, _ = socket.recv_fds(s, 65536, SCM_MAX_FD)
             if flags & socket.MSG_CTRUNC:
@@ -92,6 +101,8 @@ def recv_reply(s: socket.socket, max_bytes: int = 1 << 20) -> RawReply:
             if not msg and not got:
                 if expected is None:
                     raise ConnectionError(f"EOF before a full line: {data[:80]!r}")
+                if strict:
+                    raise ValueError(f"EOF after {data[:200]!r} and {len(fds)} descriptors")
                 return RawReply(reply, fds, messages)
             data += msg
             if len(data) > max_bytes:
@@ -102,11 +113,11 @@ def recv_reply(s: socket.socket, max_bytes: int = 1 << 20) -> RawReply:
         raise
 
 
-def raw_attach(path: str, timeout: float = 5.0) -> RawReply:
-    """A whole exchange with the bridge at ``path``."""
+def raw_attach(path: str, timeout: float = 5.0, *, strict: bool = False) -> RawReply:
+    """A whole exchange with the bridge at ``path`` (``strict``: see :func:`recv_reply`)."""
     with connect(path, timeout) as s:
         s.sendall(REQUEST)
-        return recv_reply(s)
+        return recv_reply(s, strict=strict)
 
 
 def pairs(r: RawReply) -> list[tuple[int, int]]:

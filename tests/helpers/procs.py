@@ -1,5 +1,6 @@
-"""Process plumbing for the adversarial tests: a real ``ringtool bridge``, child helper
-processes (``python -m tests.adversarial.<name>``), bounded waits, sure cleanup.
+"""Process plumbing: child helper processes (``python -m tests.adversarial.<name>``),
+lines of their pipes read with deadlines (:class:`LineReader`, :class:`Lines`), bounded
+waits, sure cleanup.
 
 Every wait here has a deadline; every process started is killed (by its own pid) in a
 ``finally``.
@@ -13,16 +14,13 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-ROOT = Path(__file__).resolve().parents[2]
-PY = sys.executable
-RINGTOOL = [PY, "-m", "ringtool.cli.main"]
+from tests.helpers.paths import PY, ROOT
+
 START_TIMEOUT = 60.0  # BCC compiles the program at start: slow only on a loaded machine
 
 
@@ -51,6 +49,23 @@ def stop(p: subprocess.Popen[str] | None, sig: int = signal.SIGTERM, wait: float
         with contextlib.suppress(ProcessLookupError):
             p.kill()
         p.wait(10)
+
+
+class Lines:
+    """A subprocess whose stdout is read by a thread as it comes, line by line into
+    ``lines`` (a full pipe would stall it: a tracer would drop events)."""
+
+    def __init__(self, argv: list[str], *, stderr: Any = subprocess.PIPE) -> None:
+        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr,
+                                     text=True)  # fmt: skip
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
 
 
 class LineReader:
@@ -99,55 +114,6 @@ class LineReader:
             if line is not None:
                 out.append(line)
                 self.seen.append(line)
-
-
-class Bridge:
-    """A ``ringtool bridge`` process serving ``sock`` with config file ``conf``."""
-
-    def __init__(self, sock: Path, conf: Path, events: str = "exec,exit") -> None:
-        self.sock = sock
-        self.conf = conf
-        self.proc = subprocess.Popen(
-            [*RINGTOOL, "bridge", "--socket", str(sock), "--config", str(conf), "--events", events],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.err = LineReader(self.proc.stderr)
-        line = self.err.until(lambda s: "serving" in s, START_TIMEOUT)
-        if line is None:
-            stop(self.proc, signal.SIGKILL)
-            raise AssertionError(f"bridge did not start: {''.join(self.err.seen)}")
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def resize(self, capacity: int) -> None:
-        self.conf.write_text(f"capacity = {capacity}\n")
-        self.proc.send_signal(signal.SIGHUP)
-
-    def stderr_text(self) -> str:
-        """Everything the bridge wrote to stderr so far (all of it if it has exited)."""
-        if self.proc.poll() is not None:
-            while self.err.get(5.0) is not None:
-                pass
-        self.err.drain()
-        return "".join(self.err.seen)
-
-    def close(self) -> None:
-        stop(self.proc)
-
-
-@contextlib.contextmanager
-def bridge(tmp: Path, capacity: int = 1 << 20, name: str = "kmes.sock") -> Iterator[Bridge]:
-    conf = tmp / "kmes.conf"
-    conf.write_text(f"capacity = {capacity}\n")
-    b = Bridge(tmp / name, conf)
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def wait_json(p: subprocess.Popen[str], path: Path, timeout: float) -> dict[str, Any]:
