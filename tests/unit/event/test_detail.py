@@ -1,7 +1,7 @@
 """exec argv decoding, its export compaction, -n and --cgroup resolution (issue 14).
 
 The kernel side (real execs, real cgroups) is tested in tests/kernel/
-test_trace_exec_args.py and test_trace_task_filters.py; here the pure parts."""
+tests/kernel/trace/test_exec_args.py and test_task_filters.py; here the pure parts."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_decoded_exec_shows_argv_and_marks_truncation_and_hostile_bytes() -> Non
     assert ev["argv"] == ["printf", "\x1b[2J", "\\xff\\xfe", "a b"]
     assert ev["argv_truncated"] is True
     # columns: the arguments after argv[0], shell-quoted, then "..." (the output makes
-    # the escape printable: tests/unit/test_trace_hostile_text.py)
+    # the escape printable: tests/unit/event/test_safe_text.py)
     assert detail(ev) == "/usr/bin/printf '\x1b[2J' '\\xff\\xfe' 'a b' ... ppid=0 uid=0"
     line = format_event(ev, None)
     assert "\x1b" not in line and line.endswith("'\\x1b[2J' '\\xff\\xfe' 'a b' ... ppid=0 uid=0")

@@ -1,5 +1,5 @@
 """RingbufRing.batch(copy=False): the zero-copy arrays behind RingBuffer.lease_batch,
-on hand-built rings (tests/unit/ringbuf_builder.py plays the kernel)."""
+on hand-built rings (tests/helpers/builders/ringbuf.py plays the kernel)."""
 
 from __future__ import annotations
 

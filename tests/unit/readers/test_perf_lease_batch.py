@@ -1,4 +1,4 @@
-"""PerfBuffer.lease_batch on hand-built perf rings (tests/unit/perf_builder.py plays the
+"""PerfBuffer.lease_batch on hand-built perf rings (tests/helpers/builders/perf.py plays the
 kernel): numpy arrays that are views of the single-mapped data area for runs that do
 not wrap it, copies for a wrapped or short record, LOST records counted once, and the
 lease rules of ringtool/readers/consumer.py (everything committed when the block

@@ -1,6 +1,6 @@
 """The in-kernel -t/-u/--cgroup/-x filters keep the accounting exact (issue 14).
 
-As for -p/-c (tests/kernel/test_trace_filters.py): with a 4 KiB ring per CPU and a
+As for -p/-c (tests/kernel/trace/test_filters.py): with a 4 KiB ring per CPU and a
 consumer that reads nothing while the workers run, ``events + dropped + lost`` must
 equal the matching events generated, exactly, while a competing load of
 non-matching events runs at the same time: a rejected event reserves nothing, and

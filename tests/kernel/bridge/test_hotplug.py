@@ -1,7 +1,7 @@
 """CPU hotplug and the KMES bridge, for real (VM only, like the ``hotplug`` tests of
-test_hotplug.py): a CPU that comes online while ``ringtool bridge`` runs gets a KMES
-buffer, announced to attached readers by a generation change; ``kmes-read --follow``
-picks it up and reads the events that CPU's processes make.
+tests/kernel/readers/test_hotplug.py): a CPU that comes online while ``ringtool bridge``
+runs gets a KMES buffer, announced to attached readers by a generation change;
+``kmes-read --follow`` picks it up and reads the events that CPU's processes make.
 """
 
 from __future__ import annotations

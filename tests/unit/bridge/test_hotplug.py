@@ -3,7 +3,7 @@ attached readers learn of it through a generation change (issue 15).
 
 The CPUs here are numbers (no real hotplug): a bridge started with CPU 0 receives
 events from CPU 1, as it does when CPU 1 comes online. The real offline/online run is
-in tests/kernel/test_hotplug.py (VM only).
+in tests/kernel/bridge/test_hotplug.py (VM only).
 """
 
 from __future__ import annotations

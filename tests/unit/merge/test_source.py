@@ -1,6 +1,6 @@
 """RingSource: a merge over ringtool reader rings consumes only what it took.
 
-Hand-built RINGBUF rings (tests/unit/ringbuf_builder.py) read through the real
+Hand-built RINGBUF rings (tests/helpers/builders/ringbuf.py) read through the real
 RingbufReaderRing: the ring position is checked after every step.
 """
 

@@ -1,7 +1,7 @@
 """KMES attach server (protocol v2) and the bridge against hostile consumers.
 
-The wire protocol is spoken by hand (tests/unit/kmes_raw.py), so these tests check the
-server alone; the hostile consumer is a real second process
+The wire protocol is spoken by hand (tests/helpers/rawproto.py, strict), so these tests
+check the server alone; the hostile consumer is a real second process
 (tests/unit/kmes_hostile_proc.py).
 """
 
