@@ -20,10 +20,10 @@ import pytest
 
 from tests.export.servers import NatsServer
 from tests.export.stream_check import check_invariant, read_stream
-from tests.helpers.export import finish, notes, start_trace, wait_exported, work
+from tests.helpers.export import exported_run, finish, notes, start_trace, wait_exported, work
 from tests.helpers.paths import RINGTOOL
 from tests.helpers.procs import Lines
-from tests.helpers.trace import Trace, unique_comm
+from tests.helpers.trace import Trace, hot_file, unique_comm
 
 pytestmark = pytest.mark.kernel
 
@@ -36,8 +36,7 @@ def wait_note(trace: Trace, text: str, timeout: float) -> None:
 
 
 def test_broker_killed_while_the_socket_is_full(nats: NatsServer, tmp_path: Path) -> None:
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
+    comm, target = unique_comm(), hot_file(tmp_path)
     trace = start_trace(nats, comm)
     work(comm, target, 2000)
     wait_exported(trace, 2000)
@@ -62,8 +61,7 @@ def test_broker_killed_while_the_socket_is_full(nats: NatsServer, tmp_path: Path
 def test_collect_rides_out_a_broker_restart(nats: NatsServer, tmp_path: Path) -> None:
     """``collect`` running while the broker is killed and restarted: one line each way
     on stderr, no traceback, and the events exported after the restart are read."""
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
+    comm, target = unique_comm(), hot_file(tmp_path)
 
     def run_trace(n: int) -> dict:  # type: ignore[type-arg]
         tr = Trace("--json", "-c", comm, "--events", "open", "--export", nats.url,
@@ -134,11 +132,7 @@ def test_collect_says_when_its_consumer_or_stream_is_deleted(
     """Another client deletes the durable consumer (or the stream) under ``collect``:
     before, its fetches timed out for ever and it said nothing."""
 
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
-    tr = start_trace(nats, comm)
-    work(comm, target, 100)
-    wait_exported(tr, 100)
+    tr, _ = exported_run(nats, tmp_path, 100)
     finish(tr)
     col = Collect([*RINGTOOL, "collect", nats.url, "--json", "--interval", "0.3"])
     p = col.proc

@@ -21,18 +21,14 @@ import pytest
 from ringtool.export.publisher import ACK_TIMEOUT_S
 from tests.export.servers import NatsServer
 from tests.export.stream_check import check_invariant, event_lines, read_stream
-from tests.helpers.export import finish, notes, start_trace, wait_exported, work
-from tests.helpers.trace import Trace, Worker, unique_comm
+from tests.helpers.export import exported_run, finish, notes, start_trace, wait_exported, work
+from tests.helpers.trace import Trace, Worker, hot_file, unique_comm
 
 pytestmark = pytest.mark.kernel
 
 
 def test_normal_run_stream_holds_exactly_what_was_traced(nats: NatsServer, tmp_path: Path) -> None:
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
-    trace = start_trace(nats, comm)
-    work(comm, target, 20000)
-    wait_exported(trace, 20000)
+    trace, comm = exported_run(nats, tmp_path, 20000)
     summary, out, _ = finish(trace)
     content = read_stream(nats)
     check_invariant(summary, 20000, content, "h1")
@@ -45,8 +41,7 @@ def test_normal_run_stream_holds_exactly_what_was_traced(nats: NatsServer, tmp_p
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
 def test_broker_restart_mid_run(nats: NatsServer, tmp_path: Path, sig: int) -> None:
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
+    comm, target = unique_comm(), hot_file(tmp_path)
     trace = start_trace(nats, comm)
     w = Worker(comm, "open", target, 30000)
     w.go()
@@ -74,8 +69,7 @@ def test_broker_restart_mid_run(nats: NatsServer, tmp_path: Path, sig: int) -> N
 
 
 def test_broker_down_at_the_end(nats: NatsServer, tmp_path: Path) -> None:
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
+    comm, target = unique_comm(), hot_file(tmp_path)
     trace = start_trace(nats, comm, "--export-drain", "1")
     work(comm, target, 5000)
     wait_exported(trace, 5000)
@@ -94,8 +88,7 @@ def test_broker_down_at_the_end(nats: NatsServer, tmp_path: Path) -> None:
 def test_stopped_broker_fills_the_queue_and_resends_are_deduplicated(
     nats: NatsServer, tmp_path: Path
 ) -> None:
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
+    comm, target = unique_comm(), hot_file(tmp_path)
     trace = start_trace(nats, comm, "--export-queue-mb", "1")
     work(comm, target, 3000)
     wait_exported(trace, 3000)
@@ -142,11 +135,7 @@ def test_stream_that_refuses_messages(nats: NatsServer, tmp_path: Path) -> None:
         await js.add_consumer("RINGTOOL", ConsumerConfig(durable_name="lazy", ack_wait=3600))
 
     nats.run(setup)
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
-    trace = start_trace(nats, comm)
-    work(comm, target, 20000)
-    wait_exported(trace, 20000)
+    trace, _ = exported_run(nats, tmp_path, 20000)
     summary, out, _ = finish(trace)
     x = summary["export"]
     assert x["export_dropped_by_reason"]["refused"] > 0, x

@@ -17,7 +17,7 @@ import pytest
 from tests.export.servers import NatsServer, Prometheus, free_port
 from tests.helpers.export import finish, wait_exported, work
 from tests.helpers.paths import RINGTOOL, ROOT
-from tests.helpers.trace import Trace, unique_comm
+from tests.helpers.trace import Trace, hot_file, unique_comm
 
 pytestmark = pytest.mark.kernel
 
@@ -39,8 +39,7 @@ def until(prom: Prometheus, expr: str, ok: Callable[[list[dict[str, Any]]], bool
 
 def test_prometheus_scrapes_trace_and_collect(nats: NatsServer, tmp_path: Path) -> None:
     trace_port, collect_port = free_port(), free_port()
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
+    comm, target = unique_comm(), hot_file(tmp_path)
     trace = Trace("--json", "-c", comm, "--events", "open", "--interval", "0.5",
                   "--buffer-pages", "2048", "--export", nats.url, "--host-name", "m1",
                   "--metrics", f"127.0.0.1:{trace_port}")  # fmt: skip

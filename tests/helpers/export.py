@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from tests.export.servers import NatsServer
-from tests.helpers.trace import Trace, Worker
+from tests.helpers.trace import Trace, Worker, hot_file, unique_comm
 
 
 def start_trace(server: NatsServer, comm: str, *extra: str) -> Trace:
@@ -52,3 +52,13 @@ def wait_exported(trace: Trace, generated: int, timeout: float = 60) -> None:
                 break
         assert time.monotonic() < deadline, f"the exporter did not catch up: {trace.lines[-1]}"
         time.sleep(0.1)
+
+
+def exported_run(server: NatsServer, tmp_path: Path, n: int, *extra: str) -> tuple[Trace, str]:
+    """A :func:`start_trace` run (``extra`` flags) of ``n`` opens by a worker of a fresh
+    comm, waited for until exported; the trace (still running) and the comm."""
+    comm, target = unique_comm(), hot_file(tmp_path)
+    trace = start_trace(server, comm, *extra)
+    work(comm, target, n)
+    wait_exported(trace, n)
+    return trace, comm

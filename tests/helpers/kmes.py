@@ -1,7 +1,7 @@
 """KMES for the tests: a real ``ringtool bridge`` process (:class:`Bridge`,
 :func:`bridge`, :func:`wait_for_socket`), the in-process test bridge of
 tests/unit/kmes_proc.py (:func:`start_proc_bridge`), and reading a KMES buffer back
-(:func:`payload_for`, :func:`drain_all`)."""
+(:func:`payload_for`, :func:`drain_all`, :func:`kmes_read`)."""
 
 from __future__ import annotations
 
@@ -108,3 +108,11 @@ def start_proc_bridge(sock: Path, n: int) -> subprocess.Popen[str]:
     assert p.stdout is not None
     assert p.stdout.readline() == "serving\n", p.stderr.read() if p.stderr else ""
     return p
+
+
+def kmes_read(sock: Path | str, *flags: str) -> subprocess.Popen[str]:
+    """``ringtool kmes-read --socket SOCK FLAGS`` started, its stdout and stderr piped."""
+    return subprocess.Popen(
+        [*RINGTOOL, "kmes-read", "--socket", str(sock), *flags],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip

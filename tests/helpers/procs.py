@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from tests.helpers.paths import PY, ROOT
+from tests.helpers.paths import PY, RINGTOOL, ROOT
 
 START_TIMEOUT = 60.0  # BCC compiles the program at start: slow only on a loaded machine
 
@@ -34,6 +34,13 @@ def child(
         stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
+    )
+
+
+def run_ringtool(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """``ringtool ARGS`` run to its end from the repository root, its output captured."""
+    return subprocess.run(
+        [*RINGTOOL, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kw
     )
 
 

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+
+import pytest
 
 from tests.helpers.paths import ROOT
 
 # Every pane command starts with `unset COLUMNS LINES`: pytest exports COLUMNS/LINES,
 # tmux passes them on, and rich would size the dashboard by them instead of the pane.
 RUN = f"unset COLUMNS LINES; cd {ROOT} && {sys.executable} -m ringtool.cli.main"
+
+#: Skips a test where tmux is not installed.
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
 def tmux(*args: str) -> str:

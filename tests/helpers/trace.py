@@ -92,6 +92,13 @@ def unique_comm() -> str:
     return "rtf" + secrets.token_hex(6)  # 15 bytes: the whole kernel comm
 
 
+def hot_file(tmp_path: Path) -> Path:
+    """A file in ``tmp_path`` for workers to open."""
+    target = tmp_path / "hot"
+    target.write_text("x")
+    return target
+
+
 @contextmanager
 def session(opts: TraceOptions) -> Iterator[TraceSession]:
     s = TraceSession(opts, load_layout())

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.hotplug import set_cpu1, vm_only
-from tests.helpers.kmes import wait_for_socket
+from tests.helpers.kmes import kmes_read, wait_for_socket
 from tests.helpers.paths import RINGTOOL, ROOT
 
 pytestmark = pytest.mark.kernel
@@ -42,10 +42,7 @@ def test_vm_bridge_buffer_for_cpu_that_comes_online(tmp_path: Path, cpu1_restore
     reader: subprocess.Popen[str] | None = None
     try:
         wait_for_socket(sock, bridge, timeout=300)  # BCC compiles slowly under emulation
-        reader = subprocess.Popen(
-            [*RINGTOOL, "kmes-read", "--socket", str(sock), "--json", "--follow", "--new"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        reader = kmes_read(sock, "--json", "--follow", "--new")
         assert reader.stderr is not None and reader.stdout is not None
         line = reader.stderr.readline()
         assert "attached" in line and "CPUs [0]" in line, line

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.kmes import wait_for_socket
+from tests.helpers.kmes import kmes_read, wait_for_socket
 from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.procs import run_ringtool
 
 pytestmark = pytest.mark.kernel
 
@@ -32,13 +33,7 @@ def test_bridge_kmes_read_follow_and_resize(tmp_path: Path) -> None:
     )
     try:
         wait_for_socket(sock, bridge)
-        reader = subprocess.Popen(
-            [*RINGTOOL, "kmes-read", "--socket", str(sock), "--json", "--follow", "--new"],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        reader = kmes_read(sock, "--json", "--follow", "--new")
         assert reader.stderr is not None
         line = reader.stderr.readline()  # printed once attached
         assert line.startswith("ringtool kmes-read: attached"), line
@@ -91,14 +86,7 @@ def test_bridge_kmes_read_follow_and_resize(tmp_path: Path) -> None:
 
 
 def test_kmes_read_without_bridge_is_one_line(tmp_path: Path) -> None:
-    res = subprocess.run(
-        [*RINGTOOL, "kmes-read", "--socket", str(tmp_path / "x.sock")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ},
-    )
+    res = run_ringtool("kmes-read", "--socket", str(tmp_path / "x.sock"), env={**os.environ})
     assert res.returncode == 1 and res.stderr.count("\n") == 1
 
 

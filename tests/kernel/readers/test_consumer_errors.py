@@ -29,13 +29,6 @@ def ring() -> Iterator[RingProducer]:
     p.close()
 
 
-@pytest.fixture(scope="module")
-def perf() -> Iterator[PerfProducer]:
-    p = PerfProducer()
-    yield p
-    p.close()
-
-
 def _raises(kind: type[RingtoolError], calls: list[Callable[[], Any]]) -> None:
     for i, call in enumerate(calls):
         with pytest.raises(kind):

@@ -25,20 +25,6 @@ from tests.helpers.producers import GroupProducer, PerfProducer, RingProducer, d
 pytestmark = pytest.mark.kernel
 
 
-@pytest.fixture
-def producer() -> Iterator[RingProducer]:
-    p = RingProducer(pages=64)
-    yield p
-    p.close()
-
-
-@pytest.fixture(scope="module")
-def perf() -> Iterator[PerfProducer]:
-    p = PerfProducer()
-    yield p
-    p.close()
-
-
 def _first(it: Iterator[Record], n: int) -> list[bytes]:
     out = []
     for rec in it:
@@ -55,18 +41,18 @@ def _all(rb: ringtool.RingBuffer) -> list[bytes]:
 # --- item 1: leaving read() early -------------------------------------------------------
 
 
-def test_ringbuf_break_keeps_the_rest(producer: RingProducer) -> None:
-    with ringtool.RingBuffer(producer.events) as rb:
-        producer.emit(10)
+def test_ringbuf_break_keeps_the_rest(ring_producer: RingProducer) -> None:
+    with ringtool.RingBuffer(ring_producer.events) as rb:
+        ring_producer.emit(10)
         assert seqs(_first(rb.read(timeout_ms=0), 3)) == [1, 2, 3]
         assert seqs(_all(rb)) == list(range(4, 11))
         assert sum(rb.dropped()) == 0
 
 
-def test_ringbuf_exception_in_loop_body_keeps_the_rest(producer: RingProducer) -> None:
+def test_ringbuf_exception_in_loop_body_keeps_the_rest(ring_producer: RingProducer) -> None:
     got: list[bytes] = []
-    with ringtool.RingBuffer(producer.events, lambda d: got.append(bytes(d))) as rb:
-        producer.emit(10)
+    with ringtool.RingBuffer(ring_producer.events, lambda d: got.append(bytes(d))) as rb:
+        ring_producer.emit(10)
         with pytest.raises(KeyError):
             for rec in rb.read(timeout_ms=0):
                 got.append(rec.data)
@@ -76,9 +62,9 @@ def test_ringbuf_exception_in_loop_body_keeps_the_rest(producer: RingProducer) -
         assert seqs(got) == list(range(1, 11))
 
 
-def test_ringbuf_generator_closed_or_collected(producer: RingProducer) -> None:
-    with ringtool.RingBuffer(producer.events) as rb:
-        producer.emit(10)
+def test_ringbuf_generator_closed_or_collected(ring_producer: RingProducer) -> None:
+    with ringtool.RingBuffer(ring_producer.events) as rb:
+        ring_producer.emit(10)
         it = rb.read(timeout_ms=0)
         first = [next(it).data for _ in range(2)]
         it.close()
@@ -89,22 +75,22 @@ def test_ringbuf_generator_closed_or_collected(producer: RingProducer) -> None:
         assert seqs(first + _all(rb)) == list(range(1, 11))
 
 
-def test_ringbuf_consume_while_a_generator_is_suspended(producer: RingProducer) -> None:
+def test_ringbuf_consume_while_a_generator_is_suspended(ring_producer: RingProducer) -> None:
     got: list[bytes] = []
-    with ringtool.RingBuffer(producer.events, lambda d: got.append(bytes(d))) as rb:
-        producer.emit(10)
+    with ringtool.RingBuffer(ring_producer.events, lambda d: got.append(bytes(d))) as rb:
+        ring_producer.emit(10)
         it = rb.read(timeout_ms=0)
         mine = [next(it).data for _ in range(3)]
         assert rb.consume() == 7  # the records copied by the generator but not yielded
-        producer.emit(2)
+        ring_producer.emit(2)
         mine += [r.data for r in it]  # the stale copies are dropped; new data comes
         assert seqs(mine) == [1, 2, 3, 11, 12]
         assert seqs(got) == list(range(4, 11))
 
 
-def test_ringbuf_two_generators_interleaved(producer: RingProducer) -> None:
-    with ringtool.RingBuffer(producer.events) as rb:
-        producer.emit(20)
+def test_ringbuf_two_generators_interleaved(ring_producer: RingProducer) -> None:
+    with ringtool.RingBuffer(ring_producer.events) as rb:
+        ring_producer.emit(20)
         a, b = rb.read(timeout_ms=0), rb.read(timeout_ms=0)
         out = [next(a).data, next(b).data, next(a).data, next(b).data]
         out += _first(a, 5)
@@ -113,14 +99,14 @@ def test_ringbuf_two_generators_interleaved(producer: RingProducer) -> None:
         assert seqs(out) == list(range(1, 21))
 
 
-def test_ringbuf_random_early_exits_lose_and_duplicate_nothing(producer: RingProducer) -> None:
+def test_ringbuf_random_early_exits_lose_and_duplicate_nothing(ring_producer: RingProducer) -> None:
     rng = random.Random(11)
     got: list[bytes] = []
     emitted = 0
-    with ringtool.RingBuffer(producer.events, lambda d: got.append(bytes(d))) as rb:
+    with ringtool.RingBuffer(ring_producer.events, lambda d: got.append(bytes(d))) as rb:
         for _ in range(60):
             n = rng.randrange(0, 300)
-            producer.emit(n) if n else None
+            ring_producer.emit(n) if n else None
             emitted += n
             how = rng.choice(["break", "close", "gc", "consume", "lease", "batch"])
             if how == "consume":
@@ -214,7 +200,7 @@ def test_abandoned_merge_gives_back_what_it_did_not_deliver() -> None:
 # --- item 2: a callback that raises -----------------------------------------------------
 
 
-def test_ringbuf_raising_callback_consumes_its_record(producer: RingProducer) -> None:
+def test_ringbuf_raising_callback_consumes_its_record(ring_producer: RingProducer) -> None:
     got: list[int] = []
 
     def cb(d: memoryview) -> None:
@@ -223,15 +209,15 @@ def test_ringbuf_raising_callback_consumes_its_record(producer: RingProducer) ->
             raise RuntimeError("transient")
         got.append(seq)
 
-    with ringtool.RingBuffer(producer.events, cb) as rb:
-        producer.emit(5)
+    with ringtool.RingBuffer(ring_producer.events, cb) as rb:
+        ring_producer.emit(5)
         with pytest.raises(RuntimeError, match="transient"):
             rb.consume()
         assert rb.consume() == 2
         assert got == [1, 2, 4, 5]  # 3 was delivered once (and raised), not again
 
 
-def test_ringbuf_poison_record_does_not_block_the_ring(producer: RingProducer) -> None:
+def test_ringbuf_poison_record_does_not_block_the_ring(ring_producer: RingProducer) -> None:
     calls = 0
 
     def cb(d: memoryview) -> None:
@@ -239,8 +225,8 @@ def test_ringbuf_poison_record_does_not_block_the_ring(producer: RingProducer) -
         calls += 1
         raise ValueError("always")
 
-    with ringtool.RingBuffer(producer.events, cb) as rb:
-        producer.emit(3)
+    with ringtool.RingBuffer(ring_producer.events, cb) as rb:
+        ring_producer.emit(3)
         for _ in range(3):
             with pytest.raises(ValueError):
                 rb.consume()
@@ -248,16 +234,16 @@ def test_ringbuf_poison_record_does_not_block_the_ring(producer: RingProducer) -
         assert rb.ring(0).avail_data_size == 0
 
 
-def test_auto_callback_error_is_consumed_and_reported(producer: RingProducer) -> None:
+def test_auto_callback_error_is_consumed_and_reported(ring_producer: RingProducer) -> None:
     seen: list[int] = []
 
     def cb(d: memoryview) -> None:
         seen.append(seqs([bytes(d)])[0])
         raise RuntimeError("bad record")
 
-    rb = ringtool.RingBuffer(producer.events, cb, auto_callback=True)
+    rb = ringtool.RingBuffer(ring_producer.events, cb, auto_callback=True)
     try:
-        producer.emit(3)
+        ring_producer.emit(3)
         rb._auto_thread.join(5)  # type: ignore[union-attr]  # the thread stops on it
         assert isinstance(rb.auto_error, RuntimeError)
         assert seen == [1]
@@ -270,19 +256,19 @@ def test_auto_callback_error_is_consumed_and_reported(producer: RingProducer) ->
 # --- lease ------------------------------------------------------------------------------
 
 
-def test_lease_block_that_raises_commits_everything(producer: RingProducer) -> None:
-    with ringtool.RingBuffer(producer.events) as rb:
-        producer.emit(5)
+def test_lease_block_that_raises_commits_everything(ring_producer: RingProducer) -> None:
+    with ringtool.RingBuffer(ring_producer.events) as rb:
+        ring_producer.emit(5)
         with pytest.raises(RuntimeError), rb.lease() as lease:
             assert len(lease) == 5
             raise RuntimeError("while processing")
-        producer.emit(1)
+        ring_producer.emit(1)
         assert seqs(_all(rb)) == [6]
 
 
-def test_lease_release_count_gives_the_rest_back(producer: RingProducer) -> None:
-    with ringtool.RingBuffer(producer.events) as rb:
-        producer.emit(5)
+def test_lease_release_count_gives_the_rest_back(ring_producer: RingProducer) -> None:
+    with ringtool.RingBuffer(ring_producer.events) as rb:
+        ring_producer.emit(5)
         lease = rb.lease()
         assert seqs([bytes(v) for v in lease.views[:2]]) == [1, 2]
         lease.release(2)

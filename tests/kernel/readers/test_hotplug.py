@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Iterator
 from contextlib import closing
 from itertools import islice
 from pathlib import Path
@@ -98,13 +97,6 @@ def test_possible_cpus_read_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 # --- PerfBuffer ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def producer() -> Iterator[PerfProducer]:
-    p = PerfProducer()
-    yield p
-    p.close()
-
-
 # While a Flow runs, each drain reads at most FLOW_READ records: read() goes on until a
 # wait finds nothing, so a producer faster than the reading loop (the VM's emulated
 # CPUs, one host thread for both) kept one drain reading for ever. Leaving read()
@@ -122,25 +114,27 @@ def _delivered(pb: ringtool.PerfBuffer, limit: int | None = None) -> dict[int, l
     return out
 
 
-def _check_invariant(producer: PerfProducer, got: dict[int, list[int]], cpus_: list[int]) -> None:
+def _check_invariant(
+    perf_producer: PerfProducer, got: dict[int, list[int]], cpus_: list[int]
+) -> None:
     for cpu in cpus_:
         seqs = got.get(cpu, [])
         assert len(seqs) == len(set(seqs)) and seqs == sorted(seqs), f"cpu {cpu}: dup/reorder"
-        assert len(seqs) + producer.failed(cpu) == producer.produced(cpu), f"cpu {cpu}"
+        assert len(seqs) + perf_producer.failed(cpu) == perf_producer.produced(cpu), f"cpu {cpu}"
 
 
 @needs_two
-def test_perf_add_cpu_left_out_at_start(producer: PerfProducer) -> None:
-    with ringtool.PerfBuffer(producer.events, None, cpus=[0]) as pb:
-        producer.emit(30, 1)  # no fd in the map at index 1: refused, counted
-        assert producer.failed(1) == 30
+def test_perf_add_cpu_left_out_at_start(perf_producer: PerfProducer) -> None:
+    with ringtool.PerfBuffer(perf_producer.events, None, cpus=[0]) as pb:
+        perf_producer.emit(30, 1)  # no fd in the map at index 1: refused, counted
+        assert perf_producer.failed(1) == 30
         buf = pb.add_cpu(1)
         assert buf.cpu == 1 and [b.cpu for b in pb.buffers] == [0, 1]
-        producer.emit(40, 1)
-        producer.emit(10, 0)
+        perf_producer.emit(40, 1)
+        perf_producer.emit(10, 0)
         got = _delivered(pb)
         assert got[1] == list(range(31, 71)) and got[0] == list(range(1, 11))
-        _check_invariant(producer, got, [0, 1])
+        _check_invariant(perf_producer, got, [0, 1])
         with pytest.raises(ArgumentError, match="already has a perf buffer"):
             pb.add_cpu(1)
         with pytest.raises(ArgumentError, match="max_entries"):
@@ -148,13 +142,13 @@ def test_perf_add_cpu_left_out_at_start(producer: PerfProducer) -> None:
 
 
 @needs_two
-def test_perf_follows_fake_hotplug(producer: PerfProducer) -> None:
+def test_perf_follows_fake_hotplug(perf_producer: PerfProducer) -> None:
     """CPU 1 'goes offline' then 'comes online' (a fake list): the first buffer is
     still drained, a second one is opened and stored in the map, one line each."""
-    with ringtool.PerfBuffer(producer.events, None, cpus=None) as pb:
+    with ringtool.PerfBuffer(perf_producer.events, None, cpus=None) as pb:
         online = FakeOnline([0, 1])
         pb.cpu_watcher = OnlineWatcher([0, 1], read=online)
-        producer.emit(25, 1)
+        perf_producer.emit(25, 1)
         online.cpus = [0]
         notes = pb.check_cpus(force=True)
         assert notes == ["cpu 1 went offline: its perf buffer stays open and is drained "
@@ -164,20 +158,20 @@ def test_perf_follows_fake_hotplug(producer: PerfProducer) -> None:
         assert notes == ["cpu 1 came online: opened a perf buffer for it (the previous "
                          "one is kept until drained)"]  # fmt: skip
         assert [b.cpu for b in pb.buffers].count(1) == 2
-        producer.emit(35, 1)  # into the new buffer
+        perf_producer.emit(35, 1)  # into the new buffer
         got = _delivered(pb)
         assert got[1] == list(range(1, 61))
-        _check_invariant(producer, got, [0, 1])
+        _check_invariant(perf_producer, got, [0, 1])
         assert pb.check_cpus() == []  # within the interval: no read, nothing new
 
 
 @pytest.mark.hotplug
 @vm_only
 def test_vm_perf_add_offline_cpu_is_a_clear_error(
-    producer: PerfProducer, cpu1_restored: None
+    perf_producer: PerfProducer, cpu1_restored: None
 ) -> None:
     set_cpu1(False)
-    with ringtool.PerfBuffer(producer.events, None) as pb:
+    with ringtool.PerfBuffer(perf_producer.events, None) as pb:
         assert [b.cpu for b in pb.buffers] == [0]  # offline CPUs are skipped
         with pytest.raises(PerfEventOpenError, match="offline"):
             pb.add_cpu(1)
@@ -268,7 +262,7 @@ class Flow:
 @pytest.mark.hotplug
 @vm_only
 def test_vm_perf_cpu1_offline_online_while_events_flow(
-    producer: PerfProducer, cpu1_restored: None
+    perf_producer: PerfProducer, cpu1_restored: None
 ) -> None:
     got: dict[int, list[int]] = {}
     notes: list[str] = []
@@ -278,8 +272,8 @@ def test_vm_perf_cpu1_offline_online_while_events_flow(
         for cpu, seqs in _delivered(pb, limit).items():
             got.setdefault(cpu, []).extend(seqs)
 
-    with ringtool.PerfBuffer(producer.events, None, page_cnt=64) as pb:
-        flow = Flow(producer.emit)
+    with ringtool.PerfBuffer(perf_producer.events, None, page_cnt=64) as pb:
+        flow = Flow(perf_producer.emit)
         for _ in range(3):
             for online in (False, True):
                 set_cpu1(online)
@@ -290,7 +284,7 @@ def test_vm_perf_cpu1_offline_online_while_events_flow(
     assert sum("cpu 1 went offline" in n for n in notes) == 3, notes
     assert sum("cpu 1 came online: opened" in n for n in notes) == 3, notes
     assert got.get(1), "no event from cpu 1 was delivered"
-    _check_invariant(producer, got, [0, 1])
+    _check_invariant(perf_producer, got, [0, 1])
 
 
 @pytest.mark.hotplug

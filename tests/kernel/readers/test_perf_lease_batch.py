@@ -5,7 +5,6 @@ ringtool/readers/consumer.py, and PERF_RECORD_LOST counted as by the other style
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,16 +19,9 @@ from tests.helpers.producers import PerfProducer
 pytestmark = pytest.mark.kernel
 
 
-@pytest.fixture
-def producer() -> Iterator[PerfProducer]:
-    p = PerfProducer()
-    yield p
-    p.close()
-
-
-def test_views_of_the_ring_committed_when_the_block_exits(producer: PerfProducer) -> None:
-    with ringtool.PerfBuffer(producer.events, None, cpus=[0], page_cnt=64) as pb:
-        producer.emit(500, 0)
+def test_views_of_the_ring_committed_when_the_block_exits(perf_producer: PerfProducer) -> None:
+    with ringtool.PerfBuffer(perf_producer.events, None, cpus=[0], page_cnt=64) as pb:
+        perf_producer.emit(500, 0)
         page = pb.buffers[0].ring.page
         with pb.lease_batch(EVENT) as lease:
             assert len(lease) == 500 and lease.array_rings == [0]
@@ -42,13 +34,13 @@ def test_views_of_the_ring_committed_when_the_block_exits(producer: PerfProducer
                 pb.read_batch(EVENT)  # the lease holds the consumer
         assert page.data_tail == page.data_head == 500 * 32
         assert lease.arrays == []
-        producer.emit(10, 0)
+        perf_producer.emit(10, 0)
         assert pb.read_batch(EVENT)["seq"].tolist() == list(range(501, 511))
 
 
-def test_a_raising_block_commits_everything(producer: PerfProducer) -> None:
-    with ringtool.PerfBuffer(producer.events, None, cpus=[0], page_cnt=64) as pb:
-        producer.emit(100, 0)
+def test_a_raising_block_commits_everything(perf_producer: PerfProducer) -> None:
+    with ringtool.PerfBuffer(perf_producer.events, None, cpus=[0], page_cnt=64) as pb:
+        perf_producer.emit(100, 0)
         with pytest.raises(RuntimeError), pb.lease_batch(EVENT):
             raise RuntimeError("the block fails")
         page = pb.buffers[0].ring.page
@@ -57,10 +49,10 @@ def test_a_raising_block_commits_everything(producer: PerfProducer) -> None:
 
 
 def test_release_n_commits_the_first_n_and_the_rest_comes_again(
-    producer: PerfProducer,
+    perf_producer: PerfProducer,
 ) -> None:
-    with ringtool.PerfBuffer(producer.events, None, cpus=[0], page_cnt=64) as pb:
-        producer.emit(100, 0)
+    with ringtool.PerfBuffer(perf_producer.events, None, cpus=[0], page_cnt=64) as pb:
+        perf_producer.emit(100, 0)
         lease = pb.lease_batch(EVENT, limit=60)
         assert len(lease) == 60 and lease.array()["seq"].tolist() == list(range(1, 61))
         with pytest.raises(ArgumentError):
@@ -71,13 +63,13 @@ def test_release_n_commits_the_first_n_and_the_rest_comes_again(
 
 
 def test_records_that_wrap_the_ring_are_copies() -> None:
-    producer = PerfProducer(pad_words=1)  # 40-byte records: some wrap the 16 KiB ring
+    perf_producer = PerfProducer(pad_words=1)  # 40-byte records: some wrap the 16 KiB ring
     try:
-        with ringtool.PerfBuffer(producer.events, None, cpus=[0], page_cnt=4) as pb:
+        with ringtool.PerfBuffer(perf_producer.events, None, cpus=[0], page_cnt=4) as pb:
             seq = 0
             copies = 0
             for _ in range(12):
-                producer.emit(150, 0)
+                perf_producer.emit(150, 0)
                 with pb.lease_batch(EVENT) as lease:
                     assert lease.array()["seq"].tolist() == list(range(seq + 1, seq + 151))
                     for a in lease.arrays:
@@ -85,40 +77,40 @@ def test_records_that_wrap_the_ring_are_copies() -> None:
                         copies += bool(a.flags.owndata)
                 seq += 150
             assert copies > 0  # 12 * 6000 bytes went round the ring 4 times
-            assert pb.lost() == {0: 0} and producer.failed(0) == 0
+            assert pb.lost() == {0: 0} and perf_producer.failed(0) == 0
     finally:
-        producer.close()
+        perf_producer.close()
 
 
-def test_lost_records_counted_between_leases(producer: PerfProducer) -> None:
+def test_lost_records_counted_between_leases(perf_producer: PerfProducer) -> None:
     lost_calls: list[tuple[int, int]] = []
     with ringtool.PerfBuffer(
-        producer.events, None, lambda c, n: lost_calls.append((c, n)), page_cnt=1, cpus=[0]
+        perf_producer.events, None, lambda c, n: lost_calls.append((c, n)), page_cnt=1, cpus=[0]
     ) as pb:
-        producer.emit(1000, 0)  # one page holds ~127: the rest fail
+        perf_producer.emit(1000, 0)  # one page holds ~127: the rest fail
         with pb.lease_batch(EVENT) as lease:
             first = lease.array()["seq"].tolist()
-        failed = producer.failed(0)
+        failed = perf_producer.failed(0)
         assert first == list(range(1, len(first) + 1)) and len(first) + failed == 1000
-        producer.emit(3, 0)  # the first output that finds space writes PERF_RECORD_LOST
+        perf_producer.emit(3, 0)  # the first output that finds space writes PERF_RECORD_LOST
         with pb.lease_batch(EVENT) as lease:
             assert lease.array()["seq"].tolist() == [1001, 1002, 1003]
         assert pb.lost() == {0: failed} and lost_calls == [(0, failed)]
 
 
-def test_libbpf_c_drain_consumes_the_same_map(producer: PerfProducer, tmp_path: Path) -> None:
+def test_libbpf_c_drain_consumes_the_same_map(perf_producer: PerfProducer, tmp_path: Path) -> None:
     binary = perfbuf_libbpf.build(tmp_path)
-    drain = perfbuf_libbpf.LibbpfPerfDrain(binary, producer.events.map_fd, 8, cpu=0)
+    drain = perfbuf_libbpf.LibbpfPerfDrain(binary, perf_producer.events.map_fd, 8, cpu=0)
     try:
-        producer.emit(100, 0)  # into the helper's buffer: its fd is in the map
+        perf_producer.emit(100, 0)  # into the helper's buffer: its fd is in the map
         records, ns = drain.drain()
         assert records == 100 and ns > 0
-        producer.emit(5, 0)
+        perf_producer.emit(5, 0)
         assert drain.drain()[0] == 5
     finally:
         drain.close()  # perf_buffer__free deletes the map slot
-    producer.emit(2, 0)
-    assert producer.failed(0) == 2
-    with ringtool.PerfBuffer(producer.events, None, cpus=[0]) as pb:
-        producer.emit(3, 0)
+    perf_producer.emit(2, 0)
+    assert perf_producer.failed(0) == 2
+    with ringtool.PerfBuffer(perf_producer.events, None, cpus=[0]) as pb:
+        perf_producer.emit(3, 0)
         assert pb.read_batch(EVENT)["seq"].tolist() == [108, 109, 110]  # 106, 107 failed

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,19 +20,12 @@ pytestmark = pytest.mark.kernel
 EVENT, MAGIC = PERF_EVENT, PERF_MAGIC
 
 
-@pytest.fixture
-def producer() -> Iterator[PerfProducer]:
-    p = PerfProducer()
-    yield p
-    p.close()
-
-
-def test_per_cpu_delivery(producer: PerfProducer) -> None:
+def test_per_cpu_delivery(perf_producer: PerfProducer) -> None:
     cpus = online_cpus()
-    with ringtool.PerfBuffer(producer.events, None) as pb:
+    with ringtool.PerfBuffer(perf_producer.events, None) as pb:
         assert [b.cpu for b in pb.buffers] == cpus and pb.buffer_cnt() == len(cpus)
         for cpu in cpus:
-            producer.emit(200 + cpu, cpu)
+            perf_producer.emit(200 + cpu, cpu)
         recs = list(pb.read(timeout_ms=0))
     for cpu in cpus:
         mine = [decode(r.data) for r in recs if r.cpu == cpu]
@@ -42,15 +34,15 @@ def test_per_cpu_delivery(producer: PerfProducer) -> None:
     assert all(len(r.data) == 20 for r in recs)  # 16-byte event, padded by the kernel
 
 
-def test_poll_callback_and_buffer_index_vs_cpu(producer: PerfProducer) -> None:
+def test_poll_callback_and_buffer_index_vs_cpu(perf_producer: PerfProducer) -> None:
     cpu = online_cpus()[-1]
     got: list[tuple[int, int]] = []
     with ringtool.PerfBuffer(
-        producer.events, lambda c, d: got.append((c, decode(d)[1])), cpus=[cpu]
+        perf_producer.events, lambda c, d: got.append((c, decode(d)[1])), cpus=[cpu]
     ) as pb:
         assert pb.buffer_cnt() == 1 and pb.buffers[0].cpu == cpu and pb.buffers[0].index == 0
         assert pb.buffer_fd(0) > 0 and pb.epoll_fd() > 0
-        t = threading.Timer(0.05, producer.emit, (10, cpu))
+        t = threading.Timer(0.05, perf_producer.emit, (10, cpu))
         t.start()
         n = 0
         deadline = time.monotonic() + 5
@@ -58,95 +50,95 @@ def test_poll_callback_and_buffer_index_vs_cpu(producer: PerfProducer) -> None:
             n += pb.poll(1000)
         t.join()
         assert n == 10 and got == [(cpu, cpu)] * 10
-        producer.emit(5, cpu)
+        perf_producer.emit(5, cpu)
         assert pb.consume_buffer(0) == 5
         with pytest.raises(IndexError):
             pb.consume_buffer(1)
 
 
-def test_overrun_one_page_exact_accounting(producer: PerfProducer) -> None:
+def test_overrun_one_page_exact_accounting(perf_producer: PerfProducer) -> None:
     lost_calls: list[tuple[int, int]] = []
     seqs: list[int] = []
     with ringtool.PerfBuffer(
-        producer.events,
+        perf_producer.events,
         lambda c, d: seqs.append(decode(d)[0]),
         lambda c, n: lost_calls.append((c, n)),
         page_cnt=1,
         cpus=[0],
     ) as pb:
-        producer.emit(1000, 0)
+        perf_producer.emit(1000, 0)
         first = pb.consume()
         assert 0 < first < 1000
-        failed = producer.failed(0)
+        failed = perf_producer.failed(0)
         assert first + failed == 1000
         # The kernel emits PERF_RECORD_LOST only at the next output that finds space.
         assert pb.lost() == {0: 0} and lost_calls == []
-        producer.emit(1, 0)
+        perf_producer.emit(1, 0)
         assert pb.consume() == 1
         assert pb.lost() == {0: failed} and lost_calls == [(0, failed)]
-        assert len(seqs) + pb.lost()[0] == producer.produced(0) == 1001
+        assert len(seqs) + pb.lost()[0] == perf_producer.produced(0) == 1001
         assert seqs == [*range(1, first + 1), 1001]
         assert pb.unknown() == {0: 0}
 
 
-def test_cpus_subset_only(producer: PerfProducer) -> None:
-    with ringtool.PerfBuffer(producer.events, None, cpus=[0]) as pb:
+def test_cpus_subset_only(perf_producer: PerfProducer) -> None:
+    with ringtool.PerfBuffer(perf_producer.events, None, cpus=[0]) as pb:
         assert [b.cpu for b in pb.buffers] == [0]
         if 1 in online_cpus():
-            producer.emit(7, 1)  # no buffer for CPU 1: the output fails in the kernel
-            assert producer.failed(1) == 7
-        producer.emit(3, 0)
+            perf_producer.emit(7, 1)  # no buffer for CPU 1: the output fails in the kernel
+            assert perf_producer.failed(1) == 7
+        perf_producer.emit(3, 0)
         assert [r.cpu for r in pb.read(timeout_ms=0)] == [0, 0, 0]
 
 
 def test_styles_lease_batch_iter_across_the_wrap() -> None:
-    producer = PerfProducer(pad_words=1)  # 40-byte records: some wrap the 16 KiB ring
-    pb = ringtool.PerfBuffer(producer.events, None, cpus=[0], page_cnt=4)
+    perf_producer = PerfProducer(pad_words=1)  # 40-byte records: some wrap the 16 KiB ring
+    pb = ringtool.PerfBuffer(perf_producer.events, None, cpus=[0], page_cnt=4)
     seq = 0
     for _ in range(4):
-        producer.emit(100, 0)
+        perf_producer.emit(100, 0)
         with pb.lease() as views:
             assert [decode(v)[0] for v in views] == list(range(seq + 1, seq + 101))
             assert {len(v) for v in views} == {28}
-        producer.emit(400, 0)
+        perf_producer.emit(400, 0)
         arr = pb.read_batch(EVENT)
         assert arr["seq"].tolist() == list(range(seq + 101, seq + 501))
         assert set(arr["magic"]) == {MAGIC}
-        producer.emit(300, 0)
+        perf_producer.emit(300, 0)
         got = [decode(r.data)[0] for r in pb.read(timeout_ms=0)]
         assert got == list(range(seq + 501, seq + 801))
         seq += 800
-    assert pb.lost() == {0: 0} and producer.failed(0) == 0
+    assert pb.lost() == {0: 0} and perf_producer.failed(0) == 0
     pb.close()
-    producer.close()
+    perf_producer.close()
     assert pb.closed
     with pytest.raises(ConsumerStateError):
         pb.consume()
 
 
-def test_close_removes_fds_from_map(producer: PerfProducer) -> None:
-    pb = ringtool.PerfBuffer(producer.events, None, cpus=[0])
-    producer.emit(2, 0)
-    assert producer.failed(0) == 0
+def test_close_removes_fds_from_map(perf_producer: PerfProducer) -> None:
+    pb = ringtool.PerfBuffer(perf_producer.events, None, cpus=[0])
+    perf_producer.emit(2, 0)
+    assert perf_producer.failed(0) == 0
     pb.close()
-    producer.emit(2, 0)
-    assert producer.failed(0) == 2  # slot deleted: bpf_perf_event_output gets -ENOENT
+    perf_producer.emit(2, 0)
+    assert perf_producer.failed(0) == 2  # slot deleted: bpf_perf_event_output gets -ENOENT
 
 
-def test_watermark_wakes_only_when_reached(producer: PerfProducer) -> None:
+def test_watermark_wakes_only_when_reached(perf_producer: PerfProducer) -> None:
     got: list[int] = []
     with ringtool.PerfBuffer(
-        producer.events, lambda c, d: got.append(1), cpus=[0], watermark_bytes=2048
+        perf_producer.events, lambda c, d: got.append(1), cpus=[0], watermark_bytes=2048
     ) as pb:
-        producer.emit(10, 0)  # 320 bytes: below the watermark, epoll stays quiet
+        perf_producer.emit(10, 0)  # 320 bytes: below the watermark, epoll stays quiet
         assert pb.poll(50) == 0 and got == []
-        producer.emit(100, 0)  # 3520 bytes: past it
+        perf_producer.emit(100, 0)  # 3520 bytes: past it
         assert pb.poll(1000) == 110
     with pytest.raises(RingSizeError):
-        ringtool.PerfBuffer(producer.events, None, page_cnt=1, watermark_bytes=8192)
+        ringtool.PerfBuffer(perf_producer.events, None, page_cnt=1, watermark_bytes=8192)
 
 
-def test_auto_callback(producer: PerfProducer) -> None:
+def test_auto_callback(perf_producer: PerfProducer) -> None:
     got: list[int] = []
     done = threading.Event()
 
@@ -155,28 +147,30 @@ def test_auto_callback(producer: PerfProducer) -> None:
         if len(got) == 50:
             done.set()
 
-    with ringtool.PerfBuffer(producer.events, cb, cpus=[0], auto_callback=True) as pb:
-        producer.emit(50, 0)
+    with ringtool.PerfBuffer(perf_producer.events, cb, cpus=[0], auto_callback=True) as pb:
+        perf_producer.emit(50, 0)
         assert done.wait(5)
         with pytest.raises(ConsumerStateError):
             pb.poll(0)
     assert got == list(range(1, 51))
 
 
-def test_overwrite_snapshot_returns_newest(producer: PerfProducer) -> None:
-    with ringtool.PerfBuffer(producer.events, None, cpus=[0], page_cnt=1, overwrite=True) as pb:
-        producer.emit(10, 0)
+def test_overwrite_snapshot_returns_newest(perf_producer: PerfProducer) -> None:
+    with ringtool.PerfBuffer(
+        perf_producer.events, None, cpus=[0], page_cnt=1, overwrite=True
+    ) as pb:
+        perf_producer.emit(10, 0)
         snap = pb.snapshot()[0]
         assert [decode(d)[0] for d in snap] == list(range(1, 11))
-        producer.emit(990, 0)
+        perf_producer.emit(990, 0)
         seqs = [decode(d)[0] for d in pb.snapshot()[0]]
         assert seqs == list(range(1001 - len(seqs), 1001)) and 120 <= len(seqs) <= 128
-        assert producer.failed(0) == 0  # overwrite mode never refuses an output
+        assert perf_producer.failed(0) == 0  # overwrite mode never refuses an output
         with pytest.raises(ConsumerStateError):
             pb.consume()
 
 
-def test_wrong_map_type_and_bad_arguments(producer: PerfProducer) -> None:
+def test_wrong_map_type_and_bad_arguments(perf_producer: PerfProducer) -> None:
     fd = bpf.map_create(bpf.MapType.HASH, key_size=4, value_size=4, max_entries=4)
     try:
         with pytest.raises(MapTypeError, match="PERF_EVENT_ARRAY"):
@@ -185,12 +179,12 @@ def test_wrong_map_type_and_bad_arguments(producer: PerfProducer) -> None:
         os.close(fd)
     for bad in (0, 3, 12):
         with pytest.raises(RingSizeError):
-            ringtool.PerfBuffer(producer.events, None, page_cnt=bad)
+            ringtool.PerfBuffer(perf_producer.events, None, page_cnt=bad)
     # absent / offline CPUs are skipped without error
-    with ringtool.PerfBuffer(producer.events, None, cpus=[0, 1, 2, 3, 4096]) as pb:
+    with ringtool.PerfBuffer(perf_producer.events, None, cpus=[0, 1, 2, 3, 4096]) as pb:
         assert [b.cpu for b in pb.buffers] == [c for c in online_cpus() if c < 4]
     with pytest.raises(ValueError, match="no online CPU"):
-        ringtool.PerfBuffer(producer.events, None, cpus=[4096])
+        ringtool.PerfBuffer(perf_producer.events, None, cpus=[4096])
     small = bpf.map_create(bpf.MapType.PERF_EVENT_ARRAY, key_size=4, value_size=4, max_entries=1)
     try:
         with ringtool.PerfBuffer(small, None) as pb:  # default: CPUs beyond the map skipped

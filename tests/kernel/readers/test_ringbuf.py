@@ -5,7 +5,6 @@ from __future__ import annotations
 import struct
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -27,17 +26,10 @@ BPF_RB_NO_WAKEUP = 1
 BPF_RB_FORCE_WAKEUP = 2
 
 
-@pytest.fixture
-def producer() -> Iterator[RingProducer]:
-    p = RingProducer(pages=64)
-    yield p
-    p.close()
-
-
-def test_reserve_submit_records_arrive_in_order_via_callback(producer: RingProducer) -> None:
+def test_reserve_submit_records_arrive_in_order_via_callback(ring_producer: RingProducer) -> None:
     got: list[bytes] = []
-    with ringtool.RingBuffer(producer.events, lambda d: got.append(bytes(d))) as rb:
-        producer.emit(1000)
+    with ringtool.RingBuffer(ring_producer.events, lambda d: got.append(bytes(d))) as rb:
+        ring_producer.emit(1000)
         assert rb.ring(0).avail_data_size == 1000 * 32
         assert rb.poll(1000) == 1000
         assert rb.ring(0).consumer_pos == rb.ring(0).producer_pos == 32000
@@ -45,35 +37,35 @@ def test_reserve_submit_records_arrive_in_order_via_callback(producer: RingProdu
     assert all(struct.unpack_from("<Q4xI", g, 8)[1] == MAGIC for g in got)
 
 
-def test_iterator_lease_and_batch_styles_see_the_same_stream(producer: RingProducer) -> None:
-    rb = ringtool.RingBuffer(producer.events)
-    producer.emit(300)
+def test_iterator_lease_and_batch_styles_see_the_same_stream(ring_producer: RingProducer) -> None:
+    rb = ringtool.RingBuffer(ring_producer.events)
+    ring_producer.emit(300)
     it = [r.data for r in rb.read(timeout_ms=0)]
     assert seqs(it) == list(range(1, 301)) and all(len(d) == 24 for d in it)
-    producer.emit(300)
+    ring_producer.emit(300)
     with rb.lease() as batch:
         assert seqs([bytes(v) for v in batch]) == list(range(301, 601))
         assert rb.ring(0).consumer_pos < rb.ring(0).producer_pos  # not committed yet
     assert rb.ring(0).avail_data_size == 0
-    producer.emit(300)
+    ring_producer.emit(300)
     arr = rb.read_batch(TEST_EVENT)
     assert arr["seq"].tolist() == list(range(601, 901))
     assert set(arr["magic"].tolist()) == {MAGIC}
     rb.close()
 
 
-def test_discarded_records_are_skipped(producer: RingProducer) -> None:
+def test_discarded_records_are_skipped(ring_producer: RingProducer) -> None:
     got: list[bytes] = []
-    with ringtool.RingBuffer(producer.events, lambda d: got.append(bytes(d))) as rb:
-        producer.emit(100, "emit_discard")
+    with ringtool.RingBuffer(ring_producer.events, lambda d: got.append(bytes(d))) as rb:
+        ring_producer.emit(100, "emit_discard")
         assert rb.consume() == 50
         assert rb.ring(0).avail_data_size == 0  # discarded space was released too
     assert seqs(got) == list(range(2, 101, 2))
 
 
-def test_variable_length_records(producer: RingProducer) -> None:
-    rb = ringtool.RingBuffer(producer.events)
-    producer.emit(40, "emit_varlen")
+def test_variable_length_records(ring_producer: RingProducer) -> None:
+    rb = ringtool.RingBuffer(ring_producer.events)
+    ring_producer.emit(40, "emit_varlen")
     recs = [r.data for r in rb.read(timeout_ms=0)]
     assert [len(r) for r in recs] == [(s & 3) * 8 + 8 if s & 3 else 8 for s in range(1, 41)]
     assert seqs(recs) == list(range(1, 41))
@@ -125,33 +117,33 @@ def test_two_rings_in_one_manager() -> None:
         b.close()
 
 
-def test_callback_stop_returns_its_value_and_keeps_the_rest(producer: RingProducer) -> None:
+def test_callback_stop_returns_its_value_and_keeps_the_rest(ring_producer: RingProducer) -> None:
     got: list[int] = []
 
     def cb(d: memoryview) -> int:
         got.append(seqs([bytes(d)])[0])
         return -42 if len(got) == 5 else 0
 
-    rb = ringtool.RingBuffer(producer.events, cb)
-    producer.emit(10)
+    rb = ringtool.RingBuffer(ring_producer.events, cb)
+    ring_producer.emit(10)
     assert rb.consume() == -42
     assert got == [1, 2, 3, 4, 5]
     assert rb.consume() == 5 and got == list(range(1, 11))
     rb.close()
 
 
-def test_consume_n_takes_at_most_n(producer: RingProducer) -> None:
+def test_consume_n_takes_at_most_n(ring_producer: RingProducer) -> None:
     got: list[bytes] = []
-    rb = ringtool.RingBuffer(producer.events, lambda d: got.append(bytes(d)))
-    producer.emit(10)
+    rb = ringtool.RingBuffer(ring_producer.events, lambda d: got.append(bytes(d)))
+    ring_producer.emit(10)
     assert rb.consume_n(3) == 3
     assert rb.consume_n(100) == 7
     assert seqs(got) == list(range(1, 11))
     rb.close()
 
 
-def test_close_and_wakeup_unblock_a_waiting_poll(producer: RingProducer) -> None:
-    rb = ringtool.RingBuffer(producer.events, lambda d: None)
+def test_close_and_wakeup_unblock_a_waiting_poll(ring_producer: RingProducer) -> None:
+    rb = ringtool.RingBuffer(ring_producer.events, lambda d: None)
     results: list[int] = []
     t = threading.Thread(target=lambda: results.append(rb.poll(-1)))
     t.start()
@@ -170,7 +162,7 @@ def test_close_and_wakeup_unblock_a_waiting_poll(producer: RingProducer) -> None
         rb.consume()
 
 
-def test_auto_callback_delivers_in_background_and_refuses_poll(producer: RingProducer) -> None:
+def test_auto_callback_delivers_in_background_and_refuses_poll(ring_producer: RingProducer) -> None:
     got: list[bytes] = []
     done = threading.Event()
 
@@ -179,10 +171,10 @@ def test_auto_callback_delivers_in_background_and_refuses_poll(producer: RingPro
         if len(got) == 200:
             done.set()
 
-    rb = ringtool.RingBuffer(producer.events, cb, auto_callback=True)
+    rb = ringtool.RingBuffer(ring_producer.events, cb, auto_callback=True)
     with pytest.raises(ConsumerStateError, match="auto_callback"):
         rb.poll(0)
-    producer.emit(200)
+    ring_producer.emit(200)
     assert done.wait(5)
     rb.close()
     assert seqs(got) == list(range(1, 201))
@@ -235,9 +227,9 @@ def test_sustained_producer_thread_nothing_unaccounted() -> None:
         p.close()
 
 
-def test_wrong_map_type_and_bad_fd_are_clear_errors(producer: RingProducer) -> None:
+def test_wrong_map_type_and_bad_fd_are_clear_errors(ring_producer: RingProducer) -> None:
     with pytest.raises(MapTypeError, match="PERCPU_ARRAY map, not RINGBUF"):
-        ringtool.RingBuffer(producer.obj[b"events_drops"])
+        ringtool.RingBuffer(ring_producer.obj[b"events_drops"])
     fd = bpf.map_create(bpf.MapType.HASH, key_size=4, value_size=4, max_entries=4)
     try:
         with pytest.raises(MapTypeError, match="HASH"):
@@ -262,9 +254,9 @@ def test_raw_map_fd_ring_created_by_ringtool() -> None:
 
 
 def test_ring_size_not_a_power_of_two_of_pages_is_refused(
-    producer: RingProducer, monkeypatch: pytest.MonkeyPatch
+    ring_producer: RingProducer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = bpf.map_info(producer.events.map_fd)
+    real = bpf.map_info(ring_producer.events.map_fd)
     fake = bpf.MapInfo(
         type=real.type,
         id=real.id,
@@ -276,10 +268,12 @@ def test_ring_size_not_a_power_of_two_of_pages_is_refused(
     )
     monkeypatch.setattr("ringtool.readers.ringbuf.bpf.map_info", lambda fd: fake)
     with pytest.raises(RingSizeError, match="power of two"):
-        ringtool.RingBuffer(producer.events)
+        ringtool.RingBuffer(ring_producer.events)
 
 
-def test_mmap_refused_by_the_kernel_is_an_mmap_error(producer: RingProducer) -> None:
+def test_mmap_refused_by_the_kernel_is_an_mmap_error(ring_producer: RingProducer) -> None:
     # The kernel maps the producer page + data read-only: asking for write is refused.
     with pytest.raises(MmapError, match="refused"):
-        map_shared(producer.events.map_fd, 4096, offset=4096, writable=True, what="producer page")
+        map_shared(
+            ring_producer.events.map_fd, 4096, offset=4096, writable=True, what="ring_producer page"
+        )

@@ -5,7 +5,6 @@ raises; ``release(n)`` commits the first n, the rest come again)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,16 +20,9 @@ from tests.helpers.producers import MAGIC, TEST_EVENT, RingProducer
 pytestmark = pytest.mark.kernel
 
 
-@pytest.fixture
-def producer() -> Iterator[RingProducer]:
-    p = RingProducer(pages=64)
-    yield p
-    p.close()
-
-
-def test_views_of_the_ring_committed_when_the_block_exits(producer: RingProducer) -> None:
-    with ringtool.RingBuffer(producer.events) as rb:
-        producer.emit(500)
+def test_views_of_the_ring_committed_when_the_block_exits(ring_producer: RingProducer) -> None:
+    with ringtool.RingBuffer(ring_producer.events) as rb:
+        ring_producer.emit(500)
         ring = rb.ring(0)
         with rb.lease_batch(TEST_EVENT) as lease:
             assert len(lease) == 500
@@ -43,13 +35,13 @@ def test_views_of_the_ring_committed_when_the_block_exits(producer: RingProducer
                 rb.read_batch(TEST_EVENT)  # the lease holds the consumer
         assert ring.consumer_pos == ring.producer_pos == 500 * 32
         assert lease.arrays == []
-        producer.emit(10)
+        ring_producer.emit(10)
         assert rb.read_batch(TEST_EVENT)["seq"].tolist() == list(range(501, 511))
 
 
-def test_a_raising_block_commits_everything(producer: RingProducer) -> None:
-    with ringtool.RingBuffer(producer.events) as rb:
-        producer.emit(100)
+def test_a_raising_block_commits_everything(ring_producer: RingProducer) -> None:
+    with ringtool.RingBuffer(ring_producer.events) as rb:
+        ring_producer.emit(100)
         with pytest.raises(RuntimeError), rb.lease_batch(TEST_EVENT):
             raise RuntimeError("the block fails")
         assert rb.ring(0).avail_data_size == 0
@@ -57,10 +49,10 @@ def test_a_raising_block_commits_everything(producer: RingProducer) -> None:
 
 
 def test_release_n_commits_the_first_n_and_the_rest_comes_again(
-    producer: RingProducer,
+    ring_producer: RingProducer,
 ) -> None:
-    with ringtool.RingBuffer(producer.events) as rb:
-        producer.emit(100)
+    with ringtool.RingBuffer(ring_producer.events) as rb:
+        ring_producer.emit(100)
         lease = rb.lease_batch(TEST_EVENT, limit=60)
         assert len(lease) == 60 and lease.array()["seq"].tolist() == list(range(1, 61))
         with pytest.raises(ArgumentError):
@@ -81,25 +73,25 @@ def test_an_empty_group_leases_no_arrays() -> None:
         group.close()
 
 
-def test_equal_to_read_batch(producer: RingProducer) -> None:
-    with ringtool.RingBuffer(producer.events) as rb:
-        producer.emit(300)
+def test_equal_to_read_batch(ring_producer: RingProducer) -> None:
+    with ringtool.RingBuffer(ring_producer.events) as rb:
+        ring_producer.emit(300)
         with rb.lease_batch(TEST_EVENT) as lease:
             leased = lease.array().copy()
-        producer.emit(300)
+        ring_producer.emit(300)
         copied = rb.read_batch(TEST_EVENT)
     assert np.array_equal(leased["seq"] + 300, copied["seq"])
 
 
-def test_libbpf_c_drain_consumes_the_same_ring(producer: RingProducer, tmp_path: Path) -> None:
-    drain = LibbpfDrain(producer.events.map_fd, tmp_path)
+def test_libbpf_c_drain_consumes_the_same_ring(ring_producer: RingProducer, tmp_path: Path) -> None:
+    drain = LibbpfDrain(ring_producer.events.map_fd, tmp_path)
     try:
-        producer.emit(100)
+        ring_producer.emit(100)
         records, ns = drain.drain()
         assert records == 100 and ns > 0
-        with ringtool.RingBuffer(producer.events) as rb:  # libbpf committed them
+        with ringtool.RingBuffer(ring_producer.events) as rb:  # libbpf committed them
             assert rb.ring(0).avail_data_size == 0
-            producer.emit(5)
+            ring_producer.emit(5)
             assert drain.drain()[0] == 5
     finally:
         drain.close()

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.tmux import RUN, tmux, wait_for_screen
+from tests.helpers.tmux import RUN, needs_tmux, tmux, wait_for_screen
 
 pytestmark = pytest.mark.kernel
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs_tmux
 @pytest.mark.parametrize(("w", "h"), [(100, 30), (80, 24)])
 def test_tui_in_tmux(w: int, h: int, tmp_path: Path) -> None:
     session = f"rt-{uuid.uuid4().hex[:8]}"
@@ -70,7 +70,7 @@ def _cpu_rows(screen: str) -> list[list[str]]:
     return rows
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs_tmux
 def test_tui_shows_drops_of_a_tiny_buffer(tmp_path: Path) -> None:
     import os
     import signal
@@ -119,7 +119,7 @@ HOSTILE_COMM = "[/x]\x1b[2Jq"
 HOSTILE_NAMES = ("[/x]", "[bold]x[/bold]", "e\x1b[2Jz", "\x1b]52;c;eA\x07")
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs_tmux
 def test_tui_shows_hostile_names_literally() -> None:
     """File names and a comm with rich markup and terminal escape sequences, opened by a
     real process: the dashboard keeps running and shows them as text."""
@@ -162,7 +162,7 @@ def test_tui_shows_hostile_names_literally() -> None:
         shutil.rmtree(tmp)
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs_tmux
 def test_tui_in_a_small_terminal_says_so() -> None:
     session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = f"{RUN} trace --events open --interval 0.3; echo EXITED rc=$?; sleep 60"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import uuid
@@ -16,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.tmux import RUN, tmux, wait_for_screen
+from tests.helpers.tmux import RUN, needs_tmux, tmux, wait_for_screen
 from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 # The first screen comes after BCC compiled the trace's programs: seconds here, over a
 # minute in the emulated test VM while the twelve openers run (make test-vm).

@@ -3,17 +3,16 @@ overlay, the sort marker, the filter in the header."""
 
 from __future__ import annotations
 
-import shutil
 import uuid
 
 import pytest
 
-from tests.helpers.tmux import RUN, tmux, wait_for_screen
+from tests.helpers.tmux import RUN, needs_tmux, tmux, wait_for_screen
 
 pytestmark = pytest.mark.kernel
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs_tmux
 @pytest.mark.parametrize(("w", "h"), [(80, 24), (120, 40), (200, 60)])
 def test_keys_in_tmux(w: int, h: int) -> None:
     session = f"rt-{uuid.uuid4().hex[:8]}"

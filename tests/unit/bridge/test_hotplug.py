@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ from ringtool.bridge.core import KmesBridge
 from ringtool.kmes import layout as L
 from ringtool.kmes.attach import attach, attach_new
 from ringtool.kmes.reader import Reader
-from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.kmes import kmes_read
 
 
 @pytest.fixture
@@ -116,11 +115,7 @@ def _lines_until(stream: IO[str], want: int, deadline: float) -> list[dict[str, 
 def test_kmes_read_follow_picks_up_a_new_cpu(bridge: KmesBridge) -> None:
     assert bridge.socket_path is not None
     emit(bridge, 0, 1, 10)
-    p = subprocess.Popen(
-        [*RINGTOOL, "kmes-read", "--json", "--follow",
-         "--socket", bridge.socket_path],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    p = kmes_read(bridge.socket_path, "--json", "--follow")
     try:
         assert p.stdout is not None
         deadline = time.monotonic() + 60

@@ -19,6 +19,7 @@ from ringtool.bridge.core import KmesBridge
 from ringtool.errors import KmesAttachError
 from ringtool.kmes.attach import attach, attach_fds
 from tests.helpers.paths import PY, ROOT
+from tests.helpers.procs import run_ringtool
 
 
 @pytest.fixture
@@ -108,13 +109,7 @@ def test_reader_process_and_cli(bridge: KmesBridge) -> None:
     res = result(child("read", bridge.socket_path, "200", "20"))
     assert res["seqs"] == {"0": list(range(1, 101)), "1": list(range(1, 101))}
     assert res["ok"] is True
-    cli = subprocess.run(
-        [PY, "-m", "ringtool.cli.main", "kmes-read", "--json", "--socket", bridge.socket_path],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    cli = run_ringtool("kmes-read", "--json", "--socket", bridge.socket_path)
     assert cli.returncode == 0, cli.stderr
     lines = [json.loads(x) for x in cli.stdout.splitlines()]
     assert len(lines) == 200
@@ -211,13 +206,7 @@ def test_peer_not_in_group_refused() -> None:
 def test_no_socket_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(KmesAttachError, match="no KMES bridge socket"):
         attach(str(tmp_path / "none.sock"))
-    cli = subprocess.run(
-        [PY, "-m", "ringtool.cli.main", "kmes-read", "--socket", str(tmp_path / "none.sock")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    cli = run_ringtool("kmes-read", "--socket", str(tmp_path / "none.sock"))
     assert cli.returncode == 1
     assert cli.stderr.startswith("ringtool kmes-read: no KMES bridge socket")
     assert "Traceback" not in cli.stderr and cli.stderr.count("\n") == 1

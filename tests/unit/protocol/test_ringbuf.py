@@ -18,6 +18,16 @@ def drain_all(ring: HandRing, limit: int = 2**40) -> list[bytes]:
     return got
 
 
+def output_draining(ring: HandRing, payloads: list[bytes]) -> list[bytes]:
+    """Output each payload, draining the ring whenever it is full; everything read."""
+    out: list[bytes] = []
+    for p in payloads:
+        if not ring.output(p):
+            out += drain_all(ring)
+            assert ring.output(p)
+    return out + drain_all(ring)
+
+
 def test_record_span_pads_header_and_payload_to_8() -> None:
     assert [record_span(n) for n in (0, 1, 7, 8, 9, 16)] == [8, 16, 16, 16, 24, 24]
 
@@ -35,13 +45,7 @@ def test_records_come_out_in_order_and_position_is_committed() -> None:
 def test_record_wrapping_the_end_of_the_data_area(start: int) -> None:
     ring = HandRing(4096, start_pos=4096 * 3 + start)
     payloads = [bytes(range(i, i + 100)) for i in range(30)]
-    out: list[bytes] = []
-    for p in payloads:
-        if not ring.output(p):
-            out += drain_all(ring)
-            assert ring.output(p)
-    out += drain_all(ring)
-    assert out == payloads
+    assert output_draining(ring, payloads) == payloads
 
 
 def test_discarded_records_are_skipped_but_consumed() -> None:
@@ -73,13 +77,7 @@ def test_busy_record_stops_the_walk_and_later_records_wait() -> None:
 def test_positions_beyond_2_to_the_32() -> None:
     ring = HandRing(4096, start_pos=2**32 - 24)
     payloads = [struct.pack("<QQ", i, i * 7) for i in range(200)]
-    out = []
-    for p in payloads:
-        if not ring.output(p):
-            out += drain_all(ring)
-            assert ring.output(p)
-    out += drain_all(ring)
-    assert out == payloads
+    assert output_draining(ring, payloads) == payloads
     assert ring.consumer_pos > 2**32
 
 

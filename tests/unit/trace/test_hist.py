@@ -71,15 +71,21 @@ def test_drill_counts_start_afresh_for_each_process() -> None:
     assert (st.drill_pid, st.drill_since, st.drill_syscalls) == (7, 5.0, [])
 
 
-def test_drill_down_panel_shows_the_process_syscalls() -> None:
-    lay = load_layout()
+def _drilled_tui(w: int, h: int) -> tuple[TraceTui, TraceStats, Console, io.StringIO]:
+    """A TUI of ``w`` x ``h`` (rendering into the returned buffer) drilled down into
+    process 42 ("worker", 5 events) of fresh statistics."""
     buf = io.StringIO()
-    console = Console(file=buf, width=200, height=60, color_system=None)
-    tui = TraceTui(Decoder(lay), console=console, input_fd=-1)
+    console = Console(file=buf, width=w, height=h, color_system=None)
+    tui = TraceTui(Decoder(load_layout()), console=console, input_fd=-1)
     tui.start(["exec", "open", "syscalls"], [])
     st = _stats()
     st._count_proc(42, "worker", 5)
     tui.view.drill = 42
+    return tui, st, console, buf
+
+
+def test_drill_down_panel_shows_the_process_syscalls() -> None:
+    tui, st, console, buf = _drilled_tui(200, 60)
     assert tui.drill_pid == 42  # what the runner asks the kernel to count
     st.tick(drill=(None, {}), now=11.0)  # not asked for yet at this tick
     tui.stats(st)
@@ -102,14 +108,7 @@ def test_drill_down_panel_shows_the_process_syscalls() -> None:
 
 
 def test_drill_down_fits_80x24() -> None:
-    lay = load_layout()
-    buf = io.StringIO()
-    console = Console(file=buf, width=80, height=24, color_system=None)
-    tui = TraceTui(Decoder(lay), console=console, input_fd=-1)
-    tui.start(["exec", "open", "syscalls"], [])
-    st = _stats()
-    st._count_proc(42, "worker", 5)
-    tui.view.drill = 42
+    tui, st, console, buf = _drilled_tui(80, 24)
     st.tick(drill=(42, {}), now=1.0)
     st.tick(drill=(42, {257: {11: 8_000, 12: 1, 14: 4}, 0: {5: 2}}), now=2.0)
     tui.stats(st)

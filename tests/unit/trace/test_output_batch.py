@@ -105,18 +105,24 @@ def _ref_events(arr: np.ndarray[Any, Any], offset: int) -> list[Event]:
     return out
 
 
+def check_json_batch(arr: np.ndarray[Any, Any], offset: int) -> Decoder:
+    """JSON lines of the batch ``arr`` and its decoded events equal the reference's;
+    the decoder used."""
+    decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
+    buf = io.StringIO()
+    JsonOutput(buf, decoder).batch(arr, [])
+    assert buf.getvalue().splitlines() == _ref_json(arr, offset)
+    assert decoder.decode(arr) == _ref_events(arr, offset)
+    return decoder
+
+
 # --- the tests ----------------------------------------------------------------------
 
 
 @SETTINGS
 @given(records=st.lists(record, max_size=24), offset=st.sampled_from(OFFSETS))
 def test_json_batch_equals_per_event_lines(records: list[tuple[Any, ...]], offset: int) -> None:
-    arr = record_array(records)
-    decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
-    buf = io.StringIO()
-    JsonOutput(buf, decoder).batch(arr, [])
-    assert buf.getvalue().splitlines() == _ref_json(arr, offset)
-    assert decoder.decode(arr) == _ref_events(arr, offset)
+    check_json_batch(record_array(records), offset)
 
 
 @SETTINGS
@@ -145,11 +151,7 @@ def test_a_large_plain_batch_takes_the_fast_path_and_stays_exact() -> None:
         recs = [(4, 10**13 + i, i, b"rt_bench_loop", b"/dev/null" if repeated else b"/t/f%d" % i,
                  b"stale%d\xff" % i * 9, 0, 3, 0) for i in range(n)]  # fmt: skip
         arr = record_array(recs)
-        decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
-        buf = io.StringIO()
-        JsonOutput(buf, decoder).batch(arr, [])
-        assert buf.getvalue().splitlines() == _ref_json(arr, offset)
-        assert decoder.decode(arr) == _ref_events(arr, offset)
+        decoder = check_json_batch(arr, offset)
         buf = io.StringIO()
         ColumnOutput(buf, decoder, width=80).batch(arr, [])
         assert buf.getvalue().splitlines() == [
