@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.export.servers import NatsServer, nats_server
-from tests.export.stream_check import read_stream
 from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.servers import NatsServer, nats_server
+from tests.helpers.stream_check import read_stream
 
 pytestmark = pytest.mark.kernel
 

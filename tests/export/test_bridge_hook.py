@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.export.servers import NatsServer, free_port
-from tests.export.stream_check import read_stream
 from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.servers import NatsServer, free_port
+from tests.helpers.stream_check import read_stream
 
 pytestmark = pytest.mark.kernel
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.export.servers import NatsServer
-from tests.export.stream_check import event_lines
 from tests.helpers.export import finish, work
 from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.servers import NatsServer
+from tests.helpers.stream_check import event_lines
 from tests.helpers.trace import Trace, unique_comm
 
 pytestmark = pytest.mark.kernel
@@ -114,7 +114,7 @@ def test_collect_resumes_after_new_events(nats: NatsServer, tmp_path: Path) -> N
 
 
 def test_collect_unreachable_is_one_line() -> None:
-    from tests.export.servers import free_port
+    from tests.helpers.servers import free_port
 
     url = f"nats://127.0.0.1:{free_port()}"
     p = subprocess.run([*RINGTOOL, "collect", url, "--json", "-d", "1"], cwd=ROOT,

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.export.servers import NatsServer
-from tests.export.stream_check import check_invariant, read_stream
 from tests.helpers.export import exported_run, finish, notes, start_trace, wait_exported, work
 from tests.helpers.paths import RINGTOOL
 from tests.helpers.procs import Lines
+from tests.helpers.servers import NatsServer
+from tests.helpers.stream_check import check_invariant, read_stream
 from tests.helpers.trace import Trace, hot_file, unique_comm
 
 pytestmark = pytest.mark.kernel

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from ringtool.export.publisher import ACK_TIMEOUT_S
-from tests.export.servers import NatsServer
-from tests.export.stream_check import check_invariant, event_lines, read_stream
 from tests.helpers.export import exported_run, finish, notes, start_trace, wait_exported, work
+from tests.helpers.servers import NatsServer
+from tests.helpers.stream_check import check_invariant, event_lines, read_stream
 from tests.helpers.trace import Trace, Worker, hot_file, unique_comm
 
 pytestmark = pytest.mark.kernel
@@ -146,8 +146,8 @@ def test_stream_that_refuses_messages(nats: NatsServer, tmp_path: Path) -> None:
 def test_unreachable_at_start_is_one_line(nats: NatsServer, tmp_path: Path) -> None:
     import subprocess
 
-    from tests.export.servers import free_port
     from tests.helpers.paths import RINGTOOL, ROOT
+    from tests.helpers.servers import free_port
 
     url = f"nats://127.0.0.1:{free_port()}"
     p = subprocess.run([*RINGTOOL, "trace", "--json", "-d", "1", "--events", "open",

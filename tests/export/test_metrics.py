@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.export.servers import NatsServer, Prometheus, free_port
 from tests.helpers.export import finish, wait_exported, work
 from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.servers import NatsServer, Prometheus, free_port
 from tests.helpers.trace import Trace, hot_file, unique_comm
 
 pytestmark = pytest.mark.kernel

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.export.servers import NatsServer
 from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.servers import NatsServer
 
 pytestmark = pytest.mark.kernel
 

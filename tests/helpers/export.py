@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from tests.export.servers import NatsServer
+from tests.helpers.servers import NatsServer
 from tests.helpers.trace import Trace, Worker, hot_file, unique_comm
 
 

@@ -10,6 +10,7 @@ the consumer position exactly after what it delivered.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -119,14 +120,22 @@ def _records(draw: Any, size: int) -> bytes:
     return bytes(buf[:size])
 
 
+def _case(
+    draw: Any, records: Callable[[Any, int], bytes], ahead: int
+) -> tuple[int, bytes, int, int, int]:
+    """A data area of 64..256 bytes filled by ``records``, the consumer's position
+    (8-aligned, or anywhere), the producer's near it (behind, or up to ``ahead`` past the
+    area), and a read limit."""
+    size = draw(st.sampled_from([64, 128, 256]))
+    data = records(draw, size)
+    cons = draw(st.one_of(st.integers(0, 2**20).map(lambda x: x * 8), st.integers(0, 2**62)))
+    prod = max(0, cons + draw(st.one_of(st.integers(-16, size + 16), st.integers(0, ahead))))
+    return size, data, cons, prod, draw(st.integers(0, 12))
+
+
 @st.composite
 def ringbuf_case(draw: Any) -> tuple[int, bytes, int, int, int]:
-    size = draw(st.sampled_from([64, 128, 256]))
-    data = _records(draw, size)
-    cons = draw(st.one_of(st.integers(0, 2**20).map(lambda x: x * 8), st.integers(0, 2**62)))
-    prod = max(0, cons + draw(st.one_of(st.integers(-16, size + 16), st.integers(0, 2**8))))
-    limit = draw(st.integers(0, 12))
-    return size, data, cons, prod, limit
+    return _case(draw, _records, 2**8)
 
 
 def _ringbuf(size: int, data: bytes, cons: int, prod: int) -> tuple[RingbufRing, bytearray]:
@@ -207,11 +216,7 @@ def _perf_records(draw: Any, size: int) -> bytes:
 
 @st.composite
 def perf_case(draw: Any) -> tuple[int, bytes, int, int, int]:
-    size = draw(st.sampled_from([64, 128, 256]))
-    data = _perf_records(draw, size)
-    tail = draw(st.one_of(st.integers(0, 2**20).map(lambda x: x * 8), st.integers(0, 2**62)))
-    head = max(0, tail + draw(st.one_of(st.integers(-16, size + 16), st.integers(0, 2**9))))
-    return size, data, tail, head, draw(st.integers(0, 12))
+    return _case(draw, _perf_records, 2**9)
 
 
 @FUZZ

@@ -9,7 +9,7 @@ from typing import Any
 
 from ringtool.event.layout import load_layout
 from ringtool.export.reading import DecoderCache, decode
-from tests.export.servers import NatsServer
+from tests.helpers.servers import NatsServer
 
 
 @dataclass
