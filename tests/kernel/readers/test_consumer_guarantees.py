@@ -163,7 +163,7 @@ def test_perfbuf_random_early_exits(perf: PerfProducer) -> None:
 
 
 def test_ringbufgroup_consumer_break_keeps_the_rest() -> None:
-    p = GroupProducer(1)
+    p = GroupProducer.new(1)
     try:
         p.run_pinned("pcpu_output", 50)
         with p.group.consumer() as rb:
@@ -180,7 +180,7 @@ def test_ringbufgroup_consumer_break_keeps_the_rest() -> None:
 
 
 def test_abandoned_merge_gives_back_what_it_did_not_deliver() -> None:
-    p = GroupProducer(1)
+    p = GroupProducer.new(1)
     try:
         p.run_pinned("pcpu_output", 100)
         with p.group.consumer() as rb:
