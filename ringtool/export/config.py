@@ -191,7 +191,7 @@ def connect_options(
         # nats-py's default (None) lets a publish that forces a flush wait for ever
         # when the connection dies under it: its flush request stays queued to a flusher
         # that close() cancelled. Bounded, the publish returns and the caller sees the
-        # closed connection (tests/export/test_export_faults.py).
+        # closed connection (tests/export/test_faults.py).
         "flush_timeout": FLUSH_TIMEOUT_S,
         "name": "ringtool",
     }

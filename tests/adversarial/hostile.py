@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ringtool.kernel.libc import libc
-from tests.adversarial import rawproto as P
+from tests.helpers import rawproto as P
 
 _libc = libc()  # mmap/munmap prototypes from ringtool; the attacker's extra calls below
 _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -102,15 +102,7 @@ def probe_data(p: Probe, cpu: int, fd: int, off: int, cap: int) -> list[int]:
         f"cpu {cpu}: fallocate(data) punch hole",
         lambda: fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, 4096),
     )
-    for name, seal in (
-        ("WRITE", P.F_SEAL_WRITE),
-        ("FUTURE_WRITE", P.F_SEAL_FUTURE_WRITE),
-        ("SEAL", P.F_SEAL_SEAL),
-    ):
-        p.attempt(
-            f"cpu {cpu}: F_ADD_SEALS({name}) on data",
-            lambda s=seal: fcntl.fcntl(fd, fcntl.F_ADD_SEALS, s),
-        )
+    try_seals(p, cpu, fd, "data")
     reopened = p.attempt(
         f"cpu {cpu}: reopen data O_RDWR via /proc/self/fd",
         lambda: os.open(f"/proc/self/fd/{fd}", os.O_RDWR | os.O_CLOEXEC),
@@ -130,6 +122,19 @@ def probe_data(p: Probe, cpu: int, fd: int, off: int, cap: int) -> list[int]:
     return writable
 
 
+def try_seals(p: Probe, cpu: int, fd: int, what: str) -> None:
+    """Try to add each seal that would stop the bridge writing (or resizing) ``fd``."""
+    for name, seal in (
+        ("WRITE", P.F_SEAL_WRITE),
+        ("FUTURE_WRITE", P.F_SEAL_FUTURE_WRITE),
+        ("SEAL", P.F_SEAL_SEAL),
+    ):
+        p.attempt(
+            f"cpu {cpu}: F_ADD_SEALS({name}) on {what}",
+            lambda s=seal: fcntl.fcntl(fd, fcntl.F_ADD_SEALS, s),
+        )
+
+
 def probe_meta(p: Probe, cpu: int, fd: int) -> None:
     size = os.fstat(fd).st_size
     if size != P.PAGE:
@@ -137,15 +142,7 @@ def probe_meta(p: Probe, cpu: int, fd: int) -> None:
     p.attempt(f"cpu {cpu}: ftruncate(meta, 0)", lambda: os.ftruncate(fd, 0))
     p.attempt(f"cpu {cpu}: ftruncate(meta, 8192)", lambda: os.ftruncate(fd, 2 * P.PAGE))
     p.attempt(f"cpu {cpu}: fallocate(meta) grow", lambda: fallocate(fd, 0, 0, 2 * P.PAGE))
-    for name, seal in (
-        ("WRITE", P.F_SEAL_WRITE),
-        ("FUTURE_WRITE", P.F_SEAL_FUTURE_WRITE),
-        ("SEAL", P.F_SEAL_SEAL),
-    ):
-        p.attempt(
-            f"cpu {cpu}: F_ADD_SEALS({name}) on meta",
-            lambda s=seal: fcntl.fcntl(fd, fcntl.F_ADD_SEALS, s),
-        )
+    try_seals(p, cpu, fd, "meta")
 
 
 def forge(meta: memoryview, data: memoryview, cap: int) -> int:

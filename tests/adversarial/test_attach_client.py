@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial import rawproto as P
-from tests.adversarial.procs import PY, ROOT
+from tests.helpers import rawproto as P
+from tests.helpers.paths import PY, ROOT
 
 pytestmark = pytest.mark.adversarial
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ringtool.kmes.attach import attach, attach_fds
-from tests.adversarial import rawproto as P
-from tests.adversarial.procs import Bridge, bridge
+from tests.helpers import rawproto as P
+from tests.helpers.kmes import Bridge, bridge
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.kernel]
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.adversarial.procs import RINGTOOL, ROOT, Bridge, LineReader, spawn_execs, stop
+from tests.helpers.kmes import Bridge, kmes_read
+from tests.helpers.procs import LineReader, spawn_execs, stop
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.kernel]
 
@@ -47,20 +48,13 @@ def await_execs(out: LineReader, tmp: Path, comm: str, timeout: float) -> set[in
 
 
 def test_follow_reports_a_killed_bridge_once_and_reattaches(tmp_path: Path) -> None:
-    import subprocess
 
     sock = tmp_path / "kmes.sock"
     conf = tmp_path / "kmes.conf"
     conf.write_text("capacity = 1048576\n")
     first = Bridge(sock, conf)
     second: Bridge | None = None
-    reader = subprocess.Popen(
-        [*RINGTOOL, "kmes-read", "--socket", str(sock), "--follow", "--json", "--new"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    reader = kmes_read(sock, "--follow", "--json", "--new")
     try:
         err, out = LineReader(reader.stderr), LineReader(reader.stdout)
         assert err.until(lambda s: "attached" in s, 30), err.seen

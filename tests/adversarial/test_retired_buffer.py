@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from ringtool.kmes.attach import attach
-from tests.adversarial import rawproto as P
-from tests.adversarial.procs import bridge
+from tests.helpers import rawproto as P
+from tests.helpers.kmes import bridge
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.kernel]
 

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from ringtool.kmes.attach import attach
-from tests.adversarial import rawproto as P
-from tests.adversarial.procs import LineReader, bridge, child, spawn_execs, stop, wait_json
+from tests.helpers import rawproto as P
+from tests.helpers.kmes import bridge
+from tests.helpers.procs import LineReader, child, spawn_execs, stop, wait_json
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.kernel]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.export.servers import NatsServer, nats_server
+from tests.helpers.servers import NatsServer, nats_server
 
 
 @pytest.fixture

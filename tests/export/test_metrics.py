@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.export.servers import NatsServer, Prometheus, free_port
-from tests.export.test_export_invariant import finish, wait_exported, work
-from tests.kernel.test_trace_filters import unique_comm
-from tests.kernel.trace_helpers import RINGTOOL, ROOT, Trace
+from tests.helpers.export import finish, wait_exported, work
+from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.servers import NatsServer, Prometheus, free_port
+from tests.helpers.trace import Trace, hot_file, unique_comm
 
 pytestmark = pytest.mark.kernel
 
@@ -39,8 +39,7 @@ def until(prom: Prometheus, expr: str, ok: Callable[[list[dict[str, Any]]], bool
 
 def test_prometheus_scrapes_trace_and_collect(nats: NatsServer, tmp_path: Path) -> None:
     trace_port, collect_port = free_port(), free_port()
-    comm, target = unique_comm(), tmp_path / "hot"
-    target.write_text("x")
+    comm, target = unique_comm(), hot_file(tmp_path)
     trace = Trace("--json", "-c", comm, "--events", "open", "--interval", "0.5",
                   "--buffer-pages", "2048", "--export", nats.url, "--host-name", "m1",
                   "--metrics", f"127.0.0.1:{trace_port}")  # fmt: skip

@@ -20,7 +20,7 @@ import struct
 import sys
 import time
 
-from tests.unit.kmes_raw import raw_attach
+from tests.helpers.rawproto import raw_attach
 
 HUGE = [2**64 - 1, 2**63, 2**64 - 8, 1 << 40, 3, 0]
 REATTACH = 0.3  # seconds between re-attaches (to scribble the current buffers)
@@ -53,7 +53,7 @@ def _attempts(meta_fd: int, data_fd: int, cap: int) -> list[str]:
 
 def _attach(sock: str, breaches: list[str]) -> tuple[list[int], list[mmap.mmap]]:
     """Attach; map every metadata page writable; try every data write."""
-    reply, fds, _ = raw_attach(sock)
+    reply, fds, _ = raw_attach(sock, timeout=10.0, strict=True)
     cap = int(reply["capacity"])
     metas: list[mmap.mmap] = []
     for meta_fd, data_fd in zip(fds[0::2], fds[1::2], strict=True):

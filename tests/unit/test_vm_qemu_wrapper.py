@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-WRAPPER = Path(__file__).resolve().parents[2] / "vagrant" / "qemu-tcg-single.sh"
+from tests.helpers.paths import ROOT
+
+WRAPPER = ROOT / "vagrant" / "qemu-tcg-single.sh"
 FAKE = "import json, sys; print(json.dumps(sys.argv[1:]))"
 
 

@@ -1,0 +1,77 @@
+"""``ringtool bench trace --json``: every line a check outside the project reads is
+there, once, with numbers of the right kind (never timings: those are reported, not
+asserted), and the e2e counts account for every event the producer made."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ringtool.bench.trace_proc import build_loop, run_loop
+from tests.helpers.paths import RINGTOOL
+
+pytestmark = pytest.mark.kernel
+
+E2E_KEYS = ("offered_per_s", "delivered_per_s", "dropped", "consumer_ns_per_event")
+OUTPUTS = {"json", "columns", "tui", "export"}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def test_bench_trace_json_lines() -> None:
+    proc = subprocess.run(
+        [*RINGTOOL, "bench", "trace", "--json", "--seconds",
+         "0.5"], capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    by_bench: dict[str, list[dict[str, object]]] = {}
+    for row in rows:
+        by_bench.setdefault(str(row["bench"]), []).append(row)
+    assert set(by_bench) == {"trace-e2e", "trace-overhead", "trace-idle", "trace-startup"}
+
+    e2e = by_bench["trace-e2e"]
+    assert sorted(str(r["output"]) for r in e2e) == sorted(OUTPUTS)
+    for row in e2e:
+        assert "skipped" not in row, row  # setup installs nats-server: export runs
+        for key in ("offered_per_s", "delivered_per_s", "dropped"):
+            value = row[key]
+            assert isinstance(value, int) and value >= 0, (key, row)
+        offered_per_s = row["offered_per_s"]
+        assert isinstance(offered_per_s, int) and offered_per_s > 0, row
+        assert _number(row["consumer_ns_per_event"]), row
+        # every openat the loop made reached the output or was counted as a drop
+        delivered, dropped, offered = row["delivered"], row["dropped"], row["offered"]
+        assert isinstance(delivered, int) and isinstance(dropped, int)
+        assert isinstance(offered, int) and delivered + dropped >= offered, row
+
+    (over,) = by_bench["trace-overhead"]
+    for key in ("untraced_ns_per_syscall", "traced_ns_per_syscall", "empty_ns_per_syscall"):
+        assert _number(over[key]) and float(over[key]) > 0, (key, over)  # type: ignore[arg-type]
+    (idle,) = by_bench["trace-idle"]
+    assert _number(idle["cpu_pct"]) and float(idle["cpu_pct"]) >= 0  # type: ignore[arg-type]
+    (start,) = by_bench["trace-startup"]
+    assert _number(start["seconds"]) and float(start["seconds"]) > 0  # type: ignore[arg-type]
+
+
+def test_loop_counts_its_syscalls(tmp_path: Path) -> None:
+    binary = build_loop(tmp_path)
+    result = run_loop(binary, "openexec", -1, 0.3)
+    assert result.iterations > 0 and result.iterations % 256 == 0
+    assert result.execs == result.iterations // 64
+    assert result.cpu_ns > 0 and result.elapsed_ns >= 0.3e9
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "abc", "601"])
+def test_bad_seconds_is_a_usage_error(seconds: str) -> None:
+    proc = subprocess.run(
+        [*RINGTOOL, "bench", "trace", "--seconds", seconds],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "--seconds" in proc.stderr and "Traceback" not in proc.stderr

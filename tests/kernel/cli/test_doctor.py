@@ -1,0 +1,49 @@
+"""`ringtool doctor` on this machine, as root and as an unprivileged user."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.paths import RINGTOOL, ROOT
+
+pytestmark = pytest.mark.kernel
+
+
+def test_doctor_passes_as_root() -> None:
+    res = subprocess.run([*RINGTOOL, "doctor"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    names = [ln.split()[1] for ln in res.stdout.splitlines() if ln[:1] in "✓✗-"]
+    for required in ("kernel", "privileges", "bpf()", "perf_event_open", "tracefs", "BCC"):
+        assert required in names, res.stdout
+    assert "kernel headers" in res.stdout and res.stdout.rstrip().endswith("ready")
+
+
+def test_doctor_as_nobody_fails_with_fixes_and_no_traceback() -> None:
+    res = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *RINGTOOL, "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert res.returncode == 1
+    assert "Traceback" not in res.stdout + res.stderr
+    assert "✗ privileges" in res.stdout and "fix: run with sudo" in res.stdout
+
+
+def test_doctor_reports_each_tracepoint_layout_choice() -> None:
+    """One line per layout-dependent field, agreeing with the raw format file."""
+    from ringtool.programs.tracepoints import STRING_FIELDS
+
+    res = subprocess.run([*RINGTOOL, "doctor"], capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in res.stdout.splitlines() if "tracepoint layout" in ln]
+    assert len(lines) == len(STRING_FIELDS), res.stdout
+    for spec, line in zip(STRING_FIELDS, lines, strict=True):
+        fmt = Path(f"/sys/kernel/tracing/events/{spec.category}/{spec.event}/format").read_text()
+        data_loc = f"__data_loc char[] {spec.field};" in fmt
+        assert line.startswith("✓ tracepoint layout")
+        assert f"{spec.category}:{spec.event} {spec.field} is " in line
+        assert line.endswith(f"-D{spec.define}={int(data_loc)}")

@@ -1,0 +1,83 @@
+"""``ringtool trace`` outputs that fail: a pcap file that cannot be written, a stdout
+whose reader went away (``| head -1``) or that is full. One line or silence, never a
+traceback; the sources are detached on the way out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.paths import RINGTOOL, ROOT
+
+pytestmark = pytest.mark.kernel
+
+
+def _run(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*RINGTOOL, *args], cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_pcap_on_a_full_device_is_a_usage_error() -> None:
+    res = _run("trace", "-i", "lo", "--pcap", "/dev/full", "-d", "30")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.splitlines() == ["ringtool trace: --pcap /dev/full: No space left on device"]
+
+
+def test_pcap_that_cannot_be_created_is_a_usage_error() -> None:
+    res = _run("trace", "-i", "lo", "--pcap", "/proc/ringtool.pcapng", "-d", "30")
+    assert res.returncode == 2, res.stderr
+    [line] = res.stderr.splitlines()
+    assert line.startswith("ringtool trace: --pcap /proc/ringtool.pcapng: ")
+
+
+def test_stdout_closed_by_the_reader_exits_quietly(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [*RINGTOOL, "trace", "--json", "--events", "open", "--interval", "0.2", "-d", "60"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    assert '"type": "start"' in first
+    proc.stdout.close()  # what `head -1` does after its line
+    target = tmp_path / "f"
+    target.write_text("x")
+    deadline = time.monotonic() + 60
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, "ringtool trace kept running"
+        target.open().close()
+        time.sleep(0.01)
+    err = proc.stderr.read()
+    assert proc.returncode == 141, err
+    assert err == ""
+
+
+def test_full_stdout_is_one_line() -> None:
+    with open("/dev/full", "w") as full:
+        res = _run("trace", "--json", "--events", "open", "-d", "5", stdout=full.fileno())
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.splitlines() == ["ringtool trace: No space left on device"]
+
+
+def test_columns_into_a_pipe_are_whole_lines(tmp_path: Path) -> None:
+    import signal
+
+    from tests.helpers.trace import Trace
+
+    target = tmp_path / ("n" * (200 - len(str(tmp_path))))  # the record holds 256 bytes
+    target.write_text("x")
+    proc = Trace("--no-tui", "--events", "open", "-p", str(os.getpid()))
+    deadline = time.monotonic() + 60
+    while not any(str(target) in line for line in list(proc.lines)):
+        assert time.monotonic() < deadline, proc.lines[-5:]
+        target.open().close()
+        time.sleep(0.1)
+    proc.signal(signal.SIGINT)
+    lines, _ = proc.finish()
+    line = next(line for line in lines if str(target) in line)
+    assert line.split()[-3:-1] == [str(target), "="] and len(line) > 200

@@ -1,0 +1,176 @@
+"""The ``ringtool trace`` TUI in a real terminal (tmux)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.tmux import RUN, needs_tmux, tmux, wait_for_screen
+
+pytestmark = pytest.mark.kernel
+
+
+@needs_tmux
+@pytest.mark.parametrize(("w", "h"), [(100, 30), (80, 24)])
+def test_tui_in_tmux(w: int, h: int, tmp_path: Path) -> None:
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = (
+        f"{RUN} trace --interval 0.5; "
+        "echo EXITED rc=$?; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-*icanon'; sleep 60"
+    )
+    tmux("new-session", "-d", "-s", session, "-x", str(w), "-y", str(h), cmd)
+    try:
+        for _ in range(3):
+            (tmp_path / "poke").write_text("x")
+        screen = wait_for_screen(session, "per CPU", "events/s", "FILL%", "q quit")
+        lines = screen.splitlines()
+        assert lines[0].startswith("ringtool trace") and "events/s" in lines[0]
+        assert "top syscalls" in screen and "recent exec/open/net" in screen
+        assert any(line.split()[:1] == ["0"] for line in lines)  # CPU 0's row
+        tmux("send-keys", "-t", session, "p")
+        wait_for_screen(session, "[PAUSED]")
+        tmux("send-keys", "-t", session, "q")
+        screen = wait_for_screen(session, "EXITED rc=0", "events in", "icanon")  # stty ran
+        tail = screen.split("EXITED rc=0", 1)[1].split()
+        assert tail[:1] == ["icanon"]  # canonical mode is back
+        assert "per CPU" not in screen  # the alternate screen is gone
+    finally:
+        tmux("kill-session", "-t", session)
+
+
+def _ringtool_pid(session: str) -> int:
+    shell = tmux("list-panes", "-t", session, "-F", "#{pane_pid}").split()[0]
+    out = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True).stdout.split()
+    assert out, "ringtool is not running in the pane"
+    return int(out[0])
+
+
+def _scaled(cell: str) -> float:
+    """A number cell as the TUI scales it (``950``, ``10.8k``, ``8.53M``)."""
+    mult = {"k": 1e3, "M": 1e6, "G": 1e9}.get(cell[-1:], 1.0)
+    return float(cell[:-1] if mult != 1.0 else cell) * mult
+
+
+def _cpu_rows(screen: str) -> list[list[str]]:
+    """The per-CPU table's rows: CPU FILL% EV/S DROPS LOST (and the table beside)."""
+    lines = screen.splitlines()
+    start = next(i for i, line in enumerate(lines) if "FILL%" in line) + 2
+    rows = []
+    for line in lines[start:]:
+        f = line.split()
+        if not f or not f[0].isdigit() or len(f) < 5:
+            break
+        rows.append(f[:5])
+    return rows
+
+
+@needs_tmux
+def test_tui_shows_drops_of_a_tiny_buffer(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = f"{RUN} trace --events open --buffer-pages 1 --interval 0.5; sleep 60"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
+    try:
+        wait_for_screen(session, "per CPU", "events/s")
+        pid = _ringtool_pid(session)
+        os.kill(pid, signal.SIGSTOP)  # the consumer stalls: 4 KiB rings overflow
+        try:
+            target = tmp_path / "hot"
+            target.write_text("x")
+            for _ in range(3000):
+                target.open().close()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        deadline = time.monotonic() + 30
+        while True:
+            rows = _cpu_rows(tmux("capture-pane", "-p", "-t", session))
+            drops = sum(_scaled(r[3]) for r in rows)
+            if drops > 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert drops > 0, rows
+        tmux("send-keys", "-t", session, "q")
+        screen = wait_for_screen(session, "events in")
+        summary = next(line for line in screen.splitlines() if "events in" in line)
+        assert int(summary.split(", ")[1].split()[0]) > 0  # "N events in Ts, D dropped"
+    finally:
+        tmux("kill-session", "-t", session)
+
+
+OPENER = """
+import sys, time
+with open("/proc/self/comm", "w") as f:
+    f.write(sys.argv[1])
+sys.stdin.readline()  # the trace is running
+while True:
+    for path in sys.argv[2:]:
+        open(path).close()
+    time.sleep(0.2)
+"""
+HOSTILE_COMM = "[/x]\x1b[2Jq"
+HOSTILE_NAMES = ("[/x]", "[bold]x[/bold]", "e\x1b[2Jz", "\x1b]52;c;eA\x07")
+
+
+@needs_tmux
+def test_tui_shows_hostile_names_literally() -> None:
+    """File names and a comm with rich markup and terminal escape sequences, opened by a
+    real process: the dashboard keeps running and shows them as text."""
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: fits the tail at 80x24
+    paths = [tmp / name for name in HOSTILE_NAMES]
+    for p in paths:  # "[/x]" is the file "x]" in the directory "["
+        p.parent.mkdir(exist_ok=True)
+        p.write_text("x")
+    opener = subprocess.Popen(
+        [sys.executable, "-c", OPENER, HOSTILE_COMM, *map(str, paths)],
+        stdin=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = f"{RUN} trace --events open -p {opener.pid} --interval 0.3; echo EXITED rc=$?; sleep 60"
+    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
+    try:
+        wait_for_screen(session, "per CPU", "events/s", "q quit")
+        assert opener.stdin is not None
+        opener.stdin.write("go\n")
+        opener.stdin.flush()
+        shown = [f"{tmp}/[/x] = 3", f"{tmp}/[bold]x[/bold] = 3", f"{tmp}/e\\x1b[2Jz = 3",
+                 f"{tmp}/\\x1b]52;c;eA"]  # fmt: skip
+        screen = wait_for_screen(session, *shown, "[/x]\\x1b[2Jq", timeout=60)
+        first = screen.splitlines()[0]
+        # several more refreshes with the names on screen: the dashboard survives them
+        deadline = time.monotonic() + 60
+        while tmux("capture-pane", "-p", "-t", session).splitlines()[0] == first:
+            assert time.monotonic() < deadline, "the dashboard stopped refreshing"
+            time.sleep(0.3)
+        screen = wait_for_screen(session, *shown, "q quit")
+        assert "EXITED" not in screen
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "EXITED rc=0", "events in")
+    finally:
+        tmux("kill-session", "-t", session)
+        opener.kill()
+        opener.wait()
+        shutil.rmtree(tmp)
+
+
+@needs_tmux
+def test_tui_in_a_small_terminal_says_so() -> None:
+    session = f"rt-{uuid.uuid4().hex[:8]}"
+    cmd = f"{RUN} trace --events open --interval 0.3; echo EXITED rc=$?; sleep 60"
+    tmux("new-session", "-d", "-s", session, "-x", "70", "-y", "20", cmd)
+    try:
+        screen = wait_for_screen(session, "terminal too small: 70x20", "needs 80x24")
+        assert "…" not in screen and "per CPU" not in screen
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "EXITED rc=0")
+    finally:
+        tmux("kill-session", "-t", session)

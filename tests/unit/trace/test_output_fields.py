@@ -1,0 +1,113 @@
+"""``--csv`` and ``--fields``: what is written reads back (csv module, json.loads) as
+the decoded event dicts restricted to the chosen fields, in their order, for random
+record batches with hostile bytes (the generator of tests/helpers/records.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ringtool.event.decode import Decoder, Event
+from ringtool.event.fields import FIELD_NAMES
+from ringtool.event.layout import load_layout
+from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
+from ringtool.trace.output_json import JsonOutput
+from tests.helpers.records import OFFSETS, SETTINGS, record, record_array
+
+LAYOUT = load_layout()
+NET: Event = {
+    "type": "net", "ts": 1.5, "cpu": 0, "pid": 0, "tid": 0, "comm": 'a,"b"\r\n',
+    "src": "10.0.0.1", "dst": "::1", "sport": 1, "dport": 2, "proto": "tcp", "len": 60,
+    "ifindex": 1, "dir": "egress", "captured": 0, "ts_ns": 1, "payload": b"", "raw": b"",
+}  # fmt: skip
+keys_st = st.one_of(
+    st.none(),
+    st.lists(st.sampled_from(FIELD_NAMES), min_size=1, max_size=8, unique=True),
+)
+
+
+def _cell(v: Any) -> str:
+    """What a CSV cell holds for the value ``v`` (None and missing: empty; a list, an
+    exec's argv, as JSON; a boolean as JSON's true/false)."""
+    if isinstance(v, list):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "" if v is None else str(v)
+
+
+@SETTINGS
+@given(records=st.lists(record, max_size=16), offset=st.sampled_from(OFFSETS), keys=keys_st)
+def test_csv_reads_back_as_the_event_dicts(
+    records: list[tuple[Any, ...]], offset: int, keys: list[str] | None
+) -> None:
+    arr = record_array(records)
+    decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
+    buf, err = io.StringIO(newline=""), io.StringIO()
+    out = CsvOutput(buf, decoder, keys, err=err)
+    out.start(["open"], ["a note\x1b[2J"])
+    out.batch(arr, [NET])
+    out.batch(arr[:0], [])
+    text = buf.getvalue()
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    names = keys or list(FIELD_NAMES)
+    assert rows[0] == names
+    events = [*decoder.decode(arr), NET]
+    assert rows[1:] == [[_cell(ev.get(k)) for k in names] for ev in events]
+    assert text.count("\r\n") >= len(events) + 1  # CRLF line ends
+    assert err.getvalue() == "note: a note\\x1b[2J\n"  # not in the CSV, printable
+
+
+@SETTINGS
+@given(records=st.lists(record, max_size=16), offset=st.sampled_from(OFFSETS), keys=keys_st)
+def test_json_fields_are_the_dicts_restricted_in_order(
+    records: list[tuple[Any, ...]], offset: int, keys: list[str] | None
+) -> None:
+    arr = record_array(records)
+    decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
+    buf = io.StringIO()
+    JsonOutput(buf, decoder, keys).batch(arr, [NET])
+    lines = buf.getvalue().splitlines()
+    assert all(line.isprintable() for line in lines)
+    objs = [json.loads(line) for line in lines]
+    private = ("ts_ns", "payload", "raw")
+    events = [*decoder.decode(arr), {k: v for k, v in NET.items() if k not in private}]
+    want = [{k: ev[k] for k in (keys or ev) if k in ev} for ev in events]
+    assert objs == want
+    assert [list(o) for o in objs] == [list(w) for w in want]  # the order of --fields
+
+
+@SETTINGS
+@given(
+    records=st.lists(record, min_size=1, max_size=16),
+    keys=st.lists(st.sampled_from(FIELD_NAMES), min_size=1, max_size=8, unique=True),
+    width=st.sampled_from([None, 80]),
+)
+def test_field_columns_are_printable_one_line_per_event(
+    records: list[tuple[Any, ...]], keys: list[str], width: int | None
+) -> None:
+    arr = record_array(records)
+    buf = io.StringIO()
+    out = FieldColumnOutput(buf, Decoder(LAYOUT, realtime_offset_ns=0), keys, width=width)
+    out.start(["open"], [])
+    out.batch(arr, [NET])
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 2 + len(arr) + 1
+    names = " ".join("TIME" if k == "ts" else k.upper() for k in keys)
+    assert " ".join(lines[1].split()) == names if width is None else len(lines[1]) <= width
+    assert all(line.isprintable() for line in lines), lines
+    assert width is None or all(len(line) <= width for line in lines)
+
+
+def test_csv_quotes_what_would_break_a_row() -> None:
+    arr = record_array([(4, 1, 7, b"c,o", b'/t/a"b\nc\r,d', b"", 0, 3, 0)])
+    buf = io.StringIO(newline="")
+    out = CsvOutput(buf, Decoder(LAYOUT, realtime_offset_ns=0), ["pid", "comm", "path"])
+    out.start([], [])
+    out.batch(arr, [])
+    assert buf.getvalue() == 'pid,comm,path\r\n7,"c,o","/t/a""b\nc\r,d"\r\n'
