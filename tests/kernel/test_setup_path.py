@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 pytestmark = [pytest.mark.kernel, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
 
 _IN_NAMESPACE = """
 set -eu

@@ -22,7 +22,8 @@ import pytest
 
 pytestmark = [pytest.mark.kernel, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
+
 # What a copy of the checkout leaves out: VCS data, venvs, build and test leftovers.
 _IGNORE = shutil.ignore_patterns(
     ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".vagrant", "out"

@@ -15,8 +15,7 @@ import pytest
 
 from ringtool import bpf_files
 from ringtool.bpf_files import BpfSourcesMissing, bpf_dir, bpf_file, candidates, require_bpf_dir
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
+
 SCRIPT = ROOT / "scripts" / "host-files.sh"
 VENV = Path(sys.prefix)  # the venv running the tests: its bin/python and bin/ringtool
 KREL = os.uname().release

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ringtool.export.wire import H_CLOCK, H_HOST, H_ID, Encoder, Lines, Origin
-from tests.export.collect_helpers import (
+from tests.helpers.collect import (
     README_USERS,
     ROOT,
     Msg,
@@ -28,7 +28,7 @@ from tests.export.collect_helpers import (
     readme_conf,
     stats,
 )
-from tests.export.servers import NatsServer, nats_server
+from tests.helpers.servers import NatsServer, nats_server
 
 RINGTOOL = [sys.executable, "-m", "ringtool.cli.main"]
 
@@ -278,7 +278,7 @@ def test_trace_exports_with_its_own_user(broker: NatsServer, tmp_path: Path) -> 
     final summary reach the stream, and collect credits them to web1."""
     import signal
 
-    from tests.kernel.trace_helpers import Trace
+    from tests.helpers.trace import Trace
 
     comm = f"rtown{tmp_path.name[-8:]}"[:15]
     target = tmp_path / "hot"

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ringtool.export.wire import H_CLOCK, H_DATA_LEN, H_HOST, ROWS, Origin
-from tests.export.collect_helpers import (
+from tests.helpers.collect import (
     HEADER_NAMES,
     Fed,
     Msg,

@@ -7,14 +7,13 @@ import io
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ringtool.export import wire
 from ringtool.export.collect_view import JsonView, MergedView, TableView
 from ringtool.export.collector import CollectConfig, Collector
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 #: Every header a ringtool message may carry (what the property tests vary).
 HEADER_NAMES = [wire.H_FORMAT, wire.H_HOST, wire.H_BOOT, wire.H_RUN, wire.H_SOURCE,
                 wire.H_TYPE, wire.H_CPU, wire.H_SEQ, wire.H_CLOCK, wire.H_DATA_LEN]  # fmt: skip
