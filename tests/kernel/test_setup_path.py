@@ -12,9 +12,10 @@ import subprocess
 
 import pytest
 
+from tests.helpers.paths import ROOT
+
 pytestmark = [pytest.mark.kernel, pytest.mark.slow]
 
-from tests.helpers.paths import ROOT
 
 _IN_NAMESPACE = """
 set -eu

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.paths import ROOT
+
 pytestmark = [pytest.mark.kernel, pytest.mark.slow]
 
-from tests.helpers.paths import ROOT
 
 # What a copy of the checkout leaves out: VCS data, venvs, build and test leftovers.
 _IGNORE = shutil.ignore_patterns(
