@@ -117,7 +117,14 @@ def register(subs: Any) -> None:
     p.add_argument(
         "-w", "--wide", action="store_true", help="columns: never cut lines, also on a terminal"
     )
-    p.add_argument("--pcap", type=v.output_file, metavar="FILE", help="write net packets as pcapng")
+    p.add_argument(
+        "--pcap", type=v.output_file, metavar="FILE",
+        help="write net packets as pcapng to a new file (mode 0600; a symlink is never followed)",
+    )  # fmt: skip
+    p.add_argument(
+        "--force", action="store_true",
+        help="--pcap may overwrite an existing file (made 0600 and ours; not a symlink)",
+    )  # fmt: skip
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
     p.add_argument(
         "--window-us", type=v.number(0, 10_000_000, unit="µs"),
@@ -141,6 +148,8 @@ def check(args: argparse.Namespace) -> None:
     """The flag combinations (:class:`UsageError`); each value was checked by parsing."""
     if args.pcap is not None and "net" not in events_of(args):
         raise UsageError("--pcap writes the net source's packets: add -i IFACE")
+    if args.force and args.pcap is None:
+        raise UsageError("--force lets --pcap overwrite a file: add --pcap FILE")
     if args.window_us is not None and not args.ordered:
         raise UsageError("--window-us needs --ordered")
     if args.hist and "syscalls" not in events_of(args):
@@ -178,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
-        window_us=args.window_us, pcap=args.pcap, kmes=args.kmes, width=width,
+        window_us=args.window_us, pcap=args.pcap, force=args.force, kmes=args.kmes, width=width,
         hist=args.hist,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
     )  # fmt: skip

@@ -69,6 +69,8 @@ class RunConfig:
     ordered: bool = False
     window_us: float | None = None
     pcap: Path | None = None
+    #: ``--force``: ``pcap`` may overwrite an existing file (never through a symlink)
+    force: bool = False
     kmes: str | None = None
     #: ``columns``: cut lines to this many characters (None: never cut)
     width: int | None = 80
@@ -340,7 +342,7 @@ class _Extras:
         if cfg.pcap is not None:
             from ringtool.trace.pcap_sink import NetCapture
 
-            self.pcap = NetCapture.open(cfg.pcap, snaplen)
+            self.pcap = NetCapture.open(cfg.pcap, snaplen, force=cfg.force)
         if cfg.kmes is not None:
             from ringtool.trace.kmes_sink import KmesSink
 
