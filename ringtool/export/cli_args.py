@@ -175,7 +175,9 @@ def add_export_args(
 
 def add_metrics_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--metrics", type=parse_addr_port, metavar="[ADDR:]PORT",
+        "--metrics",
+        type=parse_addr_port,
+        metavar="[ADDR:]PORT",
         help="serve Prometheus metrics on http://ADDR:PORT/metrics; ADDR is 127.0.0.1 "
         "unless given (0.0.0.0:PORT: every interface)",
     )

@@ -44,7 +44,9 @@ class _Conn:
     sent: int = 0
 
 
-def _reply(status: str, body: bytes, ctype: str = "text/plain; charset=utf-8", head: bool = False) -> bytes:
+def _reply(
+    status: str, body: bytes, ctype: str = "text/plain; charset=utf-8", head: bool = False
+) -> bytes:
     lines = [f"HTTP/1.0 {status}", f"Content-Type: {ctype}", f"Content-Length: {len(body)}",
              "Connection: close", "", ""]  # fmt: skip
     return "\r\n".join(lines).encode() + (b"" if head else body)

@@ -41,6 +41,10 @@ class PerfCpuRing:
     def fileno(self) -> int:
         return self.fd
 
+    @property
+    def scribbles(self) -> int:
+        return self.ring.page.scribbles
+
     def _check_mode(self) -> None:
         if self._closed:
             raise ConsumerStateError(f"perf buffer of cpu {self.cpu} is closed")

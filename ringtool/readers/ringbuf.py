@@ -107,6 +107,11 @@ class StateRing:
     def avail_data_size(self) -> int:
         return self._live().avail_data_size
 
+    @property
+    def scribbles(self) -> int:
+        """Times another writer changed the shared consumer_pos (see RingState)."""
+        return self.state.scribbles
+
     # --- Ring protocol -----------------------------------------------------------------
 
     def fileno(self) -> int:

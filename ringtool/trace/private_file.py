@@ -42,7 +42,9 @@ def _reopen(path: Path, flag: str) -> int:
         fd = os.open(path, _BASE | os.O_NONBLOCK)  # a FIFO without a reader: ENXIO, no hang
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise _fail(flag, path, "is a symbolic link: not followed; give the file itself") from None
+            raise _fail(
+                flag, path, "is a symbolic link: not followed; give the file itself"
+            ) from None
         raise _fail(flag, path, exc.strerror or str(exc)) from None
     try:
         st = os.fstat(fd)

@@ -65,7 +65,9 @@ def test_a_flood_of_slow_connections_costs_no_threads(server: MetricsServer) -> 
             s.close()
 
 
-def test_a_half_sent_request_times_out(monkeypatch: pytest.MonkeyPatch, server: MetricsServer) -> None:
+def test_a_half_sent_request_times_out(
+    monkeypatch: pytest.MonkeyPatch, server: MetricsServer
+) -> None:
     monkeypatch.setattr(metrics_http, "IDLE_TIMEOUT", 0.2)
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
         s.sendall(b"GET /metrics HTTP/1.1\r\n")
