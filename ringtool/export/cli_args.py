@@ -27,7 +27,6 @@ from ringtool.export.config import (
     default_host,
 )
 
-
 #: Where ``--metrics PORT`` listens when no address is given: this machine only.
 LOCAL_HOST = "127.0.0.1"
 
@@ -57,7 +56,7 @@ def readable_file(flag: str) -> Any:
 def parse_addr_port(text: str) -> tuple[str, int]:
     """``[ADDR:]PORT``: ``9464`` or ``:9464`` listen on 127.0.0.1 only; another address
     is given explicitly (``0.0.0.0:9464`` for every IPv4 interface, ``[::1]:9464``)."""
-    host, sep, port_s = text.rpartition(":")
+    host, _, port_s = text.rpartition(":")
     if not port_s.isdigit() or not 0 < int(port_s) < 65536:
         raise argparse.ArgumentTypeError(
             f"--metrics {text!r}: give [ADDR:]PORT, e.g. 9464 or 127.0.0.1:9464"

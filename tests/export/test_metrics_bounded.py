@@ -82,8 +82,11 @@ def test_a_request_head_too_long_is_refused(server: MetricsServer) -> None:
 
 
 def test_other_paths_and_methods(server: MetricsServer) -> None:
-    for req, status in ((b"GET /nope HTTP/1.0\r\n\r\n", b"404"), (b"POST / HTTP/1.0\r\n\r\n", b"405"),
-                        (b"HEAD /metrics HTTP/1.0\r\n\r\n", b"200")):  # fmt: skip
+    for req, status in (
+        (b"GET /nope HTTP/1.0\r\n\r\n", b"404"),
+        (b"POST / HTTP/1.0\r\n\r\n", b"405"),
+        (b"HEAD /metrics HTTP/1.0\r\n\r\n", b"200"),
+    ):
         with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
             s.sendall(req)
             assert s.makefile("rb").readline().split()[1] == status
