@@ -32,6 +32,7 @@ from ringtool.kmes.events import decode
 from ringtool.kmes.reader import Reader, ReaderStats, wait_any
 from ringtool.protocol.kmes_layout import ORIGINS, Event
 from ringtool.trace.kmes_sink import TracePayloads
+from ringtool.trace.safe_text import printable
 
 DESCRIPTION = """\
 Attach to a running 'ringtool bridge' and print its events: every CPU's buffer is
@@ -89,6 +90,8 @@ def event_dict(ev: Event, trace: TracePayloads | None = None) -> dict[str, Any]:
 
 
 def format_text(ev: Event, trace: TracePayloads | None = None) -> str:
+    """One line for a terminal: every value (a comm, a file name: whatever the traced
+    process chose) made printable, so no escape sequence reaches the terminal."""
     d = event_dict(ev, trace)
     when = datetime.fromtimestamp(ev.timestamp / 1e9, UTC).strftime("%H:%M:%S.%f")
     body = (
@@ -96,7 +99,7 @@ def format_text(ev: Event, trace: TracePayloads | None = None) -> str:
         if "data" in d
         else f"payload={d['payload_hex'] or '-'}"
     )
-    return f"{when} cpu={ev.cpu_id} seq={ev.seq} {d['origin']}/{d['name']} {body}"
+    return printable(f"{when} cpu={ev.cpu_id} seq={ev.seq} {d['origin']}/{d['name']} {body}")
 
 
 def _print(events: list[Event], as_json: bool, out: TextIO, trace: TracePayloads | None) -> None:

@@ -30,6 +30,7 @@ from ringtool.export.publisher import Publisher
 from ringtool.export.sink import new_origin
 from ringtool.export.trace_hook import HookOptions, hook_options
 from ringtool.kmes.events import decode
+from ringtool.trace.safe_text import printable
 
 
 class NoHook:
@@ -84,7 +85,8 @@ class BridgeHook:
         bridge.tap = self._tap
 
     def _note(self, text: str) -> None:
-        print(f"ringtool bridge: {text}", file=sys.stderr, flush=True)
+        # may quote the broker's reply: never raw on a terminal
+        print(f"ringtool bridge: {printable(text)}", file=sys.stderr, flush=True)
 
     def _tap(self, cpu: int, origin: int, event_type: int, payload: bytes) -> None:
         self._tapped.append((cpu, origin, event_type, payload, time.time()))

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ringtool.trace.events import Event
+from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 
 
@@ -37,7 +38,7 @@ class QuietOutput:
         self.stream.flush()
 
     def note(self, text: str) -> None:
-        print(f"ringtool trace: {text}", file=self.err, flush=True)
+        print(f"ringtool trace: {printable(text)}", file=self.err, flush=True)
 
 
 __all__ = ["QuietOutput"]

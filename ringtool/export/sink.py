@@ -30,6 +30,7 @@ from ringtool.export.config import ExportConfig, boot_id, display_url
 from ringtool.export.format import Encoder, Message, Origin
 from ringtool.export.publisher import Publisher
 from ringtool.trace.events import Decoder, Event
+from ringtool.trace.safe_text import printable
 
 
 def new_origin(cfg: ExportConfig, source: str, realtime_offset_ns: int) -> Origin:
@@ -111,7 +112,7 @@ class ExportSink:
         if stats is not None:
             stats.export = self.record()
         for note in self.notes():
-            print(f"ringtool: {note}", file=sys.stderr)
+            print(f"ringtool: {printable(note)}", file=sys.stderr)  # may quote the broker
 
 
 __all__ = ["ExportSink", "new_origin"]
