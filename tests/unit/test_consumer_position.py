@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -59,10 +61,10 @@ def test_every_walk_checks_the_shared_position() -> None:
     for _ in range(4):
         assert ring.output(b"x" * 8)
     state = ring.state
-    walks = (
+    walks: tuple[Callable[[], object], ...] = (
         lambda: state.copy_out(state.data, 0, 10),
         lambda: state.views(10),
-        lambda: state.decode_batch(__import__("numpy").dtype("u8"), 10),
+        lambda: state.decode_batch(np.dtype("u8"), 10),
         lambda: state.copy_pending(state.data, 0, 10),
     )
     for n, walk in enumerate(walks, 1):
