@@ -117,14 +117,8 @@ def register(subs: Any) -> None:
     p.add_argument(
         "-w", "--wide", action="store_true", help="columns: never cut lines, also on a terminal"
     )
-    p.add_argument(
-        "--pcap", type=v.output_file, metavar="FILE",
-        help="write net packets as pcapng to a new file (mode 0600; a symlink is never followed)",
-    )  # fmt: skip
-    p.add_argument(
-        "--force", action="store_true",
-        help="--pcap may overwrite an existing file (made 0600 and ours; not a symlink)",
-    )  # fmt: skip
+    p.add_argument("--pcap", type=v.output_file, metavar="FILE", help=PCAP_HELP)
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
     p.add_argument(
         "--window-us", type=v.number(0, 10_000_000, unit="µs"),
@@ -137,6 +131,10 @@ def register(subs: Any) -> None:
     add_export_args(p, quiet_group=out)
     add_metrics_arg(p)
     p.set_defaults(func=run, check=check)
+
+
+PCAP_HELP = "write net packets as pcapng to a new file (0600; a symlink is never followed)"
+FORCE_HELP = "--pcap may overwrite an existing file (made 0600 and ours; never a symlink)"
 
 
 def events_of(args: argparse.Namespace) -> tuple[str, ...]:
