@@ -80,6 +80,11 @@ class UserPage:
         self._tail = pos & 0xFFFFFFFFFFFFFFFF
         self._q[DATA_TAIL_OFF >> 3] = self._tail
 
+    def take_over(self) -> None:
+        """Adopt the shared ``data_tail`` as our own (a deliberate hand-over between
+        consumers of the same ring, one after the other)."""
+        self._tail = int(self._q[DATA_TAIL_OFF >> 3])  # plain load: the kernel never stores it
+
     def check_tail(self) -> None:
         """Raise :class:`~ringtool.errors.ConsumerPositionError` (counted, our tail
         stored back) when the shared ``data_tail`` is not what this consumer stored."""

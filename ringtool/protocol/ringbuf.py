@@ -137,6 +137,13 @@ class RingState:
         if pos > self._pos:
             self.commit(pos)  # release: pairs with the producer's acquire
 
+    def take_over(self) -> None:
+        """Adopt the shared ``consumer_pos`` as this consumer's own position: for a
+        deliberate hand-over, when another consumer of the same map read before us
+        (one after the other, never at once). The next walk starts there (still
+        checked: 8-aligned, within one ring of the producer)."""
+        self._pos = int(self._cons[0])  # plain load: producers never store it
+
     def check_shared(self) -> None:
         """Raise :class:`ConsumerPositionError` (counted, our position stored back) if
         the shared ``consumer_pos`` is not the value this consumer stored last."""

@@ -80,6 +80,10 @@ committing nothing. Create a new consumer in the child if it is to read (with th
 parent's closed or not used any more). The check is one ``os.getpid()`` per call,
 none per record.
 
+Several consumers of one map taking turns (a benchmark comparing readers, a reader
+handing over to another) are a deliberate hand-over: ``take_over()`` adopts the
+shared positions as the consumer's own before its turn.
+
 Ring-level reading (``rb.ring(i).copy_out``, :func:`ringtool.merge.ring_source`) does
 not go through this lock: don't mix it with the consumer's styles on the same ring.
 """
@@ -454,6 +458,19 @@ class MultiRingConsumer:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def take_over(self) -> None:
+        """Adopt every ring's shared position as this consumer's own: for a deliberate
+        hand-over, when another consumer of the same maps (another ``RingBuffer``,
+        libbpf, BCC) read them before this one, one after the other, never at once.
+        Without it, this consumer takes their stores for scribbles. Records are read
+        from there, so call it only when the shared position is one a consumer
+        stored (see the module doc)."""
+        self._check_open()
+        with self._lock:
+            self._begin()
+            for ring in self._rings:
+                ring.take_over()
 
     def scribbles(self) -> int:
         """Times, over all rings, another writer changed a shared consumer position

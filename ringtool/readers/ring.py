@@ -32,6 +32,10 @@ class Ring(Protocol):
         (each raised :class:`ringtool.errors.ConsumerPositionError` once)."""
         ...
 
+    def take_over(self) -> None:
+        """Adopt the shared position as this consumer's own (a deliberate hand-over)."""
+        ...
+
     def drain(self, limit: int) -> tuple[int, int]:
         """Deliver up to ``limit`` records to this ring's callback; commit once.
 

@@ -112,6 +112,9 @@ class StateRing:
         """Times another writer changed the shared consumer_pos (see RingState)."""
         return self.state.scribbles
 
+    def take_over(self) -> None:
+        self._live().take_over()
+
     # --- Ring protocol -----------------------------------------------------------------
 
     def fileno(self) -> int:

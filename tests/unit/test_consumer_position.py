@@ -174,3 +174,21 @@ def test_a_child_after_fork_cannot_consume() -> None:
         assert got == [bytes([i]) * 8 for i in range(4)]
     finally:
         c.close()
+
+
+def test_take_over_adopts_a_deliberate_hand_over() -> None:
+    ring = HandRing()
+    first = ring.state
+    for i in range(6):
+        assert ring.output(bytes([i]) * 8)
+    assert len(_drain(ring)) == 6
+    second = ring.attach()  # another consumer of the same map takes a turn
+    for i in range(3):
+        assert ring.output(bytes([10 + i]) * 8)
+    assert len(_drain(ring)) == 3
+    assert ring.output(b"z" * 8)
+    got: list[bytes] = []
+    first.take_over()  # our turn again: the other consumer's store is ours now
+    first.drain(lambda v: got.append(bytes(v)), 100)
+    assert got == [b"z" * 8]
+    assert first.scribbles == second.scribbles == 0
