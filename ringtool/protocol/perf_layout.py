@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ringtool.errors import ConsumerPositionError
+from ringtool.protocol.own_position import OwnPosition
 
 # struct perf_event_mmap_page (include/uapi/linux/perf_event.h): u64 word indices.
 DATA_HEAD_OFF = 1024
@@ -48,21 +48,18 @@ class UserPage:
     """``data_head``/``data_tail`` of a ``perf_event_mmap_page`` held in ``page`` (a
     buffer of at least 1056 bytes, 8-aligned; writable unless read-only use).
 
-    ``data_tail`` is this consumer's **own** position: the shared word is read once,
-    here, and afterwards only stored (every process that maps the ring can write the
-    page, so a value read back may be someone else's; the walk never starts from one,
-    as :mod:`ringtool.protocol.ringbuf` explains for RINGBUF). :meth:`check_tail`
-    finds a shared word that differs, counts it in ``scribbles``, stores ours back and
-    raises :class:`~ringtool.errors.ConsumerPositionError`.
+    ``data_tail`` is this consumer's **own** position
+    (:class:`~ringtool.protocol.own_position.OwnPosition`): the shared word is read once,
+    here, and afterwards only stored; :meth:`check_tail` finds a shared word someone
+    else changed (counted in ``scribbles``, ours stored back,
+    :class:`~ringtool.errors.ConsumerPositionError`).
     """
 
-    __slots__ = ("_q", "_tail", "scribbles")
+    __slots__ = ("_own", "_q")
 
     def __init__(self, page: Any) -> None:
         self._q = memoryview(page).cast("B")[:4096].cast("Q")
-        # plain load, once: the kernel never stores data_tail
-        self._tail = int(self._q[DATA_TAIL_OFF >> 3])
-        self.scribbles = 0
+        self._own = OwnPosition(self._q, DATA_TAIL_OFF >> 3, "perf data_tail")
 
     @property
     def data_head(self) -> int:
@@ -72,35 +69,28 @@ class UserPage:
     @property
     def data_tail(self) -> int:
         """This consumer's own tail (private; see the class doc)."""
-        return self._tail
+        return self._own.pos
+
+    @property
+    def scribbles(self) -> int:
+        """Times the shared data_tail held a value this consumer had not stored."""
+        return self._own.scribbles
 
     def set_data_tail(self, pos: int) -> None:
         """Release-store: pairs with READ_ONCE(user_page->data_tail) + smp_mb() in
         perf_output_begin (the kernel frees the space only after this store)."""
-        self._tail = pos & 0xFFFFFFFFFFFFFFFF
-        self._q[DATA_TAIL_OFF >> 3] = self._tail
+        self._own.store(pos & 0xFFFFFFFFFFFFFFFF)
 
     def take_over(self) -> None:
         """Adopt the shared ``data_tail`` as our own (a deliberate hand-over between
         consumers of the same ring, one after the other)."""
-        self._tail = int(self._q[DATA_TAIL_OFF >> 3])  # plain load: the kernel never stores it
+        self._own.take_over()
 
     def check_tail(self) -> None:
         """Raise :class:`~ringtool.errors.ConsumerPositionError` (counted, our tail
-        stored back) when the shared ``data_tail`` is not what this consumer stored."""
-        found = int(self._q[DATA_TAIL_OFF >> 3])  # plain load: the kernel never stores it
-        if found == self._tail:
-            return
-        self.scribbles += 1
-        # release: pairs with READ_ONCE(user_page->data_tail) + smp_mb() in perf_output_begin
-        self._q[DATA_TAIL_OFF >> 3] = self._tail
-        raise ConsumerPositionError(
-            f"perf data_tail was changed by another writer to {found:#x} (this consumer "
-            f"is at {self._tail:#x}); its own position was stored back and no record was "
-            "read from the other one",
-            expected=self._tail,
-            found=found,
-        )
+        stored back — a release store that pairs with READ_ONCE(user_page->data_tail)
+        + smp_mb() in perf_output_begin) when the shared ``data_tail`` is not ours."""
+        self._own.check()
 
     @property
     def data_offset(self) -> int:

@@ -11,18 +11,11 @@ Layout (kernel/bpf/ringbuf.c, include/uapi/linux/bpf.h; seed 000):
 
 Positions are free-running u64 byte counts; ``pos & (size - 1)`` is the offset.
 
-Whose position: the consumer page is mapped writable by every process that maps the
-ring, so ``consumer_pos`` can be changed by someone else (another process with the
-map fd, a stray write). A position that lands inside a record makes the bytes there
-read as headers: libbpf then delivers records (zero-length ones among them) that no
-producer wrote. :class:`RingState` therefore keeps its **own private position**: it
-reads the shared word once, when created, and from then on walks only from the
-private one and stores it (release) when it commits. Each walk first checks that the
-shared word still holds what this consumer stored last; if not, the change is
-another writer's: it is counted (:attr:`RingState.scribbles`), our position is stored
-back, and :class:`ConsumerPositionError` is raised before any record is read. The
-walk itself never starts from a value it did not write. Zero-length records a BPF
-program really submits are data and are delivered as such.
+Whose position: ``consumer_pos`` is writable by every process that maps the ring, so
+:class:`RingState` walks only from its own private position and treats a shared value
+it did not store as another writer's (:mod:`ringtool.protocol.own_position`:
+:class:`ConsumerPositionError`, counted in :attr:`RingState.scribbles`, never a place to
+read records from). Zero-length records a BPF program really submits are data.
 
 Memory ordering (seed 000 "Synchronization"; libbpf ringbuf.c):
 
@@ -55,7 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.errors import ConsumerPositionError, CorruptRecordError, RingSizeError, hexdump
+from ringtool.errors import CorruptRecordError, RingSizeError, hexdump
+from ringtool.protocol.own_position import OwnPosition
 
 BUSY_BIT = 1 << 31  # BPF_RINGBUF_BUSY_BIT: reserved, not yet committed
 DISCARD_BIT = 1 << 30  # BPF_RINGBUF_DISCARD_BIT: committed as discarded, skip
@@ -98,23 +92,25 @@ class RingState:
             raise RingSizeError(f"data view has {len(self.data)} bytes, need 2*size={2 * size}")
         self._hdr = self.data.cast("I")  # u32 headers: aligned loads (records are 8-aligned)
         self.max_len = size - HDR_SZ
-        # the private position (see the module doc): read from the shared page once
-        # (plain load: no producer stores it), then only ever stored by us
-        self._pos = int(self._cons[0])
-        #: times the shared consumer_pos held a value this consumer had not stored
-        self.scribbles = 0
+        # the private position: consumer_pos read once, then only stored (module doc)
+        self._own = OwnPosition(self._cons, 0, f"ring {index}: consumer_pos")
 
     # --- positions ---------------------------------------------------------------------
 
     @property
     def consumer_pos(self) -> int:
         """This consumer's own position (private; see the module doc)."""
-        return self._pos
+        return self._own.pos
 
     @property
     def shared_consumer_pos(self) -> int:
         """The shared ``consumer_pos`` word as it is now (someone may have changed it)."""
-        return int(self._cons[0])  # plain load: producers never store it
+        return self._own.shared()
+
+    @property
+    def scribbles(self) -> int:
+        """Times the shared consumer_pos held a value this consumer had not stored."""
+        return self._own.scribbles
 
     @property
     def producer_pos(self) -> int:
@@ -128,13 +124,12 @@ class RingState:
     def commit(self, pos: int) -> None:
         """Release-store the consumer position — pairs with smp_load_acquire(
         &rb->consumer_pos) in __bpf_ringbuf_reserve."""
-        self._pos = pos
-        self._cons[0] = pos  # release: pairs with smp_load_acquire(&rb->consumer_pos)
+        self._own.store(pos)  # release: pairs with smp_load_acquire(&rb->consumer_pos)
 
     def advance(self, pos: int) -> None:
         """Commit ``pos`` if it is ahead of the consumer position (never move back:
         the producer may already have reused the space behind it)."""
-        if pos > self._pos:
+        if pos > self._own.pos:
             self.commit(pos)  # release: pairs with the producer's acquire
 
     def take_over(self) -> None:
@@ -142,25 +137,14 @@ class RingState:
         deliberate hand-over, when another consumer of the same map read before us
         (one after the other, never at once). The next walk starts there (still
         checked: 8-aligned, within one ring of the producer)."""
-        self._pos = int(self._cons[0])  # plain load: producers never store it
+        self._own.take_over()
 
     def check_shared(self) -> None:
-        """Raise :class:`ConsumerPositionError` (counted, our position stored back) if
-        the shared ``consumer_pos`` is not the value this consumer stored last."""
-        found = int(self._cons[0])  # plain load: producers never store it
-        if found == self._pos:
-            return
-        self.scribbles += 1
-        # release: pairs with smp_load_acquire(&rb->consumer_pos) in __bpf_ringbuf_reserve
-        # (the producer sees our position again and no longer reuses space we hold)
-        self._cons[0] = self._pos
-        raise ConsumerPositionError(
-            f"ring {self.index}: consumer_pos was changed by another writer to {found:#x} "
-            f"(this consumer is at {self._pos:#x}); its own position was stored back and "
-            "no record was read from the other one",
-            expected=self._pos,
-            found=found,
-        )
+        """Raise :class:`~ringtool.errors.ConsumerPositionError` (counted, our position
+        stored back — a release store that pairs with smp_load_acquire(
+        &rb->consumer_pos) in __bpf_ringbuf_reserve) if the shared ``consumer_pos`` is
+        not the value this consumer stored last."""
+        self._own.check()
 
     # --- validation --------------------------------------------------------------------
 
@@ -221,7 +205,7 @@ class RingState:
 
     def _snapshot(self) -> tuple[int, int]:
         self.check_shared()
-        cons = self._pos  # private: never the shared word (see module doc)
+        cons = self._own.pos  # private: never the shared word (see module doc)
         prod = self.producer_pos  # acquire (see module doc)
         self.check_position(cons, prod)
         return cons, prod
