@@ -79,7 +79,21 @@ class CorruptRecordError(RingtoolError):
 
 class ConsumerStateError(RingtoolError, RuntimeError):
     """An API call that the consumer's mode forbids (poll() with auto_callback, use
-    after close())."""
+    after close(), use in a child process after ``fork()``)."""
+
+
+class ConsumerPositionError(RingtoolError):
+    """The shared consumer position of a ring (RINGBUF ``consumer_pos``, perf
+    ``data_tail``) holds a value this consumer did not store: another process (or a
+    stray write) changed it. The consumer walks from its own private position, never
+    from the shared one; it has stored its own position back and counted the event
+    (``scribbles`` of the ring). ``found`` is the value seen, ``expected`` ours.
+    """
+
+    def __init__(self, message: str, *, expected: int, found: int) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.found = found
 
 
 class ArgumentError(RingtoolError, ValueError):

@@ -77,6 +77,7 @@ class _Fixture:
 
 def _drain_consumers(fx: _Fixture, rb: RingBuffer) -> dict[str, Callable[[], int]]:
     def iterate() -> int:
+        rb.take_over()  # the other consumers of the map read before this one
         n = 0
         for rec in rb.read(timeout_ms=0):
             rec.data  # noqa: B018 - the bytes are what is delivered
@@ -84,6 +85,7 @@ def _drain_consumers(fx: _Fixture, rb: RingBuffer) -> dict[str, Callable[[], int
         return n
 
     def lease() -> int:
+        rb.take_over()  # the other consumers of the map read before this one
         n = 0
         while True:
             with rb.lease(4096) as views:
@@ -94,9 +96,11 @@ def _drain_consumers(fx: _Fixture, rb: RingBuffer) -> dict[str, Callable[[], int
                 n += len(views)
 
     def batch() -> int:
+        rb.take_over()  # the other consumers of the map read before this one
         return len(rb.read_batch(EVENT))
 
     def zerocopy() -> int:
+        rb.take_over()  # the other consumers of the map read before this one
         # leases of ZEROCOPY_CHUNK records: the header scan leaves them in the cache
         # for the read (one lease of the whole ring reads it twice from memory)
         n = 0
@@ -118,6 +122,7 @@ def _drain_consumers(fx: _Fixture, rb: RingBuffer) -> dict[str, Callable[[], int
     rb_cb = RingBuffer(fx.events, copy_cb)  # a second manager on the same map
 
     def callback() -> int:
+        rb_cb.take_over()
         return rb_cb.consume()
 
     counted = [0]

@@ -24,6 +24,7 @@ from ringtool.bridge.consumers import ConsumerLog
 from ringtool.bridge.core import KmesBridge
 from ringtool.cli import validate as v
 from ringtool.errors import KmesError, RingtoolError
+from ringtool.event.safe_text import printable
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
@@ -165,7 +166,7 @@ class BpfSources:
         for c in self.consumers:
             c.consume()
         for note in self.perf.check_cpus():  # CPU hotplug: at most one sysfs read per s
-            print(f"ringtool bridge: {note}", file=sys.stderr, flush=True)
+            print(f"ringtool bridge: {printable(note)}", file=sys.stderr, flush=True)
         drops = self.ring.dropped()  # failed ring reservations, per CPU
         if len(self._ring_drops) != len(drops):
             self._ring_drops = [0] * len(drops)
@@ -208,7 +209,7 @@ class RateLine:
 
 
 def _say(line: str) -> None:
-    print(f"ringtool bridge: {line}", file=sys.stderr, flush=True)
+    print(f"ringtool bridge: {printable(line)}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -222,8 +223,8 @@ def run(args: argparse.Namespace) -> int:
     except (RingtoolError, OSError, KeyboardInterrupt):
         raise  # one line from ringtool.cli.main
     except Exception as exc:  # a dying bridge says why in one line, never a traceback
-        print(f"ringtool bridge: stopped by an internal error: {type(exc).__name__}: {exc}",
-              file=sys.stderr)  # fmt: skip
+        why = printable(f"{type(exc).__name__}: {exc}")
+        print(f"ringtool bridge: stopped by an internal error: {why}", file=sys.stderr)
         return 1
 
 
@@ -272,7 +273,8 @@ def _run(args: argparse.Namespace) -> int:
                 if bridge.service():
                     print(f"ringtool bridge: resized to {bridge.capacity}", file=sys.stderr)
             except KmesError as exc:
-                print(f"ringtool bridge: reload refused, keeping buffers: {exc}", file=sys.stderr)
+                why = printable(str(exc))
+                print(f"ringtool bridge: reload refused, keeping buffers: {why}", file=sys.stderr)
         sources.pump(0)
         bridge.flush()
     finally:

@@ -28,6 +28,7 @@ from typing import Any, TextIO
 from ringtool.cli.validate import socket_path
 from ringtool.errors import KmesBridgeDiedError, KmesError, RingtoolError
 from ringtool.event.kmes_types import TracePayloads
+from ringtool.event.safe_text import printable
 from ringtool.kmes.attach import DEFAULT_SOCKET, attach, attach_new
 from ringtool.kmes.events import decode
 from ringtool.kmes.layout import ORIGINS, Event
@@ -89,6 +90,8 @@ def event_dict(ev: Event, trace: TracePayloads | None = None) -> dict[str, Any]:
 
 
 def format_text(ev: Event, trace: TracePayloads | None = None) -> str:
+    """One line for a terminal: every value (a comm, a file name: whatever the traced
+    process chose) made printable, so no escape sequence reaches the terminal."""
     d = event_dict(ev, trace)
     when = datetime.fromtimestamp(ev.timestamp / 1e9, UTC).strftime("%H:%M:%S.%f")
     body = (
@@ -96,7 +99,7 @@ def format_text(ev: Event, trace: TracePayloads | None = None) -> str:
         if "data" in d
         else f"payload={d['payload_hex'] or '-'}"
     )
-    return f"{when} cpu={ev.cpu_id} seq={ev.seq} {d['origin']}/{d['name']} {body}"
+    return printable(f"{when} cpu={ev.cpu_id} seq={ev.seq} {d['origin']}/{d['name']} {body}")
 
 
 def _print(events: list[Event], as_json: bool, out: TextIO, trace: TracePayloads | None) -> None:

@@ -122,7 +122,8 @@ def register(subs: Any) -> None:
     p.add_argument(
         "-w", "--wide", action="store_true", help="columns: never cut lines, also on a terminal"
     )
-    p.add_argument("--pcap", type=v.output_file, metavar="FILE", help="write net packets as pcapng")
+    p.add_argument("--pcap", type=v.output_file, metavar="FILE", help=PCAP_HELP)
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
     p.add_argument(
         "--window-us", type=v.number(0, 10_000_000, unit="µs"),
@@ -137,6 +138,10 @@ def register(subs: Any) -> None:
     p.set_defaults(func=run, check=check)
 
 
+PCAP_HELP = "write net packets as pcapng to a new file (0600; a symlink is never followed)"
+FORCE_HELP = "--pcap may overwrite an existing file (made 0600 and ours; never a symlink)"
+
+
 def events_of(args: argparse.Namespace) -> tuple[str, ...]:
     """The sources to run: ``--events``, else the defaults plus net when ``-i`` is given."""
     return tuple(args.events or (DEFAULT_EVENTS + (("net",) if args.iface else ())))
@@ -146,6 +151,8 @@ def check(args: argparse.Namespace) -> None:
     """The flag combinations (:class:`UsageError`); each value was checked by parsing."""
     if args.pcap is not None and "net" not in events_of(args):
         raise UsageError("--pcap writes the net source's packets: add -i IFACE")
+    if args.force and args.pcap is None:
+        raise UsageError("--force lets --pcap overwrite a file: add --pcap FILE")
     if args.window_us is not None and not args.ordered:
         raise UsageError("--window-us needs --ordered")
     if args.hist and "syscalls" not in events_of(args):
@@ -192,7 +199,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
     )  # fmt: skip
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
-        window_us=args.window_us, pcap=args.pcap, kmes=args.kmes, width=width,
+        window_us=args.window_us, pcap=args.pcap, force=args.force, kmes=args.kmes, width=width,
         hist=args.hist,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
     )  # fmt: skip

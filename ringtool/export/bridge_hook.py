@@ -22,6 +22,7 @@ from collections import deque
 from typing import Any
 
 from ringtool.errors import ExportError
+from ringtool.event.safe_text import printable
 from ringtool.export.accounting import ExportCounters
 from ringtool.export.batcher import Batcher
 from ringtool.export.config import display_url
@@ -84,7 +85,8 @@ class BridgeHook:
         bridge.tap = self._tap
 
     def _note(self, text: str) -> None:
-        print(f"ringtool bridge: {text}", file=sys.stderr, flush=True)
+        # may quote the broker's reply: never raw on a terminal
+        print(f"ringtool bridge: {printable(text)}", file=sys.stderr, flush=True)
 
     def _tap(self, cpu: int, origin: int, event_type: int, payload: bytes) -> None:
         self._tapped.append((cpu, origin, event_type, payload, time.time()))

@@ -1,7 +1,7 @@
 """The export and metrics flags, shared by ``trace``, ``bridge`` and ``collect``.
 
 :func:`add_export_args` adds ``--export URL`` and its companions, :func:`add_metrics_arg`
-``--metrics ADDR:PORT``; both validate while parsing (argparse turns a bad value into
+``--metrics [ADDR:]PORT``; both validate while parsing (argparse turns a bad value into
 a one-line usage error, exit 2, before anything is loaded). :func:`export_config`
 builds the :class:`~ringtool.export.config.ExportConfig` from the parsed flags.
 """
@@ -27,6 +27,9 @@ from ringtool.export.config import (
     default_host,
 )
 
+#: Where ``--metrics PORT`` listens when no address is given: this machine only.
+LOCAL_HOST = "127.0.0.1"
+
 
 def checked(check: Any) -> Any:
     """An argparse ``type`` that turns ``check``'s ExportError into a usage error."""
@@ -51,11 +54,14 @@ def readable_file(flag: str) -> Any:
 
 
 def parse_addr_port(text: str) -> tuple[str, int]:
-    """``ADDR:PORT`` (``127.0.0.1:9464``, ``[::1]:9464``, ``:9464`` for all addresses)."""
-    host, sep, port_s = text.rpartition(":")
-    if not sep or not port_s.isdigit() or not 0 < int(port_s) < 65536:
-        raise argparse.ArgumentTypeError(f"--metrics {text!r}: give ADDR:PORT, e.g. 127.0.0.1:9464")
-    host = host.strip("[]") or "0.0.0.0"
+    """``[ADDR:]PORT``: ``9464`` or ``:9464`` listen on 127.0.0.1 only; another address
+    is given explicitly (``0.0.0.0:9464`` for every IPv4 interface, ``[::1]:9464``)."""
+    host, _, port_s = text.rpartition(":")
+    if not port_s.isdigit() or not 0 < int(port_s) < 65536:
+        raise argparse.ArgumentTypeError(
+            f"--metrics {text!r}: give [ADDR:]PORT, e.g. 9464 or 127.0.0.1:9464"
+        )
+    host = host.strip("[]") or LOCAL_HOST
     try:
         ipaddress.ip_address(host)
     except ValueError:
@@ -167,8 +173,13 @@ def add_export_args(
 
 
 def add_metrics_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--metrics", type=parse_addr_port, metavar="ADDR:PORT",
-                        help="serve Prometheus metrics on http://ADDR:PORT/metrics")  # fmt: skip
+    parser.add_argument(
+        "--metrics",
+        type=parse_addr_port,
+        metavar="[ADDR:]PORT",
+        help="serve Prometheus metrics on http://ADDR:PORT/metrics; ADDR is 127.0.0.1 "
+        "unless given (0.0.0.0:PORT: every interface)",
+    )
 
 
 def export_config(args: argparse.Namespace) -> ExportConfig | None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from ringtool.errors import ExportError
 from ringtool.event.decode import Decoder, Event
+from ringtool.event.safe_text import printable
 from ringtool.export.accounting import ExportCounters, TraceTotals
 from ringtool.export.batcher import Batcher
 from ringtool.export.config import ExportConfig, boot_id, display_url
@@ -111,7 +112,7 @@ class ExportSink:
         if stats is not None:
             stats.export = self.record()
         for note in self.notes():
-            print(f"ringtool: {note}", file=sys.stderr)
+            print(f"ringtool: {printable(note)}", file=sys.stderr)  # may quote the broker
 
 
 __all__ = ["ExportSink", "new_origin"]

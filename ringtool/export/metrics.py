@@ -1,4 +1,4 @@
-"""``--metrics ADDR:PORT``: a Prometheus ``/metrics`` endpoint (prometheus-client).
+"""``--metrics [ADDR:]PORT``: a Prometheus ``/metrics`` endpoint (prometheus-client).
 
 :class:`MetricsServer` serves what a ``collect`` callable returns at scrape time: the
 numbers are read from the running command's own counters when Prometheus asks, so
@@ -60,26 +60,27 @@ class _Collector:
 
 
 class MetricsServer:
-    """``http://ADDR:PORT/metrics`` in a daemon thread, filled by ``build(families)``
-    on every scrape. :meth:`close` stops it."""
+    """``http://ADDR:PORT/metrics``, filled by ``build(families)`` on every scrape, served
+    by one thread with bounded connections and an idle timeout
+    (:class:`~ringtool.export.metrics_http.MetricsHttpServer`). :meth:`close` stops it."""
 
     def __init__(self, addr: tuple[str, int], build: Callable[[Families], None]) -> None:
-        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client import CollectorRegistry
+
+        from ringtool.export.metrics_http import MetricsHttpServer
 
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(build))  # type: ignore[arg-type]
         host, port = addr
         try:
-            self._server, self._thread = start_http_server(port, host, registry=self.registry)
+            self._server = MetricsHttpServer(host, port, self.registry)
         except OSError as exc:
             why = "in use" if exc.errno == errno.EADDRINUSE else exc.strerror
             raise ExportError(f"--metrics {host}:{port}: cannot listen ({why})") from None
-        self.port = int(self._server.server_port)
+        self.port = self._server.port
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
+        self._server.close()
 
 
 def trace_families(

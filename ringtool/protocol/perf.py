@@ -212,6 +212,7 @@ class PerfRing:
         one whose callback raises). Returns ``(samples delivered, stop value or 0)``.
         """
         page, data, cpu = self.page, self.data, self.cpu
+        page.check_tail()  # the walk starts from our own tail only
         pos = page.data_tail
         head = page.data_head  # acquire (see module doc)
         n = 0
@@ -265,6 +266,7 @@ class PerfRing:
         committed: the caller commits with :meth:`advance` when done with the data. A
         corrupt record after samples ends the walk early; one with no sample before it
         is raised, after committing the LOST/unknown records before it."""
+        self.page.check_tail()  # the walk starts from our own tail only
         start = pos = self.page.data_tail
         head = self.page.data_head  # acquire (see module doc)
         out: list[Segment] = []

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ringtool.protocol.own_position import OwnPosition
+
 # struct perf_event_mmap_page (include/uapi/linux/perf_event.h): u64 word indices.
 DATA_HEAD_OFF = 1024
 DATA_TAIL_OFF = 1032
@@ -44,12 +46,20 @@ Segment = tuple[int, int, int, int, int, int, int, bytes | None]
 
 class UserPage:
     """``data_head``/``data_tail`` of a ``perf_event_mmap_page`` held in ``page`` (a
-    buffer of at least 1056 bytes, 8-aligned; writable unless read-only use)."""
+    buffer of at least 1056 bytes, 8-aligned; writable unless read-only use).
 
-    __slots__ = ("_q",)
+    ``data_tail`` is this consumer's **own** position
+    (:class:`~ringtool.protocol.own_position.OwnPosition`): the shared word is read once,
+    here, and afterwards only stored; :meth:`check_tail` finds a shared word someone
+    else changed (counted in ``scribbles``, ours stored back,
+    :class:`~ringtool.errors.ConsumerPositionError`).
+    """
+
+    __slots__ = ("_own", "_q")
 
     def __init__(self, page: Any) -> None:
         self._q = memoryview(page).cast("B")[:4096].cast("Q")
+        self._own = OwnPosition(self._q, DATA_TAIL_OFF >> 3, "perf data_tail")
 
     @property
     def data_head(self) -> int:
@@ -58,13 +68,29 @@ class UserPage:
 
     @property
     def data_tail(self) -> int:
-        # plain load: only this consumer stores data_tail
-        return self._q[DATA_TAIL_OFF >> 3]
+        """This consumer's own tail (private; see the class doc)."""
+        return self._own.pos
+
+    @property
+    def scribbles(self) -> int:
+        """Times the shared data_tail held a value this consumer had not stored."""
+        return self._own.scribbles
 
     def set_data_tail(self, pos: int) -> None:
         """Release-store: pairs with READ_ONCE(user_page->data_tail) + smp_mb() in
         perf_output_begin (the kernel frees the space only after this store)."""
-        self._q[DATA_TAIL_OFF >> 3] = pos & 0xFFFFFFFFFFFFFFFF
+        self._own.store(pos & 0xFFFFFFFFFFFFFFFF)
+
+    def take_over(self) -> None:
+        """Adopt the shared ``data_tail`` as our own (a deliberate hand-over between
+        consumers of the same ring, one after the other)."""
+        self._own.take_over()
+
+    def check_tail(self) -> None:
+        """Raise :class:`~ringtool.errors.ConsumerPositionError` (counted, our tail
+        stored back — a release store that pairs with READ_ONCE(user_page->data_tail)
+        + smp_mb() in perf_output_begin) when the shared ``data_tail`` is not ours."""
+        self._own.check()
 
     @property
     def data_offset(self) -> int:

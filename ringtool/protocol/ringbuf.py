@@ -11,6 +11,12 @@ Layout (kernel/bpf/ringbuf.c, include/uapi/linux/bpf.h, Documentation/bpf/ringbu
 
 Positions are free-running u64 byte counts; ``pos & (size - 1)`` is the offset.
 
+Whose position: ``consumer_pos`` is writable by every process that maps the ring, so
+:class:`RingbufRing` walks only from its own private position and treats a shared value
+it did not store as another writer's (:mod:`ringtool.protocol.own_position`:
+:class:`ConsumerPositionError`, counted in :attr:`RingbufRing.scribbles`, never a place to
+read records from). Zero-length records a BPF program really submits are data.
+
 Memory ordering (kernel/bpf/ringbuf.c; libbpf's consumer, tools/lib/bpf/ringbuf.c):
 
 1. ``producer_pos`` is read with acquire semantics — pairs with the
@@ -43,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.errors import CorruptRecordError, RingSizeError, hexdump
+from ringtool.protocol.own_position import OwnPosition
 
 BUSY_BIT = 1 << 31  # BPF_RINGBUF_BUSY_BIT: reserved, not yet committed
 DISCARD_BIT = 1 << 30  # BPF_RINGBUF_DISCARD_BIT: committed as discarded, skip
@@ -85,13 +92,25 @@ class RingbufRing:
             raise RingSizeError(f"data view has {len(self.data)} bytes, need 2*size={2 * size}")
         self._hdr = self.data.cast("I")  # u32 headers: aligned loads (records are 8-aligned)
         self.max_len = size - HDR_SZ
+        # the private position: consumer_pos read once, then only stored (module doc)
+        self._own = OwnPosition(self._cons, 0, f"ring {index}: consumer_pos")
 
     # --- positions ---------------------------------------------------------------------
 
     @property
     def consumer_pos(self) -> int:
-        # plain load: only this consumer stores it
-        return int(self._cons[0])
+        """This consumer's own position (private; see the module doc)."""
+        return self._own.pos
+
+    @property
+    def shared_consumer_pos(self) -> int:
+        """The shared ``consumer_pos`` word as it is now (someone may have changed it)."""
+        return self._own.shared()
+
+    @property
+    def scribbles(self) -> int:
+        """Times the shared consumer_pos held a value this consumer had not stored."""
+        return self._own.scribbles
 
     @property
     def producer_pos(self) -> int:
@@ -105,13 +124,27 @@ class RingbufRing:
     def commit(self, pos: int) -> None:
         """Release-store the consumer position — pairs with smp_load_acquire(
         &rb->consumer_pos) in __bpf_ringbuf_reserve."""
-        self._cons[0] = pos
+        self._own.store(pos)  # release: pairs with smp_load_acquire(&rb->consumer_pos)
 
     def advance(self, pos: int) -> None:
         """Commit ``pos`` if it is ahead of the consumer position (never move back:
         the producer may already have reused the space behind it)."""
-        if pos > self._cons[0]:
-            self._cons[0] = pos  # release: pairs with the producer's acquire
+        if pos > self._own.pos:
+            self.commit(pos)  # release: pairs with the producer's acquire
+
+    def take_over(self) -> None:
+        """Adopt the shared ``consumer_pos`` as this consumer's own position: for a
+        deliberate hand-over, when another consumer of the same map read before us
+        (one after the other, never at once). The next walk starts there (still
+        checked: 8-aligned, within one ring of the producer)."""
+        self._own.take_over()
+
+    def check_shared(self) -> None:
+        """Raise :class:`~ringtool.errors.ConsumerPositionError` (counted, our position
+        stored back — a release store that pairs with smp_load_acquire(
+        &rb->consumer_pos) in __bpf_ringbuf_reserve) if the shared ``consumer_pos`` is
+        not the value this consumer stored last."""
+        self._own.check()
 
     # --- validation --------------------------------------------------------------------
 
@@ -171,7 +204,8 @@ class RingbufRing:
             cons += count * stride
 
     def _snapshot(self) -> tuple[int, int]:
-        cons = self.consumer_pos
+        self.check_shared()
+        cons = self._own.pos  # private: never the shared word (see module doc)
         prod = self.producer_pos  # acquire (see module doc)
         self.check_position(cons, prod)
         return cons, prod

@@ -61,12 +61,36 @@ inside a callback takes effect when that callback returns. With ``auto_callback`
 callback that raises stops the background thread (that record is consumed); the
 exception is kept in ``auto_error`` and every later call raises ConsumerStateError.
 
+Whose position: each ring walks from the consumer's own private position, never from
+the shared word (RINGBUF ``consumer_pos``, perf ``data_tail``), which every process
+that maps the ring can write. If another writer changed the shared word, the next
+consuming call raises :class:`ConsumerPositionError` before reading anything: the
+change is counted (``scribbles()``), the consumer's own position is stored back, and
+the call after that goes on from it. So no record is ever delivered that the producer
+did not write (a position inside a record would make its bytes read as headers). A
+zero-length record a BPF program submitted is data and is delivered.
+
+fork(): a child inherits the consumer (its mappings are shared, its private positions
+copied). Were both to consume, both would deliver every record and each would see the
+other's stores as scribbles. So the consumer belongs to the process that created it:
+in a child every consuming call (``poll``, ``consume*``, ``read``, ``lease*``,
+``read_batch``, ``epoll_fd``) raises :class:`ConsumerStateError`; ``close()`` (and
+garbage collection) in the child only drops the child's copies of the mappings,
+committing nothing. Create a new consumer in the child if it is to read (with the
+parent's closed or not used any more). The check is one ``os.getpid()`` per call,
+none per record.
+
+Several consumers of one map taking turns (a benchmark comparing readers, a reader
+handing over to another) are a deliberate hand-over: ``take_over()`` adopts the
+shared positions as the consumer's own before its turn.
+
 Ring-level reading (``rb.ring(i).copy_out``, :func:`ringtool.merge.ring_source`) does
 not go through this lock: don't mix it with the consumer's styles on the same ring.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Generator
 from types import TracebackType
@@ -112,6 +136,7 @@ class MultiRingConsumer:
         self._leased = False  # a lease holds the lock
         self._out: Checkout | None = None  # the batch of a suspended read() generator
         self._deferred: CorruptRecordError | None = None  # raised by the next walk
+        self._pid = os.getpid()  # the process the consumer belongs to (see fork() above)
 
     # --- setup -------------------------------------------------------------------------
 
@@ -129,6 +154,11 @@ class MultiRingConsumer:
     def _check_open(self) -> None:
         if self._closed:
             raise ConsumerStateError(f"{self._what} is closed")
+        if os.getpid() != self._pid:
+            raise ConsumerStateError(
+                f"{self._what} was created by process {self._pid}; this is a child after "
+                "fork(): create a new consumer in the child (both would deliver every record)"
+            )
         exc = self._auto_error
         if exc is not None:
             raise ConsumerStateError(
@@ -414,6 +444,8 @@ class MultiRingConsumer:
         if self._closed:
             return
         out, self._out = self._out, None
+        if os.getpid() != self._pid:
+            out = None  # a child after fork() commits nothing (see the module doc)
         try:
             if out is not None:
                 out.settle()  # what a suspended read() yielded; the rest stays in the ring
@@ -426,6 +458,24 @@ class MultiRingConsumer:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def take_over(self) -> None:
+        """Adopt every ring's shared position as this consumer's own: for a deliberate
+        hand-over, when another consumer of the same maps (another ``RingBuffer``,
+        libbpf, BCC) read them before this one, one after the other, never at once.
+        Without it, this consumer takes their stores for scribbles. Records are read
+        from there, so call it only when the shared position is one a consumer
+        stored (see the module doc)."""
+        self._check_open()
+        with self._lock:
+            self._begin()
+            for ring in self._rings:
+                ring.take_over()
+
+    def scribbles(self) -> int:
+        """Times, over all rings, another writer changed a shared consumer position
+        (each raised :class:`ConsumerPositionError` once; see the module doc)."""
+        return sum(ring.scribbles for ring in self._rings)
 
     def __enter__(self) -> Self:
         return self

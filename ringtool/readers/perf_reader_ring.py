@@ -41,6 +41,14 @@ class PerfReaderRing:
     def fileno(self) -> int:
         return self.fd
 
+    @property
+    def scribbles(self) -> int:
+        return self.ring.page.scribbles
+
+    def take_over(self) -> None:
+        self._check_mode()
+        self.ring.page.take_over()
+
     def _check_mode(self) -> None:
         if self._closed:
             raise ConsumerStateError(f"perf buffer of cpu {self.cpu} is closed")

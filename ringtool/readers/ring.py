@@ -26,6 +26,16 @@ class Ring(Protocol):
         """The fd that epoll reports readable when this ring has data."""
         ...
 
+    @property
+    def scribbles(self) -> int:
+        """Times the shared position held a value this consumer had not stored
+        (each raised :class:`ringtool.errors.ConsumerPositionError` once)."""
+        ...
+
+    def take_over(self) -> None:
+        """Adopt the shared position as this consumer's own (a deliberate hand-over)."""
+        ...
+
     def drain(self, limit: int) -> tuple[int, int]:
         """Deliver up to ``limit`` records to this ring's callback; commit once.
 

@@ -66,6 +66,14 @@ class RingbufReaderRing:
     def avail_data_size(self) -> int:
         return self._live().avail_data_size
 
+    @property
+    def scribbles(self) -> int:
+        """Times another writer changed the shared consumer_pos (see RingbufRing)."""
+        return self.state.scribbles
+
+    def take_over(self) -> None:
+        self._live().take_over()
+
     # --- Ring protocol -----------------------------------------------------------------
 
     def fileno(self) -> int:

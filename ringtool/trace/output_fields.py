@@ -14,6 +14,11 @@ one cell that a CSV reader gives back unchanged: data, never structure); ``None`
 a list (an exec's ``argv``) is its JSON array text and a boolean ``true``/``false``,
 as in ``--json`` (:func:`cell`).
 Notes and the summary go to stderr (printable), so stdout is only CSV.
+Exact, that is, into a file or a pipe. When stdout is a terminal, the CSV is for eyes,
+and the terminal would act on an ESC, BEL or CR inside a cell (a comm or file name
+chosen by whoever runs the traced process): there every string cell goes through
+:func:`ringtool.event.safe_text.printable` (``\x1b``, ``\x0d`` written out) — still
+valid CSV, no longer byte-exact (``terminal``).
 
 The columns form writes a header of the upper-cased names, pads every column but the
 last, makes every value printable (:func:`ringtool.event.safe_text.printable`),
@@ -79,9 +84,25 @@ def field_rows(
     return out
 
 
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _shown(v: Any) -> Any:
+    """A cell for a terminal: as :func:`cell`, a string made printable."""
+    if v is _MISSING:
+        return None
+    v = cell(v)
+    return printable(v) if isinstance(v, str) else v
+
+
 class CsvOutput(OutputBase):
     """Writes ``--csv`` to ``stream`` (see the module doc); notes and the summary to
-    ``err``."""
+    ``err``. ``terminal``: escape control characters in cells (None: when ``stream``
+    is a terminal)."""
 
     def __init__(
         self,
@@ -89,8 +110,10 @@ class CsvOutput(OutputBase):
         decoder: Decoder,
         fields: Sequence[str] | None = None,
         err: TextIO | None = None,
+        terminal: bool | None = None,
     ) -> None:
         self.stream = stream
+        self.terminal = _is_terminal(stream) if terminal is None else terminal
         self.decoder = decoder
         self.keys = list(fields or FIELD_NAMES)
         self.err = err or sys.stderr
@@ -104,11 +127,15 @@ class CsvOutput(OutputBase):
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         rows = field_rows(self.decoder, arr, net, self.keys)
-        if rows:
+        if not rows:
+            return
+        if self.terminal:  # for eyes only: a terminal must not act on what is in a cell
+            self._csv.writerows(tuple(_shown(v) for v in row) for row in rows)
+        else:
             self._csv.writerows(
                 tuple(None if v is _MISSING else cell(v) for v in row) for row in rows
             )
-            self.stream.flush()
+        self.stream.flush()
 
     def stats(self, stats: TraceStats) -> None:
         """Nothing: stdout is only CSV (the summary goes to ``err``)."""

@@ -24,6 +24,7 @@ from ringtool.errors import RingtoolError, UsageError
 from ringtool.event.decode import Event
 from ringtool.event.safe_text import printable
 from ringtool.trace.pcapng import PcapngWriter
+from ringtool.trace.private_file import open_private
 
 #: ``IFF_LOOPBACK`` of ``/sys/class/net/IF/flags`` (linux/if.h).
 IFF_LOOPBACK = 0x8
@@ -56,13 +57,12 @@ class PcapSink:
         self.loopback_skipped = 0
 
     @classmethod
-    def open(cls, path: Path, snaplen: int) -> PcapSink:
+    def open(cls, path: Path, snaplen: int, force: bool = False) -> PcapSink:
         """A capture on ``path`` whose section header is already on disk (so a file
-        that cannot be written, like /dev/full, is a UsageError naming --pcap)."""
-        try:
-            f = open(path, "wb")  # noqa: SIM115  # owned by the writer
-        except OSError as exc:
-            raise UsageError(f"--pcap {path}: {exc.strerror}") from None
+        that cannot be written, like /dev/full, is a UsageError naming --pcap). The
+        file is created 0600 without following a symlink; an existing one only with
+        ``force`` (:func:`ringtool.trace.private_file.open_private`)."""
+        f = open_private(path, force=force, flag="--pcap")
         try:
             writer = PcapngWriter(f, snaplen=snaplen)
             f.flush()

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ringtool.event.decode import Event
+from ringtool.event.safe_text import printable
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
 
@@ -38,7 +39,7 @@ class QuietOutput(OutputBase):
         self.stream.flush()
 
     def note(self, text: str) -> None:
-        print(f"ringtool trace: {text}", file=self.err, flush=True)
+        print(f"ringtool trace: {printable(text)}", file=self.err, flush=True)
 
 
 __all__ = ["QuietOutput"]

@@ -30,6 +30,8 @@ class RunConfig:
     ordered: bool = False
     window_us: float | None = None
     pcap: Path | None = None
+    #: ``--force``: ``pcap`` may overwrite an existing file (never through a symlink)
+    force: bool = False
     kmes: str | None = None
     #: ``columns``: cut lines to this many characters (None: never cut)
     width: int | None = 80
@@ -82,7 +84,7 @@ def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> lis
         if cfg.pcap is not None:
             from ringtool.trace.output_pcap import PcapSink
 
-            sinks.append(PcapSink.open(cfg.pcap, snaplen))
+            sinks.append(PcapSink.open(cfg.pcap, snaplen, force=cfg.force))
         if cfg.kmes is not None:
             from ringtool.trace.kmes_sink import KmesSink
 

@@ -8,9 +8,14 @@ lands in both halves, as the kernel's double mapping makes it appear.
 
 from __future__ import annotations
 
+import os
 import struct
+from collections.abc import Callable
+from typing import Any
 
 from ringtool.protocol.ringbuf import BUSY_BIT, DISCARD_BIT, RingbufRing, record_span
+from ringtool.readers.consumer import MultiRingConsumer
+from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing
 
 
 class HandRing:
@@ -23,6 +28,16 @@ class HandRing:
         struct.pack_into("<Q", self.cons_page, 0, start_pos)
         struct.pack_into("<Q", self.prod_page, 0, start_pos)
         self.state = RingbufRing(self.cons_page, self.prod_page, self.data, size)
+
+    def attach(self) -> RingbufRing:
+        """A new consumer of this ring (it starts from the shared consumer_pos as it
+        is now); also becomes :attr:`state`."""
+        self.state = RingbufRing(self.cons_page, self.prod_page, self.data, self.size)
+        return self.state
+
+    def scribble(self, pos: int) -> None:
+        """Another writer stores ``pos`` into the shared consumer_pos."""
+        struct.pack_into("<Q", self.cons_page, 0, pos)
 
     @property
     def producer_pos(self) -> int:
@@ -67,3 +82,20 @@ class HandRing:
 
     def set_header(self, pos: int, value: int) -> None:
         self.write(pos, struct.pack("<I", value))
+
+
+class HandConsumer(MultiRingConsumer):
+    """The consumer base class over hand-built rings (eventfds stand in for map fds)."""
+
+    def __init__(self, rings: list[HandRing], callback: Callable[[memoryview], Any]) -> None:
+        super().__init__(what="HandConsumer")
+        self.efds: list[int] = []
+        for i, r in enumerate(rings):
+            fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+            self.efds.append(fd)
+            self._add_ring(RingbufReaderRing(r.state, r.state.data, 0, fd, callback, i))
+
+    def close(self) -> None:
+        super().close()
+        while self.efds:
+            os.close(self.efds.pop())

@@ -24,9 +24,34 @@ def _run(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.Complet
 
 
 def test_pcap_on_a_full_device_is_a_usage_error() -> None:
-    res = _run("trace", "-i", "lo", "--pcap", "/dev/full", "-d", "30")
+    res = _run("trace", "-i", "lo", "--pcap", "/dev/full", "--force", "-d", "30")
     assert res.returncode == 2, res.stderr
     assert res.stderr.splitlines() == ["ringtool trace: --pcap /dev/full: No space left on device"]
+
+
+def test_pcap_into_an_existing_file_needs_force(tmp_path: Path) -> None:
+    planted = tmp_path / "c.pcapng"
+    planted.write_bytes(b"planted")
+    planted.chmod(0o666)
+    res = _run("trace", "-i", "lo", "--pcap", str(planted), "-d", "30")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.splitlines() == [
+        f"ringtool trace: --pcap {planted}: exists: add --force to overwrite it"
+    ]
+    assert planted.read_bytes() == b"planted"
+
+
+def test_pcap_through_a_symlink_is_refused_even_with_force(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"root only")
+    secret.chmod(0o600)
+    link = tmp_path / "c.pcapng"
+    link.symlink_to(secret)
+    res = _run("trace", "-i", "lo", "--pcap", str(link), "--force", "-d", "30")
+    assert res.returncode == 2, res.stderr
+    [line] = res.stderr.splitlines()
+    assert line.startswith(f"ringtool trace: --pcap {link}: is a symbolic link")
+    assert secret.read_bytes() == b"root only"
 
 
 def test_pcap_that_cannot_be_created_is_a_usage_error() -> None:

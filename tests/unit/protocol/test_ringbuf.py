@@ -100,6 +100,7 @@ def test_misaligned_consumer_position_is_reported() -> None:
     ring = HandRing()
     ring.output(b"z" * 8)
     struct.pack_into("<Q", ring.cons_page, 0, 4)
+    ring.attach()  # a consumer that starts from the misaligned shared position
     with pytest.raises(CorruptRecordError, match="8-byte aligned"):
         drain_all(ring)
 
@@ -107,6 +108,7 @@ def test_misaligned_consumer_position_is_reported() -> None:
 def test_producer_position_behind_consumer_is_reported() -> None:
     ring = HandRing()
     struct.pack_into("<Q", ring.cons_page, 0, 64)
+    ring.attach()
     with pytest.raises(CorruptRecordError, match="not within one ring"):
         drain_all(ring)
 

@@ -12,10 +12,8 @@ of what it produced (in order, no gap, no repeat); at the end, all of it.
 from __future__ import annotations
 
 import gc
-import os
 import struct
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import Generator
 
 import numpy as np
 import pytest
@@ -24,29 +22,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ringtool.errors import ArgumentError, BufferIndexError, ConsumerStateError
-from ringtool.readers.consumer import MultiRingConsumer
 from ringtool.readers.record import Record
-from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing
-from tests.helpers.builders.ringbuf import HandRing
+from tests.helpers.builders.ringbuf import HandConsumer, HandRing
 
 RINGS = 2
-
-
-class HandConsumer(MultiRingConsumer):
-    """The consumer base class over hand-built rings (eventfds stand in for map fds)."""
-
-    def __init__(self, rings: list[HandRing], callback: Callable[[memoryview], Any]) -> None:
-        super().__init__(what="HandConsumer")
-        self.efds: list[int] = []
-        for i, r in enumerate(rings):
-            fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-            self.efds.append(fd)
-            self._add_ring(RingbufReaderRing(r.state, r.state.data, 0, fd, callback, i))
-
-    def close(self) -> None:
-        super().close()
-        while self.efds:
-            os.close(self.efds.pop())
 
 
 class Caller(Exception):

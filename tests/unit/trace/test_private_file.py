@@ -1,0 +1,96 @@
+"""``--pcap``'s file: created 0600 without following a symlink, an existing file only
+with ``--force`` (and then truncated, made ours and 0600, still never through a symlink)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from ringtool.errors import UsageError
+from ringtool.trace.private_file import open_private
+
+NOBODY = 65534
+
+
+def test_a_new_file_is_0600(tmp_path: Path) -> None:
+    path = tmp_path / "c.pcapng"
+    old = os.umask(0)
+    try:
+        with open_private(path) as f:
+            f.write(b"x")
+    finally:
+        os.umask(old)
+    st = path.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o600
+    assert path.read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_symlink_is_never_followed(tmp_path: Path, force: bool) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"keep me")
+    secret.chmod(0o600)
+    link = tmp_path / "c.pcapng"
+    link.symlink_to(secret)
+    with pytest.raises(UsageError, match=r"^--pcap .*c\.pcapng: ") as err:
+        open_private(link, force=force)
+    assert ("--force" in str(err.value)) != force
+    assert secret.read_bytes() == b"keep me"
+
+
+def test_a_dangling_symlink_is_not_followed(tmp_path: Path) -> None:
+    link = tmp_path / "c.pcapng"
+    link.symlink_to(tmp_path / "planted")
+    with pytest.raises(UsageError, match="exists: add --force"):
+        open_private(link)
+    assert not (tmp_path / "planted").exists()
+
+
+def test_an_existing_file_needs_force(tmp_path: Path) -> None:
+    path = tmp_path / "c.pcapng"
+    path.write_bytes(b"old")
+    with pytest.raises(UsageError) as err:
+        open_private(path)
+    assert str(err.value) == f"--pcap {path}: exists: add --force to overwrite it"
+    assert path.read_bytes() == b"old"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to nobody needs root")
+def test_force_takes_a_planted_file_over(tmp_path: Path) -> None:
+    path = tmp_path / "c.pcapng"
+    path.write_bytes(b"planted by nobody")
+    os.chown(path, NOBODY, NOBODY)
+    path.chmod(0o666)
+    with open_private(path, force=True) as f:
+        f.write(b"packets")
+    st = path.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, os.getegid(), 0o600)
+    assert path.read_bytes() == b"packets"
+
+
+def test_force_refuses_a_hard_link(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.write_bytes(b"keep me")
+    path = tmp_path / "c.pcapng"
+    os.link(other, path)
+    with pytest.raises(UsageError, match="2 hard links"):
+        open_private(path, force=True)
+    assert other.read_bytes() == b"keep me"
+
+
+def test_force_writes_a_device_as_it_is() -> None:
+    before = os.stat("/dev/null")
+    with open_private(Path("/dev/null"), force=True) as f:
+        f.write(b"x")
+    after = os.stat("/dev/null")
+    assert (after.st_mode, after.st_uid) == (before.st_mode, before.st_uid)
+
+
+def test_force_on_a_fifo_without_reader_does_not_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match=r"^--pcap .*fifo: "):
+        open_private(fifo, force=True)
