@@ -6,12 +6,11 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.tmux import RUN, needs_tmux, tmux, wait_for_screen
+from tests.helpers.tmux import RUN, Terminal, needs_tmux
 
 pytestmark = pytest.mark.kernel
 
@@ -19,33 +18,32 @@ pytestmark = pytest.mark.kernel
 @needs_tmux
 @pytest.mark.parametrize(("w", "h"), [(100, 30), (80, 24)])
 def test_tui_in_tmux(w: int, h: int, tmp_path: Path) -> None:
-    session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = (
         f"{RUN} trace --interval 0.5; "
         "echo EXITED rc=$?; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-*icanon'; sleep 60"
     )
-    tmux("new-session", "-d", "-s", session, "-x", str(w), "-y", str(h), cmd)
+    term = Terminal(cmd, w, h)
     try:
         for _ in range(3):
             (tmp_path / "poke").write_text("x")
-        screen = wait_for_screen(session, "per CPU", "events/s", "FILL%", "q quit")
+        screen = term.wait_for("per CPU", "events/s", "FILL%", "q quit")
         lines = screen.splitlines()
         assert lines[0].startswith("ringtool trace") and "events/s" in lines[0]
         assert "top syscalls" in screen and "recent exec/open/net" in screen
         assert any(line.split()[:1] == ["0"] for line in lines)  # CPU 0's row
-        tmux("send-keys", "-t", session, "p")
-        wait_for_screen(session, "[PAUSED]")
-        tmux("send-keys", "-t", session, "q")
-        screen = wait_for_screen(session, "EXITED rc=0", "events in", "icanon")  # stty ran
+        term.send("p")
+        term.wait_for("[PAUSED]")
+        term.send("q")
+        screen = term.wait_for("EXITED rc=0", "events in", "icanon")  # stty ran
         tail = screen.split("EXITED rc=0", 1)[1].split()
         assert tail[:1] == ["icanon"]  # canonical mode is back
         assert "per CPU" not in screen  # the alternate screen is gone
     finally:
-        tmux("kill-session", "-t", session)
+        term.close()
 
 
-def _ringtool_pid(session: str) -> int:
-    shell = tmux("list-panes", "-t", session, "-F", "#{pane_pid}").split()[0]
+def _ringtool_pid(term: Terminal) -> int:
+    shell = str(term.shell_pid())
     out = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True).stdout.split()
     assert out, "ringtool is not running in the pane"
     return int(out[0])
@@ -75,12 +73,11 @@ def test_tui_shows_drops_of_a_tiny_buffer(tmp_path: Path) -> None:
     import os
     import signal
 
-    session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = f"{RUN} trace --events open --buffer-pages 1 --interval 0.5; sleep 60"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
+    term = Terminal(cmd, 100, 30)
     try:
-        wait_for_screen(session, "per CPU", "events/s")
-        pid = _ringtool_pid(session)
+        term.wait_for("per CPU", "events/s")
+        pid = _ringtool_pid(term)
         os.kill(pid, signal.SIGSTOP)  # the consumer stalls: 4 KiB rings overflow
         try:
             target = tmp_path / "hot"
@@ -91,18 +88,18 @@ def test_tui_shows_drops_of_a_tiny_buffer(tmp_path: Path) -> None:
             os.kill(pid, signal.SIGCONT)
         deadline = time.monotonic() + 30
         while True:
-            rows = _cpu_rows(tmux("capture-pane", "-p", "-t", session))
+            rows = _cpu_rows(term.screen())
             drops = sum(_scaled(r[3]) for r in rows)
             if drops > 0 or time.monotonic() > deadline:
                 break
             time.sleep(0.3)
         assert drops > 0, rows
-        tmux("send-keys", "-t", session, "q")
-        screen = wait_for_screen(session, "events in")
+        term.send("q")
+        screen = term.wait_for("events in")
         summary = next(line for line in screen.splitlines() if "events in" in line)
         assert int(summary.split(", ")[1].split()[0]) > 0  # "N events in Ts, D dropped"
     finally:
-        tmux("kill-session", "-t", session)
+        term.close()
 
 
 OPENER = """
@@ -134,29 +131,28 @@ def test_tui_shows_hostile_names_literally() -> None:
         [sys.executable, "-c", OPENER, HOSTILE_COMM, *map(str, paths)],
         stdin=subprocess.PIPE, text=True,
     )  # fmt: skip
-    session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = f"{RUN} trace --events open -p {opener.pid} --interval 0.3; echo EXITED rc=$?; sleep 60"
-    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
+    term = Terminal(cmd, 80, 24)
     try:
-        wait_for_screen(session, "per CPU", "events/s", "q quit")
+        term.wait_for("per CPU", "events/s", "q quit")
         assert opener.stdin is not None
         opener.stdin.write("go\n")
         opener.stdin.flush()
         shown = [f"{tmp}/[/x] = 3", f"{tmp}/[bold]x[/bold] = 3", f"{tmp}/e\\x1b[2Jz = 3",
                  f"{tmp}/\\x1b]52;c;eA"]  # fmt: skip
-        screen = wait_for_screen(session, *shown, "[/x]\\x1b[2Jq", timeout=60)
+        screen = term.wait_for(*shown, "[/x]\\x1b[2Jq", timeout=60)
         first = screen.splitlines()[0]
         # several more refreshes with the names on screen: the dashboard survives them
         deadline = time.monotonic() + 60
-        while tmux("capture-pane", "-p", "-t", session).splitlines()[0] == first:
+        while term.screen().splitlines()[0] == first:
             assert time.monotonic() < deadline, "the dashboard stopped refreshing"
             time.sleep(0.3)
-        screen = wait_for_screen(session, *shown, "q quit")
+        screen = term.wait_for(*shown, "q quit")
         assert "EXITED" not in screen
-        tmux("send-keys", "-t", session, "q")
-        wait_for_screen(session, "EXITED rc=0", "events in")
+        term.send("q")
+        term.wait_for("EXITED rc=0", "events in")
     finally:
-        tmux("kill-session", "-t", session)
+        term.close()
         opener.kill()
         opener.wait()
         shutil.rmtree(tmp)
@@ -164,13 +160,12 @@ def test_tui_shows_hostile_names_literally() -> None:
 
 @needs_tmux
 def test_tui_in_a_small_terminal_says_so() -> None:
-    session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = f"{RUN} trace --events open --interval 0.3; echo EXITED rc=$?; sleep 60"
-    tmux("new-session", "-d", "-s", session, "-x", "70", "-y", "20", cmd)
+    term = Terminal(cmd, 70, 20)
     try:
-        screen = wait_for_screen(session, "terminal too small: 70x20", "needs 80x24")
+        screen = term.wait_for("terminal too small: 70x20", "needs 80x24")
         assert "…" not in screen and "per CPU" not in screen
-        tmux("send-keys", "-t", session, "q")
-        wait_for_screen(session, "EXITED rc=0")
+        term.send("q")
+        term.wait_for("EXITED rc=0")
     finally:
-        tmux("kill-session", "-t", session)
+        term.close()

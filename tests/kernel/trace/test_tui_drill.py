@@ -9,13 +9,12 @@ import json
 import re
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.tmux import RUN, needs_tmux, tmux, wait_for_screen
+from tests.helpers.tmux import RUN, Terminal, needs_tmux
 from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
@@ -62,21 +61,20 @@ def openers(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
 
 @needs_tmux
 def test_200x60_process_table_uses_the_room(openers: list[subprocess.Popen[str]]) -> None:
-    session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = f"{RUN} trace --events open --interval 0.3; echo EXITED rc=$?; sleep 60"
-    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
+    term = Terminal(cmd, 200, 60)
     try:
-        wait_for_screen(session, "top processes", timeout=FIRST_SCREEN)
-        tmux("send-keys", "-t", session, "/", "rtop", "Enter")  # only them: others come and go
+        term.wait_for("top processes", timeout=FIRST_SCREEN)
+        term.send("/", "rtop", "Enter")  # only them: others come and go
         names = [f"rtop{i:02d}" for i in range(12)]
         # every one of them listed, none cut (waited for: a slow machine, e.g. the TCG
         # VM, shows the names in the event tail before all twelve had an interval)
-        screen = wait_for_screen(session, "filter: comm~rtop", "top processes  1/12", *names)
+        screen = term.wait_for("filter: comm~rtop", "top processes  1/12", *names)
         assert all(len(line) <= 200 for line in screen.splitlines())
-        tmux("send-keys", "-t", session, "q")
-        wait_for_screen(session, "EXITED rc=0")
+        term.send("q")
+        term.wait_for("EXITED rc=0")
     finally:
-        tmux("kill-session", "-t", session)
+        term.close()
 
 
 # A drill-down row: SYSCALL COUNT /S P99 and the latency sparkline between its range.
@@ -103,28 +101,26 @@ def test_200x60_drill_down_shows_the_process_syscalls(
     openers: list[subprocess.Popen[str]],
 ) -> None:
     target = openers[3]
-    session = f"rt-{uuid.uuid4().hex[:8]}"
     cmd = f"{RUN} trace -p {target.pid} --interval 0.3; echo EXITED rc=$?; sleep 60"
-    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
+    term = Terminal(cmd, 200, 60)
     try:
-        wait_for_screen(session, "top processes", "rtop03", timeout=FIRST_SCREEN)
-        tmux("send-keys", "-t", session, "Enter")
+        term.wait_for("top processes", "rtop03", timeout=FIRST_SCREEN)
+        term.send("Enter")
         title = f"process {target.pid}  rtop03  (Esc returns)"
-        screen = wait_for_screen(
-            session,
+        screen = term.wait_for(
             title,
             "syscalls since up",
             "top syscalls",
             match=lambda screen: _drill_row(screen, "openat") is not None,
         )
         assert f"process {target.pid}: recent exec/open/net" in screen
-        tmux("send-keys", "-t", session, "Escape")
-        screen = wait_for_screen(session, "top syscalls", "sources")
+        term.send("Escape")
+        screen = term.wait_for("top syscalls", "sources")
         assert title not in screen
-        tmux("send-keys", "-t", session, "q")
-        wait_for_screen(session, "EXITED rc=0")
+        term.send("q")
+        term.wait_for("EXITED rc=0")
     finally:
-        tmux("kill-session", "-t", session)
+        term.close()
 
 
 def test_hist_at_the_end(openers: list[subprocess.Popen[str]]) -> None:
