@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ringtool.errors import KernelFeatureError, RingtoolError
+from ringtool.sources.tp_presence import presence_defines
 from ringtool.sources.tracepoints import layout_choices, layout_defines
 
 BPF_DIR = Path(__file__).resolve().parents[2] / "bpf"
@@ -56,13 +57,15 @@ def compile_program(
     The tracepoint field layouts the file depends on are read from the running
     kernel's tracefs and added as ``-D`` constants
     (:func:`ringtool.sources.tracepoints.layout_choices`; a
-    :class:`~ringtool.sources.tracepoints.TracepointFormatError` when they can't be);
+    :class:`~ringtool.sources.tracepoints.TracepointFormatError` when they can't be),
+    and so is which optional tracepoints exist
+    (:func:`ringtool.sources.tp_presence.presence_defines`);
     an entry of ``defines`` with the same name overrides the kernel's choice."""
     bcc = import_bcc()
     path = BPF_DIR / filename
     if not path.is_file():
         raise BpfCompileError(f"no BPF source {path}")
-    tp_defines = layout_defines(layout_choices(filename))
+    tp_defines = layout_defines(layout_choices(filename)) | presence_defines(filename)
     try:
         obj = (bcc.BPF if attach else _deferred_class())(
             src_file=str(path).encode(), cflags=cflags_for(tp_defines | dict(defines or {}))

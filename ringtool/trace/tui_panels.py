@@ -244,11 +244,12 @@ def events_table(tail: Iterable[dict[str, Any]], view: View, rows: int) -> Table
         title.append(f"  {first}-{total - view.back}/{total}")
     if view.filter:
         title.append(f"  [filter: {printable(view.filter)}]")
-    t = table(title, ("TIME", "left", 8), ("PID", "right", 7), ("COMM", "left"),
-              ("EVENT", "left"), ("DETAIL", "left"), flex="DETAIL")  # fmt: skip
+    t = table(title, ("TIME", "left", 8), ("PID", "right", 7), ("UID", "right", 6),
+              ("COMM", "left"), ("EVENT", "left"), ("DETAIL", "left"), flex="DETAIL")  # fmt: skip
     for ev in shown if rows > 0 else []:
         clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-        t.add_row(clock, str(ev["pid"]), data(ev["comm"]), ev["type"], data(detail(ev)))
+        uid = str(ev.get("uid", "-"))  # net events have none
+        t.add_row(clock, str(ev["pid"]), uid, data(ev["comm"]), ev["type"], data(detail(ev)))
     return t
 
 
