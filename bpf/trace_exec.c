@@ -20,9 +20,11 @@
  * _EXECVEAT: a successful one at sched_process_exec (ret 0; that tracepoint fires
  * before the syscall returns, and consumes the entry, so its exit finds none), a
  * failed one (ENOENT from a shell's PATH search, EACCES, ...) at sys_exit_execve/at,
- * which finds the entry still there: the filename is then read from the user pointer
- * remembered at entry (the image did not change) and the filters run on the task as
- * it is (a failed exec changes nothing of it). Reading argv costs exec only: the
+ * which finds the entry still there; its filters run on the task as it is (a failed
+ * exec changes nothing of it). The filename is the one the process passed (as
+ * execsnoop shows it), read at entry with argv; only an exec whose entry was not
+ * seen has the kernel's (sched_process_exec's, /dev/fd/N/... for execveat relative
+ * to a directory fd). Reading argv costs exec only: the
  * tracepoints are execve's own, not raw_syscalls.
  *
  * TRACE_FILTER_FAILED (-x, like execsnoop's): only failed exec attempts are events
@@ -66,13 +68,14 @@ BPF_TABLE("lru_hash", u32, u32, exit_codes, 16384);
  * most TRACE_DATA_LEN bytes at an offset of at most TRACE_DATA_LEN stays inside them
  * in the verifier's eyes; only the first TRACE_DATA_LEN bytes are ever used. */
 struct exec_argv {
-    u64 filename;                    /* the user pointer given to execve/execveat */
+    u32 flen;                        /* bytes of the filename in out, with its NUL */
     u32 call;                        /* TRACE_CALL_EXECVE or TRACE_CALL_EXECVEAT */
     u32 argc;                        /* arguments read | TRACE_ARGS_TRUNCATED */
     u32 len;                         /* bytes of argv used (<= TRACE_DATA_LEN) */
     u16 ends[TRACE_MAXARG];          /* end (after the NUL) of each argument in argv */
     char argv[2 * TRACE_DATA_LEN];   /* argv[0] NUL argv[1] NUL ... */
-    char out[2 * TRACE_DATA_LEN];    /* filename NUL argv..., copied into the event */
+    char out[2 * TRACE_DATA_LEN];    /* filename NUL argv..., copied into the event; the
+                                        filename is read at entry */
 };
 BPF_TABLE("lru_hash", u32, struct exec_argv, exec_args, 1024);
 BPF_PERCPU_ARRAY(exec_init, struct exec_argv, 1);  /* the source of an insert only */
@@ -187,7 +190,12 @@ static __always_inline int stash_argv(u32 call, const char *filename, const char
         if (bpf_probe_read_user(&p, sizeof(p), &argv[TRACE_MAXARG]) || p)
             trunc = TRACE_ARGS_TRUNCATED;
     }
-    st->filename = (u64)filename;
+    long flen = bpf_probe_read_user_str(st->out, TRACE_DATA_LEN, filename);
+    if (flen <= 0) {  /* unreadable, or "" before 6.5 (0, see above) */
+        st->out[0] = 0;
+        flen = 1;
+    }
+    st->flen = flen;
     st->call = call;
     st->argc = argc | trunc;
     st->len = len;
@@ -204,18 +212,11 @@ TRACEPOINT_PROBE(syscalls, sys_enter_execveat)
     return stash_argv(TRACE_CALL_EXECVEAT, args->filename, args->argv);
 }
 
-/* The exec event's data (filename, then the stashed argv `st`), aux2 and call; the
- * filename is the kernel's (`user` 0: sched_process_exec) or the user's string. */
-static __always_inline void fill_exec(struct trace_event *e, struct exec_argv *st,
-                                      const char *fname, int user)
+/* The exec event's data (the filename and argv stashed at entry: `st`), aux2 and
+ * call. */
+static __always_inline void fill_exec(struct trace_event *e, struct exec_argv *st)
 {
-    long flen = user ? bpf_probe_read_user_str(st->out, TRACE_DATA_LEN, fname)
-                     : bpf_probe_read_kernel_str(st->out, TRACE_DATA_LEN, fname);
-    if (flen <= 0) {
-        st->out[0] = 0;
-        flen = 1;
-    }
-    u32 off = ((opaque((u32)flen) - 1) & (TRACE_DATA_LEN - 1)) + 1;  /* 1..LEN */
+    u32 off = ((opaque(st->flen) - 1) & (TRACE_DATA_LEN - 1)) + 1;  /* 1..LEN */
     u32 n = opaque(st->len);
     if (n)
         bpf_probe_read_kernel(&st->out[off], ((n - 1) & (TRACE_DATA_LEN - 1)) + 1, st->argv);
@@ -268,7 +269,7 @@ static __always_inline int exec_failed(long ret)
     }
     e->ret = ret;
     e->value = (u64)e->gid << 32 | e->uid;
-    fill_exec(e, st, (const char *)st->filename, 1);
+    fill_exec(e, st);
     exec_args.delete(&tid);
     return finish_event(e);
 }
@@ -299,14 +300,14 @@ TRACEPOINT_PROBE(sched, sched_process_exec)
     }
     e->aux = old_tid;
     e->value = (u64)e->gid << 32 | e->uid;  /* uid | gid << 32, as execsnoop shows it */
-    const char *fname = (const char *)args + (args->data_loc_filename & 0xFFFF);
     struct exec_argv *st = exec_args.lookup(&old_tid);  /* by the tid before exec */
-    if (!st) {
+    if (!st) {  /* the kernel's filename (for execveat: /dev/fd/N/... when relative) */
+        const char *fname = (const char *)args + (args->data_loc_filename & 0xFFFF);
         bpf_probe_read_kernel_str(e->data, sizeof(e->data), fname);
         e->aux2 = TRACE_ARGS_MISSING;
         return finish_event(e);
     }
-    fill_exec(e, st, fname, 0);
+    fill_exec(e, st);
     exec_args.delete(&old_tid);
     return finish_event(e);
 }

@@ -17,8 +17,9 @@ fi
 # nats-server and prometheus: the export tests start their own on 127.0.0.1 (issue 12).
 # gcc + libbpf-dev: `ringtool bench trace`/`ringbuf` compile their C helpers (issue 13).
 # man-db + groff-base: `man ringtool` (step 5 installs the page; the tests render it).
+# bpftrace: the peer check's reference tracer (tests/kernel/test_trace_peer_bpftrace.py).
 PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make
-      nats-server prometheus gcc libbpf-dev man-db groff-base)
+      nats-server prometheus gcc libbpf-dev man-db groff-base bpftrace)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
