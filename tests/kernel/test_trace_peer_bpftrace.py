@@ -30,6 +30,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -157,37 +158,48 @@ def workload(tmp_path: Path) -> Path:
     return binary
 
 
-def test_ringtool_sees_what_bpftrace_sees(tmp_path: Path, workload: Path) -> None:
-    bpftrace = shutil.which("bpftrace")
-    assert bpftrace, "bpftrace is not installed: scripts/setup.sh installs it"
-    name = "rtp" + secrets.token_hex(6)  # 15 bytes: the whole comm
-    home = Path("/tmp") / f"rtc-peer-{secrets.token_hex(4)}"
-    home.mkdir(mode=0o755)
+def run_workload(workload: Path, truth: Path, name: str, home: Path) -> None:
+    """Run the workload (comm ``name``) in ``home``: its ground truth into ``truth``."""
     prog = home / name  # /bin/true under the workload's name: an exec keeps the comm
     prog.symlink_to("/bin/true")
     work = home / "d"
     work.mkdir()
+    proc = subprocess.Popen([str(workload), str(truth), name, str(work), str(prog)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+    out, _ = proc.communicate(b"go\n", timeout=120)
+    assert out == b"ready\n" and proc.returncode == 0
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A directory uid 65534 can reach, removed afterwards."""
+    path = Path("/tmp") / f"rtc-peer-{secrets.token_hex(4)}"
+    path.mkdir(mode=0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+def test_ringtool_sees_what_bpftrace_sees(tmp_path: Path, workload: Path, home: Path) -> None:
+    bpftrace = shutil.which("bpftrace")
+    assert bpftrace, "bpftrace is not installed: scripts/setup.sh installs it"
+    name = "rtp" + secrets.token_hex(6)  # 15 bytes: the whole comm
     truth = tmp_path / "truth"
     bt_out = tmp_path / "bpftrace.out"  # bytes as they come (argv is not UTF-8)
+    with open(bt_out, "wb") as sink:
+        bt = subprocess.Popen([bpftrace, str(PEER / "open_exec.bt"), name], stdout=sink,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        with open(bt_out, "wb") as sink:
-            bt = subprocess.Popen([bpftrace, str(PEER / "open_exec.bt"), name], stdout=sink,
-                                  stderr=subprocess.DEVNULL)  # fmt: skip
-        try:
-            ours = Trace("--json", "--events", "exec,open", "-c", name)
-            wait_ready(bt, bt_out)
-            proc = subprocess.Popen([str(workload), str(truth), name, str(work), str(prog)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
-            out_w, _ = proc.communicate(b"go\n", timeout=120)
-            assert out_w == b"ready\n" and proc.returncode == 0
-            time.sleep(1.0)  # both tracers read what is left
-            ours.signal(signal.SIGINT)
-            out, _ = ours.finish()
-        finally:
-            bt.send_signal(signal.SIGINT)
-            bt.wait(timeout=60)
+        ours = Trace("--json", "--events", "exec,open", "-c", name)
+        wait_ready(bt, bt_out)
+        run_workload(workload, truth, name, home)
+        time.sleep(1.0)  # both tracers read what is left
+        ours.signal(signal.SIGINT)
+        out, _ = ours.finish()
     finally:
-        shutil.rmtree(home)
+        bt.send_signal(signal.SIGINT)
+        bt.wait(timeout=60)
     objs = [json.loads(line) for line in out if line.strip()]
     summary = objs[-1]
     assert summary["type"] == "summary" and summary["dropped"] == 0 and summary["lost"] == 0
@@ -203,3 +215,25 @@ def test_ringtool_sees_what_bpftrace_sees(tmp_path: Path, workload: Path) -> Non
     assert any(e[0] == "exec" and e[6] == 0 for e in expected)  # successful execs
     assert sum(e[0] == "exec" and e[6] < 0 for e in expected) >= 4  # failed ones
     assert {e[3] for e in expected} == {0, 65534}
+
+
+def test_failed_only_shows_every_failed_exec_and_nothing_else(
+    tmp_path: Path, workload: Path, home: Path
+) -> None:
+    """``--events exec -x`` (execsnoop's -x): exactly the workload's failed exec
+    attempts (ENOENT, EACCES; as root and as uid 65534), no successful exec, fork or
+    exit."""
+    name = "rtx" + secrets.token_hex(6)
+    truth = tmp_path / "truth"
+    ours = Trace("--json", "--events", "exec", "-x", "-c", name)
+    run_workload(workload, truth, name, home)
+    time.sleep(0.5)
+    ours.signal(signal.SIGINT)
+    out, _ = ours.finish()
+    objs = [json.loads(line) for line in out if line.strip()]
+    assert objs[-1]["type"] == "summary" and objs[-1]["dropped"] == 0
+    events = [o for o in objs if o["type"] not in ("start", "stats", "summary", "note")]
+    assert {o["type"] for o in events} == {"exec"}
+    failed = [cut_like(e) for e in parse_truth(truth) if e[0] == "exec" and e[6] < 0]  # type: ignore[operator]
+    assert len(failed) == 5
+    assert Counter(parse_ringtool(events)) == Counter(failed)

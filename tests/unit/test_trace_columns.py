@@ -23,8 +23,15 @@ def test_event_lines_fit_80_columns() -> None:
           "path": "/a" * 200, "flags": 0, "ret": -13}  # fmt: skip
     line = format_event(ev)
     assert len(line) == 80 and line.endswith("= -13")
-    assert len(HEADER) <= 80 and HEADER.split() == ["TIME", "CPU", "PID", "UID", "COMM", "EVENT",
-                                                   "DETAIL"]
+    assert len(HEADER) <= 80 and HEADER.split() == [
+        "TIME",
+        "CPU",
+        "PID",
+        "UID",
+        "COMM",
+        "EVENT",
+        "DETAIL",
+    ]
 
 
 def test_column_output_all_lines_fit() -> None:
