@@ -127,42 +127,32 @@ static __always_inline int open_exit(long ret)
     return 0;
 }
 
-TRACEPOINT_PROBE(syscalls, sys_enter_openat)
-{
-    u32 tid = accepted_tid();
-    return tid ? remember(tid, TRACE_CALL_OPENAT, args->filename, args->flags, args->mode) : 0;
-}
+/* The exit program of open-family syscall `name`: the event. */
+#define OPEN_EXIT(name) \
+    TRACEPOINT_PROBE(syscalls, sys_exit_##name) { return open_exit(args->ret); }
 
-TRACEPOINT_PROBE(syscalls, sys_exit_openat)
-{
-    return open_exit(args->ret);
-}
+/* The entry and exit programs of open-family syscall `name`, whose entry remembers
+ * `call` with `path`, `flags` and `mode` (expressions of its tracepoint's `args`). */
+#define OPEN_CALL(name, call, path, flags, mode)                     \
+    TRACEPOINT_PROBE(syscalls, sys_enter_##name)                     \
+    {                                                                \
+        u32 tid = accepted_tid();                                    \
+        return tid ? remember(tid, call, path, flags, mode) : 0;     \
+    }                                                                \
+    OPEN_EXIT(name)
+
+OPEN_CALL(openat, TRACE_CALL_OPENAT, args->filename, args->flags, args->mode)
 
 #if TRACE_HAVE_OPEN
-TRACEPOINT_PROBE(syscalls, sys_enter_open)
-{
-    u32 tid = accepted_tid();
-    return tid ? remember(tid, TRACE_CALL_OPEN, args->filename, args->flags, args->mode) : 0;
-}
-
-TRACEPOINT_PROBE(syscalls, sys_exit_open)
-{
-    return open_exit(args->ret);
-}
+OPEN_CALL(open, TRACE_CALL_OPEN, args->filename, args->flags, args->mode)
 #endif
 
 #if TRACE_HAVE_CREAT
-TRACEPOINT_PROBE(syscalls, sys_enter_creat)
-{
-    u32 tid = accepted_tid();
-    return tid ? remember(tid, TRACE_CALL_CREAT, args->pathname, O_CREAT | O_WRONLY | O_TRUNC,
-                          args->mode) : 0;
-}
+OPEN_CALL(creat, TRACE_CALL_CREAT, args->pathname, O_CREAT | O_WRONLY | O_TRUNC, args->mode)
+#endif
 
-TRACEPOINT_PROBE(syscalls, sys_exit_creat)
-{
-    return open_exit(args->ret);
-}
+#if TRACE_HAVE_OPEN_BY_HANDLE_AT
+OPEN_CALL(open_by_handle_at, TRACE_CALL_OPEN_BY_HANDLE_AT, 0, args->flags, 0)
 #endif
 
 #if TRACE_HAVE_OPENAT2
@@ -176,21 +166,5 @@ TRACEPOINT_PROBE(syscalls, sys_enter_openat2)
     return remember(tid, TRACE_CALL_OPENAT2, args->filename, how[0], (u32)how[1]);
 }
 
-TRACEPOINT_PROBE(syscalls, sys_exit_openat2)
-{
-    return open_exit(args->ret);
-}
-#endif
-
-#if TRACE_HAVE_OPEN_BY_HANDLE_AT
-TRACEPOINT_PROBE(syscalls, sys_enter_open_by_handle_at)
-{
-    u32 tid = accepted_tid();
-    return tid ? remember(tid, TRACE_CALL_OPEN_BY_HANDLE_AT, 0, args->flags, 0) : 0;
-}
-
-TRACEPOINT_PROBE(syscalls, sys_exit_open_by_handle_at)
-{
-    return open_exit(args->ret);
-}
+OPEN_EXIT(openat2)
 #endif
