@@ -24,8 +24,8 @@
  * exec changes nothing of it). The filename is the one the process passed (as
  * execsnoop shows it), read at entry with argv; only an exec whose entry was not
  * seen has the kernel's (sched_process_exec's, /dev/fd/N/... for execveat relative
- * to a directory fd). Reading argv costs exec only: the
- * tracepoints are execve's own, not raw_syscalls.
+ * to a directory fd). Reading argv costs exec only: the tracepoints are execve's own,
+ * not raw_syscalls.
  *
  * TRACE_FILTER_FAILED (-x, like execsnoop's): only failed exec attempts are events
  * (no successful exec, no fork, no exit); the maps are kept as without it.
