@@ -252,8 +252,9 @@ def events_table(
         title.append(f"  {first}-{total - view.back}/{total}")
     if view.filter:
         title.append(f"  [filter: {printable(view.filter)}]")
-    cols = [("TIME", "left", 8), ("PID", "right", 7), *([("UID", "right", 6)] if uid else []),
-            ("COMM", "left"), ("EVENT", "left"), ("DETAIL", "left")]  # fmt: skip
+    uid_col: list[Column] = [("UID", "right", 6)] if uid else []
+    cols: list[Column] = [("TIME", "left", 8), ("PID", "right", 7), *uid_col, ("COMM", "left"),
+                          ("EVENT", "left"), ("DETAIL", "left")]  # fmt: skip
     t = table(title, *cols, flex="DETAIL")
     for ev in shown if rows > 0 else []:
         clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
