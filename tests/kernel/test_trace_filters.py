@@ -29,7 +29,7 @@ import pytest
 from ringtool.trace.layout import load_layout
 from ringtool.trace.sources import TraceOptions, TraceSession
 from tests.kernel.test_trace_net import veth  # noqa: F401  (a fixture)
-from tests.kernel.trace_helpers import Trace
+from tests.kernel.trace_helpers import GoChild, Trace
 
 pytestmark = pytest.mark.kernel
 
@@ -52,7 +52,7 @@ os._exit(0)
 """
 
 
-class Worker:
+class Worker(GoChild):
     """A child process that does ``n`` opens of ``path`` (or ``n`` forks) on go."""
 
     def __init__(self, name: str, op: str, path: Path, n: int) -> None:
@@ -62,18 +62,6 @@ class Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.proc.stdout is not None and self.proc.stdout.readline() == "ready\n"
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def go(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-
-    def wait(self) -> None:
-        assert self.proc.wait(timeout=120) == 0
 
 
 def unique_comm() -> str:

@@ -21,6 +21,7 @@ import pytest
 
 from ringtool.trace.layout import load_layout
 from ringtool.trace.sources import TraceOptions, TraceSession
+from tests.kernel.trace_helpers import GoChild
 
 pytestmark = pytest.mark.kernel
 
@@ -57,7 +58,7 @@ os._exit(0)
 """
 
 
-class FamilyWorker:
+class FamilyWorker(GoChild):
     """A process that makes ``n`` open-family calls on go (as ``uid`` when given)."""
 
     def __init__(self, n: int, *, uid: int = -1, fail: bool = False) -> None:
@@ -67,14 +68,6 @@ class FamilyWorker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.proc.stdout is not None and self.proc.stdout.readline() == "ready\n"
-
-    def go(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-
-    def wait(self) -> None:
-        assert self.proc.wait(timeout=120) == 0
 
 
 def run_exact(opts: TraceOptions, match: FamilyWorker, other: FamilyWorker,
@@ -112,10 +105,10 @@ def _x86_64() -> None:
 
 def test_pid_filter_is_exact_for_every_call() -> None:
     match, other = FamilyWorker(N), FamilyWorker(M)
-    opts = TraceOptions(events=("open",), buffer_pages=1, pid=match.proc.pid)
+    opts = TraceOptions(events=("open",), buffer_pages=1, pid=match.pid)
     records = run_exact(opts, match, other, N)
     assert set(records["call"].tolist()) == FAMILY  # what got through: every call
-    assert set(records["h"]["pid"].tolist()) == {match.proc.pid}
+    assert set(records["h"]["pid"].tolist()) == {match.pid}
 
 
 def test_uid_filter_is_exact_for_every_call() -> None:

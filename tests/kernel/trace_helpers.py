@@ -53,3 +53,22 @@ class Trace(Lines):
         assert self.proc.returncode == 0, err
         assert "Traceback" not in err, err
         return self.lines, err
+
+
+class GoChild:
+    """A workload child started with a pipe on stdin and stdout (``proc``): it waits for
+    ``go`` (:meth:`go`) before it works; :meth:`wait` expects exit status 0."""
+
+    proc: subprocess.Popen[str]
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def wait(self) -> None:
+        assert self.proc.wait(timeout=120) == 0
