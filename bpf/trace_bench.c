@@ -22,6 +22,10 @@ int trace_bench_emit(struct __sk_buff *skb)
     e->ret = 3;
     e->aux = 0;
     e->aux2 = 0;
+    e->uid = 0;  /* no task helpers in SCHED_CLS */
+    e->gid = 0;
+    e->call = TRACE_CALL_OPENAT;
+    e->mode = 0;
     __builtin_memset(e->data, 0, sizeof(e->data));
     __builtin_memcpy(e->data, "/var/lib/bench/events.db", 25);
     rt_pcpu_submit(e, sizeof(*e));

@@ -18,7 +18,8 @@
  * TRACE_FILTER_CGROUP_ID/_LEVEL (--cgroup: the cgroup v2 id of the directory and its
  * depth below the root; a task matches when its cgroup is that one or below it),
  * TRACE_FILTER_COMM_LO/HI (-c: the 16-byte comm as two little-endian u64 words),
- * TRACE_FILTER_FAILED (-x: open reports failed calls only; see trace_open.c).
+ * TRACE_FILTER_FAILED (-x: open and exec report failed calls only; see trace_open.c
+ * and trace_exec.c).
  */
 #ifndef RINGTOOL_TRACE_EVENT_H
 #define RINGTOOL_TRACE_EVENT_H
@@ -42,6 +43,17 @@
 #define TRACE_SYSCALL 5
 #define TRACE_NET 6
 
+/* open, exec: the syscall an event came from (`call`); ringtool/trace/layout.py names
+ * them (TRACE_CALL_OPENAT -> "openat"). Numbers of ringtool's own, the same on every
+ * architecture (syscall numbers are not). */
+#define TRACE_CALL_OPEN 1
+#define TRACE_CALL_OPENAT 2
+#define TRACE_CALL_OPENAT2 3
+#define TRACE_CALL_CREAT 4
+#define TRACE_CALL_OPEN_BY_HANDLE_AT 5
+#define TRACE_CALL_EXECVE 6
+#define TRACE_CALL_EXECVEAT 7
+
 /* Common header of every record. */
 struct trace_hdr {
     u64 ts;                      /* bpf_ktime_get_ns(): CLOCK_MONOTONIC ns */
@@ -59,9 +71,15 @@ struct trace_event {
     u64 value;                   /* exit: code << 8; open: flags; syscall: latency ns;
                                     exec: real uid | gid << 32 (bpf_get_current_uid_gid) */
     u32 ppid;                    /* exec, fork, exit: parent tgid (0: unknown) */
-    s32 ret;                     /* open: fd or -errno; syscall: return value */
-    u32 aux;                     /* fork: child pid; syscall: number; exit: 1 = code known */
+    s32 ret;                     /* open: fd or -errno; exec: 0 or -errno;
+                                    syscall: return value */
+    u32 aux;                     /* fork: child pid; syscall: number; exit: 1 = code known;
+                                    exec: the tid before exec (a thread's exec) */
     u32 aux2;                    /* exec: argument count and TRACE_ARGS_* flags */
+    u32 uid;                     /* every event: the task's real uid ... */
+    u32 gid;                     /* ... and real gid (bpf_get_current_uid_gid) */
+    u32 call;                    /* open, exec: TRACE_CALL_* (0: another type) */
+    u32 mode;                    /* open: the mode argument (0 where the call has none) */
     char data[TRACE_DATA_LEN];   /* exec: filename + argv; open: path; fork: child comm */
 };
 
@@ -114,6 +132,14 @@ static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
 #else
     h->cgroup = bpf_get_current_cgroup_id();
 #endif
+}
+
+/* The uid and gid of the current task into a RINGBUF record (every source). */
+static __always_inline void trace_fill_ids(struct trace_event *e)
+{
+    u64 ids = bpf_get_current_uid_gid();
+    e->uid = (u32)ids;
+    e->gid = ids >> 32;
 }
 
 /* The filters run BEFORE anything is reserved: a rejected event must

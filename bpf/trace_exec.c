@@ -16,8 +16,19 @@
  * and the TRACE_ARGS_* flags in `aux2` (see trace_event.h). Only the self and -p
  * filters run at entry (pid is the one thing exec keeps for sure; comm, tid, even the
  * uid may change); the event's filters run at sched_process_exec as for every event.
- * A failed execve leaves no event; its entry is deleted at syscall exit. Reading argv
- * costs exec only: the tracepoints are execve's own, not raw_syscalls.
+ * Every exec attempt is one event, with `ret` its result and `call` TRACE_CALL_EXECVE or
+ * _EXECVEAT: a successful one at sched_process_exec (ret 0; that tracepoint fires
+ * before the syscall returns, and consumes the entry, so its exit finds none), a
+ * failed one (ENOENT from a shell's PATH search, EACCES, ...) at sys_exit_execve/at,
+ * which finds the entry still there; its filters run on the task as it is (a failed
+ * exec changes nothing of it). The filename is the one the process passed (as
+ * execsnoop shows it), read at entry with argv; only an exec whose entry was not
+ * seen has the kernel's (sched_process_exec's, /dev/fd/N/... for execveat relative
+ * to a directory fd). Reading argv costs exec only: the tracepoints are execve's own,
+ * not raw_syscalls.
+ *
+ * TRACE_FILTER_FAILED (-x, like execsnoop's): only failed exec attempts are events
+ * (no successful exec, no fork, no exit); the maps are kept as without it.
  *
  * No task_struct reads: the kernel headers BCC compiles against may not match the
  * running kernel, so field offsets can't be trusted. Instead
@@ -41,6 +52,13 @@
 #error "trace_exec.c: compile with ringtool's tracepoint layout cflags (programs/tracepoints.py)"
 #endif
 
+/* -x: failed exec attempts are the only events (no fork, exit or successful exec) */
+#ifdef TRACE_FILTER_FAILED
+#define ONLY_FAILED 1
+#else
+#define ONLY_FAILED 0
+#endif
+
 BPF_PERCPU_ARRAY(drops, u64, 1);
 BPF_TABLE("lru_hash", u32, u32, parent_of, 65536);
 BPF_TABLE("lru_hash", u32, u32, exit_codes, 16384);
@@ -50,11 +68,14 @@ BPF_TABLE("lru_hash", u32, u32, exit_codes, 16384);
  * most TRACE_DATA_LEN bytes at an offset of at most TRACE_DATA_LEN stays inside them
  * in the verifier's eyes; only the first TRACE_DATA_LEN bytes are ever used. */
 struct exec_argv {
+    u32 flen;                        /* bytes of the filename in out, with its NUL */
+    u32 call;                        /* TRACE_CALL_EXECVE or TRACE_CALL_EXECVEAT */
     u32 argc;                        /* arguments read | TRACE_ARGS_TRUNCATED */
     u32 len;                         /* bytes of argv used (<= TRACE_DATA_LEN) */
     u16 ends[TRACE_MAXARG];          /* end (after the NUL) of each argument in argv */
     char argv[2 * TRACE_DATA_LEN];   /* argv[0] NUL argv[1] NUL ... */
-    char out[2 * TRACE_DATA_LEN];    /* filename NUL argv..., copied into the event */
+    char out[2 * TRACE_DATA_LEN];    /* filename NUL argv..., copied into the event; the
+                                        filename is read at entry */
 };
 BPF_TABLE("lru_hash", u32, struct exec_argv, exec_args, 1024);
 BPF_PERCPU_ARRAY(exec_init, struct exec_argv, 1);  /* the source of an insert only */
@@ -90,6 +111,9 @@ static __always_inline struct trace_event *begin_event(u32 pid, u32 kind)
         return 0;
     }
     trace_fill_hdr(&e->h, kind);
+    trace_fill_ids(e);
+    e->call = 0;
+    e->mode = 0;
     u32 *ppid = parent_of.lookup(&pid);
     e->value = 0;
     e->ppid = ppid ? *ppid : 0;
@@ -115,8 +139,9 @@ static __always_inline u32 opaque(u32 v)
     return v;
 }
 
-/* Read the NULL-terminated user array `argv` into this thread's exec_args entry. */
-static __always_inline int stash_argv(const char *const *argv)
+/* Remember an exec attempt (`call`, the user's `filename`) and read the NULL-terminated
+ * user array `argv` into this thread's exec_args entry. */
+static __always_inline int stash_argv(u32 call, const char *filename, const char *const *argv)
 {
     u64 id = bpf_get_current_pid_tgid();
     if (trace_skip_pid(id >> 32))
@@ -165,6 +190,13 @@ static __always_inline int stash_argv(const char *const *argv)
         if (bpf_probe_read_user(&p, sizeof(p), &argv[TRACE_MAXARG]) || p)
             trunc = TRACE_ARGS_TRUNCATED;
     }
+    long flen = bpf_probe_read_user_str(st->out, TRACE_DATA_LEN, filename);
+    if (flen <= 0) {  /* unreadable, or "" before 6.5 (0, see above) */
+        st->out[0] = 0;
+        flen = 1;
+    }
+    st->flen = flen;
+    st->call = call;
     st->argc = argc | trunc;
     st->len = len;
     return 0;
@@ -172,48 +204,19 @@ static __always_inline int stash_argv(const char *const *argv)
 
 TRACEPOINT_PROBE(syscalls, sys_enter_execve)
 {
-    return stash_argv(args->argv);
+    return stash_argv(TRACE_CALL_EXECVE, args->filename, args->argv);
 }
 
 TRACEPOINT_PROBE(syscalls, sys_enter_execveat)
 {
-    return stash_argv(args->argv);
+    return stash_argv(TRACE_CALL_EXECVEAT, args->filename, args->argv);
 }
 
-/* After a successful exec sched_process_exec consumed the entry; after a failed one
- * it is dropped here. */
-static __always_inline int forget_argv(void)
+/* The exec event's data (the filename and argv stashed at entry: `st`), aux2 and
+ * call. */
+static __always_inline void fill_exec(struct trace_event *e, struct exec_argv *st)
 {
-    u32 tid = (u32)bpf_get_current_pid_tgid();
-    exec_args.delete(&tid);
-    return 0;
-}
-
-TRACEPOINT_PROBE(syscalls, sys_exit_execve)
-{
-    return forget_argv();
-}
-
-TRACEPOINT_PROBE(syscalls, sys_exit_execveat)
-{
-    return forget_argv();
-}
-
-/* The exec event's data (filename, then the stashed argv) and aux2. */
-static __always_inline void fill_exec(struct trace_event *e, u32 old_tid, const char *fname)
-{
-    struct exec_argv *st = exec_args.lookup(&old_tid);  /* by the tid before exec */
-    if (!st) {
-        bpf_probe_read_kernel_str(e->data, sizeof(e->data), fname);
-        e->aux2 = TRACE_ARGS_MISSING;
-        return;
-    }
-    long flen = bpf_probe_read_kernel_str(st->out, TRACE_DATA_LEN, fname);
-    if (flen <= 0) {
-        st->out[0] = 0;
-        flen = 1;
-    }
-    u32 off = ((opaque((u32)flen) - 1) & (TRACE_DATA_LEN - 1)) + 1;  /* 1..LEN */
+    u32 off = ((opaque(st->flen) - 1) & (TRACE_DATA_LEN - 1)) + 1;  /* 1..LEN */
     u32 n = opaque(st->len);
     if (n)
         bpf_probe_read_kernel(&st->out[off], ((n - 1) & (TRACE_DATA_LEN - 1)) + 1, st->argv);
@@ -242,14 +245,51 @@ static __always_inline void fill_exec(struct trace_event *e, u32 old_tid, const 
         break;
     }
     e->aux2 = stored | trunc;
-    exec_args.delete(&old_tid);
+    e->call = st->call;
+}
+
+/* The end of an exec attempt that failed before the point of no return (a successful
+ * one's entry is gone: sched_process_exec consumed it): its event, with `ret`. */
+static __always_inline int exec_failed(long ret)
+{
+    u64 id = bpf_get_current_pid_tgid();
+    u32 tid = (u32)id, pid = id >> 32;
+    struct exec_argv *st = exec_args.lookup(&tid);
+    if (!st)
+        return 0;
+    /* ret >= 0: a stale entry (a thread's exec took over this leader's tid) */
+    if (ret >= 0 || trace_skip_current(pid)) {
+        exec_args.delete(&tid);
+        return 0;
+    }
+    struct trace_event *e = begin_event(pid, TRACE_EXEC);
+    if (!e) {
+        exec_args.delete(&tid);
+        return 0;
+    }
+    e->ret = ret;
+    e->value = (u64)e->gid << 32 | e->uid;
+    fill_exec(e, st);
+    exec_args.delete(&tid);
+    return finish_event(e);
+}
+
+TRACEPOINT_PROBE(syscalls, sys_exit_execve)
+{
+    return exec_failed(args->ret);
+}
+
+TRACEPOINT_PROBE(syscalls, sys_exit_execveat)
+{
+    return exec_failed(args->ret);
 }
 
 TRACEPOINT_PROBE(sched, sched_process_exec)
 {
     u32 pid = bpf_get_current_pid_tgid() >> 32;
     u32 old_tid = args->old_pid;
-    if (trace_skip_current(pid)) {  /* the new comm: exec has set it by now */
+    /* the new comm: exec has set it by now; -x: it succeeded, not an event */
+    if (ONLY_FAILED || trace_skip_current(pid)) {
         exec_args.delete(&old_tid);
         return 0;
     }
@@ -259,8 +299,16 @@ TRACEPOINT_PROBE(sched, sched_process_exec)
         return 0;
     }
     e->aux = old_tid;
-    e->value = bpf_get_current_uid_gid();  /* uid | gid << 32, as execsnoop shows it */
-    fill_exec(e, old_tid, (const char *)args + (args->data_loc_filename & 0xFFFF));
+    e->value = (u64)e->gid << 32 | e->uid;  /* uid | gid << 32, as execsnoop shows it */
+    struct exec_argv *st = exec_args.lookup(&old_tid);  /* by the tid before exec */
+    if (!st) {  /* the kernel's filename (for execveat: /dev/fd/N/... when relative) */
+        const char *fname = (const char *)args + (args->data_loc_filename & 0xFFFF);
+        bpf_probe_read_kernel_str(e->data, sizeof(e->data), fname);
+        e->aux2 = TRACE_ARGS_MISSING;
+        return finish_event(e);
+    }
+    fill_exec(e, st);
+    exec_args.delete(&old_tid);
     return finish_event(e);
 }
 
@@ -270,7 +318,7 @@ TRACEPOINT_PROBE(sched, sched_process_exit)
     u32 pid = id >> 32;
     if (pid != (u32)id)
         return 0;
-    if (trace_skip_current(pid)) {
+    if (ONLY_FAILED || trace_skip_current(pid)) {
         exit_codes.delete(&pid);
         parent_of.delete(&pid);
         return 0;
@@ -292,7 +340,7 @@ TRACEPOINT_PROBE(sched, sched_process_fork)
     u32 pid = bpf_get_current_pid_tgid() >> 32;
     u32 child = args->child_pid;
     parent_of.update(&child, &pid);  /* before filtering: exec/exit need it */
-    if (trace_skip_current(pid))  /* the parent's pid and comm */
+    if (ONLY_FAILED || trace_skip_current(pid))  /* the parent's pid and comm */
         return 0;
     struct trace_event *e = begin_event(pid, TRACE_FORK);
     if (!e)

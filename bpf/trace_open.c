@@ -1,27 +1,48 @@
-/* ringtool trace source `open`: openat(2) enter/exit -> RINGBUF.
+/* ringtool trace source `open`: the open family's enter/exit -> RINGBUF.
  *
- * sys_enter_openat applies the -p/-c filters (trace_skip_current) and remembers the
- * path pointer and flags of an accepted thread's call; sys_exit_openat reserves a
- * struct trace_event (bpf/trace_event.h) in this CPU's ring only for a remembered
- * call, fills path, flags and result and submits it. A rejected call touches
- * neither the map nor the ring (no reserve + discard: a discard wakes the reader).
- * A failed reservation, or a call that could not be remembered because `inflight`
- * is full, is counted per CPU (group counter + this source's `drops`).
+ * open(2), openat(2), openat2(2), creat(2) and open_by_handle_at(2): each call's
+ * sys_enter_* applies the filters (trace_skip_current) and remembers, for an accepted
+ * thread, which call it is (TRACE_CALL_*), the path pointer, flags and mode; the
+ * matching sys_exit_* reserves a struct trace_event (bpf/trace_event.h) in this CPU's
+ * ring only for a remembered call, fills path, flags, mode, call, uid/gid and result
+ * and submits it. A rejected call touches neither the map nor the ring (no reserve +
+ * discard: a discard wakes the reader). A failed reservation, or a call that could
+ * not be remembered because `inflight` is full, is counted per CPU (group counter +
+ * this source's `drops`).
+ *
+ * What each call gives (the arguments of its syscall tracepoint):
+ *   open, openat  filename, flags, mode;
+ *   openat2       filename and `struct open_how` (flags, mode), read at entry;
+ *   creat         pathname, mode; flags are what the kernel opens it with
+ *                 (O_CREAT|O_WRONLY|O_TRUNC, fs/open.c), from the kernel's headers;
+ *   open_by_handle_at  flags only: no path (data is ""), mode 0.
+ * openat is always traced; the others only where the running kernel has their
+ * tracepoints (open and creat do not exist on arm64, openat2 came in 5.6): ringtool
+ * reads tracefs and passes TRACE_HAVE_OPEN, _CREAT, _OPENAT2, _OPEN_BY_HANDLE_AT
+ * (ringtool/sources/tp_presence.py).
  *
  * TRACE_FILTER_FAILED (-x, like opensnoop's): only calls that failed (ret < 0) are
  * events. Whether a call fails is known at exit only, so entry remembers every
  * accepted call as before, and exit drops a successful one without reserving. A call
  * that could not be remembered is then counted as a drop at exit, once its result
  * says it was a matching event (the filters are the task's and do not change during
- * an openat, so exit can ask them again): a successful call is never a drop.
- * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h).
+ * an open, so exit can ask them again): a successful call is never a drop.
+ * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h),
+ * TRACE_HAVE_* (tp_presence.py).
  */
+#include <linux/fcntl.h>
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
 
+#ifndef TRACE_HAVE_OPEN
+#error "trace_open.c: compile with ringtool's tracepoint presence cflags (sources/tp_presence.py)"
+#endif
+
 struct open_args {
-    u64 filename;   /* user pointer */
+    u64 filename;   /* user pointer (0: the call has no path) */
     u64 flags;
+    u32 call;       /* TRACE_CALL_* */
+    u32 mode;
 };
 
 BPF_HASH(inflight, u32, struct open_args, 10240);
@@ -34,15 +55,25 @@ static __always_inline void count_drop(void)
     drops.increment(0);
 }
 
-TRACEPOINT_PROBE(syscalls, sys_enter_openat)
+/* This thread's tid when the filters accept the current task, else 0 (tid 0, the
+ * idle task, makes no syscalls). */
+static __always_inline u32 accepted_tid(void)
 {
     u64 id = bpf_get_current_pid_tgid();
     if (trace_skip_current(id >> 32))
         return 0;
-    u32 tid = (u32)id;
+    return (u32)id;
+}
+
+/* Remember the accepted call of thread `tid` until its exit. */
+static __always_inline int remember(u32 tid, u32 call, const void *filename, u64 flags,
+                                    u32 mode)
+{
     struct open_args a = {};
-    a.filename = (u64)args->filename;
-    a.flags = args->flags;
+    a.filename = (u64)filename;
+    a.flags = flags;
+    a.call = call;
+    a.mode = mode;
     if (inflight.update(&tid, &a)) {  /* map full: this call's event is lost */
 #ifndef TRACE_FILTER_FAILED
         count_drop();
@@ -51,13 +82,14 @@ TRACEPOINT_PROBE(syscalls, sys_enter_openat)
     return 0;
 }
 
-TRACEPOINT_PROBE(syscalls, sys_exit_openat)
+/* At any open-family exit: the event of the remembered call, with result `ret`. */
+static __always_inline int open_exit(long ret)
 {
     u64 id = bpf_get_current_pid_tgid();
     u32 tid = (u32)id;
     struct open_args *a = inflight.lookup(&tid);
 #ifdef TRACE_FILTER_FAILED
-    if (args->ret >= 0) {  /* succeeded: not an event under -x */
+    if (ret >= 0) {  /* succeeded: not an event under -x */
         if (a)
             inflight.delete(&tid);
         return 0;
@@ -78,13 +110,61 @@ TRACEPOINT_PROBE(syscalls, sys_exit_openat)
         return 0;
     }
     trace_fill_hdr(&e->h, TRACE_OPEN);
+    trace_fill_ids(e);
     e->value = a->flags;
     e->ppid = 0;
-    e->ret = args->ret;
+    e->ret = ret;
     e->aux = 0;
     e->aux2 = 0;
-    bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)a->filename);
+    e->call = a->call;
+    e->mode = a->mode;
+    if (a->filename)
+        bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)a->filename);
+    else
+        e->data[0] = 0;
     inflight.delete(&tid);
     rt_pcpu_submit(e, sizeof(*e));
     return 0;
 }
+
+/* The exit program of open-family syscall `name`: the event. */
+#define OPEN_EXIT(name) \
+    TRACEPOINT_PROBE(syscalls, sys_exit_##name) { return open_exit(args->ret); }
+
+/* The entry and exit programs of open-family syscall `name`, whose entry remembers
+ * `call` with `path`, `flags` and `mode` (expressions of its tracepoint's `args`). */
+#define OPEN_CALL(name, call, path, flags, mode)                     \
+    TRACEPOINT_PROBE(syscalls, sys_enter_##name)                     \
+    {                                                                \
+        u32 tid = accepted_tid();                                    \
+        return tid ? remember(tid, call, path, flags, mode) : 0;     \
+    }                                                                \
+    OPEN_EXIT(name)
+
+OPEN_CALL(openat, TRACE_CALL_OPENAT, args->filename, args->flags, args->mode)
+
+#if TRACE_HAVE_OPEN
+OPEN_CALL(open, TRACE_CALL_OPEN, args->filename, args->flags, args->mode)
+#endif
+
+#if TRACE_HAVE_CREAT
+OPEN_CALL(creat, TRACE_CALL_CREAT, args->pathname, O_CREAT | O_WRONLY | O_TRUNC, args->mode)
+#endif
+
+#if TRACE_HAVE_OPEN_BY_HANDLE_AT
+OPEN_CALL(open_by_handle_at, TRACE_CALL_OPEN_BY_HANDLE_AT, 0, args->flags, 0)
+#endif
+
+#if TRACE_HAVE_OPENAT2
+TRACEPOINT_PROBE(syscalls, sys_enter_openat2)
+{
+    u32 tid = accepted_tid();
+    if (!tid)
+        return 0;
+    u64 how[2] = {};  /* struct open_how's first members: flags, mode (uapi/linux/openat2.h) */
+    bpf_probe_read_user(how, sizeof(how), (const void *)args->how);
+    return remember(tid, TRACE_CALL_OPENAT2, args->filename, how[0], (u32)how[1]);
+}
+
+OPEN_EXIT(openat2)
+#endif

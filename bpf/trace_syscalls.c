@@ -86,6 +86,9 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit)
         return 0;
     }
     trace_fill_hdr(&e->h, TRACE_SYSCALL);
+    trace_fill_ids(e);
+    e->call = 0;
+    e->mode = 0;
     e->value = lat;
     e->ppid = 0;
     e->ret = args->ret;

@@ -230,14 +230,23 @@ def _kprobes() -> Check:
 
 
 def _tracepoint_layouts() -> list[Check]:
-    """One line per tracepoint field whose layout ringtool picks for this kernel."""
+    """One line per tracepoint field whose layout ringtool picks for this kernel, and
+    one saying which optional tracepoints it has (the syscalls traced where they exist)."""
+    from ringtool.programs.tp_presence import presence_defines
     from ringtool.programs.tracepoints import TracepointFormatError, layout_choices
 
     try:
         choices = layout_choices()
     except TracepointFormatError as exc:
         return [Check("tracepoint layout", False, str(exc), "check the tracefs line above")]
-    return [Check("tracepoint layout", True, c.describe()) for c in choices]
+    have = presence_defines()
+    missing = [k for k, v in have.items() if not v]
+    detail = ", ".join(f"-D{k}={v}" for k, v in have.items())
+    if missing:
+        detail += " (not traced on this kernel: " + ", ".join(missing) + ")"
+    return [Check("tracepoint layout", True, c.describe()) for c in choices] + [
+        Check("optional tracepoints", True, detail, required=False)
+    ]
 
 
 CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (

@@ -25,7 +25,8 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
+
 # A demo process: names itself, then opens its files and runs /bin/true now and then.
 DEMO = """
 import subprocess, sys, time

@@ -34,6 +34,7 @@ examples:
   sudo ringtool trace --no-tui -d 10 --hist    # then each syscall's latency histogram
   sudo ringtool trace --events exec -p 1234    # exec/exit/fork of one process
   sudo ringtool trace --events open -x -u 1000 # failed opens of uid 1000
+  sudo ringtool trace --events exec -x         # failed exec attempts
   sudo ringtool trace --cgroup /sys/fs/cgroup/system.slice/docker-ID.scope  # a container
   sudo ringtool trace --events net -i eth0 --snaplen 128 --pcap out.pcapng
   sudo ringtool trace --json --ordered --window-us 500   # merged in timestamp order
@@ -75,7 +76,12 @@ def register(subs: Any) -> None:
         help="only processes whose name matches REGEX (re.search; applied after the ring, "
         "so drops are counted before it; -c/-p/-t/-u/--cgroup filter in the kernel)",
     )  # fmt: skip
-    p.add_argument("-x", "--failed", action="store_true", help="open events of failed calls only")
+    p.add_argument(
+        "-x",
+        "--failed",
+        action="store_true",
+        help="failed calls only: opens and exec attempts that failed",
+    )
     p.add_argument(
         "-d", "--duration", type=v.number(above=0, unit="seconds"), metavar="SECONDS",
         help="stop after this",
@@ -157,8 +163,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--window-us needs --ordered")
     if args.hist and "syscalls" not in events_of(args):
         raise UsageError("--hist shows the syscalls source's histograms: add syscalls to --events")
-    if args.failed and "open" not in events_of(args):
-        raise UsageError("-x/--failed selects failed opens: add open to --events")
+    if args.failed and not {"open", "exec"} & set(events_of(args)):
+        raise UsageError("-x/--failed selects failed opens and execs: add open or exec to --events")
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
 

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import orjson
 
-from ringtool.event import exec_data
+from ringtool.event import calls, exec_data
 from ringtool.event.fields import Field
 
 Array = np.ndarray[Any, Any]
@@ -184,6 +184,8 @@ def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], s
         return (col & 0xFFFFFFFF).tolist()  # type: ignore[no-any-return]
     if kind == "high32":
         return (col >> 32).tolist()  # type: ignore[no-any-return]
+    if kind == "call":
+        return calls.call_names(col)
     raise ValueError(f"field {f.key}: unknown kind {kind!r}")
 
 

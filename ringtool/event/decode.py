@@ -1,14 +1,17 @@
 """Decode trace records (numpy arrays of the header's dtypes) into event dicts.
 
 An event dict always has ``type`` (``exec``/``exit``/``fork``/``open``/``syscall``/
-``net``), ``ts`` (CLOCK_REALTIME seconds, float), ``cpu``, ``pid``, ``tid``, ``comm``;
-then per type:
+``net``), ``ts`` (CLOCK_REALTIME seconds, float), ``cpu``, ``pid``, ``tid``, ``comm``,
 
-* exec: ``filename``, ``ppid``
+``cgroup``, ``uid``, ``gid`` (every type but net); then per type:
+
+* exec (every attempt, failed ones too): ``filename``, ``argv``, ``argv_truncated``,
+  ``ppid``, ``ret`` (0 or -errno), ``syscall`` (``execve``/``execveat``)
 * exit: ``exit_code`` (None when the process ended without exit(2)/exit_group(2), e.g.
   by a fatal signal), ``ppid``
 * fork: ``child_pid``, ``child_comm``, ``ppid``
-* open: ``path``, ``flags``, ``ret`` (fd or -errno)
+* open: ``path``, ``flags``, ``mode``, ``ret`` (fd or -errno), ``syscall`` (``open``,
+  ``openat``, ``openat2``, ``creat`` or ``open_by_handle_at``)
 * syscall (slower than the threshold): ``syscall``, ``nr``, ``latency_us``, ``ret``
 * net: ``src``, ``dst``, ``sport``, ``dport``, ``proto``, ``len``, ``ifindex``, ``dir``,
   ``captured`` (and, dropped from JSON output: the packet bytes in ``payload``, the

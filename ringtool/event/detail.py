@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ringtool.event import open_flags
 from ringtool.event.decode import Event
 
 Columns = Mapping[str, list[Any]]
@@ -15,19 +16,30 @@ Columns = Mapping[str, list[Any]]
 
 def _rest_exec(c: Columns) -> list[str]:
     """The arguments after argv[0] (execsnoop's ARGS; shell-quoted), `...` when cut,
-    then ppid and uid. An event without argv/uid (built by hand, or recorded before
-    exec had them) shows what it has."""
+    then ppid and uid, and for a failed attempt ``= -errno``. An event without
+    argv/uid/ret (built by hand, or recorded before exec had them) shows what it has."""
     n = len(c["ppid"])
-    argvs, cuts, uids = (c.get(k, [None] * n) for k in ("argv", "argv_truncated", "uid"))
+    argvs, cuts, uids, rets = (c.get(k, [None] * n)
+                               for k in ("argv", "argv_truncated", "uid", "ret"))  # fmt: skip
     return [
         ("" if args is None else "".join(" " + shlex.quote(a) for a in args[1:]))
         + (" ..." if cut else "") + f" ppid={p}" + ("" if u is None else f" uid={u}")
-        for args, cut, p, u in zip(argvs, cuts, c["ppid"], uids, strict=True)
+        + (f" = {r}" if r else "")
+        for args, cut, p, u, r in zip(argvs, cuts, c["ppid"], uids, rets, strict=True)
     ]  # fmt: skip
 
 
 def _rest_open(c: Columns) -> list[str]:
-    return [f" = {r}" for r in c["ret"]]
+    """`` O_FLAGS [mode] = ret (syscall)``: flags by name, the mode where the flags use
+    it, the result, the syscall. An event without flags/syscall (built by hand) shows
+    what it has."""
+    n = len(c["ret"])
+    flags, modes, calls = (c.get(k, [None] * n) for k in ("flags", "mode", "syscall"))
+    names = open_flags.names_of(flags)
+    return [
+        name + open_flags.mode_text(f, m) + f" = {r}" + ("" if s is None else f" ({s})")
+        for f, name, m, r, s in zip(flags, names, modes, c["ret"], calls, strict=True)
+    ]  # fmt: skip
 
 
 def _rest_exit(c: Columns) -> list[str]:
@@ -59,8 +71,8 @@ def _rest_net(c: Columns) -> list[str]:
 #: whole column at once (:func:`detail_split` runs the same code for one event), and
 #: the keys the rest reads (a batch where they are all constant builds it once).
 DETAIL: dict[str, tuple[str | None, Callable[[Columns], list[str]], tuple[str, ...]]] = {
-    "exec": ("filename", _rest_exec, ("argv", "argv_truncated", "ppid", "uid")),
-    "open": ("path", _rest_open, ("ret",)),
+    "exec": ("filename", _rest_exec, ("argv", "argv_truncated", "ppid", "uid", "ret")),
+    "open": ("path", _rest_open, ("flags", "mode", "ret", "syscall")),
     "exit": (None, _rest_exit, ("exit_code", "ppid")),
     "fork": (None, _rest_fork, ("child_pid", "child_comm")),
     "syscall": (None, _rest_syscall, ("syscall", "latency_us", "ret")),

@@ -23,8 +23,12 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
   (:mod:`ringtool.event.exec_data`);
 * ``truncated``: ``True`` when the column (an exec's ``aux2``) has
   ``TRACE_ARGS_TRUNCATED`` set: more arguments were passed than the record holds;
-* ``low32``/``high32``: the column's low/high 32 bits (an exec's ``value`` is
-  ``uid | gid << 32``).
+* ``low32``/``high32``: the column's low/high 32 bits;
+* ``call``: an open's or exec's syscall (``openat``, ``creat``, ``execveat``, ...)
+  from the record's ``call`` (:mod:`ringtool.event.calls`), ``None`` when unknown.
+
+``uid``/``gid`` (the task's real ids) are common to every RINGBUF event type; net
+events (TC programs, run without a task) have none.
 
 Every event starts with ``type`` (its name), then :data:`COMMON`, then its type's
 :data:`BY_TYPE` fields, in this order. Net events are decoded per packet
@@ -52,6 +56,8 @@ COMMON: tuple[Field, ...] = (
     Field("tid", "h.tid", "int"),
     Field("comm", "h.comm", "str"),
     Field("cgroup", "h.cgroup", "int"),
+    Field("uid", "uid", "int"),
+    Field("gid", "gid", "int"),
 )
 
 #: The type-specific fields of the RINGBUF event types, in output order.
@@ -60,9 +66,9 @@ BY_TYPE: dict[str, tuple[Field, ...]] = {
         Field("filename", "data", "str"),
         Field("argv", "data", "argv"),
         Field("argv_truncated", "aux2", "truncated"),
-        Field("uid", "value", "low32"),
-        Field("gid", "value", "high32"),
         Field("ppid", "ppid", "int"),
+        Field("ret", "ret", "int"),
+        Field("syscall", "call", "call"),
     ),
     "exit": (Field("exit_code", "value", "exit_code"), Field("ppid", "ppid", "int")),
     "fork": (
@@ -73,7 +79,9 @@ BY_TYPE: dict[str, tuple[Field, ...]] = {
     "open": (
         Field("path", "data", "str"),
         Field("flags", "value", "int"),
+        Field("mode", "mode", "int"),
         Field("ret", "ret", "int"),
+        Field("syscall", "call", "call"),
     ),
     "syscall": (
         Field("syscall", "aux", "syscall"),

@@ -90,6 +90,8 @@ def _texts(decoder: Decoder, rec: np.ndarray[Any, Any], f: Field) -> tuple[list[
         if texts.plain:
             return values, True
         return (_str(values) if isinstance(values, str) else list(map(_str, values))), False
+    if f.kind == "call" and (column(rec, f.column) == column(rec, f.column)[0]).all():
+        return _value(decoder.values(rec[:1], f)[0]), False  # one syscall for all
     jsons = list(map(_value, decoder.values(rec, f)))
     return (jsons[0] if jsons.count(jsons[0]) == len(jsons) else jsons), False
 

@@ -45,6 +45,8 @@ _FIELD = re.compile(r"^(struct\s+\w+|\w+)\s+(\w+)\s*(?:\[\s*(\w+)\s*\])?$")
 TYPE_PREFIX = "TRACE_"
 TYPE_CONSTANTS = ("TRACE_EXEC", "TRACE_EXIT", "TRACE_FORK", "TRACE_OPEN", "TRACE_SYSCALL",
                   "TRACE_NET")  # fmt: skip
+#: Prefix of the constants that name an open or exec event's syscall (``call``).
+CALL_PREFIX = "TRACE_CALL_"
 
 
 class LayoutError(ValueError):
@@ -58,6 +60,8 @@ class TraceLayout:
     constants: dict[str, int]
     dtypes: dict[str, np.dtype[Any]]
     type_names: dict[int, str] = field(default_factory=dict)
+    #: ``TRACE_CALL_*`` value -> the syscall's name (TRACE_CALL_OPENAT -> openat)
+    call_names: dict[int, str] = field(default_factory=dict)
 
     @property
     def event(self) -> np.dtype[Any]:
@@ -128,7 +132,12 @@ def parse_layout(text: str) -> TraceLayout:
     type_names = {
         constants[c]: c[len(TYPE_PREFIX) :].lower() for c in TYPE_CONSTANTS if c in constants
     }
-    return TraceLayout(constants=constants, dtypes=structs, type_names=type_names)
+    call_names = {
+        v: k[len(CALL_PREFIX) :].lower() for k, v in constants.items() if k.startswith(CALL_PREFIX)
+    }
+    return TraceLayout(
+        constants=constants, dtypes=structs, type_names=type_names, call_names=call_names
+    )
 
 
 def load_layout(path: Path = TRACE_HEADER) -> TraceLayout:

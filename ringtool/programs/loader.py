@@ -13,6 +13,7 @@ from typing import Any
 
 from ringtool.bpf_files import bpf_dir, bpf_file
 from ringtool.errors import KernelFeatureError, RingtoolError
+from ringtool.programs.tp_presence import presence_defines
 from ringtool.programs.tracepoints import layout_choices, layout_defines
 
 BPF_DIR = bpf_dir()
@@ -57,10 +58,12 @@ def compile_program(
     kernel's tracefs and added as ``-D`` constants
     (:func:`ringtool.programs.tracepoints.layout_choices`; a
     :class:`~ringtool.programs.tracepoints.TracepointFormatError` when they can't be);
+    and so is which optional tracepoints exist
+    (:func:`ringtool.programs.tp_presence.presence_defines`);
     an entry of ``defines`` with the same name overrides the kernel's choice."""
     bcc = import_bcc()
     path = bpf_file(filename)
-    tp_defines = layout_defines(layout_choices(filename))
+    tp_defines = layout_defines(layout_choices(filename)) | presence_defines(filename)
     try:
         obj = (bcc.BPF if attach else _deferred_class())(
             src_file=str(path).encode(), cflags=cflags_for(tp_defines | dict(defines or {}))

@@ -10,8 +10,9 @@ matching events):
   (``TRACE_FILTER_CGROUP_ID``/``_LEVEL``: the directory's cgroup id, which is its
   inode number, and its depth below the root, compared with
   ``bpf_get_current_ancestor_cgroup_id(level)``), see :func:`resolve_cgroup`;
-* ``-x``: the open source reports failed calls only (``TRACE_FILTER_FAILED``, decided
-  at syscall exit; bpf/trace_open.c).
+* ``-x``: the open source reports failed calls only and the exec source failed exec
+  attempts only (``TRACE_FILTER_FAILED``, decided at syscall exit; bpf/trace_open.c,
+  bpf/trace_exec.c).
 
 In user space, after the ring: ``-n REGEX`` on the comm (:class:`NameFilter`). Its
 drops are counted before the regex: a record the ring had no room for is a drop

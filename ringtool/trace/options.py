@@ -28,7 +28,7 @@ class TraceOptions:
     pid: int | None = None
     comm: str | None = None
     #: in-kernel filters of :mod:`ringtool.trace.filters`: ``-t``, ``-u``, ``--cgroup``,
-    #: ``-x`` (open: failed calls only)
+    #: ``-x`` (open and exec: failed calls only)
     tid: int | None = None
     uid: int | None = None
     cgroup: CgroupFilter | None = None

@@ -4,8 +4,11 @@
 
     sources: exec, open, syscalls
     Tracing... Ctrl-C to end.
-    TIME     CPU PID     COMM             EVENT   DETAIL
-    12:00:01   1 4242    cat              exec    /usr/bin/cat ppid=4241
+    TIME     CPU PID     UID    COMM             EVENT   DETAIL
+    12:00:01   1 4242    1000   cat              exec    /usr/bin/cat ppid=4241 uid=1000
+    12:00:01   1 4242    1000   cat              open    /etc/passwd O_RDONLY|O_CLOEXEC = 3 (openat)
+
+``UID`` is the task's real uid (``-`` for net events: no task).
 
 With a ``width`` (the CLI gives the terminal's width when stdout is one), every line —
 header, events, the ``--`` stats line per interval and the summary — is cut to
@@ -33,7 +36,7 @@ from ringtool.event.safe_text import printable
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
 
-HEADER = f"{'TIME':<8} {'CPU':>3} {'PID':<7} {'COMM':<16} {'EVENT':<7} DETAIL"
+HEADER = f"{'TIME':<8} {'CPU':>3} {'PID':<7} {'UID':<6} {'COMM':<16} {'EVENT':<7} DETAIL"
 
 
 def fit(text: str, width: int) -> str:
@@ -73,7 +76,8 @@ def format_event(ev: Event, width: int | None = 80) -> str:
     clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
     comm = printable(ev["comm"])
     comm = comm if width is None else comm[:16]
-    head = f"{clock:<8} {ev['cpu']:>3} {ev['pid']:<7} {comm:<16} {ev['type']:<7} "
+    uid = ev.get("uid", "-")  # net events have none
+    head = f"{clock:<8} {ev['cpu']:>3} {ev['pid']:<7} {uid:<6} {comm:<16} {ev['type']:<7} "
     return head + fit_detail(ev, None if width is None else max(0, width - len(head)))
 
 
@@ -161,6 +165,7 @@ def group_lines(decoder: Decoder, g: TypeGroup, width: int | None) -> list[str]:
             rest = _printable_all(rest_of(cols))
     pieces: list[Piece] = [
         _texts(clock, "%-8s "), _texts(cols["cpu"], "%3d "), _texts(cols["pid"], "%-7d "),
+        _texts(cols["uid"], "%-6d "),
         _texts(comm if width is None else [c[:16] for c in comm], "%-16s "),
         f"{g.name:<7} ", path, rest,
     ]  # fmt: skip

@@ -240,7 +240,10 @@ class TraceTui:
             top,
             Layout(name="a", size=rows_a + 3),
             Layout(name="b", size=rows_b + 3),
-            Layout(panels.events_table(self.tail, v, rows_tail), name="tail"),
+            Layout(
+                panels.events_table(self.tail, v, rows_tail, uid=width >= panels.UID_WIDTH),
+                name="tail",
+            ),
             bottom,
         )
         layout["a"].split_row(

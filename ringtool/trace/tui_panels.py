@@ -232,9 +232,17 @@ def children_line(s: TraceStats, pid: int, width: int) -> Text:
     return line
 
 
-def events_table(tail: Iterable[dict[str, Any]], view: ViewState, rows: int) -> Table:
+#: The terminal width from which the events table has a UID column (below it the
+#: detail keeps the room: a path and its flags say more).
+UID_WIDTH = 100
+
+
+def events_table(
+    tail: Iterable[dict[str, Any]], view: ViewState, rows: int, *, uid: bool = True
+) -> Table:
     """The recent exec/open/net events of the filter (or of the drill-down's process),
-    newest last; scrolled back, the title says which ones."""
+    newest last; scrolled back, the title says which ones. ``uid``: with a UID column
+    (the task's real uid; ``-`` for net events)."""
     shown, total = view.events(tail, rows)
     focus = "▸ " if view.focus == "events" else ""
     what = f"process {view.drill}: " if view.drill is not None else ""
@@ -244,11 +252,14 @@ def events_table(tail: Iterable[dict[str, Any]], view: ViewState, rows: int) -> 
         title.append(f"  {first}-{total - view.back}/{total}")
     if view.filter:
         title.append(f"  [filter: {printable(view.filter)}]")
-    t = table(title, ("TIME", "left", 8), ("PID", "right", 7), ("COMM", "left"),
-              ("EVENT", "left"), ("DETAIL", "left"), flex="DETAIL")  # fmt: skip
+    uid_col: list[Column] = [("UID", "right", 6)] if uid else []
+    cols: list[Column] = [("TIME", "left", 8), ("PID", "right", 7), *uid_col, ("COMM", "left"),
+                          ("EVENT", "left"), ("DETAIL", "left")]  # fmt: skip
+    t = table(title, *cols, flex="DETAIL")
     for ev in shown if rows > 0 else []:
         clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-        t.add_row(clock, str(ev["pid"]), data(ev["comm"]), ev["type"], data(detail(ev)))
+        ids = [str(ev["pid"]), *([str(ev.get("uid", "-"))] if uid else [])]
+        t.add_row(clock, *ids, data(ev["comm"]), ev["type"], data(detail(ev)))
     return t
 
 

@@ -66,6 +66,8 @@ def record_array(records: list[tuple[Any, ...]]) -> np.ndarray[Any, Any]:
         arr[i]["data"] = _field(data, stale, 256)
         arr[i]["value"], arr[i]["ret"], arr[i]["aux"], arr[i]["ppid"] = value, ret, aux, num >> 3
         h["cgroup"], arr[i]["aux2"] = value >> 1, aux
+        arr[i]["uid"], arr[i]["gid"] = num, num >> 1
+        arr[i]["call"], arr[i]["mode"] = aux % 9, ret & 0o7777  # call 0, 8: unknown
     return arr
 
 

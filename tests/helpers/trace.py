@@ -64,16 +64,11 @@ os._exit(0)
 """
 
 
-class Worker:
-    """A child process that does ``n`` opens of ``path`` (or ``n`` forks) on go."""
+class GoChild:
+    """A workload child started with a pipe on stdin and stdout (``proc``): it waits for
+    ``go`` (:meth:`go`) before it works; :meth:`wait` expects exit status 0."""
 
-    def __init__(self, name: str, op: str, path: Path, n: int) -> None:
-        self.name = name
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, name, op, str(path), str(n)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert self.proc.stdout is not None and self.proc.stdout.readline() == "ready\n"
+    proc: subprocess.Popen[str]
 
     @property
     def pid(self) -> int:
@@ -86,6 +81,18 @@ class Worker:
 
     def wait(self) -> None:
         assert self.proc.wait(timeout=120) == 0
+
+
+class Worker(GoChild):
+    """A child process that does ``n`` opens of ``path`` (or ``n`` forks) on go."""
+
+    def __init__(self, name: str, op: str, path: Path, n: int) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, name, op, str(path), str(n)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert self.proc.stdout is not None and self.proc.stdout.readline() == "ready\n"
 
 
 def unique_comm() -> str:

@@ -105,4 +105,5 @@ def test_columns_into_a_pipe_are_whole_lines(tmp_path: Path) -> None:
     proc.signal(signal.SIGINT)
     lines, _ = proc.finish()
     line = next(line for line in lines if str(target) in line)
-    assert line.split()[-3:-1] == [str(target), "="] and len(line) > 200
+    assert line.split()[-5:-2] == [str(target), "O_RDONLY|O_CLOEXEC", "="] and len(line) > 200
+    assert line.endswith(" (openat)")

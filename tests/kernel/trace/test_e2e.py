@@ -64,11 +64,12 @@ def test_no_tui_columns_into_a_pipe(tmp_path: Path) -> None:
     pid, path = run_cat(tmp_path)
     lines, _ = proc.finish()
     assert lines[:2] == ["sources: exec, open", "Tracing... Ctrl-C to end."]
-    assert lines[2].split() == ["TIME", "CPU", "PID", "COMM", "EVENT", "DETAIL"]
+    assert lines[2].split() == ["TIME", "CPU", "PID", "UID", "COMM", "EVENT", "DETAIL"]
     mine = [line.split() for line in lines if f" {pid} " in line]
-    assert any(f[3] == "cat" and f[4] == "exec" and f[5] == "/bin/cat" for f in mine)
+    uid = str(os.getuid())
+    assert any(f[3:7] == [uid, "cat", "exec", "/bin/cat"] for f in mine)
     # into a pipe lines are whole (cutting to 80 is for terminals: test_trace_columns)
-    assert any(f[4] == "open" and f[5] == str(path) for f in mine)
+    assert any(f[5] == "open" and f[6] == str(path) and f[7].startswith("O_RDONLY") for f in mine)
     assert any(line.startswith("--") and "ev/s" in line for line in lines)
     assert any("events in" in line and "dropped" in line for line in lines)
 

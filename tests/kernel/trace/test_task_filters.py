@@ -121,7 +121,8 @@ def test_uid_filter_is_exact_under_load() -> None:
     match = Opener(N, uid=65534)
     other = Opener(M)  # root
     opts = TraceOptions(events=("open",), buffer_pages=1, uid=65534)
-    check_exact(opts, [match], [other], N)  # (open records carry no uid: their comm)
+    records = check_exact(opts, [match], [other], N)
+    assert set(records["uid"].tolist()) == {65534} and set(records["gid"].tolist()) == {65534}
 
 
 def test_failed_only_is_exact_and_never_counts_a_successful_open() -> None:

@@ -138,7 +138,8 @@ def test_tui_shows_hostile_names_literally() -> None:
         assert opener.stdin is not None
         opener.stdin.write("go\n")
         opener.stdin.flush()
-        shown = [f"{tmp}/[/x] = 3", f"{tmp}/[bold]x[/bold] = 3", f"{tmp}/e\\x1b[2Jz = 3",
+        # (80 columns: the detail is cut after the path and the start of the flags)
+        shown = [f"{tmp}/[/x] O_RDONLY", f"{tmp}/[bold]x[/bold]", f"{tmp}/e\\x1b[2Jz O_R",
                  f"{tmp}/\\x1b]52;c;eA"]  # fmt: skip
         screen = term.wait_for(*shown, "[/x]\\x1b[2Jq", timeout=60)
         first = screen.splitlines()[0]

@@ -94,7 +94,7 @@ BAD: list[tuple[list[Arg], str]] = [
     (["trace", "--cgroup", "/nonexistent-cgroup"], "--cgroup"),
     (["trace", "--cgroup", "/etc/hostname"], "--cgroup"),  # not a directory
     (["trace", "--cgroup", "/tmp"], "--cgroup"),  # not on cgroup2
-    (["trace", "-x", "--events", "exec"], "--failed"),  # no open source
+    (["trace", "-x", "--events", "syscalls"], "--failed"),  # no open or exec source
     # bridge
     (["bridge", "--duration", "-1"], "--duration"),
     (["bridge", "--duration", "nan"], "--duration"),

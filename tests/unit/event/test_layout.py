@@ -18,16 +18,18 @@ def test_header_layout_offsets_and_sizes() -> None:
         "ts": 0, "type": 8, "cpu": 12, "pid": 16, "tid": 20, "comm": 24, "cgroup": 40,
     }  # fmt: skip
     ev = lay.event
-    assert ev.itemsize == 328
+    assert ev.itemsize == 344
     assert [(k, v[1]) for k, v in ev.fields.items()] == [
         ("h", 0), ("value", 48), ("ppid", 56), ("ret", 60), ("aux", 64), ("aux2", 68),
-        ("data", 72),
+        ("uid", 72), ("gid", 76), ("call", 80), ("mode", 84), ("data", 88),
     ]  # fmt: skip
     assert ev["data"] == np.dtype("S256")
     assert lay.net.itemsize == 104
     assert lay.net.fields["sport"][1] == 80
     assert lay.type_names == {1: "exec", 2: "exit", 3: "fork", 4: "open", 5: "syscall", 6: "net"}
-    assert lay.size_defines() == {"TRACE_EVENT_SIZE": 328, "TRACE_NET_SIZE": 104}
+    assert lay.size_defines() == {"TRACE_EVENT_SIZE": 344, "TRACE_NET_SIZE": 104}
+    assert lay.call_names == {1: "open", 2: "openat", 3: "openat2", 4: "creat",
+                              5: "open_by_handle_at", 6: "execve", 7: "execveat"}  # fmt: skip
 
 
 HEADER = """
@@ -81,8 +83,10 @@ def test_decode_each_type() -> None:
     lay = load_layout()
     dec = Decoder(lay, lambda nr: {257: "openat"}.get(nr, "?"), realtime_offset_ns=10**9)
     batch = np.concatenate([
-        _record(lay, "exec", data=b"/bin/cat\0cat\0-n\0", aux2=2, ppid=7, value=5 << 32 | 9),
-        _record(lay, "open", data=b"/tmp/x", value=0o100, ret=-2),
+        _record(lay, "exec", data=b"/bin/cat\0cat\0-n\0", aux2=2, ppid=7, value=5 << 32 | 9,
+                uid=9, gid=5, call=6),
+        _record(lay, "open", data=b"/tmp/x", value=0o101, ret=-2, mode=0o640, call=4, uid=3,
+                gid=4),
         _record(lay, "exit", value=3 << 8, aux=1, ppid=7),
         _record(lay, "exit", aux=0),
         _record(lay, "fork", aux=99, data=b"bash", ppid=1),
@@ -90,15 +94,18 @@ def test_decode_each_type() -> None:
     ])  # fmt: skip
     evs = dec.decode(batch)
     common = {"ts": 6.0, "cpu": 1, "pid": 42, "tid": 43, "comm": "cat", "cgroup": 0}
-    assert evs[0] == {"type": "exec", **common, "filename": "/bin/cat", "argv": ["cat", "-n"],
-                      "argv_truncated": False, "uid": 9, "gid": 5, "ppid": 7}  # fmt: skip
+    assert evs[0] == {"type": "exec", **common, "uid": 9, "gid": 5, "filename": "/bin/cat",
+                      "argv": ["cat", "-n"], "argv_truncated": False, "ppid": 7, "ret": 0,
+                      "syscall": "execve"}  # fmt: skip
     assert detail(evs[0]) == "/bin/cat -n ppid=7 uid=9"
-    assert evs[1] == {"type": "open", **common, "path": "/tmp/x", "flags": 0o100, "ret": -2}
+    assert evs[1] == {"type": "open", **common, "uid": 3, "gid": 4, "path": "/tmp/x",
+                      "flags": 0o101, "mode": 0o640, "ret": -2, "syscall": "creat"}  # fmt: skip
+    assert evs[2]["uid"] == 0 and evs[4]["gid"] == 0 and evs[5]["uid"] == 0
     assert evs[2]["exit_code"] == 3 and evs[2]["ppid"] == 7
     assert evs[3]["exit_code"] is None
     assert evs[4]["child_pid"] == 99 and evs[4]["child_comm"] == "bash"
     assert evs[5]["syscall"] == "openat" and evs[5]["latency_us"] == 150000.0
-    assert detail(evs[1]) == "/tmp/x = -2"
+    assert detail(evs[1]) == "/tmp/x O_WRONLY|O_CREAT 0640 = -2 (creat)"
     assert detail(evs[3]).startswith("code=?")
     assert dec.decode(np.empty(0, dtype=lay.event)) == []
 

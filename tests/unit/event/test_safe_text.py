@@ -145,8 +145,8 @@ def test_tui_shows_markup_literally() -> None:
     tui.tail.append(_event("open", "esc", "/t/a\x1b[2Jb"))
     tui.filter = ""
     out = _render(tui, color=False, w=120, h=40)
-    assert "/t/[/x] = 3" in out and "[bold]c[/bold]" in out
-    assert "/t/a\\x1b[2Jb = 3" in out
+    assert "/t/[/x] O_RDONLY = 3" in out and "[bold]c[/bold]" in out
+    assert "/t/a\\x1b[2Jb O_RDONLY = 3" in out
 
 
 @settings(max_examples=100, deadline=None)

@@ -43,14 +43,20 @@ def _ref_argv(data: bytes, aux2: int) -> list[str] | None:
     return [_cstr(p) for p in parts + [b""] * (n - len(parts))]
 
 
+CALLS = {1: "open", 2: "openat", 3: "openat2", 4: "creat", 5: "open_by_handle_at",
+         6: "execve", 7: "execveat"}  # fmt: skip
+
+
 def _ref_fields(name: str, value: int, ppid: int, ret: int, aux: int, data: bytes,
                 aux2: int = 0) -> list[tuple[str, Any]]:  # fmt: skip
+    call = CALLS.get(aux % 9)
     if name == "open":
-        return [("path", _cstr(data)), ("flags", value), ("ret", ret)]
+        return [("path", _cstr(data)), ("flags", value), ("mode", ret & 0o7777), ("ret", ret),
+                ("syscall", call)]  # fmt: skip
     if name == "exec":
         return [("filename", _cstr(data)), ("argv", _ref_argv(data, aux2)),
-                ("argv_truncated", bool(aux2 & 0x80000000)), ("uid", value & 0xFFFFFFFF),
-                ("gid", value >> 32), ("ppid", ppid)]  # fmt: skip
+                ("argv_truncated", bool(aux2 & 0x80000000)), ("ppid", ppid), ("ret", ret),
+                ("syscall", call)]  # fmt: skip
     if name == "exit":
         return [("exit_code", (value >> 8) & 0xFF if aux else None), ("ppid", ppid)]
     if name == "fork":
@@ -73,7 +79,8 @@ def _ref_rows(arr: np.ndarray[Any, Any], offset: int) -> list[tuple[Any, ...]]:
     out = []
     for typ, t, cpu, pid, tid, comm, value, ppid, ret, aux, data, aux2, cgroup in cols:
         name = LAYOUT.type_names.get(typ, str(typ))
-        fields = [("cgroup", cgroup), *_ref_fields(name, value, ppid, ret, aux, data, aux2)]
+        fields = [("cgroup", cgroup), ("uid", pid), ("gid", pid >> 1),
+                  *_ref_fields(name, value, ppid, ret, aux, data, aux2)]  # fmt: skip
         out.append((name, t, cpu, pid, tid, _cstr(comm), fields))
     return out
 

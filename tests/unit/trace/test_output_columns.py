@@ -23,7 +23,15 @@ def test_event_lines_fit_80_columns() -> None:
           "path": "/a" * 200, "flags": 0, "ret": -13}  # fmt: skip
     line = format_event(ev)
     assert len(line) == 80 and line.endswith("= -13")
-    assert len(HEADER) <= 80 and HEADER.split() == ["TIME", "CPU", "PID", "COMM", "EVENT", "DETAIL"]
+    assert len(HEADER) <= 80 and HEADER.split() == [
+        "TIME",
+        "CPU",
+        "PID",
+        "UID",
+        "COMM",
+        "EVENT",
+        "DETAIL",
+    ]
 
 
 def test_column_output_all_lines_fit() -> None:
@@ -53,7 +61,7 @@ def _ev(typ: str, **fields: object) -> dict[str, object]:
 def test_wide_lines_are_whole() -> None:
     path = "/d" * 150 + "/file.txt"
     line = format_event(_ev("open", path=path, flags=0, ret=3), None)
-    assert line.endswith(f" {path} = 3")
+    assert line.endswith(f" {path} O_RDONLY = 3")
     long_comm = format_event(_ev("exec", filename="/x", ppid=1, comm="\x1b" * 15), None)
     assert "\\x1b" * 15 in long_comm  # escaped, and not cut to 16 characters
 
@@ -61,11 +69,12 @@ def test_wide_lines_are_whole() -> None:
 def test_cut_lines_keep_what_matters() -> None:
     path = "/d" * 150 + "/file.txt"
     line = format_event(_ev("open", path=path, flags=0, ret=-2), 80)
-    assert len(line) == 80 and line.endswith("/file.txt = -2") and "open    ../d/d/" in line
+    assert len(line) == 80 and line.endswith("/file.txt O_RDONLY = -2")
+    assert "open    ../d/" in line
     net = _ev("net", dir="egress", proto="tcp", src="2001:db8::1" * 3, sport=443,
               dst="2001:db8::2" * 3, dport=51234, len=1500)  # fmt: skip
     line = format_event(net, 80)
-    assert len(line) == 80 and line.split()[5:7] == ["egr", "tcp"] and line.endswith("..")
+    assert len(line) == 80 and line.split()[6:8] == ["egr", "tcp"] and line.endswith("..")
     assert format_event(net, 400).endswith("len=1500")
 
 
@@ -79,4 +88,4 @@ def test_column_output_without_width_never_cuts() -> None:
     arr["data"] = b"/" + b"q" * 250
     col.batch(arr, [])
     text = out.getvalue()
-    assert "note: " + "x" * 300 in text and "/" + "q" * 250 + " = 0" in text
+    assert "note: " + "x" * 300 in text and "/" + "q" * 250 + " O_RDONLY = 0" in text
