@@ -8,7 +8,7 @@ from rich.console import Console
 
 from ringtool.trace.output_columns import format_event
 from ringtool.trace.tui_panels import events_table
-from ringtool.trace.tui_view import View
+from ringtool.trace.tui_view import ViewState
 
 EV = {"type": "open", "ts": 0.0, "cpu": 1, "pid": 42, "tid": 42, "comm": "cat", "uid": 4321,
       "gid": 5, "path": "/etc/x", "flags": 0, "mode": 0, "ret": 3, "syscall": "openat"}  # fmt: skip
@@ -29,7 +29,7 @@ def test_columns_show_the_uid_and_a_dash_without_one() -> None:
 
 
 def test_dashboard_shows_the_uid_only_where_it_fits() -> None:
-    wide = _text(events_table([EV], View(), 5, uid=True), 120)
+    wide = _text(events_table([EV], ViewState(), 5, uid=True), 120)
     assert "UID" in wide and "4321" in wide and "/etc/x O_RDONLY = 3 (openat)" in wide
-    narrow = _text(events_table([EV], View(), 5, uid=False), 80)
+    narrow = _text(events_table([EV], ViewState(), 5, uid=False), 80)
     assert "UID" not in narrow and "4321" not in narrow and "/etc/x O_RDONLY" in narrow
