@@ -28,6 +28,7 @@ import numpy as np
 from ringtool.trace.batch import Group, in_array_order, wall_seconds
 from ringtool.trace.events import DETAIL, Decoder, Event, detail_split
 from ringtool.trace.fields import fields_of
+from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 
@@ -69,7 +70,7 @@ def fit_parts(path: str, rest: str, width: int | None) -> str:
 def format_event(ev: Event, width: int | None = 80) -> str:
     """One column line for ``ev``, at most ``width`` characters (None: no limit)."""
     clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-    comm = printable(ev["comm"])
+    comm = printable(shown_comm(ev["comm"], ev["type"]))  # packets: NET_LABEL
     comm = comm if width is None else comm[:16]
     head = f"{clock:<8} {ev['cpu']:>3} {ev['pid']:<7} {comm:<16} {ev['type']:<7} "
     return head + fit_detail(ev, None if width is None else max(0, width - len(head)))

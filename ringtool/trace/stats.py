@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.trace.events import cstr
+from ringtool.trace.proc_names import latest_names, shown_comm
 from ringtool.trace.proctree import ProcessTree
 
 #: Event type -> the source that produces it.
@@ -91,7 +92,7 @@ class TraceStats:
     total: int = 0
     by_type: dict[str, int] = field(default_factory=dict)
     per_cpu: list[int] = field(init=False)
-    procs: dict[int, list[Any]] = field(default_factory=dict)  # pid -> [comm, count, last]
+    procs: dict[int, list[Any]] = field(default_factory=dict)  # pid -> [comm, count, comm's ts]
     drops_cpu: list[int] = field(default_factory=list)
     drops_source: dict[str, int] = field(default_factory=dict)
     drops_source_cpu: dict[str, list[int]] = field(default_factory=dict)
@@ -169,10 +170,9 @@ class TraceStats:
         for cpu, c in enumerate(cpus):
             if cpu < self.ncpu:
                 self.per_cpu[cpu] += c
-        pids, first, pcounts = np.unique(h["pid"], return_index=True, return_counts=True)
-        comms = h["comm"][first].tolist()
-        for pid, comm, c in zip(pids.tolist(), comms, pcounts.tolist(), strict=True):
-            self._count_proc(pid, cstr(comm), c)
+        names = latest_names(h)  # each pid's newest record: the name after an exec
+        for pid, c, comm, ts in zip(*names, strict=True):
+            self._count_proc(pid, cstr(comm), c, ts)
         self.tree.add_batch(arr)
 
     def add_events(self, events: list[dict[str, Any]]) -> None:
@@ -182,14 +182,18 @@ class TraceStats:
             self.by_type[ev["type"]] = self.by_type.get(ev["type"], 0) + 1
             if 0 <= ev["cpu"] < self.ncpu:
                 self.per_cpu[ev["cpu"]] += 1
-            self._count_proc(ev["pid"], ev["comm"], 1)
+            self._count_proc(ev["pid"], shown_comm(ev["comm"], ev["type"]), 1, None)
 
-    def _count_proc(self, pid: int, comm: str, n: int) -> None:
+    def _count_proc(self, pid: int, comm: str, n: int, ts: int | None = None) -> None:
+        """Count ``n`` events of ``pid``; ``comm`` is its name at ``ts`` (``h.ts`` ns),
+        taken unless a newer name was seen (see :mod:`ringtool.trace.proc_names`;
+        None: decoded events, which come in order)."""
         row = self.procs.get(pid)
         if row is None:
-            self.procs[pid] = [comm, n]
+            self.procs[pid] = [comm, n, ts or 0]
         else:
-            row[0] = comm
+            if ts is None or ts >= row[2]:
+                row[0], row[2] = comm, row[2] if ts is None else ts
             row[1] += n
 
     def observe_fill(self, fill: Mapping[int, float]) -> None:

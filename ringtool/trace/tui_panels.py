@@ -26,6 +26,7 @@ from rich.text import Text
 
 from ringtool.trace.events import detail
 from ringtool.trace.hist import SPARKS, spark
+from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_view import KEYS, PROC_COLUMNS, SORTS, View
@@ -155,7 +156,7 @@ def procs_table(s: TraceStats | None, view: View, rows: int) -> Table:
               (names[2], "right", 6), (names[3], "right", 6), flex=names[1])  # fmt: skip
     for i, (pid, comm, n, recent) in enumerate(shown):
         selected = view.focus == "procs" and view.top + i == view.sel
-        t.add_row(str(pid), data(comm), count(n), count(recent),
+        t.add_row(str(pid) if pid else "-", data(comm), count(n), count(recent),
                   style="reverse" if selected else "")  # fmt: skip
     return t
 
@@ -248,7 +249,8 @@ def events_table(tail: Iterable[dict[str, Any]], view: View, rows: int) -> Table
               ("EVENT", "left"), ("DETAIL", "left"), flex="DETAIL")  # fmt: skip
     for ev in shown if rows > 0 else []:
         clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-        t.add_row(clock, str(ev["pid"]), data(ev["comm"]), ev["type"], data(detail(ev)))
+        comm = shown_comm(ev["comm"], ev["type"])  # packets: no task, NET_LABEL
+        t.add_row(clock, str(ev["pid"]), data(comm), ev["type"], data(detail(ev)))
     return t
 
 
