@@ -28,6 +28,7 @@ import numpy as np
 from ringtool.trace.batch import Group, in_array_order, wall_seconds
 from ringtool.trace.events import DETAIL, Decoder, Event, detail_split
 from ringtool.trace.fields import fields_of
+from ringtool.trace.latency_buckets import approx_duration
 from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
@@ -109,7 +110,9 @@ def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
             f"(per CPU ring {o['out_of_order_per_buffer']}), max {o['max_lateness_us']} us late"
         )
     for row in stats.top_syscalls(5):
-        lines.append(f"  {row.name:<20} {row.count:>10} calls  p99 {row.p99_ns / 1000:10.1f} us")
+        lines.append(
+            f"  {row.name:<20} {row.count:>10} calls  p99 {approx_duration(row.p99_ns):>6}"
+        )
     return [cut(line, width) for line in lines]
 
 

@@ -42,13 +42,10 @@ def latest_names(h: np.ndarray[Any, Any]) -> BatchNames:
     order = np.lexsort((h["ts"], pid))  # by pid, then by time: each pid's newest last
     sorted_pid = pid[order]
     ends = np.flatnonzero(np.append(sorted_pid[1:] != sorted_pid[:-1], True))
-    counts = np.diff(np.insert(ends + 1, 0, 0))
+    counts: list[int] = np.diff(ends, prepend=-1).tolist()
     newest = order[ends]
     return BatchNames(
-        sorted_pid[ends].tolist(),
-        counts.tolist(),
-        h["comm"][newest].tolist(),
-        h["ts"][newest].tolist(),
+        sorted_pid[ends].tolist(), counts, h["comm"][newest].tolist(), h["ts"][newest].tolist()
     )
 
 

@@ -41,6 +41,7 @@ from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup, merge_rings
 from ringtool.sources.loader import attach_programs, compile_program, detach_all
 from ringtool.trace.filters import CgroupFilter, kernel_defines
+from ringtool.trace.latency_buckets import KEY_BITS, SUB_BITS
 from ringtool.trace.layout import TraceLayout
 from ringtool.trace.pacing import BatchPacer
 
@@ -164,6 +165,8 @@ class TraceSession:
             self.group = RingBufGroup(cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE)
             defines.update(_defines_of(self.group.cflags()))
             defines["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
+            defines["TRACE_LAT_SUB_BITS"] = SUB_BITS  # the histograms' buckets
+            defines["TRACE_LAT_KEY_BITS"] = KEY_BITS
             if opts.wakeup_fill is not None:
                 ring = opts.buffer_pages * PAGE
                 defines["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(ring, opts.wakeup_fill)
@@ -314,7 +317,8 @@ class TraceSession:
         return {} if self.net is None else self.net.lost()
 
     def syscall_hist(self) -> dict[int, dict[int, int]]:
-        """Cumulative latency histograms: syscall nr -> {log2(ns) slot: count}."""
+        """Cumulative latency histograms: syscall nr -> {bucket: count} (log-linear
+        buckets of ns, :mod:`ringtool.trace.latency_buckets`)."""
         obj = self.sources.get("syscalls")
         return {} if obj is None else _hists(obj[b"sys_hist"])
 
@@ -384,15 +388,17 @@ class OrderedReader:
 
 
 def _hists(table: Any, pid: int | None = None) -> dict[int, dict[int, int]]:
-    """A BCC hash of ``[pid << 32 |] nr << 8 | slot -> count`` as nr -> {slot: count}
-    (with ``pid``: only its keys)."""
+    """A BCC hash of ``[pid << 32 |] nr << KEY_BITS | bucket -> count`` as
+    nr -> {bucket: count} (with ``pid``: only its keys; buckets:
+    :mod:`ringtool.trace.latency_buckets`)."""
     out: dict[int, dict[int, int]] = {}
+    mask = (1 << KEY_BITS) - 1
     for k, v in table.items():
         key = int(k.value)
         if pid is not None and key >> 32 != pid:
             continue
-        nr = key >> 8 if pid is None else (key >> 8) & 0xFFFFFF
-        out.setdefault(nr, {})[key & 0xFF] = int(v.value)
+        nr = key >> KEY_BITS if pid is None else (key & 0xFFFFFFFF) >> KEY_BITS
+        out.setdefault(nr, {})[key & mask] = int(v.value)
     return out
 
 

@@ -9,10 +9,11 @@ kept (:attr:`TraceStats.drop_log`, the last :data:`DROP_LOG` of them) with the
 interval's end as seconds since reading started, so a burst is shown with when it
 happened instead of only as a total that never grows again.
 
-Histograms are the syscalls source's log2 buckets (BCC's ``bpf_log2l``): slot ``s``
-holds latencies in ``[2**(s-1), 2**s)`` ns (slot 0 and 1: below 2 ns).
-:func:`percentile_from_log2` interpolates linearly inside the bucket that holds the
-requested rank.
+Histograms are the syscalls source's log-linear buckets
+(:mod:`ringtool.trace.latency_buckets`); a row's p99 is
+:func:`~ringtool.trace.latency_buckets.quantile`'s, within 1.6% of the true one.
+:func:`percentile_from_log2` is the same for bcc's log2 slots (slot ``s`` holds
+``[2**(s-1), 2**s)`` ns), interpolating linearly inside the bucket of the rank.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.trace.events import cstr
+from ringtool.trace.latency_buckets import approx, quantile
 from ringtool.trace.proc_names import latest_names, shown_comm
 from ringtool.trace.proctree import ProcessTree
 
@@ -124,7 +126,7 @@ class TraceStats:
     lost_interval: int = 0
     drop_log: deque[DropMark] = field(default_factory=lambda: deque(maxlen=DROP_LOG))
     drop_intervals: int = 0  # intervals with drops or losses (also those forgotten)
-    #: the latest cumulative histograms of every syscall: nr -> {log2 slot: count}
+    #: the latest cumulative histograms of every syscall: nr -> {bucket: count}
     sys_hist: dict[int, dict[int, int]] = field(default_factory=dict)
     #: the dashboard's drill-down: its process, since when (uptime s) its syscalls are
     #: counted, their histograms and rows (count since then, rate, p99)
@@ -271,8 +273,7 @@ class TraceStats:
             count = sum(buckets.values())
             rate = (count - prev.get(nr, 0)) / dt
             prev[nr] = count
-            rows.append(SyscallRow(nr, self.syscall_name(nr), count, rate,
-                                   percentile_from_log2(buckets)))  # fmt: skip
+            rows.append(SyscallRow(nr, self.syscall_name(nr), count, rate, quantile(buckets)))
         return rows
 
     # --- reading -----------------------------------------------------------------------
@@ -354,7 +355,7 @@ class TraceStats:
             "lost_interval": self.lost_interval,
             "malformed": self.malformed,
             "top_syscalls": [
-                {"syscall": r.name, "count": r.count, "p99_us": round(r.p99_ns / 1000, 1)}
+                {"syscall": r.name, "count": r.count, "p99_us": approx(r.p99_ns / 1000)}
                 for r in self.top_syscalls(5)
             ],
         }

@@ -26,11 +26,12 @@ from rich.text import Text
 
 from ringtool.trace.events import detail
 from ringtool.trace.hist import SPARKS, spark
+from ringtool.trace.latency_buckets import approx_duration, to_log2
 from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.safe_text import printable
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_view import KEYS, PROC_COLUMNS, SORTS, View
-from ringtool.trace.units import count, duration_ns
+from ringtool.trace.units import count
 
 Column = tuple[str, str] | tuple[str, str, int]
 
@@ -167,7 +168,7 @@ def syscalls_table(s: TraceStats | None, view: View, rows: int) -> Table:
               flex="SYSCALL")  # fmt: skip
     if s is not None:
         for r in s.top_syscalls(rows, SORTS[view.sort]):
-            t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns))
+            t.add_row(data(r.name), count(r.count), count(r.rate), approx_duration(r.p99_ns))
     return t
 
 
@@ -214,8 +215,8 @@ def drill_table(s: TraceStats | None, view: View, rows: int, width: int = 53) ->
     names = max((len(r.name) for r in s.drill_syscalls[:rows]), default=7)
     room = max(12, width - names - 34)  # what the name and number columns leave
     for r in sorted(s.drill_syscalls, key=lambda r: (-r.count, r.name))[:rows] if live else []:
-        hist = spark(s.drill_hist.get(r.nr, {}), room)
-        t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns), hist)
+        hist = spark(to_log2(s.drill_hist.get(r.nr, {})), room)
+        t.add_row(data(r.name), count(r.count), count(r.rate), approx_duration(r.p99_ns), hist)
     return t
 
 
