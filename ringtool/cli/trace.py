@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from ringtool.cli import validate as v
+from ringtool.cli.trace_targets import require_interface, target_notes
 from ringtool.errors import UsageError
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.privileges import require_bpf_privileges
@@ -149,6 +150,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("-x/--failed selects failed opens: add open to --events")
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
+    if args.iface and "net" in events_of(args):
+        require_interface(args.iface)  # a typo is an error, not a trace without packets
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
     from ringtool.trace.sources import TraceOptions
 
     events = events_of(args)
+    for note in target_notes(args.pid, args.tid):
+        print(f"ringtool trace: {note}", file=sys.stderr)
     if args.quiet:
         mode = "quiet"
     elif args.json:
