@@ -1,8 +1,10 @@
-"""``--json`` output: JSON lines, one object per event, then stats and a summary.
+"""``--json`` output: JSON lines, one object per event, then a summary.
 
-Line kinds (``type``): ``start`` (sources running, notes), one per event (see
-:mod:`ringtool.trace.events`), ``stats`` once per interval, and a final ``summary``
-whose ``events`` equals the number of event lines written. A batch of records is
+Line kinds (``type``): on stdout (``stream``) one per event (see
+:mod:`ringtool.trace.events`) and a final ``summary`` whose ``events`` equals the
+number of event lines written (with ``--hist``, the ``hist`` lines after it); on
+stderr (``err``) ``start`` (sources running, notes: the ready line), ``stats`` once
+per interval and ``note``, so stdout is the events alone. A batch of records is
 written with one ``write`` and flushed, so a reader (or ``head``) sees lines promptly.
 Record lines are formatted a whole column at a time (:func:`json_lines`: per type, one
 numpy/orjson conversion per field, then one join per line; no dict per record); each
@@ -20,6 +22,7 @@ escape sequence. Bytes that are not UTF-8 arrive as ``\\xNN`` text
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from itertools import repeat
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
@@ -138,15 +141,20 @@ class JsonOutput:
     """Writes JSON lines to ``stream`` (see the module doc)."""
 
     def __init__(
-        self, stream: TextIO, decoder: Decoder, fields: Sequence[str] | None = None
+        self,
+        stream: TextIO,
+        decoder: Decoder,
+        fields: Sequence[str] | None = None,
+        err: TextIO | None = None,
     ) -> None:
         self.stream = stream
         self.decoder = decoder
         #: ``--fields``: the keys of an event line, in this order (None: all)
         self.fields = list(fields) if fields else None
+        self.err = err or sys.stderr
 
     def start(self, sources: list[str], notes: list[str]) -> None:
-        self._write([{"type": "start", "sources": sources, "notes": notes}])
+        self._write([{"type": "start", "sources": sources, "notes": notes}], self.err)
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         lines = json_lines(self.decoder, arr, self.fields)
@@ -169,17 +177,18 @@ class JsonOutput:
         self.stream.flush()
 
     def stats(self, stats: TraceStats) -> None:
-        self._write([stats.stats_record()])
+        self._write([stats.stats_record()], self.err)
 
     def summary(self, stats: TraceStats) -> None:
-        self._write([stats.summary_record()])
+        self._write([stats.summary_record()], self.stream)
 
     def note(self, text: str) -> None:
-        self._write([{"type": "note", "text": text}])
+        self._write([{"type": "note", "text": text}], self.err)
 
-    def _write(self, objs: list[dict[str, Any]]) -> None:
-        self.stream.write("\n".join(printable_line(_dumps(o)) for o in objs) + "\n")
-        self.stream.flush()
+    @staticmethod
+    def _write(objs: list[dict[str, Any]], to: TextIO) -> None:
+        to.write("\n".join(printable_line(_dumps(o)) for o in objs) + "\n")
+        to.flush()
 
 
 __all__ = ["JsonOutput", "json_lines", "printable_line"]
