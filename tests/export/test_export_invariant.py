@@ -58,14 +58,14 @@ def wait_exported(trace: Trace, generated: int, timeout: float = 60) -> None:
     kernel, and none of them still waiting in the exporter."""
     deadline = time.monotonic() + timeout
     while True:
-        for line in reversed(list(trace.lines)):
+        for line in reversed(list(trace.err_lines)):  # stats: stderr
             if '"type": "stats"' in line:
                 s = json.loads(line)
                 seen = s["events"] + s["dropped"] + s["lost"]
                 if seen >= generated and s["export"]["export_pending"] == 0:
                     return
                 break
-        assert time.monotonic() < deadline, f"the exporter did not catch up: {trace.lines[-1]}"
+        assert time.monotonic() < deadline, f"the exporter did not catch up: {trace.err_lines[-1:]}"
         time.sleep(0.1)
 
 
@@ -99,13 +99,13 @@ def test_broker_restart_mid_run(nats: NatsServer, tmp_path: Path, sig: int) -> N
     time.sleep(1.0)
     nats.start()  # same port, same file store
     deadline = time.monotonic() + 60
-    while not any("connected to" in n for n in notes(trace.lines)):
-        assert time.monotonic() < deadline, notes(trace.lines)
+    while not any("connected to" in n for n in notes(trace.err_lines)):
+        assert time.monotonic() < deadline, notes(trace.err_lines)
         time.sleep(0.1)
     work(comm, target, 10000)
     wait_exported(trace, 50000)
-    summary, out, _ = finish(trace)
-    said = notes(out)
+    summary, _out, err = finish(trace)
+    said = notes(err.splitlines())
     assert sum("lost the connection" in n for n in said) == 1, said
     assert sum("connected to" in n for n in said) == 1, said
     content = read_stream(nats)
@@ -124,8 +124,8 @@ def test_broker_down_at_the_end(nats: NatsServer, tmp_path: Path) -> None:
     nats.stop()
     work(comm, target, 7000)
     time.sleep(1.0)
-    summary, out, _ = finish(trace)
-    assert any("lost the connection" in n for n in notes(out))
+    summary, _out, err = finish(trace)
+    assert any("lost the connection" in n for n in notes(err.splitlines()))
     x = summary["export"]
     assert x["exported"] == 5000 - summary["dropped"]  # 7000 never reached the stream
     assert x["export_dropped"] >= 7000 - summary["dropped"]
@@ -189,10 +189,10 @@ def test_stream_that_refuses_messages(nats: NatsServer, tmp_path: Path) -> None:
     trace = start_trace(nats, comm)
     work(comm, target, 20000)
     wait_exported(trace, 20000)
-    summary, out, _ = finish(trace)
+    summary, _out, err = finish(trace)
     x = summary["export"]
     assert x["export_dropped_by_reason"]["refused"] > 0, x
-    assert any("refuses messages" in n for n in notes(out))
+    assert any("refuses messages" in n for n in notes(err.splitlines()))
     check_invariant(summary, 20000, read_stream(nats), "h1")
 
 
@@ -217,9 +217,10 @@ def test_unreachable_at_start_is_one_line(nats: NatsServer, tmp_path: Path) -> N
                   "--export-optional", "--export-drain", "0.5")  # fmt: skip
     work(comm, target, 3000)
     time.sleep(1.0)
-    summary, out, _ = finish(trace)
-    assert any("unreachable" in n and "--export-optional" in n for n in notes(out)) or any(
-        "unreachable" in line for line in out[:1]
+    summary, _out, err = finish(trace)
+    told = err.splitlines()  # the start line's notes and the note lines: stderr
+    assert any("unreachable" in n and "--export-optional" in n for n in notes(told)) or any(
+        "unreachable" in line for line in told[:1]
     )
     x = summary["export"]
     assert x["exported"] == 0
