@@ -26,7 +26,8 @@ DEFAULT_EVENTS = ("exec", "open", "syscalls")
 EPILOG = """\
 output: the live TUI when stdout is a terminal (keys: ? help, q quit, p pause,
 < > sort, / filter, Enter drill-down), else columns (whole lines; cut to the
-terminal with --no-tui unless -w); --json for JSON lines.
+terminal with --no-tui unless -w); --json for JSON lines. stdout carries the
+events only (--json: and the summary); notes and stats lines go to stderr.
 
 examples:
   sudo ringtool trace                          # TUI, exec/exit/fork + open + syscalls

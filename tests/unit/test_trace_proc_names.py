@@ -10,18 +10,13 @@ from hypothesis import strategies as st
 from ringtool.trace.layout import load_layout
 from ringtool.trace.proc_names import NET_LABEL, latest_names
 from ringtool.trace.stats import TraceStats
+from tests.unit.trace_records import header_records
 
 
 def _batch(rows: list[tuple[str, int, int, bytes]]) -> np.ndarray:
     """Records ``(type, pid, ts, comm)``."""
-    lay = load_layout()
-    arr = np.zeros(len(rows), dtype=lay.event)
-    for i, (typ, pid, ts, comm) in enumerate(rows):
-        arr[i]["h"]["type"] = lay.type_id(typ)
-        arr[i]["h"]["pid"] = pid
-        arr[i]["h"]["ts"] = ts
-        arr[i]["h"]["comm"] = comm
-    return arr
+    keys = ("type", "pid", "ts", "comm")
+    return header_records([dict(zip(keys, row, strict=True)) for row in rows])
 
 
 def _stats() -> TraceStats:
