@@ -41,6 +41,7 @@ from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup, merge_rings
 from ringtool.sources.loader import attach_programs, compile_program, detach_all
 from ringtool.trace.filters import CgroupFilter, kernel_defines
+from ringtool.trace.hist_maps import read_hists
 from ringtool.trace.latency_buckets import KEY_BITS, SUB_BITS
 from ringtool.trace.layout import TraceLayout
 from ringtool.trace.pacing import BatchPacer
@@ -388,18 +389,8 @@ class OrderedReader:
 
 
 def _hists(table: Any, pid: int | None = None) -> dict[int, dict[int, int]]:
-    """A BCC hash of ``[pid << 32 |] nr << KEY_BITS | bucket -> count`` as
-    nr -> {bucket: count} (with ``pid``: only its keys; buckets:
-    :mod:`ringtool.trace.latency_buckets`)."""
-    out: dict[int, dict[int, int]] = {}
-    mask = (1 << KEY_BITS) - 1
-    for k, v in table.items():
-        key = int(k.value)
-        if pid is not None and key >> 32 != pid:
-            continue
-        nr = key >> KEY_BITS if pid is None else (key & 0xFFFFFFFF) >> KEY_BITS
-        out.setdefault(nr, {})[key & mask] = int(v.value)
-    return out
+    """The latency histograms in a BCC hash (:func:`ringtool.trace.hist_maps.read_hists`)."""
+    return read_hists(table, pid)
 
 
 def _first_line(exc: BaseException) -> str:
