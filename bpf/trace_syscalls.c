@@ -16,7 +16,8 @@
  * slower than TRACE_SLOW_NS, reserved in this CPU's ring of the per-CPU group.
  * The -p/-c filters run at sys_enter, before `started` is touched: sys_exit finds an
  * entry only for accepted threads, so a rejected syscall reserves nothing.
- * Failed reservations are counted per CPU (group counter + this source's `drops`).
+ * Failed reservations are counted per CPU (group counter + this source's `drops`);
+ * a latency a full sys_hist has no bucket for, in `hist_lost` (ringtool says so).
  * cflags: RingBufGroup.cflags(), TRACE_SLOW_NS, TRACE_* filters and sizes.
  */
 #include "percpu_ringbuf.h"
@@ -52,6 +53,7 @@ struct sys_start {
 
 BPF_HASH(started, u32, struct sys_start, 16384);
 BPF_HASH(sys_hist, u64, u64, 65536);  /* ~100 buckets a syscall in use */
+BPF_PERCPU_ARRAY(hist_lost, u64, 1);  /* latencies a full sys_hist could not count */
 BPF_PERCPU_ARRAY(drops, u64, 1);
 BPF_ARRAY(drill, u32, 1);
 BPF_HASH(drill_hist, u64, u64, 16384);
@@ -93,7 +95,19 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit)
     u64 nr = s->nr;
     s->ts = 0;  /* consumed; the entry stays for the thread's next syscall */
     u64 key = (nr << TRACE_LAT_KEY_BITS) | lat_bucket(lat);
-    sys_hist.atomic_increment(key);
+    u64 *n = sys_hist.lookup(&key);
+    if (n) {
+        __sync_fetch_and_add(n, 1);
+    } else {
+        u64 one = 1;
+        if (sys_hist.insert(&key, &one)) {  /* another CPU was first, or the map is full */
+            n = sys_hist.lookup(&key);
+            if (n)
+                __sync_fetch_and_add(n, 1);
+            else
+                hist_lost.increment(0);
+        }
+    }
     u32 zero = 0;
     u32 *want = drill.lookup(&zero);  /* written by user space (TraceSession.set_drill) */
     if (want && *want && *want == (u32)(id >> 32)) {

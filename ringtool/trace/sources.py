@@ -144,6 +144,7 @@ class TraceSession:
         self.rb: RingBuffer | None = None
         self.net: Any = None
         self.drill_pid: int | None = None  # see set_drill
+        self._hist_full = False  # see syscall_hist
         self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
         try:
             self._setup()
@@ -321,7 +322,13 @@ class TraceSession:
         """Cumulative latency histograms: syscall nr -> {bucket: count} (log-linear
         buckets of ns, :mod:`ringtool.trace.latency_buckets`)."""
         obj = self.sources.get("syscalls")
-        return {} if obj is None else _hists(obj[b"sys_hist"])
+        if obj is None:
+            return {}
+        if not self._hist_full and sum(bpf.percpu_u64(obj[b"hist_lost"].map_fd)):
+            self._hist_full = True  # once: the p99s leave out what was not counted
+            self._note("syscall latency histograms full: later latencies of new buckets "
+                       "are not counted (p99s may be low)")  # fmt: skip
+        return _hists(obj[b"sys_hist"])
 
     def set_drill(self, pid: int | None) -> None:
         """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
