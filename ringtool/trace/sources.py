@@ -324,7 +324,8 @@ class TraceSession:
         obj = self.sources.get("syscalls")
         if obj is None:
             return {}
-        if not self._hist_full and sum(bpf.percpu_u64(obj[b"hist_lost"].map_fd)):
+        lost: list[int] = bpf.percpu_u64(obj[b"hist_lost"].map_fd)
+        if not self._hist_full and sum(lost) > 0:
             self._hist_full = True  # once: the p99s leave out what was not counted
             self._note("syscall latency histograms full: later latencies of new buckets "
                        "are not counted (p99s may be low)")  # fmt: skip
