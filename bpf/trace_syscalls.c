@@ -4,8 +4,11 @@
  * updated in place (entries are reused, not deleted on the hot path; a thread's
  * entry is deleted when it exits). A plain hash: an LRU one costs ~0.1 µs more
  * per syscall. Aggregated in the kernel, read by ringtool per interval:
- *   sys_hist  HASH  key (nr << 8 | log2 slot) -> count, slot = bpf_log2l(latency ns)
- *   drill_hist HASH key (tgid << 32 | nr << 8 | log2 slot) -> count, only for the
+ *   sys_hist  HASH  key (nr << TRACE_LAT_KEY_BITS | bucket) -> count, bucket =
+ *             lat_bucket(latency ns): log-linear, each power of two split into
+ *             2^TRACE_LAT_SUB_BITS linear sub-buckets (HdrHistogram's layout; the
+ *             math and its error bound: ringtool/trace/latency_buckets.py)
+ *   drill_hist HASH key (tgid << 32 | nr << TRACE_LAT_KEY_BITS | bucket) -> count, only for the
  *             process whose tgid user space stored in `drill` (the dashboard's
  *             drill-down; 0: none): one array lookup per syscall otherwise. The tgid in
  *             the key keeps a previous process's late increments apart.
@@ -13,7 +16,8 @@
  * slower than TRACE_SLOW_NS, reserved in this CPU's ring of the per-CPU group.
  * The -p/-c filters run at sys_enter, before `started` is touched: sys_exit finds an
  * entry only for accepted threads, so a rejected syscall reserves nothing.
- * Failed reservations are counted per CPU (group counter + this source's `drops`).
+ * Failed reservations are counted per CPU (group counter + this source's `drops`);
+ * a latency a full sys_hist has no bucket for, in `hist_lost` (ringtool says so).
  * cflags: RingBufGroup.cflags(), TRACE_SLOW_NS, TRACE_* filters and sizes.
  */
 #include "percpu_ringbuf.h"
@@ -23,16 +27,36 @@
 #define TRACE_SLOW_NS 100000000ULL
 #endif
 
+#ifndef TRACE_LAT_SUB_BITS
+#define TRACE_LAT_SUB_BITS 5
+#endif
+#ifndef TRACE_LAT_KEY_BITS
+#define TRACE_LAT_KEY_BITS 11
+#endif
+
+/* The log-linear bucket of `v` ns: v itself below 2^SUB_BITS, else (with
+ * m = floor(log2 v)) ((m - SUB_BITS + 1) << SUB_BITS) | the SUB_BITS bits after the
+ * leading one. No loop, no float: bpf_log2l is BCC's branch-free log2 (+1). */
+static __always_inline u64 lat_bucket(u64 v)
+{
+    if (v < (1ULL << TRACE_LAT_SUB_BITS))
+        return v;
+    u64 m = bpf_log2l(v) - 1;
+    u64 sub = (v >> (m - TRACE_LAT_SUB_BITS)) & ((1ULL << TRACE_LAT_SUB_BITS) - 1);
+    return ((m - TRACE_LAT_SUB_BITS + 1) << TRACE_LAT_SUB_BITS) | sub;
+}
+
 struct sys_start {
     u64 ts;
     u64 nr;
 };
 
 BPF_HASH(started, u32, struct sys_start, 16384);
-BPF_HASH(sys_hist, u64, u64, 16384);
+BPF_HASH(sys_hist, u64, u64, 65536);  /* ~100 buckets a syscall in use */
+BPF_PERCPU_ARRAY(hist_lost, u64, 1);  /* latencies a full sys_hist could not count */
 BPF_PERCPU_ARRAY(drops, u64, 1);
 BPF_ARRAY(drill, u32, 1);
-BPF_HASH(drill_hist, u64, u64, 4096);
+BPF_HASH(drill_hist, u64, u64, 16384);
 
 TRACEPOINT_PROBE(raw_syscalls, sys_enter)
 {
@@ -70,8 +94,20 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit)
     u64 lat = bpf_ktime_get_ns() - s->ts;
     u64 nr = s->nr;
     s->ts = 0;  /* consumed; the entry stays for the thread's next syscall */
-    u64 key = (nr << 8) | bpf_log2l(lat);
-    sys_hist.atomic_increment(key);
+    u64 key = (nr << TRACE_LAT_KEY_BITS) | lat_bucket(lat);
+    u64 *n = sys_hist.lookup(&key);
+    if (n) {
+        __sync_fetch_and_add(n, 1);
+    } else {
+        u64 one = 1;
+        if (sys_hist.insert(&key, &one)) {  /* another CPU was first, or the map is full */
+            n = sys_hist.lookup(&key);
+            if (n)
+                __sync_fetch_and_add(n, 1);
+            else
+                hist_lost.increment(0);
+        }
+    }
     u32 zero = 0;
     u32 *want = drill.lookup(&zero);  /* written by user space (TraceSession.set_drill) */
     if (want && *want && *want == (u32)(id >> 32)) {

@@ -19,6 +19,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,10 +116,13 @@ class TraceChild:
         cmd = [sys.executable, "-m", "ringtool.bench.trace_child", str(w),
                *(["--headless-tui"] if headless_tui else []), "--", *args]  # fmt: skip
         self.started = time.monotonic()
+        # stderr into a file: the trace writes its stats lines there every interval, and
+        # a pipe nobody reads until the end would stall it
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the child
         try:
             self.proc = subprocess.Popen(
                 cmd, pass_fds=[w], stdout=subprocess.DEVNULL if stdout is None else stdout,
-                stderr=subprocess.PIPE, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+                stderr=self._err, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
             )  # fmt: skip
         finally:
             os.close(w)
@@ -133,8 +137,8 @@ class TraceChild:
         line = self.report.readline() if ready else ""
         if not line.startswith("ready "):
             self.proc.kill()
-            _, err = self.proc.communicate()
-            raise BenchError(f"ringtool trace did not start: {err.decode().strip()[-500:]}")
+            self.proc.wait()
+            raise BenchError(f"ringtool trace did not start: {self._stderr()[-500:]}")
         self.ready_at = time.monotonic()
         self.ready_cpu_s = float(line.split()[1])
         return self.ready_at - self.started
@@ -143,16 +147,20 @@ class TraceChild:
         """Waits for the end (after SIGINT when ``interrupt``); the summary and CPU."""
         if interrupt:  # os.kill, not send_signal: that would reap the child (no rusage)
             os.kill(self.proc.pid, signal.SIGINT)
-        err = self.proc.stderr.read() if self.proc.stderr is not None else b""
         _, status, usage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = os.waitstatus_to_exitcode(status)
         line = self.report.readline()
         self.report.close()
         if not line:
-            raise BenchError(f"ringtool trace gave no summary: {err.decode().strip()[-3000:]}")
+            raise BenchError(f"ringtool trace gave no summary: {self._stderr()[-3000:]}")
         end = json.loads(line)
         return ChildResult(end["summary"], usage.ru_utime + usage.ru_stime,
                            end["cpu_s"] - self.ready_cpu_s, self.proc.returncode)  # fmt: skip
+
+    def _stderr(self) -> str:
+        """What the child wrote on stderr so far."""
+        self._err.seek(0)
+        return self._err.read().decode("utf-8", "backslashreplace").strip()
 
     def kill(self) -> None:
         """Ends the child if it still runs (cleanup after a failure)."""
@@ -161,6 +169,7 @@ class TraceChild:
             self.proc.wait()
         with contextlib.suppress(OSError):
             self.report.close()
+        self._err.close()
 
 
 __all__ = ["COMM", "ChildResult", "Loop", "LoopResult", "TraceChild", "build_loop",

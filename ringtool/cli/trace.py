@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ringtool.cli import validate as v
+from ringtool.cli.trace_targets import require_interface, target_notes
 from ringtool.errors import UsageError
 from ringtool.event.fields import FIELD_NAMES
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
@@ -25,7 +26,8 @@ DEFAULT_EVENTS = ("exec", "open", "syscalls")
 EPILOG = """\
 output: the live TUI when stdout is a terminal (keys: ? help, q quit, p pause,
 < > sort, / filter, Enter drill-down), else columns (whole lines; cut to the
-terminal with --no-tui unless -w); --json for JSON lines.
+terminal with --no-tui unless -w); --json for JSON lines. stdout carries the
+events only (--json: and the summary); notes and stats lines go to stderr.
 
 examples:
   sudo ringtool trace                          # TUI, exec/exit/fork + open + syscalls
@@ -167,6 +169,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("-x/--failed selects failed opens and execs: add open or exec to --events")
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
+    if args.iface and "net" in events_of(args):
+        require_interface(args.iface)  # a typo is an error, not a trace without packets
 
 
 def run(args: argparse.Namespace) -> int:
@@ -187,6 +191,8 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
     from ringtool.trace.outputs import RunConfig
 
     events = events_of(args)
+    for note in target_notes(args.pid, args.tid):
+        print(f"ringtool trace: {note}", file=sys.stderr)
     if args.quiet:
         mode = "quiet"
     elif args.json:

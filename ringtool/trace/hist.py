@@ -1,11 +1,14 @@
 """Syscall latency histograms as bcc's tools print them (``--hist``) and as one-line
 sparklines (the dashboard's drill-down).
 
-The histograms are the syscalls source's log2 buckets of nanoseconds (``bpf_log2l``):
-slot ``s`` >= 1 holds latencies in ``[2**(s-1), 2**s)``, slot 0 a latency of 0. The
-ranges are printed as bcc's ``print_log2_hist`` does (``low -> high`` inclusive, the
-first row ``0 -> 1``), so the output reads like ``biolatency`` or ``syscount -L``'s
-companion histograms.
+The syscalls source counts latencies in log-linear buckets
+(:mod:`ringtool.trace.latency_buckets`); the rows and sparklines merge them into log2
+slots of nanoseconds (``bpf_log2l``): slot ``s`` >= 1 holds latencies in
+``[2**(s-1), 2**s)``, slot 0 a latency of 0. The ranges are printed as bcc's
+``print_log2_hist`` does (``low -> high`` inclusive, the first row ``0 -> 1``), so the
+output reads like ``biolatency`` or ``syscount -L``'s companion histograms. The p99
+comes from the fine buckets (within 1.6%) and is printed with 2 significant digits;
+``--json`` gives the fine buckets themselves.
 """
 
 from __future__ import annotations
@@ -13,7 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ringtool.trace.stats import SyscallRow, TraceStats, percentile_from_log2
+from ringtool.trace.latency_buckets import (
+    MAX_ERROR,
+    approx,
+    approx_duration,
+    bucket_range,
+    to_log2,
+)
+from ringtool.trace.stats import SyscallRow, TraceStats
 from ringtool.trace.units import duration_ns
 
 #: Width of the ``distribution`` bar (bcc's is 40).
@@ -79,23 +89,25 @@ def hist_lines(stats: TraceStats) -> Iterator[str]:
         buckets = stats.sys_hist.get(row.nr, {})
         if not row.count:
             continue
-        p99 = duration_ns(percentile_from_log2(buckets))
         yield ""
-        yield f"syscall {row.name}: {row.count:,} calls, p99 {p99}"
-        yield from format_log2(buckets)
+        yield f"syscall {row.name}: {row.count:,} calls, p99 {approx_duration(row.p99_ns)}"
+        yield from format_log2(to_log2(buckets))
 
 
 def hist_records(stats: TraceStats) -> Iterator[dict[str, Any]]:
     """``--hist --json`` at the end: one ``{"type": "hist", ...}`` object per syscall,
-    most called first; ``buckets`` are ``[low_ns, high_ns, count]`` of the used slots."""
+    most called first; ``p99_ns`` with 2 significant digits, ``p99_max_error`` the
+    estimate's bound (a fraction of the true value), ``buckets`` the used fine
+    buckets as ``[low_ns, high_ns, count]`` (inclusive)."""
     for row in _ordered(stats):
         buckets = stats.sys_hist.get(row.nr, {})
         yield {
             "type": "hist",
             "syscall": row.name,
             "count": row.count,
-            "p99_ns": round(row.p99_ns),
-            "buckets": [[*slot_range(s), n] for s, n in sorted(buckets.items()) if n],
+            "p99_ns": round(approx(row.p99_ns)),
+            "p99_max_error": MAX_ERROR,
+            "buckets": [[*bucket_range(i), n] for i, n in sorted(buckets.items()) if n],
         }
 
 

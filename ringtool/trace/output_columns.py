@@ -1,20 +1,23 @@
 """``--no-tui`` output: bcc-style columns, cut to ``width`` columns on a terminal.
 
-::
+stdout (``stream``) carries the header and one line per event, nothing else, so
+``ringtool trace --no-tui > events.txt`` or ``| head`` gets events only::
 
-    sources: exec, open, syscalls
-    Tracing... Ctrl-C to end.
     TIME     CPU PID     UID    COMM             EVENT   DETAIL
     12:00:01   1 4242    1000   cat              exec    /usr/bin/cat ppid=4241 uid=1000
     12:00:01   1 4242    1000   cat              open    /etc/passwd O_RDONLY|O_CLOEXEC = 3 (openat)
 
 ``UID`` is the task's real uid (``-`` for net events: no task).
 
-With a ``width`` (the CLI gives the terminal's width when stdout is one), every line —
-header, events, the ``--`` stats line per interval and the summary — is cut to
-``width`` characters: a long path keeps its end and what follows it (``..`` marks the
-cut), other details keep their start (a net line keeps direction and protocol).
-``width=None`` (stdout is a pipe or a file, or ``-w``) never cuts.
+stderr (``err``) gets the rest: notes, ``sources: ...``, ``Tracing... Ctrl-C to end.``,
+the ``--`` stats line per interval and the summary.
+
+With a ``width`` (the CLI gives the terminal's width when stdout is one), every line is
+cut to ``width`` characters: a long path keeps its end and what follows it (``…``
+marks the cut: ``…/LC_MESSAGES/x.mo``, never a relative-looking ``../``), other
+details and lines keep their start and end in ``…`` (a net line keeps direction and
+protocol). ``width=None`` (stdout is a pipe or a file, or ``-w``) never cuts. Packets
+(no process: TC) show :data:`~ringtool.trace.proc_names.NET_LABEL` as their COMM.
 Strings from traced processes (comm, paths) and notes go through
 :func:`ringtool.event.safe_text.printable`: a control character or escape sequence
 in a file name is printed escaped (``\x1b[2J``), never sent to the terminal.
@@ -22,6 +25,7 @@ in a file name is printed escaped (``\x1b[2J``), never sent to the terminal.
 
 from __future__ import annotations
 
+import sys
 import time
 from itertools import repeat
 from typing import Any, TextIO
@@ -33,24 +37,32 @@ from ringtool.event.decode import Decoder, Event
 from ringtool.event.detail import DETAIL, detail_split
 from ringtool.event.fields import fields_of
 from ringtool.event.safe_text import printable
+from ringtool.trace.latency_buckets import approx_duration
+from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
 
 HEADER = f"{'TIME':<8} {'CPU':>3} {'PID':<7} {'UID':<6} {'COMM':<16} {'EVENT':<7} DETAIL"
 
 
+#: What marks cut text (the TUI's mark too).
+ELLIPSIS = "…"
+
+
 def fit(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, keeping its end behind ``..``."""
+    """``text`` cut to ``width`` characters, keeping its end behind ``…``."""
     if len(text) <= width:
         return text
-    if width <= 2:
-        return text[:width]
-    return ".." + text[len(text) - width + 2 :]
+    if width <= 0:
+        return ""
+    return ELLIPSIS + text[len(text) - width + 1 :]
 
 
 def cut(line: str, width: int | None) -> str:
-    """``line`` cut to ``width`` characters (None: whole)."""
-    return line if width is None else line[:width]
+    """``line`` cut to ``width`` characters (None: whole), ending in ``…`` when cut."""
+    if width is None or len(line) <= width:
+        return line
+    return line[: width - 1] + ELLIPSIS if width > 0 else ""
 
 
 def fit_detail(ev: Event, width: int | None) -> str:
@@ -67,14 +79,13 @@ def fit_parts(path: str, rest: str, width: int | None) -> str:
         return path + rest
     if path and len(rest) + 3 <= width:
         return fit(path, width - len(rest)) + rest
-    text = path + rest
-    return text[: width - 2] + ".." if width > 2 else text[:width]
+    return cut(path + rest, width)
 
 
 def format_event(ev: Event, width: int | None = 80) -> str:
     """One column line for ``ev``, at most ``width`` characters (None: no limit)."""
     clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-    comm = printable(ev["comm"])
+    comm = printable(shown_comm(ev["comm"], ev["type"]))  # packets: NET_LABEL
     comm = comm if width is None else comm[:16]
     uid = ev.get("uid", "-")  # net events have none
     head = f"{clock:<8} {ev['cpu']:>3} {ev['pid']:<7} {uid:<6} {comm:<16} {ev['type']:<7} "
@@ -114,7 +125,9 @@ def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
             f"(per CPU ring {o['out_of_order_per_buffer']}), max {o['max_lateness_us']} us late"
         )
     for row in stats.top_syscalls(5):
-        lines.append(f"  {row.name:<20} {row.count:>10} calls  p99 {row.p99_ns / 1000:10.1f} us")
+        lines.append(
+            f"  {row.name:<20} {row.count:>10} calls  p99 {approx_duration(row.p99_ns):>6}"
+        )
     return [cut(line, width) for line in lines]
 
 
@@ -199,19 +212,27 @@ def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None)
 
 
 class ColumnOutput(OutputBase):
-    """Writes column lines to ``stream`` (see the module doc)."""
+    """Writes the header and event lines to ``stream``, everything else to ``err``
+    (default stderr; see the module doc)."""
 
-    def __init__(self, stream: TextIO, decoder: Decoder, width: int | None = 80) -> None:
+    def __init__(
+        self, stream: TextIO, decoder: Decoder, width: int | None = 80, err: TextIO | None = None
+    ) -> None:
         self.stream = stream
         self.decoder = decoder
         self.width = width
+        self.err = err or sys.stderr
 
     def start(self, sources: list[str], notes: list[str]) -> None:
+        self._tell(self.start_lines(sources, notes))
+        self._write([cut(HEADER, self.width)])
+
+    def start_lines(self, sources: list[str], notes: list[str]) -> list[str]:
+        """What :meth:`start` tells on ``err``: the notes, the sources, the ready line."""
         lines = [cut(f"note: {printable(n)}", self.width) for n in notes]
         lines.append(cut(f"sources: {', '.join(sources)}", self.width))
         lines.append("Tracing... Ctrl-C to end.")
-        lines.append(cut(HEADER, self.width))
-        self._write(lines)
+        return lines
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         w = self.width
@@ -221,20 +242,25 @@ class ColumnOutput(OutputBase):
             self._write(lines)
 
     def stats(self, stats: TraceStats) -> None:
-        self._write([format_stats(stats, self.width)])
+        self._tell([format_stats(stats, self.width)])
 
     def summary(self, stats: TraceStats) -> None:
-        self._write(format_summary(stats, self.width))
+        self._tell(format_summary(stats, self.width))
 
     def note(self, text: str) -> None:
-        self._write([cut(f"note: {printable(text)}", self.width)])
+        self._tell([cut(f"note: {printable(text)}", self.width)])
 
     def _write(self, lines: list[str]) -> None:
         self.stream.write("\n".join(lines) + "\n")
         self.stream.flush()
 
+    def _tell(self, lines: list[str]) -> None:
+        self.err.write("\n".join(lines) + "\n")
+        self.err.flush()
+
 
 __all__ = [
+    "ELLIPSIS",
     "HEADER",
     "ColumnOutput",
     "column_lines",

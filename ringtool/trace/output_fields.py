@@ -154,9 +154,14 @@ class FieldColumnOutput(ColumnOutput):
     summary and notes as :class:`ColumnOutput` writes them."""
 
     def __init__(
-        self, stream: TextIO, decoder: Decoder, fields: Sequence[str], width: int | None = 80
+        self,
+        stream: TextIO,
+        decoder: Decoder,
+        fields: Sequence[str],
+        width: int | None = 80,
+        err: TextIO | None = None,
     ) -> None:
-        super().__init__(stream, decoder, width)
+        super().__init__(stream, decoder, width, err)
         self.keys = list(fields)
         self._pads = [max(WIDTHS.get(k, 8), len(k)) for k in self.keys[:-1]] + [0]
 
@@ -165,10 +170,8 @@ class FieldColumnOutput(ColumnOutput):
         return cut(text.rstrip(), self.width)
 
     def start(self, sources: list[str], notes: list[str]) -> None:
-        lines = [cut(f"note: {printable(n)}", self.width) for n in notes]
-        lines.append(cut(f"sources: {', '.join(sources)}", self.width))
-        lines.append(self._line(["TIME" if k == "ts" else k.upper() for k in self.keys]))
-        self._write(lines)
+        self._tell(self.start_lines(sources, notes))
+        self._write([self._line(["TIME" if k == "ts" else k.upper() for k in self.keys])])
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         rows = field_rows(self.decoder, arr, net, self.keys)

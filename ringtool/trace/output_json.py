@@ -1,15 +1,18 @@
-"""``--json`` output: JSON lines, one object per event, then stats and a summary.
+"""``--json`` output: JSON lines, one object per event, then a summary.
 
-Line kinds (``type``): ``start`` (sources running, notes), one per event (see
-:mod:`ringtool.event.decode`, encoded by :mod:`ringtool.event.json_lines`), ``stats``
-once per interval, and a final ``summary`` whose ``events`` equals the number of event
-lines written. A batch of records is written with one ``write`` and flushed, so a
-reader (or ``head``) sees lines promptly. ``--fields`` keeps only the named keys, in
-that order, in event lines (net ones too).
+Line kinds (``type``): on stdout (``stream``) one per event (see
+:mod:`ringtool.event.decode`, encoded by :mod:`ringtool.event.json_lines`) and a final
+``summary`` whose ``events`` equals the number of event lines written (with ``--hist``,
+the ``hist`` lines after it); on stderr (``err``) ``start`` (sources running, notes: the
+ready line), ``stats`` once per interval and ``note``, so stdout is the events alone. A
+batch of records is written with one ``write`` and flushed, so a reader (or ``head``)
+sees lines promptly. ``--fields`` keeps only the named keys, in that order, in event
+lines (net ones too).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -25,15 +28,20 @@ class JsonOutput(OutputBase):
     """Writes JSON lines to ``stream`` (see the module doc)."""
 
     def __init__(
-        self, stream: TextIO, decoder: Decoder, fields: Sequence[str] | None = None
+        self,
+        stream: TextIO,
+        decoder: Decoder,
+        fields: Sequence[str] | None = None,
+        err: TextIO | None = None,
     ) -> None:
         self.stream = stream
         self.decoder = decoder
         #: ``--fields``: the keys of an event line, in this order (None: all)
         self.fields = list(fields) if fields else None
+        self.err = err or sys.stderr
 
     def start(self, sources: list[str], notes: list[str]) -> None:
-        self._write([{"type": "start", "sources": sources, "notes": notes}])
+        self._write([{"type": "start", "sources": sources, "notes": notes}], self.err)
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         text = batch_text(self.decoder, arr, net, self.fields)
@@ -42,17 +50,18 @@ class JsonOutput(OutputBase):
             self.stream.flush()
 
     def stats(self, stats: TraceStats) -> None:
-        self._write([stats.stats_record()])
+        self._write([stats.stats_record()], self.err)
 
     def summary(self, stats: TraceStats) -> None:
-        self._write([stats.summary_record()])
+        self._write([stats.summary_record()], self.stream)
 
     def note(self, text: str) -> None:
-        self._write([{"type": "note", "text": text}])
+        self._write([{"type": "note", "text": text}], self.err)
 
-    def _write(self, objs: list[dict[str, Any]]) -> None:
-        self.stream.write("".join(object_line(o) + "\n" for o in objs))
-        self.stream.flush()
+    @staticmethod
+    def _write(objs: list[dict[str, Any]], to: TextIO) -> None:
+        to.write("".join(object_line(o) + "\n" for o in objs))
+        to.flush()
 
 
 __all__ = ["JsonOutput"]

@@ -86,8 +86,9 @@ def _loop(
     out = parts.output(cfg, decoder, stream)
     input_fd = out.input_fd
     extra_fds = [stop.fileno(), *([input_fd] if input_fd >= 0 else [])]
-    for note in session.notes:
-        print(f"ringtool trace: {printable(note)}", file=sys.stderr)
+    if cfg.mode in ("tui", "quiet"):  # the others tell their notes on stderr at start
+        for note in session.notes:
+            print(f"ringtool trace: {printable(note)}", file=sys.stderr)
     ordered = session.ordered_reader(cfg.window_us) if cfg.ordered else None
     keep = NameFilter(cfg.name) if cfg.name is not None else None
     out.open()

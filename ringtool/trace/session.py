@@ -40,6 +40,8 @@ from ringtool.programs.loader import attach_programs, compile_program, detach_al
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
+from ringtool.trace.hist_maps import read_hists
+from ringtool.trace.latency_buckets import KEY_BITS, SUB_BITS
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.pacing import BatchPacer
@@ -69,6 +71,7 @@ class TraceSession:
         self.rb: RingBuffer | None = None
         self.net: Any = None
         self.drill_pid: int | None = None  # see set_drill
+        self._hist_full = False  # see syscall_hist
         self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
         try:
             self._setup()
@@ -91,6 +94,8 @@ class TraceSession:
             self.group = RingBufGroup(cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE)
             defines.update(defines_of(self.group.cflags()))
             defines["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
+            defines["TRACE_LAT_SUB_BITS"] = SUB_BITS  # the histograms' buckets
+            defines["TRACE_LAT_KEY_BITS"] = KEY_BITS
             if opts.wakeup_fill is not None:
                 ring = opts.buffer_pages * PAGE
                 defines["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(ring, opts.wakeup_fill)
@@ -241,9 +246,17 @@ class TraceSession:
         return {} if self.net is None else self.net.lost()
 
     def syscall_hist(self) -> dict[int, dict[int, int]]:
-        """Cumulative latency histograms: syscall nr -> {log2(ns) slot: count}."""
+        """Cumulative latency histograms: syscall nr -> {bucket: count} (log-linear
+        buckets of ns, :mod:`ringtool.trace.latency_buckets`)."""
         obj = self.sources.get("syscalls")
-        return {} if obj is None else _hists(obj[b"sys_hist"])
+        if obj is None:
+            return {}
+        lost: list[int] = bpf.percpu_u64(obj[b"hist_lost"].map_fd)
+        if not self._hist_full and sum(lost) > 0:
+            self._hist_full = True  # once: the p99s leave out what was not counted
+            self._note("syscall latency histograms full: later latencies of new buckets "
+                       "are not counted (p99s may be low)")  # fmt: skip
+        return _hists(obj[b"sys_hist"])
 
     def set_drill(self, pid: int | None) -> None:
         """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
@@ -287,16 +300,8 @@ class TraceSession:
 
 
 def _hists(table: Any, pid: int | None = None) -> dict[int, dict[int, int]]:
-    """A BCC hash of ``[pid << 32 |] nr << 8 | slot -> count`` as nr -> {slot: count}
-    (with ``pid``: only its keys)."""
-    out: dict[int, dict[int, int]] = {}
-    for k, v in table.items():
-        key = int(k.value)
-        if pid is not None and key >> 32 != pid:
-            continue
-        nr = key >> 8 if pid is None else (key >> 8) & 0xFFFFFF
-        out.setdefault(nr, {})[key & 0xFF] = int(v.value)
-    return out
+    """The latency histograms in a BCC hash (:func:`ringtool.trace.hist_maps.read_hists`)."""
+    return read_hists(table, pid)
 
 
 def _first_line(exc: BaseException) -> str:

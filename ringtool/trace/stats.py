@@ -9,10 +9,11 @@ kept (:attr:`TraceStats.drop_log`, the last :data:`DROP_LOG` of them) with the
 interval's end as seconds since reading started, so a burst is shown with when it
 happened instead of only as a total that never grows again.
 
-Histograms are the syscalls source's log2 buckets (BCC's ``bpf_log2l``): slot ``s``
-holds latencies in ``[2**(s-1), 2**s)`` ns (slot 0 and 1: below 2 ns).
-:func:`percentile_from_log2` interpolates linearly inside the bucket that holds the
-requested rank.
+Histograms are the syscalls source's log-linear buckets
+(:mod:`ringtool.trace.latency_buckets`); a row's p99 is
+:func:`~ringtool.trace.latency_buckets.quantile`'s, within 1.6% of the true one.
+:func:`percentile_from_log2` is the same for bcc's log2 slots (slot ``s`` holds
+``[2**(s-1), 2**s)`` ns), interpolating linearly inside the bucket of the rank.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from ringtool.event.decode import cstr
+from ringtool.trace.latency_buckets import approx, quantile
+from ringtool.trace.proc_names import latest_names, shown_comm
 from ringtool.trace.proctree import ProcessTree
 
 #: Event type -> the source that produces it.
@@ -91,7 +94,7 @@ class TraceStats:
     total: int = 0
     by_type: dict[str, int] = field(default_factory=dict)
     per_cpu: list[int] = field(init=False)
-    procs: dict[int, list[Any]] = field(default_factory=dict)  # pid -> [comm, count, last]
+    procs: dict[int, list[Any]] = field(default_factory=dict)  # pid -> [comm, count, comm's ts]
     drops_cpu: list[int] = field(default_factory=list)
     drops_source: dict[str, int] = field(default_factory=dict)
     drops_source_cpu: dict[str, list[int]] = field(default_factory=dict)
@@ -123,7 +126,7 @@ class TraceStats:
     lost_interval: int = 0
     drop_log: deque[DropMark] = field(default_factory=lambda: deque(maxlen=DROP_LOG))
     drop_intervals: int = 0  # intervals with drops or losses (also those forgotten)
-    #: the latest cumulative histograms of every syscall: nr -> {log2 slot: count}
+    #: the latest cumulative histograms of every syscall: nr -> {bucket: count}
     sys_hist: dict[int, dict[int, int]] = field(default_factory=dict)
     #: the dashboard's drill-down: its process, since when (uptime s) its syscalls are
     #: counted, their histograms and rows (count since then, rate, p99)
@@ -169,10 +172,9 @@ class TraceStats:
         for cpu, c in enumerate(cpus):
             if cpu < self.ncpu:
                 self.per_cpu[cpu] += c
-        pids, first, pcounts = np.unique(h["pid"], return_index=True, return_counts=True)
-        comms = h["comm"][first].tolist()
-        for pid, comm, c in zip(pids.tolist(), comms, pcounts.tolist(), strict=True):
-            self._count_proc(pid, cstr(comm), c)
+        names = latest_names(h)  # each pid's newest record: the name after an exec
+        for pid, c, comm, ts in zip(*names, strict=True):
+            self._count_proc(pid, cstr(comm), c, ts)
         self.tree.add_batch(arr)
 
     def add_events(self, events: list[dict[str, Any]]) -> None:
@@ -182,14 +184,18 @@ class TraceStats:
             self.by_type[ev["type"]] = self.by_type.get(ev["type"], 0) + 1
             if 0 <= ev["cpu"] < self.ncpu:
                 self.per_cpu[ev["cpu"]] += 1
-            self._count_proc(ev["pid"], ev["comm"], 1)
+            self._count_proc(ev["pid"], shown_comm(ev["comm"], ev["type"]), 1, None)
 
-    def _count_proc(self, pid: int, comm: str, n: int) -> None:
+    def _count_proc(self, pid: int, comm: str, n: int, ts: int | None = None) -> None:
+        """Count ``n`` events of ``pid``; ``comm`` is its name at ``ts`` (``h.ts`` ns),
+        taken unless a newer name was seen (see :mod:`ringtool.trace.proc_names`;
+        None: decoded events, which come in order)."""
         row = self.procs.get(pid)
         if row is None:
-            self.procs[pid] = [comm, n]
+            self.procs[pid] = [comm, n, ts or 0]
         else:
-            row[0] = comm
+            if ts is None or ts >= row[2]:
+                row[0], row[2] = comm, row[2] if ts is None else ts
             row[1] += n
 
     def observe_fill(self, fill: Mapping[int, float]) -> None:
@@ -267,8 +273,7 @@ class TraceStats:
             count = sum(buckets.values())
             rate = (count - prev.get(nr, 0)) / dt
             prev[nr] = count
-            rows.append(SyscallRow(nr, self.syscall_name(nr), count, rate,
-                                   percentile_from_log2(buckets)))  # fmt: skip
+            rows.append(SyscallRow(nr, self.syscall_name(nr), count, rate, quantile(buckets)))
         return rows
 
     # --- reading -----------------------------------------------------------------------
@@ -350,7 +355,7 @@ class TraceStats:
             "lost_interval": self.lost_interval,
             "malformed": self.malformed,
             "top_syscalls": [
-                {"syscall": r.name, "count": r.count, "p99_us": round(r.p99_ns / 1000, 1)}
+                {"syscall": r.name, "count": r.count, "p99_us": approx(r.p99_ns / 1000)}
                 for r in self.top_syscalls(5)
             ],
         }

@@ -27,9 +27,11 @@ from rich.text import Text
 from ringtool.event.detail import detail
 from ringtool.event.safe_text import printable
 from ringtool.trace.hist import SPARKS, spark
+from ringtool.trace.latency_buckets import approx_duration, to_log2
+from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_view import KEYS, PROC_COLUMNS, SORTS, ViewState
-from ringtool.trace.units import count, duration_ns
+from ringtool.trace.units import count
 
 Column = tuple[str, str] | tuple[str, str, int]
 
@@ -155,7 +157,7 @@ def procs_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
               (names[2], "right", 6), (names[3], "right", 6), flex=names[1])  # fmt: skip
     for i, (pid, comm, n, recent) in enumerate(shown):
         selected = view.focus == "procs" and view.top + i == view.sel
-        t.add_row(str(pid), data(comm), count(n), count(recent),
+        t.add_row(str(pid) if pid else "-", data(comm), count(n), count(recent),
                   style="reverse" if selected else "")  # fmt: skip
     return t
 
@@ -166,7 +168,7 @@ def syscalls_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
               flex="SYSCALL")  # fmt: skip
     if s is not None:
         for r in s.top_syscalls(rows, SORTS[view.sort]):
-            t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns))
+            t.add_row(data(r.name), count(r.count), count(r.rate), approx_duration(r.p99_ns))
     return t
 
 
@@ -213,8 +215,8 @@ def drill_table(s: TraceStats | None, view: ViewState, rows: int, width: int = 5
     names = max((len(r.name) for r in s.drill_syscalls[:rows]), default=7)
     room = max(12, width - names - 34)  # what the name and number columns leave
     for r in sorted(s.drill_syscalls, key=lambda r: (-r.count, r.name))[:rows] if live else []:
-        hist = spark(s.drill_hist.get(r.nr, {}), room)
-        t.add_row(data(r.name), count(r.count), count(r.rate), duration_ns(r.p99_ns), hist)
+        hist = spark(to_log2(s.drill_hist.get(r.nr, {})), room)
+        t.add_row(data(r.name), count(r.count), count(r.rate), approx_duration(r.p99_ns), hist)
     return t
 
 
@@ -258,8 +260,9 @@ def events_table(
     t = table(title, *cols, flex="DETAIL")
     for ev in shown if rows > 0 else []:
         clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
+        comm = shown_comm(ev["comm"], ev["type"])  # packets: no task, NET_LABEL
         ids = [str(ev["pid"]), *([str(ev.get("uid", "-"))] if uid else [])]
-        t.add_row(clock, *ids, data(ev["comm"]), ev["type"], data(detail(ev)))
+        t.add_row(clock, *ids, data(comm), ev["type"], data(detail(ev)))
     return t
 
 

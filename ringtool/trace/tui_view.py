@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.stats import TraceStats
 
 #: The process table's columns, in order (``<``/``>`` move the sort along them).
@@ -213,7 +214,10 @@ class ViewState:
         process; oldest first) and the number that match in all."""
         self.page_events = max(1, rows)
         drill = self.drill
-        every = [e for e in tail if self.matches(e["comm"]) and drill in (None, e["pid"])]
+        every = [
+            e for e in tail
+            if self.matches(shown_comm(e["comm"], e.get("type", ""))) and drill in (None, e["pid"])
+        ]  # fmt: skip
         self._n_events = len(every)
         self.back = max(0, min(self.back, len(every) - rows))
         end = len(every) - self.back

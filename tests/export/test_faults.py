@@ -30,8 +30,8 @@ pytestmark = pytest.mark.kernel
 
 def wait_note(trace: Trace, text: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while not any(text in n for n in notes(trace.lines)):
-        assert time.monotonic() < deadline, (text, notes(trace.lines))
+    while not any(text in n for n in notes(trace.err_lines)):
+        assert time.monotonic() < deadline, (text, notes(trace.err_lines))
         time.sleep(0.1)
 
 
@@ -50,8 +50,8 @@ def test_broker_killed_while_the_socket_is_full(nats: NatsServer, tmp_path: Path
     wait_note(trace, "connected to", 60)
     work(comm, target, 1000)
     wait_exported(trace, 63000)
-    summary, out, _ = finish(trace)
-    said = notes(out)
+    summary, _out, err = finish(trace)
+    said = notes(err.splitlines())
     assert sum("lost the connection" in n for n in said) == 1, said
     check_invariant(summary, 63000, read_stream(nats), "h1")
     x = summary["export"]

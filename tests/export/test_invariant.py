@@ -52,13 +52,13 @@ def test_broker_restart_mid_run(nats: NatsServer, tmp_path: Path, sig: int) -> N
     time.sleep(1.0)
     nats.start()  # same port, same file store
     deadline = time.monotonic() + 60
-    while not any("connected to" in n for n in notes(trace.lines)):
-        assert time.monotonic() < deadline, notes(trace.lines)
+    while not any("connected to" in n for n in notes(trace.err_lines)):
+        assert time.monotonic() < deadline, notes(trace.err_lines)
         time.sleep(0.1)
     work(comm, target, 10000)
     wait_exported(trace, 50000)
-    summary, out, _ = finish(trace)
-    said = notes(out)
+    summary, _out, err = finish(trace)
+    said = notes(err.splitlines())
     assert sum("lost the connection" in n for n in said) == 1, said
     assert sum("connected to" in n for n in said) == 1, said
     content = read_stream(nats)
@@ -76,8 +76,8 @@ def test_broker_down_at_the_end(nats: NatsServer, tmp_path: Path) -> None:
     nats.stop()
     work(comm, target, 7000)
     time.sleep(1.0)
-    summary, out, _ = finish(trace)
-    assert any("lost the connection" in n for n in notes(out))
+    summary, _out, err = finish(trace)
+    assert any("lost the connection" in n for n in notes(err.splitlines()))
     x = summary["export"]
     assert x["exported"] == 5000 - summary["dropped"]  # 7000 never reached the stream
     assert x["export_dropped"] >= 7000 - summary["dropped"]
@@ -136,10 +136,10 @@ def test_stream_that_refuses_messages(nats: NatsServer, tmp_path: Path) -> None:
 
     nats.run(setup)
     trace, _ = exported_run(nats, tmp_path, 20000)
-    summary, out, _ = finish(trace)
+    summary, _out, err = finish(trace)
     x = summary["export"]
     assert x["export_dropped_by_reason"]["refused"] > 0, x
-    assert any("refuses messages" in n for n in notes(out))
+    assert any("refuses messages" in n for n in notes(err.splitlines()))
     check_invariant(summary, 20000, read_stream(nats), "h1")
 
 
@@ -164,9 +164,10 @@ def test_unreachable_at_start_is_one_line(nats: NatsServer, tmp_path: Path) -> N
                   "--export-optional", "--export-drain", "0.5")  # fmt: skip
     work(comm, target, 3000)
     time.sleep(1.0)
-    summary, out, _ = finish(trace)
-    assert any("unreachable" in n and "--export-optional" in n for n in notes(out)) or any(
-        "unreachable" in line for line in out[:1]
+    summary, _out, err = finish(trace)
+    told = err.splitlines()  # the start line's notes and the note lines: stderr
+    assert any("unreachable" in n and "--export-optional" in n for n in notes(told)) or any(
+        "unreachable" in line for line in told[:1]
     )
     x = summary["export"]
     assert x["exported"] == 0

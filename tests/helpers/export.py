@@ -43,14 +43,14 @@ def wait_exported(trace: Trace, generated: int, timeout: float = 60) -> None:
     kernel, and none of them still waiting in the exporter."""
     deadline = time.monotonic() + timeout
     while True:
-        for line in reversed(list(trace.lines)):
+        for line in reversed(list(trace.err_lines)):  # stats: stderr
             if '"type": "stats"' in line:
                 s = json.loads(line)
                 seen = s["events"] + s["dropped"] + s["lost"]
                 if seen >= generated and s["export"]["export_pending"] == 0:
                     return
                 break
-        assert time.monotonic() < deadline, f"the exporter did not catch up: {trace.lines[-1]}"
+        assert time.monotonic() < deadline, f"the exporter did not catch up: {trace.err_lines[-1:]}"
         time.sleep(0.1)
 
 

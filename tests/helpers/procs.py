@@ -60,19 +60,37 @@ def stop(p: subprocess.Popen[str] | None, sig: int = signal.SIGTERM, wait: float
 
 class Lines:
     """A subprocess whose stdout is read by a thread as it comes, line by line into
-    ``lines`` (a full pipe would stall it: a tracer would drop events)."""
+    ``lines`` (a full pipe would stall it: a tracer would drop events); with the
+    default ``stderr`` (a pipe) its stderr likewise into ``err_lines``."""
 
     def __init__(self, argv: list[str], *, stderr: Any = subprocess.PIPE) -> None:
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr,
                                      text=True)  # fmt: skip
         self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self.err_lines: list[str] = []
+        pipes = [(self.proc.stdout, self.lines)]
+        if stderr is subprocess.PIPE:
+            pipes.append((self.proc.stderr, self.err_lines))
+        self._readers = [
+            threading.Thread(target=self._read, args=pipe, daemon=True) for pipe in pipes
+        ]
+        for reader in self._readers:
+            reader.start()
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+    @staticmethod
+    def _read(stream: Any, into: list[str]) -> None:
+        for line in stream:
+            into.append(line.rstrip("\n"))
+
+    def join(self) -> None:
+        """Wait for the readers (after the process ended)."""
+        for reader in self._readers:
+            reader.join(timeout=10)
+
+    @property
+    def err(self) -> str:
+        """stderr so far (the default pipe)."""
+        return "".join(line + "\n" for line in list(self.err_lines))
 
 
 class LineReader:

@@ -4,6 +4,7 @@ empty strings), as hypothesis strategies and a batch of the event layout."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -72,3 +73,14 @@ def record_array(records: list[tuple[Any, ...]]) -> np.ndarray[Any, Any]:
 
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def header_records(rows: list[Mapping[str, Any]]) -> np.ndarray:  # type: ignore[type-arg]
+    """One zeroed record per row with the row's header fields set (``type`` by name:
+    ``{"type": "open", "pid": 10, "comm": b"a"}``)."""
+    lay = load_layout()
+    arr = np.zeros(len(rows), dtype=lay.event)
+    for i, row in enumerate(rows):
+        for key, value in row.items():
+            arr[i]["h"][key] = lay.type_id(value) if key == "type" else value
+    return arr

@@ -4,6 +4,7 @@ the real workload processes they watch (:class:`Worker`, :func:`unique_comm`).""
 
 from __future__ import annotations
 
+import json
 import secrets
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,14 +23,15 @@ from tests.helpers.procs import Lines
 
 
 class Trace(Lines):
-    """``ringtool trace ARGS`` (see :class:`Lines`), started: its start line came."""
+    """``ringtool trace ARGS`` (see :class:`Lines`), started: its start line came (on
+    stderr: stdout carries events only)."""
 
     def __init__(self, *args: str) -> None:
         super().__init__([*RINGTOOL, "trace", *args])
         ready = ("--json" in args and '"type": "start"') or "Tracing... Ctrl-C to end."
         deadline = time.monotonic() + 60
-        while not any(ready in line for line in list(self.lines)):
-            assert self.proc.poll() is None, self.proc.stderr.read()  # type: ignore[union-attr]
+        while not any(ready in line for line in list(self.err_lines)):
+            assert self.proc.poll() is None, self.err
             assert time.monotonic() < deadline, "ringtool trace did not start"
             time.sleep(0.05)
 
@@ -38,11 +41,16 @@ class Trace(Lines):
     def finish(self, timeout: float = 60) -> tuple[list[str], str]:
         """Wait for the exit (status 0, no traceback); all stdout lines and stderr."""
         self.proc.wait(timeout=timeout)
-        self._reader.join(timeout=10)
-        err = self.proc.stderr.read() if self.proc.stderr else ""
+        self.join()
+        err = self.err
         assert self.proc.returncode == 0, err
         assert "Traceback" not in err, err
         return self.lines, err
+
+
+def told_json(err: str) -> list[dict[str, Any]]:
+    """The JSON lines (start, stats, note) a ``--json`` trace wrote on stderr."""
+    return [json.loads(line) for line in err.splitlines() if line.startswith("{")]
 
 
 #: The child: set the comm, report ready, wait for go, run the loop, _exit.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.paths import RINGTOOL, ROOT
-from tests.helpers.trace import Trace
+from tests.helpers.trace import Trace, told_json
 
 pytestmark = pytest.mark.kernel
 
@@ -35,9 +36,12 @@ def json_lines(lines: list[str]) -> list[dict]:  # type: ignore[type-arg]
 def test_json_finds_exec_and_open_of_a_known_command(tmp_path: Path) -> None:
     proc = Trace("--json", "-d", "4")
     pid, path = run_cat(tmp_path)
-    out, _ = proc.finish()
+    out, err = proc.finish()
     objs = json_lines(out)
-    events = [o for o in objs if o["type"] not in ("start", "stats", "summary", "note")]
+    # stdout: events, then the summary; nothing else
+    assert [o["type"] for o in objs].count("summary") == 1 and objs[-1]["type"] == "summary"
+    events = objs[:-1]
+    assert not {o["type"] for o in events} & {"start", "stats", "note"}
     mine = [e for e in events if e["pid"] == pid]
     execs = [e for e in mine if e["type"] == "exec"]
     assert execs and execs[0]["filename"] == "/bin/cat" and execs[0]["comm"] == "cat"
@@ -56,22 +60,27 @@ def test_json_finds_exec_and_open_of_a_known_command(tmp_path: Path) -> None:
         by_type[e["type"]] = by_type.get(e["type"], 0) + 1
     assert summary["by_type"] == by_type
     assert summary["dropped"] == sum(summary["dropped_per_cpu"])
-    assert any(o["type"] == "stats" for o in objs)
+    told = told_json(err)  # stderr: the start line and a stats line per interval
+    assert told[0]["type"] == "start" and any(o["type"] == "stats" for o in told)
 
 
 def test_no_tui_columns_into_a_pipe(tmp_path: Path) -> None:
     proc = Trace("--no-tui", "-d", "3", "--events", "exec,open")
     pid, path = run_cat(tmp_path)
-    lines, _ = proc.finish()
-    assert lines[:2] == ["sources: exec, open", "Tracing... Ctrl-C to end."]
-    assert lines[2].split() == ["TIME", "CPU", "PID", "UID", "COMM", "EVENT", "DETAIL"]
+    lines, err = proc.finish()
+    # stdout: the header, then events only (`> events.txt` and `| head` get events)
+    assert lines[0].split() == ["TIME", "CPU", "PID", "UID", "COMM", "EVENT", "DETAIL"]
+    assert all(re.match(r"\d\d:\d\d:\d\d +\d+ +\d+ ", line) for line in lines[1:]), lines
     mine = [line.split() for line in lines if f" {pid} " in line]
     uid = str(os.getuid())
     assert any(f[3:7] == [uid, "cat", "exec", "/bin/cat"] for f in mine)
     # into a pipe lines are whole (cutting to 80 is for terminals: test_trace_columns)
     assert any(f[5] == "open" and f[6] == str(path) and f[7].startswith("O_RDONLY") for f in mine)
-    assert any(line.startswith("--") and "ev/s" in line for line in lines)
-    assert any("events in" in line and "dropped" in line for line in lines)
+    # stderr: what is said about the trace
+    told = err.splitlines()
+    assert told[:2] == ["sources: exec, open", "Tracing... Ctrl-C to end."]
+    assert any(line.startswith("--") and "ev/s" in line for line in told)
+    assert any("events in" in line and "dropped" in line for line in told)
 
 
 def test_filters_sigint_and_disabled_source(tmp_path: Path) -> None:
@@ -81,7 +90,7 @@ def test_filters_sigint_and_disabled_source(tmp_path: Path) -> None:
     proc.signal(signal.SIGINT)
     out, err = proc.finish()
     objs = json_lines(out)
-    assert "source net disabled" in objs[0]["notes"][0] and "net disabled" in err
+    assert "source net disabled" in told_json(err)[0]["notes"][0]
     events = [o for o in objs if o["type"] in ("exec", "open", "exit", "fork")]
     assert events and all(e["comm"] == "cat" for e in events)
     assert any(e["type"] == "open" and e["path"] == str(path) for e in events)
@@ -115,7 +124,7 @@ def test_tiny_buffer_under_load_counts_drops(tmp_path: Path) -> None:
         proc.signal(signal.SIGCONT)
     time.sleep(1.0)
     proc.signal(signal.SIGINT)
-    out, _ = proc.finish()
+    out, err = proc.finish()
     objs = json_lines(out)
     summary = objs[-1]
     hot = [o for o in objs if o["type"] == "open" and o["path"] == str(target)]
@@ -124,7 +133,7 @@ def test_tiny_buffer_under_load_counts_drops(tmp_path: Path) -> None:
     assert summary["dropped"] > 0 and summary["dropped_by_source"]["open"] == summary["dropped"]
     assert summary["dropped_by_source_per_cpu"]["open"] == summary["dropped_per_cpu"]
     assert len(hot) < 3000 <= len(hot) + summary["dropped"]
-    assert any(o["type"] == "stats" and o["dropped"] > 0 for o in objs)
+    assert any(o["type"] == "stats" and o["dropped"] > 0 for o in told_json(err))
 
 
 def test_no_unaccounted_loss_with_a_large_buffer(tmp_path: Path) -> None:
@@ -145,14 +154,14 @@ def test_ordered_output_is_sorted_by_timestamp(tmp_path: Path) -> None:
     proc = Trace("--json", "-d", "3", "--events", "exec,open", "--ordered", "--window-us", "2000")
     for _ in range(3):
         run_cat(tmp_path)
-    out, _ = proc.finish()
+    out, err = proc.finish()
     objs = json_lines(out)
     ts = [o["ts"] for o in objs if o["type"] in ("exec", "open", "exit", "fork")]
     assert len(ts) > 10
     assert ts == sorted(ts)
     assert objs[-1]["events"] == len(ts)
     assert objs[-1]["ordering"]["out_of_order"] == 0
-    assert any("ordering" in o for o in objs if o["type"] == "stats")
+    assert any("ordering" in o for o in told_json(err) if o["type"] == "stats")
 
 
 def test_ordered_without_window_counts_exactly_the_inversions(tmp_path: Path) -> None:
@@ -168,8 +177,9 @@ def test_ordered_without_window_counts_exactly_the_inversions(tmp_path: Path) ->
     assert sum(ordering["out_of_order_per_buffer"]) == inversions
 
 
-def test_pipe_into_head_exits_quietly(tmp_path: Path) -> None:
-    cmd = f"{sys.executable} -m ringtool.cli.main trace --json --events open | head -n 2"
+@pytest.mark.parametrize("mode", ["--json", "--no-tui"])
+def test_pipe_into_head_gets_events_and_exits_quietly(tmp_path: Path, mode: str) -> None:
+    cmd = f"{sys.executable} -m ringtool.cli.main trace {mode} --events open | head -n 3"
     sh = subprocess.Popen(["sh", "-c", cmd], cwd=ROOT, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 60
@@ -177,7 +187,14 @@ def test_pipe_into_head_exits_quietly(tmp_path: Path) -> None:
         (tmp_path / "poke").write_text("x")  # keep events coming
         time.sleep(0.2)
     out, err = sh.communicate(timeout=10)
-    assert len(out.splitlines()) == 2
+    lines = out.splitlines()
+    assert len(lines) == 3
+    if mode == "--json":  # events only: no start, note or stats line among them
+        assert [json.loads(line)["type"] for line in lines] == ["open"] * 3
+    else:  # the header, then events
+        assert lines[0].split()[:5] == ["TIME", "CPU", "PID", "COMM", "EVENT"]
+        assert [line.split()[4] for line in lines[1:]] == ["open"] * 2
+    assert "Tracing..." in err or '"type": "start"' in err
     assert "Traceback" not in err and "BrokenPipe" not in err
 
 

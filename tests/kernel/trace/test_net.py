@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ringtool.trace.pcapng import read_pcapng
+from tests.helpers.paths import RINGTOOL, ROOT
 from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
@@ -78,10 +79,14 @@ def test_net_capture_to_pcapng(veth: str, tmp_path: Path) -> None:
     assert "clsact" not in qdiscs  # detached on exit
 
 
-def test_missing_interface_disables_net_only() -> None:
-    proc = Trace("--json", "-d", "1", "--events", "exec,net", "-i", "rt-no-such-if")
-    lines, err = proc.finish()
-    start = json.loads(lines[0])
-    assert start["sources"] == ["exec"]
-    assert "no network interface 'rt-no-such-if'" in start["notes"][0]
-    assert "net disabled" in err
+def test_missing_interface_is_an_error_before_anything_loads() -> None:
+    # as root: a typo in -i is one line and exit 2, not a trace of everything else
+    res = subprocess.run(
+        [*RINGTOOL, "trace", "--json", "-d", "1", "--events", "exec,net", "-i", "rt-no-such-if"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.splitlines() == [
+        "ringtool trace: -i rt-no-such-if: no such network interface (`ip link` lists them)"
+    ]
+    assert res.stdout == ""

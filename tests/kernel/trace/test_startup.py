@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.trace import Trace
+from tests.helpers.trace import Trace, told_json
 
 pytestmark = pytest.mark.kernel
 
@@ -46,11 +46,11 @@ def test_no_startup_drops_and_first_fill_is_read_time(
     load: subprocess.Popen[str], tmp_path: Path
 ) -> None:
     proc = Trace("--json", "--events", "exec,open,syscalls", "-d", "2", "--interval", "0.5")
-    lines, _ = proc.finish()
+    lines, err = proc.finish()
     objs = [json.loads(line) for line in lines]
     opens = [o for o in objs if o["type"] == "open" and o["pid"] == load.pid]
     assert len(opens) > 100  # the load was traced from the start
-    stats = [o for o in objs if o["type"] == "stats"]
+    stats = [o for o in told_json(err) if o["type"] == "stats"]  # on stderr
     summary = objs[-1]
     assert summary["type"] == "summary"
     assert summary["dropped"] == 0, summary
@@ -76,9 +76,9 @@ def test_drops_are_reported_with_their_interval(interval: str, duration: str) ->
     proc = Trace("--json", "--events", "open", "--buffer-pages", "1", "--interval", interval,
                  "-d", duration)  # fmt: skip
     subprocess.run([sys.executable, "-c", burst], check=True, timeout=60)
-    lines, _ = proc.finish()
+    lines, err = proc.finish()
     objs = [json.loads(line) for line in lines]
-    stats = [o for o in objs if o["type"] == "stats"]
+    stats = [o for o in told_json(err) if o["type"] == "stats"]  # on stderr
     summary = objs[-1]
     assert summary["dropped"] > 0  # 4 KiB rings cannot hold a 20,000-open burst
     with_drops = [s for s in stats if s["dropped_interval"]]

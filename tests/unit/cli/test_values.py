@@ -37,6 +37,9 @@ BAD: list[tuple[list[Arg], str]] = [
     (["trace", "--buffer-pages", str(1 << 40)], "--buffer-pages"),
     (["trace", "--buffer-pages", "x"], "--buffer-pages"),
     (["trace", "--interval", "0"], "--interval"),
+    # trace: an interface that does not exist (checked before anything loads)
+    (["trace", "-i", "rt-no-such-if"], "-i rt-no-such-if"),
+    (["trace", "--events", "exec,net", "-i", "rt-no-such-if"], "-i rt-no-such-if"),
     (["trace", "--interval", "nan"], "--interval"),
     (["trace", "--interval", "-1"], "--interval"),
     (["trace", "--interval", "1e9"], "--interval"),

@@ -153,7 +153,7 @@ def test_tui_shows_markup_literally() -> None:
 @given(texts=st.lists(hostile_text, min_size=1, max_size=5), width=st.sampled_from([80, 200]))
 def test_columns_never_emit_control_characters(texts: list[str], width: int) -> None:
     buf = io.StringIO()
-    col = ColumnOutput(buf, Decoder(LAYOUT), width=width)
+    col = ColumnOutput(buf, Decoder(LAYOUT), width=width, err=buf)  # stdout and stderr
     col.start(["exec", "open"], texts)
     col.note(texts[-1])
     for i, text in enumerate(texts):
@@ -184,17 +184,18 @@ def test_json_lines_stay_valid_and_printable(
     arr["h"]["comm"] = comms[:n]
     arr["data"] = paths[:n]
     decoder = Decoder(LAYOUT, realtime_offset_ns=0)
-    buf = io.StringIO()
-    out = JsonOutput(buf, decoder)
+    buf, err = io.StringIO(), io.StringIO()
+    out = JsonOutput(buf, decoder, err=err)
     out.start(["open"], [note])
+    out.note(note)
     out.batch(arr, [{**_event("exit", note, ""), "type": "net"}])
-    text = buf.getvalue()
+    text = buf.getvalue() + err.getvalue()
     text.encode("utf-8")  # strict: no lone surrogates
-    lines = text.splitlines()
-    assert all(line.isprintable() for line in lines), repr(text)
-    objs: list[dict[str, Any]] = [json.loads(line) for line in lines]
-    assert objs[0]["notes"] == [note]
-    assert objs[1 : 1 + n] == json.loads(json.dumps(decoder.decode(arr)))
+    assert all(line.isprintable() for line in text.splitlines()), repr(text)
+    told = [json.loads(line) for line in err.getvalue().splitlines()]  # start, note
+    assert told[0]["notes"] == [note] and told[1] == {"type": "note", "text": note}
+    objs: list[dict[str, Any]] = [json.loads(line) for line in buf.getvalue().splitlines()]
+    assert objs[:n] == json.loads(json.dumps(decoder.decode(arr)))
     assert objs[-1]["comm"] == note
 
 

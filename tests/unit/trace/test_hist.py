@@ -10,8 +10,10 @@ from rich.console import Console
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
 from ringtool.trace.hist import format_log2, hist_lines, hist_records, slot_range, spark
+from ringtool.trace.latency_buckets import bucket_of
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
+from tests.helpers.latency import from_log2
 from tests.helpers.stats import new_stats
 
 
@@ -45,16 +47,21 @@ def _stats() -> TraceStats:
 
 def test_end_histograms_text_and_json() -> None:
     st = _stats()
-    st.tick(syscall_hist={257: {11: 90, 12: 10}, 0: {5: 3}}, now=1.0)
+    fast, slow = bucket_of(1500), bucket_of(3000)  # [1472, 1503] and [2944, 3007] ns
+    st.tick(syscall_hist={257: {fast: 90, slow: 10}, 0: {bucket_of(20): 3}}, now=1.0)
     text = list(hist_lines(st))
     bar = "*" * 40
-    assert text[:4] == ["", "syscall openat: 100 calls, p99 3.89µs",
+    # the rows merge the fine buckets into bcc's log2 ones; p99: the middle of the
+    # 99th's bucket (2975.5) with 2 significant digits
+    assert text[:5] == ["", "syscall openat: 100 calls, p99 3.0µs",
                         "       nsecs : count     distribution",
-                        f"1024 -> 2047 : 90        |{bar}|"]  # fmt: skip
+                        f"1024 -> 2047 : 90        |{bar}|",
+                        f"2048 -> 4095 : 10        |{'*' * 4:<40}|"]  # fmt: skip
     assert "syscall read: 3 calls" in text[6]  # most called first
     records = list(hist_records(st))
-    assert records[0] == {"type": "hist", "syscall": "openat", "count": 100, "p99_ns": 3891,
-                          "buckets": [[1024, 2047, 90], [2048, 4095, 10]]}  # fmt: skip
+    assert records[0] == {"type": "hist", "syscall": "openat", "count": 100, "p99_ns": 3000,
+                          "p99_max_error": 1 / 64,
+                          "buckets": [[1472, 1503, 90], [2944, 3007, 10]]}  # fmt: skip
 
 
 def test_drill_counts_start_afresh_for_each_process() -> None:
@@ -63,8 +70,8 @@ def test_drill_counts_start_afresh_for_each_process() -> None:
     assert st.drill_pid is None and st.drill_syscalls == []
     st.tick(drill=(42, {}), now=2.0)  # the drill-down opened: counting from here
     assert (st.drill_pid, st.drill_since) == (42, 2.0)
-    st.tick(drill=(42, {257: {11: 10}}), now=3.0)
-    st.tick(drill=(42, {257: {11: 30, 13: 2}}), now=4.0)
+    st.tick(drill=(42, {257: from_log2({11: 10})}), now=3.0)
+    st.tick(drill=(42, {257: from_log2({11: 30, 13: 2})}), now=4.0)
     (row,) = st.drill_syscalls
     assert (row.name, row.count, row.rate) == ("openat", 32, 22.0)
     st.tick(drill=(7, {}), now=5.0)  # another process: its own start
@@ -96,7 +103,7 @@ def test_drill_down_panel_shows_the_process_syscalls() -> None:
     buf.truncate()
     console.print(tui.render(), height=60)
     assert "no syscall of it yet" in buf.getvalue()
-    st.tick(drill=(42, {257: {11: 8, 12: 1, 14: 4}, 0: {5: 2}}), now=13.0)
+    st.tick(drill=(42, {257: from_log2({11: 8, 12: 1, 14: 4}), 0: from_log2({5: 2})}), now=13.0)
     buf.seek(0)
     buf.truncate()
     console.print(tui.render(), height=60)
@@ -110,7 +117,7 @@ def test_drill_down_panel_shows_the_process_syscalls() -> None:
 def test_drill_down_fits_80x24() -> None:
     tui, st, console, buf = _drilled_tui(80, 24)
     st.tick(drill=(42, {}), now=1.0)
-    st.tick(drill=(42, {257: {11: 8_000, 12: 1, 14: 4}, 0: {5: 2}}), now=2.0)
+    st.tick(drill=(42, {257: from_log2({11: 8_000, 12: 1, 14: 4}), 0: from_log2({5: 2})}), now=2.0)
     tui.stats(st)
     console.print(tui.render(), height=24)
     lines = buf.getvalue().splitlines()

@@ -8,14 +8,21 @@ import numpy as np
 
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
-from ringtool.trace.output_columns import HEADER, ColumnOutput, fit, format_event
+from ringtool.trace.output_columns import HEADER, ColumnOutput, cut, fit, format_event
 from ringtool.trace.stats import TraceStats
 
 
 def test_fit_keeps_the_end() -> None:
     assert fit("short", 10) == "short"
-    assert fit("/very/long/path/file.txt", 10) == "..file.txt"
+    # the cut is marked as the TUI marks it, never as a relative-looking "../"
+    assert fit("/very/long/path/file.txt", 10) == "…/file.txt"
     assert len(fit("x" * 200, 34)) == 34
+
+
+def test_cut_ends_in_an_ellipsis() -> None:
+    assert cut("short", 10) == "short" and cut("short", None) == "short"
+    assert cut("0123456789abc", 10) == "012345678…"
+    assert cut("0123456789", 10) == "0123456789"
 
 
 def test_event_lines_fit_80_columns() -> None:
@@ -36,8 +43,8 @@ def test_event_lines_fit_80_columns() -> None:
 
 def test_column_output_all_lines_fit() -> None:
     lay = load_layout()
-    out = io.StringIO()
-    col = ColumnOutput(out, Decoder(lay))
+    out, err = io.StringIO(), io.StringIO()
+    col = ColumnOutput(out, Decoder(lay), err=err)
     col.start(["exec", "open", "syscalls", "net"], ["source net disabled: " + "x" * 100])
     arr = np.zeros(3, dtype=lay.event)
     arr["h"]["type"] = [lay.type_id("exec"), lay.type_id("open"), lay.type_id("syscall")]
@@ -49,9 +56,13 @@ def test_column_output_all_lines_fit() -> None:
     col.stats(st)
     col.summary(st)
     lines = out.getvalue().splitlines()
-    assert "Tracing... Ctrl-C to end." in lines
-    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
-    assert lines[-3].startswith("3 events") or any(x.startswith("3 events") for x in lines)
+    # stdout: the header and the 3 events; stderr: notes, the ready line, stats, summary
+    assert lines[0] == HEADER and len(lines) == 4
+    told = err.getvalue().splitlines()
+    assert told[0] == "note: source net disabled: " + "x" * 52 + "…"
+    assert told[1:3] == ["sources: exec, open, syscalls, net", "Tracing... Ctrl-C to end."]
+    assert told[3].startswith("-- ") and told[4].startswith("3 events")
+    assert all(len(line) <= 80 for line in lines + told), max(lines + told, key=len)
 
 
 def _ev(typ: str, **fields: object) -> dict[str, object]:
@@ -69,23 +80,23 @@ def test_wide_lines_are_whole() -> None:
 def test_cut_lines_keep_what_matters() -> None:
     path = "/d" * 150 + "/file.txt"
     line = format_event(_ev("open", path=path, flags=0, ret=-2), 80)
-    assert len(line) == 80 and line.endswith("/file.txt O_RDONLY = -2")
-    assert "open    ../d/" in line
+    assert len(line) == 80 and line.endswith("/file.txt O_RDONLY = -2") and "open    …" in line
     net = _ev("net", dir="egress", proto="tcp", src="2001:db8::1" * 3, sport=443,
-              dst="2001:db8::2" * 3, dport=51234, len=1500)  # fmt: skip
+              dst="2001:db8::2" * 3, dport=51234, len=1500, pid=0, comm="")  # fmt: skip
     line = format_event(net, 80)
-    assert len(line) == 80 and line.split()[6:8] == ["egr", "tcp"] and line.endswith("..")
+    assert len(line) == 80 and line.split()[6:8] == ["egr", "tcp"] and line.endswith("…")
+    assert line.split()[4] == "[net]"  # packets: no process, labelled, not a blank COMM
     assert format_event(net, 400).endswith("len=1500")
 
 
 def test_column_output_without_width_never_cuts() -> None:
     lay = load_layout()
-    out = io.StringIO()
-    col = ColumnOutput(out, Decoder(lay), width=None)
+    out, err = io.StringIO(), io.StringIO()
+    col = ColumnOutput(out, Decoder(lay), width=None, err=err)
     col.start(["open"], ["x" * 300])
     arr = np.zeros(1, dtype=lay.event)
     arr["h"]["type"] = lay.type_id("open")
     arr["data"] = b"/" + b"q" * 250
     col.batch(arr, [])
-    text = out.getvalue()
-    assert "note: " + "x" * 300 in text and "/" + "q" * 250 + " O_RDONLY = 0" in text
+    assert "note: " + "x" * 300 in err.getvalue()
+    assert "/" + "q" * 250 + " O_RDONLY = 0" in out.getvalue()

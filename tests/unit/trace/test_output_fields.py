@@ -92,14 +92,15 @@ def test_field_columns_are_printable_one_line_per_event(
     records: list[tuple[Any, ...]], keys: list[str], width: int | None
 ) -> None:
     arr = record_array(records)
-    buf = io.StringIO()
-    out = FieldColumnOutput(buf, Decoder(LAYOUT, realtime_offset_ns=0), keys, width=width)
+    buf, err = io.StringIO(), io.StringIO()
+    out = FieldColumnOutput(buf, Decoder(LAYOUT, realtime_offset_ns=0), keys, width, err)
     out.start(["open"], [])
     out.batch(arr, [NET])
     lines = buf.getvalue().splitlines()
-    assert len(lines) == 2 + len(arr) + 1
+    assert len(lines) == 1 + len(arr) + 1  # stdout: the header and the events only
+    assert err.getvalue().splitlines() == ["sources: open", "Tracing... Ctrl-C to end."]
     names = " ".join("TIME" if k == "ts" else k.upper() for k in keys)
-    assert " ".join(lines[1].split()) == names if width is None else len(lines[1]) <= width
+    assert " ".join(lines[0].split()) == names if width is None else len(lines[0]) <= width
     assert all(line.isprintable() for line in lines), lines
     assert width is None or all(len(line) <= width for line in lines)
 

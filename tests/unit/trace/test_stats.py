@@ -9,6 +9,7 @@ import pytest
 
 from ringtool.event.layout import load_layout
 from ringtool.trace.stats import DROP_LOG, TraceStats, percentile_from_log2
+from tests.helpers.records import header_records
 
 
 def test_percentile_empty_and_single_bucket() -> None:
@@ -26,14 +27,9 @@ def test_percentile_picks_the_tail_bucket() -> None:
 
 
 def _batch(rows: list[tuple[str, int, int, bytes]]) -> np.ndarray:
-    lay = load_layout()
-    arr = np.zeros(len(rows), dtype=lay.event)
-    for i, (typ, cpu, pid, comm) in enumerate(rows):
-        arr[i]["h"]["type"] = lay.type_id(typ)
-        arr[i]["h"]["cpu"] = cpu
-        arr[i]["h"]["pid"] = pid
-        arr[i]["h"]["comm"] = comm
-    return arr
+    """Records ``(type, cpu, pid, comm)``."""
+    keys = ("type", "cpu", "pid", "comm")
+    return header_records([dict(zip(keys, row, strict=True)) for row in rows])
 
 
 def test_counts_rates_top_and_summary() -> None:
