@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.trace import RINGTOOL, ROOT
+from tests.helpers.paths import RINGTOOL, ROOT
 
 pytestmark = pytest.mark.kernel
 

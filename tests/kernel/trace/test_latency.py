@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from tests.helpers.trace import ROOT, Trace
+from tests.helpers.paths import ROOT
+from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
 
