@@ -109,7 +109,7 @@ class Collector:
 
         asyncio.get_running_loop().set_exception_handler(quiet_task_errors(self._errors))
         opts = connect_options(self.cfg.url, self.cfg.creds, self.cfg.tls_ca, 2.0)
-        opts.update(quiet_callbacks(self._errors))
+        opts.update(quiet_callbacks(self._errors), name="ringtool-collect")
         url = display_url(self.cfg.url)
         start = time.monotonic()
         self._end = None if self.cfg.duration is None else start + self.cfg.duration

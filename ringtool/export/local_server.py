@@ -2,9 +2,9 @@
 
 :class:`LocalNats` runs Debian's ``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file
 storage in ``DIR``, a free port chosen at start), optionally requiring a user and
-password or TLS, and waits until the server says it is ready. :meth:`~LocalNats.stop` and
-:meth:`~LocalNats.start` again keep the port and the store: a broker restart. Nothing
-listens beyond 127.0.0.1.
+password or TLS (``extra``: more flags, e.g. a cluster node's), and waits until the
+server says it is ready. :meth:`~LocalNats.stop` and :meth:`~LocalNats.start` again keep
+the port and the store: a broker restart. Nothing listens beyond 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class LocalNats:
         user: str | None = None,
         password: str | None = None,
         tls: tuple[Path, Path] | None = None,
+        extra: tuple[str, ...] = (),
     ) -> None:
         binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
         if not Path(binary).exists():
@@ -56,6 +57,7 @@ class LocalNats:
         self.port = free_port()
         self.user, self.password = user, password
         self.tls = tls  # (certificate, key): clients must use TLS
+        self.extra = extra  # more nats-server flags, e.g. a cluster's --routes
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = store / "nats.log"
         self.start()
@@ -73,6 +75,7 @@ class LocalNats:
             args += ["--user", self.user, "--pass", str(self.password)]
         if self.tls:
             args += ["--tls", "--tlscert", str(self.tls[0]), "--tlskey", str(self.tls[1])]
+        args += self.extra
         ready = self._log_text().count("Server is ready")
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30

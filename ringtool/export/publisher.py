@@ -48,7 +48,7 @@ from ringtool.export.config import (
 from ringtool.export.format import Batch, Encoder, Message
 from ringtool.export.ledger import Ledger
 from ringtool.export.queue import BoundedQueue
-from ringtool.export.stream import ensure_stream
+from ringtool.export.stream import StreamNotReady, ensure_stream
 
 #: Messages published and not yet acknowledged, at most.
 WINDOW = 64
@@ -168,31 +168,38 @@ class Publisher:
         backoff = BACKOFF_MIN_S
         down_since: float | None = None
         while not self._draining_over():
+            why: str | None = None
             try:
                 nc = await nats.connect(**self._opts)
             except Exception as exc:
                 # nats-py raises NoServersError; the cause came to error_cb before
                 cause: BaseException = self._errors[-1] if self._errors else exc
+                why = describe_error(cause)
+            else:
+                try:
+                    await ensure_stream(nc, self.cfg, self.on_note)
+                except StreamNotReady as exc:  # a cluster electing a leader: wait
+                    await _close(nc)
+                    why = str(exc)
+                except ExportError as exc:
+                    await _close(nc)
+                    self._first_error = str(exc)
+                    self._first.set()
+                    self.on_note(f"export: {exc}")
+                    return
+            if why is not None:
                 self._errors.clear()
                 if not self._first.is_set():
-                    self._first_error = describe_error(cause)
+                    self._first_error = why
                     self._first.set()
                 elif down_since is None:
-                    self.on_note(f"export: cannot reach {self._url} ({describe_error(cause)}); "
+                    self.on_note(f"export: cannot reach {self._url} ({why}); "
                                  "retrying with backoff")  # fmt: skip
                 down_since = down_since or time.monotonic()
                 self._wake.clear()
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
                 continue
-            try:
-                await ensure_stream(nc, self.cfg, self.on_note)
-            except ExportError as exc:
-                await _close(nc)
-                self._first_error = str(exc)
-                self._first.set()
-                self.on_note(f"export: {exc}")
-                return
             if down_since is not None and self._first.is_set():
                 self.on_note(f"export: connected to {self._url} after "
                              f"{time.monotonic() - down_since:.1f} s; resending "
