@@ -228,6 +228,15 @@ def connect_options(
     return opts
 
 
+def connected_server(nc: Any, fallback: str) -> str:
+    """The server a nats-py connection ``nc`` is on (``nats://HOST:PORT``, never with a
+    password: the pool has none), or ``fallback`` when it is not connected."""
+    uri = getattr(nc, "connected_url", None)
+    if uri is None or not uri.hostname:
+        return fallback
+    return f"{uri.scheme}://{uri.hostname}" + (f":{uri.port}" if uri.port else "")
+
+
 def describe_error(exc: BaseException) -> str:
     """One line for a connection error (``Connection refused``, a TLS failure,
     nats-py's message)."""
@@ -284,6 +293,7 @@ __all__ = [
     "check_token",
     "check_url",
     "connect_options",
+    "connected_server",
     "default_host",
     "default_replicas",
     "describe_error",

@@ -40,6 +40,7 @@ from ringtool.export.config import (
     BACKOFF_MIN_S,
     ExportConfig,
     connect_options,
+    connected_server,
     describe_error,
     display_url,
     quiet_callbacks,
@@ -201,7 +202,7 @@ class Publisher:
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
                 continue
             if down_since is not None and self._first.is_set():
-                self.on_note(f"export: connected to {self._url} after "
+                self.on_note(f"export: connected to {connected_server(nc, self._url)} after "
                              f"{time.monotonic() - down_since:.1f} s; resending "
                              f"{self.ledger.waiting} unacknowledged messages")  # fmt: skip
             self._first.set()
