@@ -98,11 +98,7 @@ def test_collect_rides_out_a_broker_restart(nats: NatsServer, tmp_path: Path) ->
         want = n1 + second["export"]["exported"]
         wait_for(lambda: solo_events() == want, "collect read the second run")
     finally:
-        col.proc.send_signal(signal.SIGINT)
-        col.proc.wait(timeout=60)
-    err = col.stderr()
-    assert col.proc.returncode == 0, err
-    assert "Traceback" not in err, err
+        err = col.stop()
     assert sum("lost the connection" in line for line in err.splitlines()) == 1, err
     assert sum("again after" in line for line in err.splitlines()) == 1, err
     solo = json.loads(col.lines[-1])["per_host"]["solo"]
@@ -124,6 +120,15 @@ class Collect(Lines):
     def stderr(self) -> str:
         self._err.seek(0)
         return self._err.read()
+
+    def stop(self) -> str:
+        """Ctrl-C; asserts a clean end (status 0, no traceback); its stderr."""
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=60)
+        err = self.stderr()
+        assert self.proc.returncode == 0, err
+        assert "Traceback" not in err, err
+        return err
 
 
 @pytest.mark.parametrize("what", ["consumer", "stream"])
