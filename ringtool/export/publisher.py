@@ -287,7 +287,8 @@ class Publisher:
                 self.on_note(f"export: the stream refuses messages ({why}); their events "
                              "are counted as export_dropped")  # fmt: skip
         assert self._wake is not None
-        self._wake.set()
+        if ans.outcome != "retry":  # "not now" (a cluster electing a stream leader): the
+            self._wake.set()  # resend waits for the pump's next round, not a hot loop
 
     _last_refusal = ""
 
