@@ -66,8 +66,7 @@ def register(subs: Any) -> None:
         "url",
         type=checked(check_url),
         metavar="URL",
-        help="nats://[user:pass@]HOST:PORT or tls://...; a cluster's servers separated "
-        "by commas",
+        help="nats://[user:pass@]HOST:PORT or tls://...; a cluster's servers separated by commas",
     )
     p.add_argument(
         "--stream",
