@@ -18,7 +18,11 @@ an acknowledgement timeout it is sent again with the same ``Nats-Msg-Id``, and t
 stream's duplicate window turns the resend of a message it already stored into a
 ``duplicate`` acknowledgement instead of a second copy. A message the stream refuses
 (limits with ``discard: new``, too large) is dropped and counted (``refused``); a
-temporary refusal (JetStream not ready after a restart, no responders) is retried.
+temporary refusal (JetStream not ready after a restart, no responders while a cluster
+elects a stream leader) is retried at the pump's next round. ``cfg.url`` may name a
+cluster's servers: a connection goes to any that answers, and a stream that does not
+answer yet after a reconnect (:class:`~ringtool.export.stream.StreamNotReady`) is
+waited for with the same backoff as an unreachable broker.
 Notes (one line each: connection lost, back, stream created) go to ``on_note``.
 """
 
