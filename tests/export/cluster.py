@@ -55,6 +55,11 @@ class NatsCluster:
         """All nodes, comma-separated: what ``--export`` and ``collect`` take."""
         return ",".join(n.url for n in self.nodes)
 
+    def leader(self, stream: str = "RINGTOOL") -> NatsServer:
+        """The stream's leader once every replica is current (to read the stream)."""
+        self.wait_current(stream)
+        return self.nodes[self.index(self.stream_cluster(stream).leader)]
+
     def up(self) -> NatsServer:
         """A node that runs (to look at the stream through)."""
         return next(n for n in self.nodes if n.proc is not None)
@@ -132,7 +137,8 @@ class NatsCluster:
             self.wait_current(stream)
             if self.index(self.stream_cluster(stream).leader) == i:
                 return
-            self.up().run(step_down)
+            with contextlib.suppress(Exception):  # no answer while it steps down: ask again
+                self.up().run(step_down)
         raise AssertionError(f"node n{i} did not become the leader of {stream}")
 
     def kill(self, i: int) -> None:

@@ -106,7 +106,7 @@ def test_export_to_a_cluster_survives_a_node_killed(
     # it lost its connection only if it was connected to the killed node, then once
     lost = sum("lost the connection" in n for n in said)
     assert lost == 1 if role == "exporter-leader" else lost <= 1, said
-    content = read_stream(cluster.up())
+    content = read_stream(cluster.leader())
     check_invariant(summary, 55000, content, "h1")
     x = summary["export"]
     assert x["export_dropped"] == 0, x  # nothing lost: the other two nodes stored it
