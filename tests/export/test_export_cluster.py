@@ -147,3 +147,15 @@ def test_collect_reads_every_event_once_across_a_node_killed(
     final = json.loads(col.lines[-1])["per_host"]["h1"]
     assert final["duplicates"] == 0, (final, err)
     assert final["events"] == want and final["gaps"] == 0, final
+
+
+def test_the_cluster_is_gone_after_a_failure(tmp_path: Path) -> None:
+    """The fixture's promise: whatever ends the test, no node outlives it and its
+    directory is removed."""
+    procs = []
+    with pytest.raises(RuntimeError, match="the test failed"), nats_cluster(tmp_path / "c") as c:
+        procs = [n.proc for n in c.nodes]
+        assert all(p is not None and p.poll() is None for p in procs)
+        raise RuntimeError("the test failed")
+    assert procs and all(p is not None and p.poll() is not None for p in procs)
+    assert not (tmp_path / "c").exists()
