@@ -40,6 +40,7 @@ examples:
   ringtool collect nats://broker:4222 --json -d 60    # JSON lines per host per interval
   ringtool collect nats://broker:4222 --merged > all.jsonl   # every host's events, in order
   ringtool collect nats://u:p@broker:4222 --drain --json     # read the backlog, then stop
+  ringtool collect nats://n1:4222,nats://n2:4222,nats://n3:4222  # any node of a cluster
 """
 
 
@@ -79,7 +80,7 @@ def register(subs: Any) -> None:
         "url",
         type=checked(check_url),
         metavar="URL",
-        help="nats://[user:pass@]HOST:PORT or tls://...",
+        help="nats://[user:pass@]HOST:PORT or tls://...; a cluster's servers separated by commas",
     )
     p.add_argument(
         "--stream",

@@ -92,6 +92,12 @@ def _queue_mb(text: str) -> float:
     return v
 
 
+def _replicas(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 5:
+        raise argparse.ArgumentTypeError(f"--export-replicas {text!r}: a number from 1 to 5")
+    return int(text)
+
+
 def add_export_args(
     parser: argparse.ArgumentParser, quiet_group: Any = None, *, quiet: bool = True
 ) -> None:
@@ -102,7 +108,8 @@ def add_export_args(
         "--export",
         type=checked(check_url),
         metavar="URL",
-        help="publish every event to JetStream at nats://[user:pass@]HOST:PORT",
+        help="publish every event to JetStream at nats://[user:pass@]HOST:PORT; "
+        "a cluster's servers separated by commas (any that answers is used)",
     )
     g.add_argument(
         "--export-optional",
@@ -115,6 +122,14 @@ def add_export_args(
         default=DEFAULT_STREAM,
         metavar="NAME",
         help=f"stream name, created if missing ({DEFAULT_STREAM})",
+    )
+    g.add_argument(
+        "--export-replicas",
+        type=_replicas,
+        default=0,
+        metavar="N",
+        help="replicas of a stream it creates (default: 3 when --export names three or "
+        "more servers, else 1)",
     )
     g.add_argument(
         "--export-subject-prefix",
@@ -195,6 +210,7 @@ def export_config(args: argparse.Namespace) -> ExportConfig | None:
         fmt=args.export_format, creds=args.export_creds, tls_ca=args.export_tls_ca,
         host=args.host_name or default_host(), optional=args.export_optional,
         drain_s=args.export_drain, queue_bytes=int(args.export_queue_mb * (1 << 20)),
+        replicas=args.export_replicas,
     )  # fmt: skip
 
 

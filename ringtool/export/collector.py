@@ -4,13 +4,16 @@
 ``<prefix>.>`` of the stream, so a second run resumes where the first stopped: it
 fetches messages in batches, decodes and checks them (:mod:`ringtool.export.intake`:
 the subject names the host, headers and body must agree), feeds the
-:class:`~ringtool.export.fleet.Fleet` and the view, and acknowledges a batch (ack
-policy *all*: the last message acknowledges the ones before it) after the view has
-taken it. A message that is refused (malformed, forged, over a bound) is counted in
-``bad_messages`` by reason and acknowledged with its batch like any other, so no
-message can stop the durable consumer. So every message is handed to the view at least
-once; a collector stopped between the two sees up to one batch again on the next run
-(counted as duplicates).
+:class:`~ringtool.export.fleet.Fleet` and the view, and acknowledges each message
+(ack policy *explicit*) after the view has taken it. A message that is refused
+(malformed, forged, over a bound) is counted in ``bad_messages`` by reason and
+acknowledged like any other, so no message can stop the durable consumer. So every
+message is handed to the view at least once: one delivered but never received (a
+fetch's answer lost with a dying broker node) comes again after the ack wait, where
+ack policy *all* would have acknowledged it with a later one, unread. A message
+delivered again within a run (its acknowledgement was lost) is recognised by its
+stream sequence and not handed to the view twice; a collector stopped between taking
+and acknowledging sees up to one batch again on the next run (counted as duplicates).
 Once per interval it asks the consumer for its backlog (messages not yet delivered:
 the consumer lag). A lost connection is said in one line on stderr; the collector
 reconnects with backoff and binds the same durable consumer again, which resumes after
@@ -35,13 +38,14 @@ from ringtool.export.config import (
     BACKOFF_MAX_S,
     BACKOFF_MIN_S,
     connect_options,
+    connected_server,
     describe_error,
     display_url,
     inbox_prefix,
     quiet_callbacks,
     quiet_task_errors,
 )
-from ringtool.export.fleet import MAX_HOSTS, Fleet
+from ringtool.export.fleet import MAX_HOSTS, Fleet, SeqSet
 from ringtool.export.intake import UNDECODABLE, Intake
 from ringtool.export.reading import DecoderCache, Received
 
@@ -95,6 +99,7 @@ class Collector:
         self._errors: list[BaseException] = []
         self._end: float | None = None
         self._next_tick = 0.0
+        self._delivered = SeqSet()  # stream sequences handed to the view
 
     def stop(self) -> None:
         self._stop = True
@@ -119,7 +124,7 @@ class Collector:
         asyncio.get_running_loop().set_exception_handler(quiet_task_errors(self._errors))
         opts = connect_options(self.cfg.url, self.cfg.creds, self.cfg.tls_ca, 2.0,
                                inbox_prefix("collect", self.cfg.durable))  # fmt: skip
-        opts.update(quiet_callbacks(self._errors))
+        opts.update(quiet_callbacks(self._errors), name="ringtool-collect")
         url = display_url(self.cfg.url)
         start = time.monotonic()
         self._end = None if self.cfg.duration is None else start + self.cfg.duration
@@ -139,7 +144,7 @@ class Collector:
             try:
                 psub = await self._bind(nc, first=not self._connected)
                 if down_since is not None:
-                    self._note(f"connected to {url} again after "
+                    self._note(f"connected to {connected_server(nc, url)} again after "
                                f"{time.monotonic() - down_since:.1f} s")  # fmt: skip
                 self._connected, backoff, down_since = True, BACKOFF_MIN_S, None
                 await self._loop(nc, psub)
@@ -171,7 +176,7 @@ class Collector:
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
         config = ConsumerConfig(
-            durable_name=self.cfg.durable, ack_policy=AckPolicy.ALL,
+            durable_name=self.cfg.durable, ack_policy=AckPolicy.EXPLICIT,
             deliver_policy=DeliverPolicy.ALL, ack_wait=30, max_ack_pending=-1,
             filter_subject=f"{self.cfg.subject_prefix}.>",
         )  # fmt: skip
@@ -201,12 +206,13 @@ class Collector:
                     raise _FetchConnectionLost from exc
                 raise
             for msg in msgs:
-                self._take(msg)
-            if msgs:
-                try:
-                    await msgs[-1].ack()
-                except Exception as exc:
-                    raise _FetchConnectionLost from exc
+                if self._first_delivery(msg):
+                    self._take(msg)
+            try:
+                for msg in msgs:
+                    await msg.ack()
+            except Exception as exc:
+                raise _FetchConnectionLost from exc
             if time.monotonic() >= self._next_tick or (not msgs and self.cfg.drain):
                 await self._backlog(psub)
                 self.fleet.tick()
@@ -233,6 +239,17 @@ class Collector:
         except Exception:  # the backlog is a best-effort figure
             return
         self.fleet.pending = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+
+    def _first_delivery(self, msg: Any) -> bool:
+        """False for a message this run already handed to the view (delivered again:
+        its acknowledgement was lost with a connection or a broker node)."""
+        try:
+            seq = int(msg.metadata.sequence.stream)
+        except Exception:  # not a JetStream delivery: nothing to recognise it by
+            return True
+        before = self._delivered.duplicates
+        self._delivered.add(seq, seq)
+        return self._delivered.duplicates == before
 
     def _take(self, msg: Any) -> None:
         """One message into the fleet and the view, or counted as refused with its

@@ -39,8 +39,10 @@ MAX_HOSTS = 4096
 class ExportConfig:
     """One exporter's settings.
 
-    ``url`` is ``nats://[user:password@]host:port`` (or ``tls://``); ``stream`` the
-    JetStream stream (created when missing, subjects ``<prefix>.>``);
+    ``url`` is ``nats://[user:password@]host:port`` (or ``tls://``), or several
+    separated by commas (the servers of one cluster: a connection goes to any that
+    answers); ``stream`` the JetStream stream (created when missing, subjects
+    ``<prefix>.>``, ``replicas`` copies: 0 means :func:`default_replicas`);
     ``subject_prefix`` the first subject tokens; ``fmt`` ``json`` or ``rows`` (see
     :mod:`ringtool.export.wire`); ``creds`` a file with ``user:password`` on its
     first line; ``tls_ca`` a CA bundle that verifies the server; ``host`` the host
@@ -62,6 +64,11 @@ class ExportConfig:
     batch_events: int = 0
     drain_s: float = 5.0
     connect_timeout_s: float = 2.0
+    replicas: int = 0
+
+    @property
+    def stream_replicas(self) -> int:
+        return self.replicas or default_replicas(self.url)
 
     def subject(self, host: str, kind: str) -> str:
         return f"{self.subject_prefix}.{host}.{kind}"
@@ -71,9 +78,32 @@ class ExportConfig:
         return f"{self.subject_prefix}.>"
 
 
+def split_urls(text: str) -> list[str]:
+    """The server URLs of ``text``: one, or several separated by commas."""
+    return [u.strip() for u in text.split(",")]
+
+
+def default_replicas(url: str) -> int:
+    """Replicas of a stream the exporter creates: 3 when ``url`` names three or more
+    servers (a cluster: the stream then outlives one node), else 1."""
+    return 3 if len(set(split_urls(url))) >= 3 else 1
+
+
 def check_url(text: str) -> str:
-    """``text`` when it is a NATS URL this exporter can use, else ExportError (the
-    message quotes the URL with its password masked)."""
+    """``text`` when it is a NATS URL this exporter can use, or several separated by
+    commas, else ExportError (the message quotes the URL with its password masked)."""
+    urls = split_urls(text)
+    if len(urls) > 1:
+        for i, url in enumerate(urls, 1):
+            if not url:
+                raise ExportError(f"{display_url(text)!r}: server {i} of the list is empty")
+            _check_one(url)
+        return text
+    _check_one(text)
+    return text
+
+
+def _check_one(text: str) -> None:
     shown = repr(display_url(text))
     try:
         parts = urlsplit(text)
@@ -91,7 +121,6 @@ def check_url(text: str) -> str:
         raise ExportError(f"{shown}: port 0")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise ExportError(f"{shown}: a NATS URL has no path or query")
-    return text
 
 
 def display_url(url: str) -> str:
@@ -179,10 +208,12 @@ def connect_options(
     ``error_cb`` (:func:`quiet_callbacks`: nats-py's default prints tracebacks).
     ``inbox``: the prefix of the connection's reply subjects (:func:`inbox_prefix`),
     so a broker can let each user subscribe to its own replies only."""
-    parts = urlsplit(url)
-    server = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    parsed = [urlsplit(u) for u in split_urls(url)]
+    servers = [f"{p.scheme}://{p.hostname}" + (f":{p.port}" if p.port else "") for p in parsed]
     opts: dict[str, Any] = {
-        "servers": [server],
+        "servers": servers,
+        # several servers (a cluster): nats-py tries them in random order (spreading a
+        # fleet's connections), the next when one does not answer
         "allow_reconnect": False,
         "connect_timeout": timeout_s,
         # nats-py: 0 means "forever"; 1 gives up after a second attempt 50 ms later
@@ -197,14 +228,15 @@ def connect_options(
     }
     if inbox:
         opts["inbox_prefix"] = inbox
-    if parts.username:
-        opts["user"] = unquote(parts.username)
-        opts["password"] = unquote(parts.password or "")
+    named = [p for p in parsed if p.username]  # the first URL with a user gives it
+    if named:
+        opts["user"] = unquote(named[0].username or "")
+        opts["password"] = unquote(named[0].password or "")
     if creds is not None:
         opts["user"], opts["password"] = read_creds(creds)
     if tls_ca is not None:
         opts["tls"] = tls_context(tls_ca)
-    elif parts.scheme == "tls":
+    elif any(p.scheme == "tls" for p in parsed):
         opts["tls"] = ssl.create_default_context()
     return opts
 
@@ -215,6 +247,15 @@ def inbox_prefix(role: str, name: str) -> str:
     each user subscribe rights on its own ``_INBOX.host.<host>.>`` only keeps one
     host from reading another's acknowledgements (README "Tracing a fleet")."""
     return f"_INBOX.{role}.{name}" if is_token(name) else ""
+
+
+def connected_server(nc: Any, fallback: str) -> str:
+    """The server a nats-py connection ``nc`` is on (``nats://HOST:PORT``, never with a
+    password: the pool has none), or ``fallback`` when it is not connected."""
+    uri = getattr(nc, "connected_url", None)
+    if uri is None or not uri.hostname:
+        return fallback
+    return f"{uri.scheme}://{uri.hostname}" + (f":{uri.port}" if uri.port else "")
 
 
 def describe_error(exc: BaseException) -> str:
@@ -274,7 +315,9 @@ __all__ = [
     "check_token",
     "check_url",
     "connect_options",
+    "connected_server",
     "default_host",
+    "default_replicas",
     "describe_error",
     "display_url",
     "inbox_prefix",
@@ -282,5 +325,6 @@ __all__ = [
     "quiet_callbacks",
     "quiet_task_errors",
     "read_creds",
+    "split_urls",
     "tls_context",
 ]

@@ -3,10 +3,10 @@
 :class:`LocalNats` runs Debian's ``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file
 storage in ``DIR``, a free port chosen at start), optionally requiring a user and
 password, TLS or a configuration file (``-c``: users and their permissions; the
-address, port and store given as flags override the file's), and waits until the
-server says it is ready. :meth:`~LocalNats.stop` and
-:meth:`~LocalNats.start` again keep the port and the store: a broker restart. Nothing
-listens beyond 127.0.0.1.
+address, port and store given as flags override the file's; ``extra``: more flags, e.g.
+a cluster node's), and waits until the server says it is ready. :meth:`~LocalNats.stop`
+and :meth:`~LocalNats.start` again keep the port and the store: a broker restart.
+Nothing listens beyond 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class LocalNats:
         password: str | None = None,
         tls: tuple[Path, Path] | None = None,
         conf: Path | None = None,
+        extra: tuple[str, ...] = (),
     ) -> None:
         binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
         if not Path(binary).exists():
@@ -60,6 +61,7 @@ class LocalNats:
         self.user, self.password = user, password
         self.tls = tls  # (certificate, key): clients must use TLS
         self.conf = conf  # a configuration file (users, permissions); the flags win
+        self.extra = extra  # more nats-server flags, e.g. a cluster's --routes
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = store / "nats.log"
         self.start()
@@ -78,6 +80,7 @@ class LocalNats:
             args += ["--user", self.user, "--pass", str(self.password)]
         if self.tls:
             args += ["--tls", "--tlscert", str(self.tls[0]), "--tlskey", str(self.tls[1])]
+        args += self.extra
         ready = self._log_text().count("Server is ready")
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30

@@ -18,7 +18,11 @@ an acknowledgement timeout it is sent again with the same ``Nats-Msg-Id``, and t
 stream's duplicate window turns the resend of a message it already stored into a
 ``duplicate`` acknowledgement instead of a second copy. A message the stream refuses
 (limits with ``discard: new``, too large) is dropped and counted (``refused``); a
-temporary refusal (JetStream not ready after a restart, no responders) is retried.
+temporary refusal (JetStream not ready after a restart, no responders while a cluster
+elects a stream leader) is retried at the pump's next round. ``cfg.url`` may name a
+cluster's servers: a connection goes to any that answers, and a stream that does not
+answer yet after a reconnect (:class:`~ringtool.export.stream.StreamNotReady`) is
+waited for with the same backoff as an unreachable broker.
 Notes (one line each: connection lost, back, stream created) go to ``on_note``.
 """
 
@@ -41,6 +45,7 @@ from ringtool.export.config import (
     BACKOFF_MIN_S,
     ExportConfig,
     connect_options,
+    connected_server,
     describe_error,
     display_url,
     inbox_prefix,
@@ -48,7 +53,7 @@ from ringtool.export.config import (
     quiet_task_errors,
 )
 from ringtool.export.ledger import Ledger
-from ringtool.export.stream import ensure_stream
+from ringtool.export.stream import StreamNotReady, ensure_stream
 from ringtool.export.wire import Batch, Encoder, Message
 
 #: Messages published and not yet acknowledged, at most.
@@ -170,33 +175,40 @@ class Publisher:
         backoff = BACKOFF_MIN_S
         down_since: float | None = None
         while not self._draining_over():
+            why: str | None = None
             try:
                 nc = await nats.connect(**self._opts)
             except Exception as exc:
                 # nats-py raises NoServersError; the cause came to error_cb before
                 cause: BaseException = self._errors[-1] if self._errors else exc
+                why = describe_error(cause)
+            else:
+                try:
+                    await ensure_stream(nc, self.cfg, self.on_note)
+                except StreamNotReady as exc:  # a cluster electing a leader: wait
+                    await _close(nc)
+                    why = str(exc)
+                except ExportError as exc:
+                    await _close(nc)
+                    self._first_error = str(exc)
+                    self._first.set()
+                    self.on_note(f"export: {exc}")
+                    return
+            if why is not None:
                 self._errors.clear()
                 if not self._first.is_set():
-                    self._first_error = describe_error(cause)
+                    self._first_error = why
                     self._first.set()
                 elif down_since is None:
-                    self.on_note(f"export: cannot reach {self._url} ({describe_error(cause)}); "
+                    self.on_note(f"export: cannot reach {self._url} ({why}); "
                                  "retrying with backoff")  # fmt: skip
                 down_since = down_since or time.monotonic()
                 self._wake.clear()
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
                 continue
-            try:
-                await ensure_stream(nc, self.cfg, self.on_note)
-            except ExportError as exc:
-                await _close(nc)
-                self._first_error = str(exc)
-                self._first.set()
-                self.on_note(f"export: {exc}")
-                return
             if down_since is not None and self._first.is_set():
-                self.on_note(f"export: connected to {self._url} after "
+                self.on_note(f"export: connected to {connected_server(nc, self._url)} after "
                              f"{time.monotonic() - down_since:.1f} s; resending "
                              f"{self.ledger.waiting} unacknowledged messages")  # fmt: skip
             self._first.set()
@@ -282,7 +294,8 @@ class Publisher:
                 self.on_note(f"export: the stream refuses messages ({why}); their events "
                              "are counted as export_dropped")  # fmt: skip
         assert self._wake is not None
-        self._wake.set()
+        if ans.outcome != "retry":  # "not now" (a cluster electing a stream leader): the
+            self._wake.set()  # resend waits for the pump's next round, not a hot loop
 
     _last_refusal = ""
 

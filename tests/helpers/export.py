@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import signal
+import tempfile
 import time
 from pathlib import Path
 
+from tests.helpers.procs import Lines
 from tests.helpers.servers import NatsServer
 from tests.helpers.trace import Trace, Worker, hot_file, unique_comm
 
@@ -62,3 +64,25 @@ def exported_run(server: NatsServer, tmp_path: Path, n: int, *extra: str) -> tup
     work(comm, target, n)
     wait_exported(trace, n)
     return trace, comm
+
+
+class Collect(Lines):
+    """``argv`` with stdout lines collected as they come and stderr in a file, read
+    with :meth:`stderr` while it runs."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self._err = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the process
+        super().__init__(argv, stderr=self._err)
+
+    def stderr(self) -> str:
+        self._err.seek(0)
+        return self._err.read()
+
+    def stop(self) -> str:
+        """Ctrl-C; asserts a clean end (status 0, no traceback); its stderr."""
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=60)
+        err = self.stderr()
+        assert self.proc.returncode == 0, err
+        assert "Traceback" not in err, err
+        return err
