@@ -24,7 +24,7 @@ from tests.helpers.paths import RINGTOOL
 from tests.helpers.stream_check import check_invariant, read_stream
 from tests.helpers.trace import Trace, Worker, unique_comm
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from tests.helpers.paths import RINGTOOL, ROOT
 from tests.helpers.servers import NatsServer
 from tests.helpers.trace import unique_comm
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 
 def traced(nats: NatsServer, tmp_path: Path, n: int) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.paths import ROOT
 
-pytestmark = [pytest.mark.kernel, pytest.mark.slow]
+pytestmark = [pytest.mark.kernel, pytest.mark.slow, pytest.mark.host_only]
 
 
 _IN_NAMESPACE = """

@@ -22,7 +22,7 @@ import pytest
 
 from tests.helpers.paths import ROOT
 
-pytestmark = [pytest.mark.kernel, pytest.mark.slow]
+pytestmark = [pytest.mark.kernel, pytest.mark.slow, pytest.mark.host_only]
 
 
 # What a copy of the checkout leaves out: VCS data, venvs, build and test leftovers.
