@@ -32,8 +32,9 @@
  *
  * No task_struct reads: the kernel headers BCC compiles against may not match the
  * running kernel, so field offsets can't be trusted. Instead
- *   ppid       is remembered at fork (parent_of: child pid -> parent tgid), so it is
- *              known for processes forked while tracing (0 otherwise);
+ *   ppid       is remembered at fork (parent_of: child pid -> parent tgid); user
+ *              space writes the parents of the processes already running before
+ *              the programs attach (ringtool/trace/parents.py);
  *   exit code  is remembered at exit_group(2)/exit(2) entry (exit_codes: tgid ->
  *              code); an exit without that syscall (a fatal signal) has aux = 0
  *              ("unknown"), otherwise aux = 1 and value = code << 8 (wait status).

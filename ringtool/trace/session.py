@@ -45,6 +45,7 @@ from ringtool.trace.latency_buckets import KEY_BITS, SUB_BITS
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.pacing import BatchPacer
+from ringtool.trace.parents import seed_parents
 
 
 class TraceSession:
@@ -106,6 +107,8 @@ class TraceSession:
                 )
             except RingtoolError as exc:
                 self._note(f"source {name} disabled: {_first_line(exc)}")
+        if "exec" in self.sources:  # the ppid of processes forked before the trace
+            seed_parents(self.sources["exec"][b"parent_of"])
         if self.group is not None and self.sources:
             self.rb = self.group.consumer()
         if "net" in opts.events:

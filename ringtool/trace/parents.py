@@ -1,0 +1,49 @@
+"""The parents of the processes that run when a trace starts, for exec events' ppid.
+
+``bpf/trace_exec.c`` learns a process's parent at fork (``parent_of``: child pid ->
+parent tgid) and reads no ``task_struct`` (the kernel headers BCC compiles against may
+not match the running kernel). A process forked before the trace started would have
+ppid 0; :func:`seed_parents` writes each running process's parent from
+``/proc/PID/stat`` into the map before the programs attach. A process reparented
+later (its parent exited) keeps the parent it had; execsnoop, which reads
+``task->real_parent``, would show the new one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+
+def running_parents(proc: str = "/proc") -> Iterator[tuple[int, int]]:
+    """``(pid, ppid)`` of every process in ``proc`` (one that exits meanwhile is left
+    out). The comm in ``stat`` may hold spaces and parentheses: the fields after it
+    start after its last ``)``."""
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            yield int(name), int(fields[1])
+
+
+def seed_parents(table: MutableMapping[Any, Any], limit: int = 32768) -> int:
+    """Write up to ``limit`` running processes' parents into the BCC hash ``table``
+    (``u32 pid -> u32 tgid``, the map's LRU keeps room for forks); returns how many."""
+    n = 0
+    for pid, ppid in running_parents():
+        if n >= limit:
+            break
+        table[ctypes.c_uint32(pid)] = ctypes.c_uint32(ppid)
+        n += 1
+    return n
+
+
+__all__ = ["running_parents", "seed_parents"]
