@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from ringtool.errors import CorruptRecordError, RingSizeError, hexdump
-from ringtool.protocol.perf_backward import read_backward
 from ringtool.protocol.perf_layout import (
     BYTES,
     DATA_HEAD_OFF,
@@ -395,8 +394,3 @@ class PerfRing:
                 flat[j, :m] = np.frombuffer(body or b"", np.uint8, m)
             parts.append(rows)
         return parts, start, end, n
-
-    def read_backward(self) -> list[bytes]:
-        """The payloads of a *paused* write_backward ring, oldest first
-        (:func:`ringtool.protocol.perf_backward.read_backward`)."""
-        return read_backward(self)

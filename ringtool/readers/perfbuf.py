@@ -51,6 +51,7 @@ from ringtool.kernel import bpf, perf_event
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.hotplug import OnlineWatcher
 from ringtool.protocol.perf import PerfRing
+from ringtool.protocol.perf_backward import read_backward
 from ringtool.readers.args import UNLIMITED, check_callable, is_int, map_fd_of
 from ringtool.readers.consumer import MultiRingConsumer
 from ringtool.readers.perf_reader_ring import PerfReaderRing, SampleCallback
@@ -93,7 +94,7 @@ class PerfMappedRing(PerfReaderRing):
         """Pause output, copy the newest records (oldest first), resume."""
         perf_event.pause_output(self.fd, True)
         try:
-            return self.ring.read_backward()
+            return read_backward(self.ring)
         finally:
             perf_event.pause_output(self.fd, False)
 

@@ -21,6 +21,7 @@ from ringtool.kernel.perf_event import (
     bpf_output_attr,
 )
 from ringtool.protocol.perf import DATA_HEAD_OFF, PerfRing
+from ringtool.protocol.perf_backward import read_backward
 from tests.helpers.builders.perf import FakeKernel
 
 
@@ -207,7 +208,7 @@ def test_read_backward_newest_records() -> None:
             data[(head + j) % size] = b
     struct.pack_into("<Q", page, DATA_HEAD_OFF, head % 2**64)
     ring = PerfRing(page, data)
-    got = [int.from_bytes(p[:8], "little") for p in ring.read_backward()]
+    got = [int.from_bytes(p[:8], "little") for p in read_backward(ring)]
     assert got == [5, 6, 7, 8, 9]  # 5 whole records fit; the 6th was partly overwritten
 
 
@@ -220,7 +221,7 @@ def test_read_backward_partially_filled() -> None:
         head -= len(rec)
         data[head % size : head % size + len(rec)] = rec
     struct.pack_into("<Q", page, DATA_HEAD_OFF, head % 2**64)
-    got = [int.from_bytes(p[:8], "little") for p in PerfRing(page, data).read_backward()]
+    got = [int.from_bytes(p[:8], "little") for p in read_backward(PerfRing(page, data))]
     assert got == [0, 1, 2]
 
 
