@@ -147,8 +147,9 @@ def test_installed_trace_sees_an_open_by_a_test_process(installed: Install) -> N
         opener.wait()
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
-    lines = done.stdout.splitlines()
-    start, summary = json.loads(lines[0]), json.loads(lines[-1])
+    lines = done.stdout.splitlines()  # events, then the summary; the start line: stderr
+    told = [json.loads(ln) for ln in done.stderr.splitlines() if ln.startswith("{")]
+    start, summary = told[0], json.loads(lines[-1])
     assert start["type"] == "start" and summary["type"] == "summary"
     assert {"exec", "open", "syscalls"} <= set(start["sources"]), start
     mine = [json.loads(ln) for ln in lines if str(target) in ln]  # a busy host: many lines

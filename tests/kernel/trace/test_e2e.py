@@ -192,8 +192,8 @@ def test_pipe_into_head_gets_events_and_exits_quietly(tmp_path: Path, mode: str)
     if mode == "--json":  # events only: no start, note or stats line among them
         assert [json.loads(line)["type"] for line in lines] == ["open"] * 3
     else:  # the header, then events
-        assert lines[0].split()[:5] == ["TIME", "CPU", "PID", "COMM", "EVENT"]
-        assert [line.split()[4] for line in lines[1:]] == ["open"] * 2
+        assert lines[0].split()[:6] == ["TIME", "CPU", "PID", "UID", "COMM", "EVENT"]
+        assert [line.split()[5] for line in lines[1:]] == ["open"] * 2
     assert "Tracing..." in err or '"type": "start"' in err
     assert "Traceback" not in err and "BrokenPipe" not in err
 
