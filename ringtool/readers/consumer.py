@@ -457,6 +457,8 @@ class MultiRingConsumer:
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` ran (in this process); every consuming call then raises
+        ConsumerStateError."""
         return self._closed
 
     def take_over(self) -> None:
