@@ -34,6 +34,7 @@ lint: setup
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) scripts/check_architecture.py
+	$(PY) scripts/check_api_docs.py
 
 bench: setup
 	$(VENV)/bin/ringtool bench all $(ARGS)

@@ -11,19 +11,22 @@ from typing import TYPE_CHECKING, Any
 from ringtool import errors
 
 __version__ = "0.1.0"
-__all__ = ["PerfBuffer", "RingBuffer", "__version__", "errors"]
+__all__ = ["PerfBuffer", "RingBufGroup", "RingBuffer", "__version__", "errors"]
 
 _LAZY = {
     "RingBuffer": "ringtool.readers.ringbuf",
     "PerfBuffer": "ringtool.readers.perfbuf",
+    "RingBufGroup": "ringtool.readers.ringbuf_group",
 }
 
 if TYPE_CHECKING:
     from ringtool.readers.perfbuf import PerfBuffer
     from ringtool.readers.ringbuf import RingBuffer
+    from ringtool.readers.ringbuf_group import RingBufGroup
 
 
 def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (``ringtool.RingBuffer``, ...)."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ringtool' has no attribute {name!r}")

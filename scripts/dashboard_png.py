@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Render the README's picture of the ``ringtool trace`` dashboard from a real run.
+"""Render docs/trace.md's picture of the ``ringtool trace`` dashboard from a real run.
 
 Runs ``ringtool trace`` (as root) in a detached tmux session of the given size while a
 small demo load runs (a few named processes that open files and start short-lived

@@ -18,9 +18,10 @@ fi
 # gcc + libbpf-dev: `ringtool bench trace`/`ringbuf` compile their C helpers.
 # man-db + groff-base: `man ringtool` (step 5 installs the page; the tests render it).
 # sudo: the README's examples say `sudo ringtool ...` (step 5 puts ringtool on the PATH).
+# jq, curl: the README's examples pipe `--json` into jq and make loopback traffic with curl.
 # bpftrace: the peer check's reference tracer (tests/kernel/trace/test_peer_bpftrace.py).
 PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make
-      nats-server prometheus gcc libbpf-dev man-db groff-base sudo bpftrace)
+      nats-server prometheus gcc libbpf-dev man-db groff-base sudo bpftrace jq curl)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -103,7 +103,7 @@ def add_export_args(
 ) -> None:
     """``--export`` and companions; ``--quiet`` (when ``quiet``) goes into
     ``quiet_group`` (the output modes' mutually exclusive group) when given."""
-    g = parser.add_argument_group("export to NATS JetStream (see README: Tracing a fleet)")
+    g = parser.add_argument_group("export to NATS JetStream (see docs/fleet.md)")
     g.add_argument(
         "--export",
         type=checked(check_url),

@@ -245,7 +245,7 @@ def inbox_prefix(role: str, name: str) -> str:
     """``_INBOX.<role>.<name>``: the reply subjects of an exporter (``host``, its host
     name) or a collector (``collect``, its durable consumer name). A broker that gives
     each user subscribe rights on its own ``_INBOX.host.<host>.>`` only keeps one
-    host from reading another's acknowledgements (README "Tracing a fleet")."""
+    host from reading another's acknowledgements (docs/fleet.md)."""
     return f"_INBOX.{role}.{name}" if is_token(name) else ""
 
 

@@ -1,7 +1,7 @@
 """What ``ringtool collect`` lets in: one stream message, checked against who sent it.
 
 The broker knows who published a message only by the subject it allowed that user to
-publish on (README "Tracing a fleet": one user per host, publish rights on
+publish on (docs/fleet.md: one user per host, publish rights on
 ``<prefix>.<host>.*`` only). So the subject is the origin, and everything else must
 agree with it: :meth:`Intake.take` decodes a message (:func:`ringtool.export.reading.decode`)
 and refuses, as :class:`~ringtool.errors.BadMessageError`, one

@@ -86,8 +86,8 @@ async def _ensure(nc: Any, cfg: ExportConfig, on_note: Callable[[str], None]) ->
             raise _not_ready(exc, f"cannot create stream {cfg.stream}{hint}") from None
         except NatsTimeout:
             raise ExportError(f"stream {cfg.stream} does not exist and no answer to creating "
-                              "it: create it with a user allowed to (README \"Tracing a "
-                              "fleet\")") from None  # fmt: skip
+                              "it: create it with a user allowed to (docs/fleet.md)"
+                              ) from None  # fmt: skip
         copies = f", {cfg.stream_replicas} replicas" if cfg.stream_replicas > 1 else ""
         on_note(f"export: created stream {cfg.stream} (subjects {cfg.all_subjects}, file "
                 f"storage{copies})")  # fmt: skip

@@ -72,6 +72,9 @@ class AttachReply:
             raise KmesAttachError(f"attach reply generation {self.generation} < 1")
 
     def pairs(self) -> list[tuple[int, int]]:
+        """The descriptors as ``(meta_fd, data_fd)`` pairs, one per CPU in ``cpus`` order;
+        the caller owns them (pass each pair to
+        :class:`ringtool.kmes.reader.Reader`, which then owns it)."""
         return [(self.fds[i], self.fds[i + 1]) for i in range(0, len(self.fds), 2)]
 
 

@@ -152,12 +152,19 @@ class Reader:
 
     @property
     def read_pos(self) -> int:
+        """The reader's own position in the buffer (bytes, free-running): where the next
+        :meth:`drain` continues. Private to this reader, never stored in shared
+        memory."""
         return self._rp
 
     def fileno(self) -> int:
+        """The metadata memfd of the buffer being read (its futex word is what :meth:`wait`
+        sleeps on)."""
         return self._buf.meta_fd
 
     def close(self) -> None:
+        """Unmap the buffer and close its two descriptors (and the watch of the bridge's
+        process). Events already returned stay valid: they are copies."""
         self._buf.close()
         if self._watch is not None:
             self._watch.close()

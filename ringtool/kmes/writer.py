@@ -79,10 +79,14 @@ class Writer:
     # -- private positions, for the owner (bridge resize, tests) ---------------------------
     @property
     def write_pos(self) -> int:
+        """The end of the last event written (bytes, free-running), maybe not published yet:
+        the writer's private copy, never read back from shared memory."""
         return self._front
 
     @property
     def tail_pos(self) -> int:
+        """The start of the oldest event still in the buffer (the writer's private copy):
+        events before it were overwritten to make room."""
         return self._tail
 
     @property

@@ -92,7 +92,9 @@ class Merger(Protocol[T]):
         ...
 
     @property
-    def stats(self) -> MergeStats: ...
+    def stats(self) -> MergeStats:
+        """A snapshot of the counts so far (:class:`MergeStats`)."""
+        ...
 
     @property
     def buffers(self) -> int:
@@ -150,6 +152,7 @@ class _Accounting:
 
     @property
     def buffers(self) -> int:
+        """K, the number of buffers merged."""
         return len(self._ooo_per)
 
 
@@ -166,10 +169,12 @@ class _SourceMerger(_Accounting, Generic[T]):
 
     @property
     def sources(self) -> list[Source[T]]:
+        """The sources merged, in buffer id order (buffer ``b`` is ``sources[b]``)."""
         return self._sources
 
     @property
     def stats(self) -> MergeStats:
+        """A snapshot of the counts so far (:class:`MergeStats`); ``rebuilds`` is 0."""
         return self._snapshot()
 
     def next(self) -> tuple[int, T] | None:  # pragma: no cover - overridden
@@ -200,11 +205,14 @@ class _SourceMerger(_Accounting, Generic[T]):
 
 
 class DefaultMerge(_SourceMerger[T]):
-    """The seed's default algorithm: K head peeks per event (see the module doc)."""
+    """The default algorithm: K head peeks per event (see the module doc)."""
 
     __slots__ = ()
 
     def next(self) -> tuple[int, T] | None:
+        """The event with the oldest timestamp among the buffers' heads (ties: the lowest
+        buffer id), taken from its source; None when every buffer is empty now.
+        Exceptions of a source propagate."""
         best_i = -1
         best_ts = 0
         for i, peek in enumerate(self._peeks):
@@ -224,7 +232,7 @@ class DefaultMerge(_SourceMerger[T]):
 
 
 class OptimizedMerge(_SourceMerger[T]):
-    """The seed's optimized algorithm: sorted active list + cached heads (module doc).
+    """The optimized algorithm: sorted active list + cached heads (module doc).
 
     ``_active`` is a heap of ``(head timestamp, buffer id, head event)``: one entry per
     buffer in the active list, the entry being that buffer's cached head (buffer ids
@@ -241,6 +249,7 @@ class OptimizedMerge(_SourceMerger[T]):
 
     @property
     def stats(self) -> MergeStats:
+        """A snapshot of the counts so far (:class:`MergeStats`), ``rebuilds`` included."""
         return self._snapshot(rebuilds=self._rebuilds)
 
     @property
@@ -263,6 +272,11 @@ class OptimizedMerge(_SourceMerger[T]):
         return True
 
     def next(self) -> tuple[int, T] | None:
+        """The oldest cached head of the active list, taken from its source; a buffer that
+        empties leaves the list and is looked at again only when the list is empty
+        (so an event it gets later may come out of order, counted in
+        ``stats.out_of_order``). None when every buffer is empty now. A source's
+        exception is raised once, by the next call."""
         active = self._active
         if self._error is not None:
             exc, self._error = self._error, None

@@ -40,9 +40,13 @@ class Source(Protocol[P_co]):
       ``peek()`` that returned an event, and returns that same event.
     """
 
-    def peek(self) -> tuple[int, P_co] | None: ...
+    def peek(self) -> tuple[int, P_co] | None:
+        """The head event ``(ts, payload)`` without taking it; None when there is none now."""
+        ...
 
-    def pop(self) -> tuple[int, P_co] | None: ...
+    def pop(self) -> tuple[int, P_co] | None:
+        """Take the head event that the last :meth:`peek` returned, and return it."""
+        ...
 
 
 class ListSource(Generic[T]):
@@ -60,11 +64,13 @@ class ListSource(Generic[T]):
         self._i = 0
 
     def peek(self) -> tuple[int, T] | None:
+        """The next event not taken yet, or None when all were taken (a later push() adds more)."""
         i = self._i
         ev = self._events
         return ev[i] if i < len(ev) else None
 
     def pop(self) -> tuple[int, T] | None:
+        """Take and return the next event; None when all were taken."""
         i = self._i
         ev = self._events
         if i >= len(ev):
@@ -98,13 +104,17 @@ class DequeSource(Generic[T]):
 
     @property
     def deque(self) -> deque[tuple[int, T]]:
+        """The deque itself: append ``(ts, payload)`` events to it; the merge takes them from the
+        left."""
         return self._dq
 
     def peek(self) -> tuple[int, T] | None:
+        """The leftmost event without taking it, or None while the deque is empty."""
         dq = self._dq
         return dq[0] if dq else None
 
     def pop(self) -> tuple[int, T] | None:
+        """Take and return the leftmost event; None while the deque is empty."""
         dq = self._dq
         return dq.popleft() if dq else None
 
@@ -185,6 +195,8 @@ class _BatchSource(Generic[T]):
         return out
 
     def peek(self) -> tuple[int, T] | None:
+        """The head event without taking it, fetching the next batch when the last one is used up;
+        None when the buffer has nothing now."""
         i = self._i
         if i < len(self._buf):
             return self._buf[i]
@@ -193,6 +205,7 @@ class _BatchSource(Generic[T]):
         return self._buf[0]
 
     def pop(self) -> tuple[int, T] | None:
+        """Take and return the head event (the one peek() returns); None when there is none now."""
         ev = self.peek()
         if ev is not None:
             self._i += 1
@@ -245,11 +258,19 @@ class ReaderRing(Protocol):
     records copied out without committing, and the commit (see
     :class:`ringtool.readers.ring.Ring`)."""
 
-    def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]: ...
+    def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]:
+        """Copies of up to ``limit`` records, the position they start from and the one
+        after them. Commits nothing."""
+        ...
 
-    def position_after(self, start: int, n: int) -> int: ...
+    def position_after(self, start: int, n: int) -> int:
+        """The position just past the first ``n`` records from ``start``."""
+        ...
 
-    def advance(self, pos: int) -> None: ...
+    def advance(self, pos: int) -> None:
+        """Commit ``pos``: the records before it are consumed and the producer may
+        overwrite them."""
+        ...
 
 
 class RingSource(_BatchSource[bytes]):

@@ -51,14 +51,19 @@ class ReorderWindow(_Accounting, Generic[T]):
 
     @property
     def inner(self) -> Merger[T]:
+        """The merger this window reads from."""
         return self._inner
 
     @property
     def window_ns(self) -> int:
+        """W, the window in ns of event time: an event is held until one at least W newer has
+        been seen (or :meth:`advance`/:meth:`flush`)."""
         return self._window_ns
 
     @property
     def stats(self) -> MergeStats:
+        """What the window delivered (:class:`MergeStats`); ``held`` is what it holds now,
+        ``rebuilds`` the inner merger's."""
         inner = self._inner.stats
         return self._snapshot(rebuilds=inner.rebuilds, held=len(self._held))
 

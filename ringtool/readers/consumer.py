@@ -5,7 +5,7 @@ buffer). Each ring implements :class:`Ring`; this module adds what is the same f
 both: waiting (epoll + eventfd wakeup), the callback / iterator / lease / batch styles,
 the automatic-callback thread, count capping, and safe close.
 
-Delivery guarantees (the one place they are written down; README "Guarantees" sums
+Delivery guarantees (the one place they are written down; docs/library.md sums
 them up). A record is *delivered* when ringtool hands it to the caller's code: passed
 to a callback, yielded by ``read()``'s iterator, present in a lease, or returned in a
 ``read_batch`` array. The ring position (RINGBUF ``consumer_pos``, perf ``data_tail``)
@@ -457,6 +457,8 @@ class MultiRingConsumer:
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` ran (in this process); every consuming call then raises
+        ConsumerStateError."""
         return self._closed
 
     def take_over(self) -> None:

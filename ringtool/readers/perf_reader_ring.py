@@ -39,13 +39,18 @@ class PerfReaderRing:
         self._closed = False
 
     def fileno(self) -> int:
+        """The perf event fd that epoll reports readable when this CPU's buffer has data."""
         return self.fd
 
     @property
     def scribbles(self) -> int:
+        """Times the shared ``data_tail`` held a value this consumer had not stored (each
+        raised ConsumerPositionError once)."""
         return self.ring.page.scribbles
 
     def take_over(self) -> None:
+        """Adopt the shared ``data_tail`` as this consumer's own position (a deliberate hand-
+        over). Raises ConsumerStateError for an overwrite buffer or a closed ring."""
         self._check_mode()
         self.ring.page.take_over()
 
@@ -58,12 +63,19 @@ class PerfReaderRing:
             )
 
     def drain(self, limit: int) -> tuple[int, int]:
+        """Deliver up to ``limit`` samples to ``sample_cb(cpu, data)`` (LOST records to the
+        lost callback), committing ``data_tail`` once. Returns ``(samples
+        delivered, stop)``, ``stop`` being a callback's negative return value,
+        else 0. Raises ConsumerStateError without a sample callback or for an
+        overwrite buffer."""
         self._check_mode()
         if self._sample_cb is None:
             raise ConsumerStateError("PerfBuffer has no sample_cb: use read()/lease()")
         return self.ring.drain(self._sample_cb, limit)
 
     def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]:
+        """Copies of up to ``limit`` samples, the position they start at and the one after
+        them. Commits nothing."""
         self._check_mode()
         return self.ring.copy_pending(limit)
 
@@ -74,6 +86,9 @@ class PerfReaderRing:
         return self.ring.copy_out(limit)
 
     def views(self, limit: int) -> tuple[list[memoryview], int, int]:
+        """Memoryviews of up to ``limit`` samples with their start and end positions; a
+        sample that wraps the end of the ring is a copy. Commits nothing; a view
+        is valid until the position after it is committed."""
         self._check_mode()
         return self.ring.views(limit)
 
@@ -86,12 +101,18 @@ class PerfReaderRing:
         return self.ring.batch(dtype, limit, copy=False)
 
     def position_after(self, start: int, n: int) -> int:
+        """The position just past the first ``n`` records (samples, LOST and others) from
+        ``start``."""
         return self.ring.position_after(start, n)
 
     def advance(self, pos: int) -> None:
+        """Commit ``pos`` (a release store of ``data_tail``) if it is ahead of the current
+        position."""
         self.ring.advance(pos)  # release store of data_tail (see protocol.perf)
 
     def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
+        """Up to ``limit`` samples decoded as ``dtype`` into a new numpy array (a copy),
+        committed before it is returned."""
         self._check_mode()
         return self.ring.read_batch(dtype, limit)
 

@@ -273,6 +273,8 @@ class PerfBuffer(MultiRingConsumer):
         return list(self._buffers)
 
     def buffer_cnt(self) -> int:
+        """The number of per-CPU buffers (the CPUs opened: online ones, or the ``cpus=``
+        subset); buffer indices run from 0 to this minus 1."""
         return len(self._buffers)
 
     def _index(self, i: int) -> int:

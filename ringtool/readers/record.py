@@ -47,9 +47,13 @@ class Record:
 class LeaseRing(Protocol):
     """What a lease needs of a ring to commit (see :class:`ringtool.readers.ring.Ring`)."""
 
-    def position_after(self, start: int, n: int) -> int: ...
+    def position_after(self, start: int, n: int) -> int:
+        """The position just past the first ``n`` records from ``start``."""
+        ...
 
-    def advance(self, pos: int) -> None: ...
+    def advance(self, pos: int) -> None:
+        """Commit ``pos``: the records before it are consumed."""
+        ...
 
 
 #: One ring's part of a lease: (ring, start, end, index of its first view, views).

@@ -112,6 +112,9 @@ class RingbufMappedRing(RingbufReaderRing):
         return bpf.percpu_u64(self._drops_fd)
 
     def close(self) -> None:
+        """Stop reading and unmap the ring's pages. Idempotent. A page still exported to a
+        view (one kept past its lease) stays mapped until that view is released;
+        reading it then shows whatever the producer wrote there since."""
         if self._closed:
             return
         super().close()
@@ -162,6 +165,7 @@ class RingBuffer(MultiRingConsumer):
 
     @property
     def ring_cnt(self) -> int:
+        """The number of rings this consumer reads (one per :meth:`add`, in order added)."""
         return len(self._mapped)
 
     def dropped(self) -> list[int]:

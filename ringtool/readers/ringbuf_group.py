@@ -173,6 +173,8 @@ class RingBufGroup:
 
     @property
     def buffers(self) -> int:
+        """B, the number of RINGBUF maps in the group (buffer ids 0..B-1; 1 with
+        ``cpus_per_buffer=0``)."""
         return self.layout.buffers
 
     def cflags(self) -> list[str]:

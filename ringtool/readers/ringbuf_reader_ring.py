@@ -56,14 +56,20 @@ class RingbufReaderRing:
 
     @property
     def consumer_pos(self) -> int:
+        """This consumer's own position (bytes, free-running): everything before it is
+        committed. Raises ConsumerStateError once the ring is closed."""
         return self._live().consumer_pos
 
     @property
     def producer_pos(self) -> int:
+        """The producer's position as the kernel last published it (an acquire load of the
+        shared page); ``producer_pos - consumer_pos`` bytes are waiting."""
         return self._live().producer_pos
 
     @property
     def avail_data_size(self) -> int:
+        """Bytes between this consumer's position and the producer's: records (with headers
+        and padding) not consumed yet, including busy and discarded ones."""
         return self._live().avail_data_size
 
     @property
@@ -72,19 +78,31 @@ class RingbufReaderRing:
         return self.state.scribbles
 
     def take_over(self) -> None:
+        """Adopt the shared ``consumer_pos`` as this consumer's own position (a deliberate
+        hand-over from another consumer); otherwise a value it did not store is a
+        ConsumerPositionError."""
         self._live().take_over()
 
     # --- Ring protocol -----------------------------------------------------------------
 
     def fileno(self) -> int:
+        """The map fd that epoll reports readable when the ring has data (not closed by the
+        ring)."""
         return self._fd
 
     def drain(self, limit: int) -> tuple[int, int]:
+        """Deliver up to ``limit`` records to the callback, committing once at the end.
+        Returns ``(records delivered, stop)``: ``stop`` is the negative value a
+        callback returned to end the drain, else 0. Raises ConsumerStateError
+        without a callback, CorruptRecordError at a bad header (the records before
+        it are delivered first)."""
         if self._callback is None:
             raise ConsumerStateError(f"ring {self.index} has no callback: use read()/lease()")
         return self._live().drain(self._callback, limit)
 
     def copy_pending(self, limit: int) -> tuple[list[bytes], int, int]:
+        """Copies (``bytes``) of up to ``limit`` ready records, the position they start at
+        and the position after them. Commits nothing: :meth:`advance` does."""
         return self._live().copy_pending(self._source, self._base, limit)
 
     def copy_out(self, limit: int) -> list[bytes]:
@@ -93,18 +111,29 @@ class RingbufReaderRing:
         return self._live().copy_out(self._source, self._base, limit)
 
     def views(self, limit: int) -> tuple[list[memoryview], int, int]:
+        """Zero-copy memoryviews of up to ``limit`` ready records, their start and end
+        positions. Commits nothing. A view stays valid only until the position
+        after it is committed: the producer may then overwrite its bytes."""
         state = self._live()
         start = state.consumer_pos
         views, end = state.views(limit)
         return views, start, end
 
     def position_after(self, start: int, n: int) -> int:
+        """The position just past the first ``n`` records starting at ``start`` (headers and
+        padding included), for committing part of what was handed out."""
         return self._live().position_after(start, n)
 
     def advance(self, pos: int) -> None:
+        """Commit ``pos`` (a release store of ``consumer_pos``) if it is ahead of the current
+        position; the producer may then reuse the space before it."""
         self._live().advance(pos)  # release: pairs with the producer's acquire
 
     def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
+        """Up to ``limit`` ready records decoded as ``dtype`` into a new numpy array (a
+        copy, safe to keep), committed before it is returned. A record longer than
+        ``dtype.itemsize`` is decoded from its first bytes, a shorter one zero-filled;
+        a corrupt header raises CorruptRecordError when it is the first record."""
         return self._live().decode_batch(dtype, limit)
 
     def view_batch(
@@ -118,6 +147,8 @@ class RingbufReaderRing:
         return arrays, start, end, n
 
     def close(self) -> None:
+        """Stop reading this ring: release its walk state. Idempotent; later calls raise
+        ConsumerStateError. The memory and the fd are freed by their owner."""
         if self._closed:
             return
         self._closed = True

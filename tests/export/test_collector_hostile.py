@@ -1,5 +1,5 @@
 """A hostile fleet member against a real nats-server run with exactly the configuration
-of README "Tracing a fleet" (one user per host, the collector's own user): poison
+of docs/fleet.md (one user per host, the collector's own user): poison
 messages do not stop ``collect`` or its durable consumer, a host with its own
 credentials cannot publish as another, read the stream, pre-empt another's
 ``Nats-Msg-Id`` or change another's accounting."""
@@ -19,13 +19,13 @@ import pytest
 
 from ringtool.export.wire import H_CLOCK, H_HOST, H_ID, Encoder, Lines, Origin
 from tests.helpers.collect import (
-    README_USERS,
+    FLEET_USERS,
     ROOT,
     Msg,
     events,
+    fleet_conf,
     good_stats,
     headers,
-    readme_conf,
     stats,
 )
 from tests.helpers.servers import NatsServer, nats_server
@@ -35,9 +35,9 @@ RINGTOOL = [sys.executable, "-m", "ringtool.cli.main"]
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[NatsServer]:
-    """nats-server with the README's block; the stream made by its admin user."""
+    """nats-server with docs/fleet.md's block; the stream made by its admin user."""
     conf = tmp_path / "nats.conf"
-    conf.write_text(readme_conf())
+    conf.write_text(fleet_conf())
     with nats_server(tmp_path / "nats", conf=conf) as server:
 
         async def make(nc: Any) -> None:
@@ -53,7 +53,7 @@ def broker(tmp_path: Path) -> Iterator[NatsServer]:
 
 
 def url(server: NatsServer, user: str) -> str:
-    return f"nats://{user}:{README_USERS[user]}@127.0.0.1:{server.port}"
+    return f"nats://{user}:{FLEET_USERS[user]}@127.0.0.1:{server.port}"
 
 
 def as_user(server: NatsServer, user: str, fn: Any) -> tuple[Any, list[str]]:
@@ -109,7 +109,7 @@ def raw_publish(server: NatsServer, user: str, subject: bytes, head: bytes, body
     over the NATS protocol itself."""
     with socket.create_connection(("127.0.0.1", server.port), 5) as s:
         s.recv(4096)  # INFO
-        connect = {"user": user, "pass": README_USERS[user], "headers": True,
+        connect = {"user": user, "pass": FLEET_USERS[user], "headers": True,
                    "verbose": False, "pedantic": False}  # fmt: skip
         hdr = b"NATS/1.0\r\n" + head + b"\r\n\r\n"
         s.sendall(b"CONNECT " + json.dumps(connect).encode() + b"\r\n"
@@ -274,7 +274,7 @@ def test_made_up_hosts_are_bounded(broker: NatsServer) -> None:
 
 @pytest.mark.kernel
 def test_trace_exports_with_its_own_user(broker: NatsServer, tmp_path: Path) -> None:
-    """``trace --export`` as web1 under the README's permissions: every event and the
+    """``trace --export`` as web1 under docs/fleet.md's permissions: every event and the
     final summary reach the stream, and collect credits them to web1."""
     import signal
 
@@ -311,7 +311,7 @@ def test_a_host_cannot_create_the_stream(tmp_path: Path) -> None:
     from ringtool.export.publisher import Publisher
 
     conf = tmp_path / "nats.conf"
-    conf.write_text(readme_conf())
+    conf.write_text(fleet_conf())
     with nats_server(tmp_path / "nats", conf=conf) as server:
         origin = Origin("web1", "boot1", "run1", "trace", 0)
         encoder = Encoder(origin, "json", "ringtool", Decoder(load_layout()))

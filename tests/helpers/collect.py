@@ -1,5 +1,5 @@
 """Shared by the collect tests: messages as a stream delivers them, and a collector
-fed by hand (no broker: the pure tests), plus the README's broker configuration."""
+fed by hand (no broker: the pure tests), plus the broker configuration of docs/fleet.md."""
 
 from __future__ import annotations
 
@@ -107,15 +107,15 @@ def strict_json(line: str) -> Any:
     return json.loads(line, object_pairs_hook=pairs, parse_constant=constant)
 
 
-def readme_conf() -> str:
-    """The nats-server configuration block of README "Tracing a fleet"."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### One user per host") :]
+def fleet_conf() -> str:
+    """The nats-server configuration block of docs/fleet.md ("One user per host")."""
+    text = (ROOT / "docs" / "fleet.md").read_text()
+    section = text[text.index("## One user per host") :]
     m = re.search(r"```conf\n(.*?)```", section, re.S)
-    assert m is not None, "README: no ```conf block under 'One user per host'"
+    assert m is not None, "docs/fleet.md: no ```conf block under 'One user per host'"
     return m.group(1)
 
 
 #: The users of that block (user: password), as the tests use them.
-README_USERS = {"admin": "admin-secret", "web1": "web1-secret", "web2": "web2-secret",
+FLEET_USERS = {"admin": "admin-secret", "web1": "web1-secret", "web2": "web2-secret",
                 "collector": "collector-secret"}  # fmt: skip
