@@ -1,7 +1,14 @@
 """Syscall latency figures against sleeps of known length: the real CLI loads the real
 syscalls source, a test process sleeps 300 ms, 20 ms and 2 ms in three syscalls, and
 every p99 ringtool prints (``--hist --json``, the ``--hist`` text) is within 10% of
-the p99 the sleeper measured itself (on old main, log2 buckets: 534 ms for 300 ms)."""
+the true p99 (on old main, log2 buckets: 534 ms for 300 ms).
+
+The true p99 of a syscall's durations is not known exactly, but bounded: no sleep
+returns before its timeout (the lower bound), and the sleeper's own clock reads around
+each call (the upper bound) add the Python call and any delay before the read (in the
+emulated test VM, 2 ms polls measured 2.57 ms while the kernel saw 2.3 ms). So a
+printed p99 must lie within 10% of that interval: ``0.9 * timeout <= p99 <= 1.1 *
+measured``."""
 
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ import sys
 
 import pytest
 
+from tests.helpers.latency_sleeper import PLAN
 from tests.helpers.paths import ROOT
 from tests.helpers.trace import Trace
 
@@ -24,6 +32,11 @@ _UNIT = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}
 
 def _p99(values: list[int]) -> int:
     return sorted(values)[math.ceil(0.99 * len(values)) - 1]
+
+
+def _within(printed: float, name: str, took: list[int]) -> bool:
+    """``printed`` within 10% of the interval that holds the true p99 (module doc)."""
+    return 0.9 * PLAN[name][0] * 1e9 <= printed <= 1.1 * _p99(took)
 
 
 def _sleep_traced(*flags: str) -> tuple[list[str], dict[str, list[int]]]:
@@ -50,10 +63,9 @@ def test_hist_json_p99_is_within_ten_percent_of_known_sleeps() -> None:
     out, measured = _sleep_traced("--json")
     hists = {o["syscall"]: o for o in map(json.loads, out) if o["type"] == "hist"}
     for name, took in measured.items():
-        true = _p99(took)
         record = hists[name]
         assert record["count"] == len(took), (name, record)
-        assert abs(record["p99_ns"] - true) <= 0.10 * true, (name, record["p99_ns"], true)
+        assert _within(record["p99_ns"], name, took), (name, record["p99_ns"], _p99(took))
         assert record["p99_max_error"] < 0.10
         # 2 significant digits: no digit the buckets cannot back
         assert len(str(record["p99_ns"]).rstrip("0")) <= 2, record["p99_ns"]
@@ -68,5 +80,4 @@ def test_hist_text_p99_is_within_ten_percent_of_known_sleeps() -> None:
         if m:
             titles[m[1]] = float(m[3]) * _UNIT[m[4]]
     for name, took in measured.items():
-        true = _p99(took)
-        assert abs(titles[name] - true) <= 0.10 * true, (name, titles[name], true)
+        assert _within(titles[name], name, took), (name, titles[name], _p99(took))
