@@ -259,7 +259,7 @@ class TraceSession:
             self._hist_full = True  # once: the p99s leave out what was not counted
             self._note("syscall latency histograms full: later latencies of new buckets "
                        "are not counted (p99s may be low)")  # fmt: skip
-        return _hists(obj[b"sys_hist"])
+        return read_hists(obj[b"sys_hist"])
 
     def set_drill(self, pid: int | None) -> None:
         """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
@@ -278,7 +278,7 @@ class TraceSession:
         obj = self.sources.get("syscalls")
         if obj is None or not self.drill_pid:
             return {}
-        return _hists(obj[b"drill_hist"], self.drill_pid)
+        return read_hists(obj[b"drill_hist"], self.drill_pid)
 
     def close(self) -> None:
         """Detach and free everything (idempotent; each step on its own)."""
@@ -300,11 +300,6 @@ class TraceSession:
         self.net = None
         self.sources = {}
         self.group = None
-
-
-def _hists(table: Any, pid: int | None = None) -> dict[int, dict[int, int]]:
-    """The latency histograms in a BCC hash (:func:`ringtool.trace.hist_maps.read_hists`)."""
-    return read_hists(table, pid)
 
 
 def _first_line(exc: BaseException) -> str:
