@@ -27,6 +27,7 @@ class Cmd(IntEnum):
     MAP_DELETE_ELEM = 3
     PROG_TEST_RUN = 10
     OBJ_GET_INFO_BY_FD = 15
+    ENABLE_STATS = 32
 
 
 class MapType(IntEnum):
