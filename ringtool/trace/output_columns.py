@@ -124,6 +124,8 @@ def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
             f"ordered: {o['out_of_order']} out of order "
             f"(per CPU ring {o['out_of_order_per_buffer']}), max {o['max_lateness_us']} us late"
         )
+    if stats.cost is not None:
+        lines.append(stats.cost.line())
     for row in stats.top_syscalls(5):
         lines.append(
             f"  {row.name:<20} {row.count:>10} calls  p99 {approx_duration(row.p99_ns):>6}"

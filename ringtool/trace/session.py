@@ -205,6 +205,19 @@ class TraceSession:
         """The available net samples as ``(cpu, raw sample)`` (consumed)."""
         return [] if self.net is None else self.net.read()
 
+    def prog_fds(self) -> dict[str, int]:
+        """Every loaded BPF program of the running sources: ``"source event"`` (the
+        tracepoint ``category:event``, or the function's name) -> its fd, open until
+        :meth:`close` (what :class:`ringtool.trace.cost.CostSampler` reads)."""
+        out: dict[str, int] = {}
+        for source, obj in self.sources.items():
+            for fn in obj.funcs.values():
+                name = fn.name.decode().removeprefix("tracepoint__").replace("__", ":", 1)
+                out[f"{source} {name}"] = fn.fd
+        if self.net is not None:
+            out.update({f"net {name}": fd for name, fd in self.net.prog_fds().items()})
+        return out
+
     # --- counters ----------------------------------------------------------------------
 
     def _ring_fills(self) -> list[float]:

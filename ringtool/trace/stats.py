@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.event.decode import cstr
+from ringtool.trace.cost import CostReport
 from ringtool.trace.latency_buckets import approx, quantile
 from ringtool.trace.proc_names import latest_names, shown_comm
 from ringtool.trace.proctree import ProcessTree
@@ -116,6 +117,8 @@ class TraceStats:
     ordering: dict[str, Any] | None = None
     #: ``--export`` only: the exporter's counters (ringtool.export.accounting snapshot)
     export: dict[str, Any] | None = None
+    #: what tracing costs (BPF run time, ringtool's CPU), sampled each interval
+    cost: CostReport | None = None
     #: samples too short to decode (counted, never output; see Decoder.malformed)
     malformed: int = 0
     _sys_prev: dict[int, int] = field(default_factory=dict)
@@ -390,6 +393,7 @@ class TraceStats:
             "sources": self.sources,
             **({"ordering": self.ordering} if self.ordering is not None else {}),
             **({"export": self.export} if self.export is not None else {}),
+            **({"cost": self.cost.record()} if self.cost is not None else {}),
         }
 
 
