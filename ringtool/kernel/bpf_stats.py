@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringtool.errors import BpfSyscallError, KernelFeatureError
+from ringtool.errors import BpfSyscallError, KernelFeatureError, PrivilegeError
 from ringtool.kernel.bpf import Cmd, _attr, _bpf, close_fd
 
 #: enum bpf_stats_type: BPF_STATS_RUN_TIME
@@ -62,6 +62,11 @@ def enable_stats() -> int:
                 "are unavailable"
             ) from exc
         raise
+    except PrivilegeError as exc:  # the generic EPERM message names CAP_BPF: not enough here
+        raise PrivilegeError(
+            "BPF_ENABLE_STATS refused (EPERM): BPF run-time statistics need CAP_SYS_ADMIN "
+            "(run as root)"
+        ) from exc
     os.set_inheritable(fd, False)  # kernels before 5.10 made it without O_CLOEXEC
     return fd
 
