@@ -69,8 +69,8 @@ def test_sampler_figures_agree_with_bpftool(tmp_path: Path) -> None:
     openat = progs["open syscalls:sys_enter_openat"]
     seen = []
     for p in report.interval.programs:
-        lo = [b - a for a, b in zip(_counters(inner0, p.id), _counters(inner1, p.id))]
-        hi = [b - a for a, b in zip(_counters(outer0, p.id), _counters(outer1, p.id))]
+        lo = [b - a for a, b in zip(_counters(inner0, p.id), _counters(inner1, p.id), strict=True)]
+        hi = [b - a for a, b in zip(_counters(outer0, p.id), _counters(outer1, p.id), strict=True)]
         # the sampler's interval lies between bpftool's inner and outer readings
         assert lo[0] <= p.run_cnt <= hi[0], (p.program, lo, p.run_cnt, hi)
         assert lo[1] <= p.run_time_ns <= hi[1], (p.program, lo, p.run_time_ns, hi)
