@@ -5,18 +5,14 @@ uninstall; and a bash that reads the block completes ``ringtool tr`` to ``trace`
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.completion import ASK, answer
-from tests.helpers.paths import ROOT
+from tests.helpers.host_files import VENV, host_files
 
-SCRIPT = ROOT / "scripts" / "host-files.sh"
-VENV = Path(sys.prefix)
 LOADER = Path("/usr/share/bash-completion/bash_completion")
 #: the end of Debian 12's /etc/bash.bashrc (package bash 5.2)
 DEBIAN_BASHRC = """\
@@ -31,14 +27,6 @@ DEBIAN_BASHRC = """\
 #  fi
 #fi
 """
-
-
-def host_files(prefix: Path, *args: str) -> str:
-    env = dict(os.environ, RINGTOOL_PREFIX=str(prefix), PYTHONPATH=str(ROOT))
-    done = subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def test_block_added_once_works_and_is_removed_exactly(tmp_path: Path) -> None:
