@@ -139,20 +139,27 @@ class _Reading:
 class CostSampler:
     """Samples the cost of ``programs`` (label -> BPF program fd; the fds stay the
     caller's and must stay open until :meth:`close`). Opening it turns the kernel's
-    run-time statistics on; :meth:`close` (or the process ending) turns this share off
-    again. Not thread-safe: one caller samples."""
+    run-time statistics on (unless ``off`` gives a reason not to: then, as when the
+    kernel refuses, only this process's CPU is sampled and :attr:`note` says why);
+    :meth:`close` (or the process ending) turns this share off again. Not thread-safe:
+    one caller samples."""
 
     def __init__(
-        self, programs: Mapping[str, int], *, clock: Callable[[], float] = time.monotonic
+        self,
+        programs: Mapping[str, int],
+        *,
+        off: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._programs = dict(programs)
         self._clock = clock
         self._fd = -1
-        self.note: str | None = None
-        try:
-            self._fd = bpf_stats.enable_stats()
-        except RingtoolError as exc:
-            self.note = f"{exc} (the trace runs without them)"
+        self.note: str | None = off
+        if off is None:
+            try:
+                self._fd = bpf_stats.enable_stats()
+            except RingtoolError as exc:
+                self.note = f"{exc} (the trace runs without them)"
         self._first = self._prev = self._read()
 
     @property

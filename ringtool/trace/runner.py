@@ -99,9 +99,9 @@ def _loop(
         # wait for before they make events) comes after the attach
         stats.begin(session.start())
         # the kernel's BPF run-time statistics: on from here until the finally below
-        cost = CostSampler(session.prog_fds()) if cfg.cost else None
+        cost = CostSampler(session.prog_fds(), off=None if cfg.cost else "--no-cost")
         out.start(session.active, session.notes)
-        if cost is not None and cost.note is not None:
+        if cfg.cost and cost.note is not None:
             out.note(f"cost: {cost.note}")
         session.on_note = out.note  # later notes (CPU hotplug) go to the output
         start = time.monotonic()
@@ -119,8 +119,7 @@ def _loop(
             _ingest(session, stats, out, sinks, decoder, ordered, keep=keep)
             if time.monotonic() >= next_tick:
                 _tick(session, stats, ordered, drill=out.drill_pid)
-                if cost is not None:
-                    stats.cost = cost.sample()
+                stats.cost = cost.sample()
                 for sink in sinks:
                     for note in sink.tick(stats):
                         out.note(note)
@@ -130,8 +129,7 @@ def _loop(
                 )
         _ingest(session, stats, out, sinks, decoder, ordered, final=True, keep=keep)
         _tick(session, stats, ordered, drill=out.drill_pid)
-        if cost is not None:
-            stats.cost = cost.sample()
+        stats.cost = cost.sample()
         if stats.dropped_interval or stats.lost_interval:
             out.stats(stats)  # the last, partial interval: every drop has its stats line
     finally:

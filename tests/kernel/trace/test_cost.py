@@ -197,3 +197,14 @@ def test_sigterm_restores_the_statistics_and_the_summary_has_the_cost(probe: _Pr
     assert cost["self_user_s"] > 0 and cost["seconds"] > 0
     names = {p["program"] for p in cost["programs"]}
     assert "open syscalls:sys_enter_openat" in names and "syscalls raw_syscalls:sys_enter" in names
+
+
+def test_no_cost_leaves_the_statistics_alone(probe: _Probe) -> None:
+    before = probe.state()
+    trace = Trace("--json", "--events", "open", "--no-cost", "-d", "1.5")
+    assert not _holds_stats_fd(trace.proc.pid)
+    assert probe.state() == before
+    lines, _ = trace.finish()
+    cost = json.loads(lines[-1])["cost"]
+    assert cost["bpf_stats"] is False and cost["note"] == "--no-cost"
+    assert cost["programs"] == [] and cost["self_user_s"] > 0
