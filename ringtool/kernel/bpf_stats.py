@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringtool.errors import BpfSyscallError, KernelFeatureError, PrivilegeError
+from ringtool.errors import ArgumentError, BpfSyscallError, KernelFeatureError, PrivilegeError
 from ringtool.kernel.bpf import Cmd, _attr, _bpf, close_fd
 
 #: enum bpf_stats_type: BPF_STATS_RUN_TIME
@@ -161,9 +161,17 @@ class ProgRunStats:
 def prog_run_stats(fd: int) -> ProgRunStats:
     """``BPF_OBJ_GET_INFO_BY_FD`` on the program ``fd``: its id, kernel name and run
     counters. Cheap (one syscall, no allocation in the kernel); safe to call at any
-    time from any thread. Raises :class:`~ringtool.errors.BpfSyscallError` when ``fd``
-    is not a BPF program, :class:`~ringtool.errors.KernelFeatureError` when the kernel
-    does not report run counters (before 5.1)."""
+    time from any thread. Raises :class:`~ringtool.errors.ArgumentError` when ``fd`` is
+    another kind of file (a map's info has no run counters),
+    :class:`~ringtool.errors.BpfSyscallError` when it is not open,
+    :class:`~ringtool.errors.KernelFeatureError` when the kernel does not report run
+    counters (before 5.1)."""
+    try:
+        kind = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        kind = ""  # not open (the bpf(2) call says so) or no /proc: let the kernel answer
+    if kind and kind != "anon_inode:bpf-prog":
+        raise ArgumentError(f"fd {fd} is not a BPF program (it is {kind})")
     info = _ProgInfo()
     attr = _attr(
         [

@@ -208,3 +208,21 @@ def test_no_cost_leaves_the_statistics_alone(probe: _Probe) -> None:
     cost = json.loads(lines[-1])["cost"]
     assert cost["bpf_stats"] is False and cost["note"] == "--no-cost"
     assert cost["programs"] == [] and cost["self_user_s"] > 0
+
+
+def test_prog_run_stats_says_what_is_wrong_with_an_fd(tmp_path: Path, probe: _Probe) -> None:
+    from ringtool.errors import ArgumentError, BpfSyscallError
+    from ringtool.kernel import bpf
+
+    fd = bpf.map_create(bpf.MapType.ARRAY, key_size=4, value_size=8, max_entries=1)
+    try:
+        with pytest.raises(ArgumentError, match=r"not a BPF program.*bpf-map"):
+            bpf_stats.prog_run_stats(fd)
+    finally:
+        os.close(fd)
+    with open(tmp_path / "f", "w") as f, pytest.raises(ArgumentError, match="not a BPF program"):
+        bpf_stats.prog_run_stats(f.fileno())
+    with pytest.raises(BpfSyscallError, match="fd 9999"):  # not open
+        bpf_stats.prog_run_stats(9999)
+    got = bpf_stats.prog_run_stats(probe.fd)
+    assert got.name == "syscalls__sys_e" and got.id > 0  # the kernel's 15-character name

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
-from ringtool.trace.cost import CostFigures, CostReport, ProgCost
+from ringtool.trace.cost import CostFigures, CostReport, CostSampler, ProgCost
 from ringtool.trace.output_columns import format_summary
 from ringtool.trace.tui import TraceTui
 from ringtool.trace.tui_cost import cost_panel
@@ -107,3 +107,18 @@ def test_panel_alone_in_few_rows() -> None:
         cost_panel(_report(10), 8)
     )
     assert len(buf.getvalue().splitlines()) <= 8
+
+
+def test_sampler_left_off_samples_this_process_only() -> None:
+    ticks = iter([10.0, 12.0, 13.0])
+    sampler = CostSampler({"x y": 999}, off="--no-cost", clock=lambda: next(ticks))
+    assert not sampler.enabled
+    sum(i * i for i in range(300_000))  # some CPU time of our own
+    first = sampler.sample()
+    second = sampler.sample()
+    sampler.close()
+    assert first.bpf_stats is False and first.note == "--no-cost"
+    assert first.interval.programs == [] and first.interval.seconds == 2.0
+    assert second.interval.seconds == 1.0 and second.total.seconds == 3.0
+    assert first.interval.user_s + first.interval.sys_s > 0
+    assert "not measured: --no-cost" in second.line()
