@@ -123,6 +123,11 @@ def probe() -> Iterator[_Probe]:
 
 def _holds_stats_fd(pid: int) -> bool:
     """Has process ``pid`` (or a child of it) a BPF_ENABLE_STATS fd open?"""
+    return _stats_holder(pid) is not None
+
+
+def _stats_holder(pid: int) -> int | None:
+    """Process ``pid`` or the child of it that has a BPF_ENABLE_STATS fd open."""
     pids = [pid, *map(int, subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
                                           text=True).stdout.split())]  # fmt: skip
     for p in pids:
@@ -133,10 +138,10 @@ def _holds_stats_fd(pid: int) -> bool:
         for fd in fds:
             try:
                 if os.readlink(f"/proc/{p}/fd/{fd}") == "anon_inode:bpf-stats":
-                    return True
+                    return p
             except OSError:
                 continue
-    return False
+    return None
 
 
 def _during(pid: int, probe: _Probe, before: tuple[int | None, bool]) -> None:
@@ -163,7 +168,7 @@ def test_close_turns_the_statistics_off_in_a_live_process(probe: _Probe) -> None
 
 
 @needs_tmux
-@pytest.mark.parametrize("how", ["q", "C-c"])
+@pytest.mark.parametrize("how", ["q", "C-c", "TERM"])
 def test_dashboard_exit_restores_the_statistics(how: str, probe: _Probe) -> None:
     before = probe.state()
     term = Terminal(f"{RUN} trace --interval 0.5; echo EXITED rc=$?; sleep 60", 80, 24)
@@ -174,7 +179,12 @@ def test_dashboard_exit_restores_the_statistics(how: str, probe: _Probe) -> None
         screen = term.wait_for("cost of tracing", "all BPF programs", "ringtool process",
                                "sys_enter_openat")  # fmt: skip
         assert all(len(line) <= 80 for line in screen.splitlines())
-        term.send(how)
+        holder = _stats_holder(term.shell_pid())
+        assert holder is not None
+        if how == "TERM":
+            os.kill(holder, signal.SIGTERM)  # kill -TERM
+        else:
+            term.send(how)
         screen = term.wait_for("EXITED rc=", "cost: BPF")
         assert "EXITED rc=0" in screen, screen  # Ctrl-C ends the trace normally too
     finally:
