@@ -167,8 +167,8 @@ class UserRingProducer:
         return n
 
     def release(self) -> None:
-        """Drop the views (before the mapping goes)."""
-        for view in (self._words, self._cons, self._prod_word):
+        """Drop the views (before the mapping goes; ``data`` included)."""
+        for view in (self._words, self._cons, self._prod_word, self._data):
             view.release()
 
 
