@@ -55,10 +55,13 @@ def load_pinned(
     defines: Mapping[str, int | str] | None = None,
     reuse: Mapping[str, str] | None = None,
     prog_name: str = "prog",
+    pin_maps: bool = True,
 ) -> str:
     """Compile ``bpf/<filename>`` and load it; its program is pinned at
-    ``pin_dir/<prog_name>`` and each map it creates at ``pin_dir/<map name>`` (the
-    maps of ``reuse``, name -> pin path, are the existing ones). Returns the program's
+    ``pin_dir/<prog_name>`` and, with ``pin_maps``, each of its maps at
+    ``pin_dir/<map name>``. The maps of ``reuse`` (name -> pin path) are existing ones:
+    libbpf renames a reused map after the kernel's name of it (empty for maps ringtool
+    creates), so give ``pin_maps=False`` with them. Returns the program's
     pin path. ``pin_dir`` must exist on a bpffs. A :class:`BpfCompileError` names
     clang's or the verifier's reason."""
     clang = _tool("clang-14", "clang")
@@ -76,7 +79,9 @@ def load_pinned(
         cmd = [bpftool, "prog", "load", obj, prog_pin]
         for name, path in (reuse or {}).items():
             cmd += ["map", "name", name, "pinned", path]
-        _run([*cmd, "pinmaps", pin_dir], f"bpftool prog load of {filename}")
+        if pin_maps:
+            cmd += ["pinmaps", pin_dir]
+        _run(cmd, f"bpftool prog load of {filename}")
     return prog_pin
 
 

@@ -28,7 +28,7 @@ import os
 import select
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.pacing import BatchPacer
 from ringtool.trace.parents import seed_parents
+
+if TYPE_CHECKING:
+    from ringtool.trace.marks import MarkSource
 
 
 class TraceSession:
@@ -71,6 +74,7 @@ class TraceSession:
         self.group: RingBufGroup | None = None
         self.rb: RingBuffer | None = None
         self.net: Any = None
+        self.marks: MarkSource | None = None  # ringtool mark's ring (see _setup_marks)
         self.drill_pid: int | None = None  # see set_drill
         self._hist_full = False  # see syscall_hist
         self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
@@ -111,10 +115,27 @@ class TraceSession:
             seed_parents(self.sources["exec"][b"parent_of"])
         if self.group is not None and self.sources:
             self.rb = self.group.consumer()
+            self._setup_marks()
         if "net" in opts.events:
             self._setup_net(defines)
         if not self.sources and self.net is None:
             raise RingtoolError("no trace source could be loaded: " + "; ".join(self.notes))
+
+    def _setup_marks(self) -> None:
+        """Pin a marker ring for ``ringtool mark`` (:mod:`ringtool.trace.marks`); a
+        kernel without USER_RINGBUF has no markers, silently; another failure is a note."""
+        from ringtool.errors import KernelFeatureError
+        from ringtool.trace.marks import MarkSource, check_user_ringbuf
+
+        assert self.group is not None
+        try:
+            check_user_ringbuf()
+        except KernelFeatureError:
+            return
+        try:
+            self.marks = MarkSource(self.group, self.layout)
+        except (RingtoolError, OSError) as exc:
+            self._note(f"markers disabled (ringtool mark): {_first_line(exc)}")
 
     def _setup_net(self, defines: dict[str, int | str]) -> None:
         if not self.opts.iface:
@@ -283,6 +304,8 @@ class TraceSession:
     def close(self) -> None:
         """Detach and free everything (idempotent; each step on its own)."""
         closers: list[Callable[[], Any]] = []
+        if self.marks is not None:
+            closers.append(self.marks.close)
         if self.rb is not None:
             closers.append(self.rb.close)
         if self.net is not None:
@@ -298,6 +321,7 @@ class TraceSession:
                 pass
         self.rb = None
         self.net = None
+        self.marks = None
         self.sources = {}
         self.group = None
 
