@@ -20,8 +20,11 @@ fi
 # sudo: the README's examples say `sudo ringtool ...` (step 5 puts ringtool on the PATH).
 # jq, curl: the README's examples pipe `--json` into jq and make loopback traffic with curl.
 # bpftrace: the peer check's reference tracer (tests/kernel/trace/test_peer_bpftrace.py).
+# clang-14 + bpftool: bpf/*.bpf.c (USER_RINGBUF drains, which BCC cannot load:
+# `ringtool mark`, ringtool.programs.clang_loader).
 PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make
-      nats-server prometheus gcc libbpf-dev man-db groff-base sudo bpftrace jq curl)
+      nats-server prometheus gcc libbpf-dev man-db groff-base sudo bpftrace jq curl
+      clang-14 bpftool)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,7 +29,9 @@ _TIMEOUT_S = 120
 
 def _tool(*names: str) -> str:
     for name in names:
-        path = shutil.which(name) or (f"/usr/sbin/{name}" if os.path.exists(f"/usr/sbin/{name}") else None)
+        path = shutil.which(name) or (
+            f"/usr/sbin/{name}" if os.path.exists(f"/usr/sbin/{name}") else None
+        )
         if path:
             return path
     raise KernelFeatureError(
@@ -72,7 +74,18 @@ def load_pinned(
     with tempfile.TemporaryDirectory(prefix="ringtool-bpf-") as tmp:
         obj = os.path.join(tmp, filename.replace(".c", ".o"))
         _run(
-            [clang, "-O2", "-g", "-target", "bpf", *flags, "-c", str(bpf_file(filename)), "-o", obj],
+            [
+                clang,
+                "-O2",
+                "-g",
+                "-target",
+                "bpf",
+                *flags,
+                "-c",
+                str(bpf_file(filename)),
+                "-o",
+                obj,
+            ],
             f"clang on {filename}",
         )
         prog_pin = os.path.join(pin_dir, prog_name)

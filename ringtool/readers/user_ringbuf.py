@@ -201,6 +201,7 @@ class UserRingBuffer:
 
     @property
     def closed(self) -> bool:
+        """True after :meth:`close`."""
         return self._producer is None
 
     def close(self) -> None:

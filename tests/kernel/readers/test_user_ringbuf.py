@@ -214,7 +214,9 @@ def test_producers_on_many_threads_lose_nothing(drainer: UrbDrainer, urb: UserRi
     for t in threads:
         t.join()
     got += drainer.drain()[1]
-    assert sorted(got) == sorted(sample(t * 1000 + i, 24) for t in range(4) for i in range(per_thread))
+    assert sorted(got) == sorted(
+        sample(t * 1000 + i, 24) for t in range(4) for i in range(per_thread)
+    )
     for t in range(4):  # each thread's records in its order
         mine = [g for g in got if struct.unpack_from("<I", g, 4)[0] // 1000 == t]
         assert mine == [sample(t * 1000 + i, 24) for i in range(per_thread)]

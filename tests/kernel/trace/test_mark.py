@@ -1,0 +1,87 @@
+"""``ringtool mark TEXT`` into a running ``ringtool trace``: the marker goes through a
+USER_RINGBUF and bpf/trace_mark.bpf.c into the trace's rings, stamped by the kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from ringtool.trace.mark_send import NoTraceError, send_mark
+from ringtool.trace.marks import PIN_ROOT, remove_stale
+from tests.helpers.procs import run_ringtool
+from tests.helpers.trace import Trace
+
+pytestmark = pytest.mark.kernel
+
+
+def test_a_mark_appears_in_the_json_in_timestamp_order() -> None:
+    tag = secrets.token_hex(6)
+    before, after = f"/nonexistent-{tag}-before", f"/nonexistent-{tag}-after"
+    t = Trace("--json", "--events", "open", "--ordered")
+    try:
+        for _ in range(3):
+            with pytest.raises(FileNotFoundError):
+                os.open(before, os.O_RDONLY)
+        done = run_ringtool("mark", f"hello {tag}")
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+        for _ in range(3):
+            with pytest.raises(FileNotFoundError):
+                os.open(after, os.O_RDONLY)
+    finally:
+        t.signal(signal.SIGINT)
+    lines, _ = t.finish()
+    events = [json.loads(line) for line in lines if tag in line]
+    kinds = [e.get("path", e.get("text")) for e in events]
+    assert kinds == [before] * 3 + [f"hello {tag}"] + [after] * 3, kinds
+    mark = events[3]
+    assert mark["type"] == "mark"
+    assert mark["pid"] not in (os.getpid(), t.proc.pid)  # the marking process's task
+    ts = [e["ts"] for e in events]
+    assert ts == sorted(ts)
+
+
+def test_the_trace_removes_its_pins_at_exit() -> None:
+    t = Trace("--json", "--events", "exec")
+    mine = f"{t.proc.pid}-"
+    try:
+        assert any(n.startswith(mine) for n in os.listdir(PIN_ROOT))
+    finally:
+        t.signal(signal.SIGINT)
+    t.finish()
+    assert not any(n.startswith(mine) for n in os.listdir(PIN_ROOT))
+
+
+@pytest.fixture
+def bpffs_root() -> Iterator[str]:
+    root = f"/sys/fs/bpf/ringtool-test-{uuid.uuid4().hex[:12]}"
+    os.mkdir(root)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_no_trace_running_is_one_clear_error(bpffs_root: str) -> None:
+    with pytest.raises(NoTraceError, match="no ringtool trace is running"):
+        send_mark("nobody listens", root=bpffs_root)
+
+
+def test_stale_directories_of_dead_traces_are_removed(bpffs_root: str) -> None:
+    os.mkdir(f"{bpffs_root}/999999999-1")  # a pid that cannot exist
+    os.mkdir(f"{bpffs_root}/{os.getpid()}-1")  # our pid, another start time: reused
+    assert sorted(remove_stale(bpffs_root)) == sorted(["999999999-1", f"{os.getpid()}-1"])
+    assert os.listdir(bpffs_root) == []
+    with pytest.raises(NoTraceError):
+        send_mark("x", root=bpffs_root)
+
+
+def test_the_cli_refuses_a_text_too_long_in_one_line() -> None:
+    done = run_ringtool("mark", "x" * 300)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "ringtool mark: mark text is 300 bytes: at most 255"
