@@ -9,8 +9,8 @@ from typing import Any
 def register(subs: Any) -> None:
     p = subs.add_parser(
         "mark",
-        help="write a marker into every running `ringtool trace` (like trace_marker)",
-        description="Write TEXT as a `mark` event into every running `ringtool trace`: "
+        help="write a marker into every running ringtool trace (like trace_marker)",
+        description="Write TEXT as a mark event into every running ringtool trace: "
         "it is stamped with the kernel's clock as it goes in, so the dashboard, --json, "
         "--kmes and --export show it in order with the kernel's events. Needs Linux 6.1 "
         "(BPF_MAP_TYPE_USER_RINGBUF) and root.",

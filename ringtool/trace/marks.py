@@ -1,9 +1,10 @@
 """The trace's end of ``ringtool mark``: a user ring that markers write into, drained
 into the trace's own rings by ``bpf/trace_mark.bpf.c``.
 
-Where a running trace is found: ``/sys/fs/bpf/ringtool/<pid>-<start>/`` (``<start>``:
-the process's start time, field 22 of ``/proc/<pid>/stat``, so a reused pid is not
-taken for the trace), mode 0700, holding two pins:
+Where a running trace is found: ``/sys/fs/bpf/ringtool/<pid>-<start>-<id>/``
+(``<start>``: the process's start time, field 22 of ``/proc/<pid>/stat``, so a reused
+pid is not taken for the trace; ``<id>``: random, one per session, as a process may run
+several), mode 0700, holding two pins:
 
 * ``marks``: the BPF_MAP_TYPE_USER_RINGBUF (:data:`MARK_RING_BYTES`);
 * ``drain``: the raw tracepoint program that drains it into the trace's per-CPU
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import shutil
 
 from ringtool.errors import BpfSyscallError, KernelFeatureError
@@ -51,14 +53,16 @@ def process_start(pid: int) -> int | None:
     return int(stat[stat.rindex(b")") + 2 :].split()[19])
 
 
-def dir_name(pid: int) -> str:
+def process_key(pid: int) -> str:
+    """``<pid>-<start>``: the process, told apart from a later one with its pid."""
     return f"{pid}-{process_start(pid)}"
 
 
 def is_live(name: str) -> bool:
     """Is the trace that made directory ``name`` still running?"""
-    pid, _, start = name.partition("-")
-    return pid.isdigit() and dir_name(int(pid)) == name and start != "None"
+    pid, _, rest = name.partition("-")
+    start = rest.partition("-")[0]
+    return pid.isdigit() and start.isdigit() and process_key(int(pid)) == f"{pid}-{start}"
 
 
 def remove_stale(root: str = PIN_ROOT) -> list[str]:
@@ -99,7 +103,7 @@ class MarkSource:
         check_user_ringbuf()
         remove_stale(root)
         os.makedirs(root, mode=0o700, exist_ok=True)
-        self.path = os.path.join(root, dir_name(os.getpid()))
+        self.path = os.path.join(root, f"{process_key(os.getpid())}-{secrets.token_hex(4)}")
         os.mkdir(self.path, 0o700)
         marks_fd = -1
         try:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from ringtool.trace.mark_send import NoTraceError, send_mark
-from ringtool.trace.marks import PIN_ROOT, remove_stale
+from ringtool.trace.marks import PIN_ROOT, process_key, remove_stale
 from tests.helpers.procs import run_ringtool
 from tests.helpers.trace import Trace
 
@@ -73,10 +73,13 @@ def test_no_trace_running_is_one_clear_error(bpffs_root: str) -> None:
 
 
 def test_stale_directories_of_dead_traces_are_removed(bpffs_root: str) -> None:
-    os.mkdir(f"{bpffs_root}/999999999-1")  # a pid that cannot exist
-    os.mkdir(f"{bpffs_root}/{os.getpid()}-1")  # our pid, another start time: reused
-    assert sorted(remove_stale(bpffs_root)) == sorted(["999999999-1", f"{os.getpid()}-1"])
-    assert os.listdir(bpffs_root) == []
+    live = f"{process_key(os.getpid())}-cafe"
+    os.mkdir(f"{bpffs_root}/999999999-1-ab")  # a pid that cannot exist
+    os.mkdir(f"{bpffs_root}/{os.getpid()}-1-ab")  # our pid, another start time: reused
+    os.mkdir(f"{bpffs_root}/{live}")  # our process: live (it has no pins: not marked)
+    stale = ["999999999-1-ab", f"{os.getpid()}-1-ab"]
+    assert sorted(remove_stale(bpffs_root)) == sorted(stale)
+    assert os.listdir(bpffs_root) == [live]
     with pytest.raises(NoTraceError):
         send_mark("x", root=bpffs_root)
 
@@ -85,3 +88,18 @@ def test_the_cli_refuses_a_text_too_long_in_one_line() -> None:
     done = run_ringtool("mark", "x" * 300)
     assert done.returncode == 2
     assert done.stderr.strip() == "ringtool mark: mark text is 300 bytes: at most 255"
+
+
+def test_every_running_trace_gets_the_mark() -> None:
+    tag = secrets.token_hex(6)
+    traces = [Trace("--json", "--events", "exec") for _ in range(2)]
+    try:
+        done = run_ringtool("mark", f"both {tag}")
+        assert done.returncode == 0, done.stderr
+    finally:
+        for t in traces:
+            t.signal(signal.SIGINT)
+    for t in traces:
+        lines, _ = t.finish()
+        events = [json.loads(line) for line in lines if f"both {tag}" in line]
+        assert [e["text"] for e in events if e["type"] == "mark"] == [f"both {tag}"]
