@@ -8,14 +8,19 @@ import os
 import secrets
 import shutil
 import signal
+import subprocess
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ringtool.trace.mark_send import NoTraceError, send_mark
 from ringtool.trace.marks import PIN_ROOT, process_key, remove_stale
 from tests.helpers.procs import run_ringtool
+from tests.helpers.tmux import RUN, Terminal, needs_tmux
 from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
@@ -103,3 +108,44 @@ def test_every_running_trace_gets_the_mark() -> None:
         lines, _ = t.finish()
         events = [json.loads(line) for line in lines if f"both {tag}" in line]
         assert [e["text"] for e in events if e["type"] == "mark"] == [f"both {tag}"]
+
+
+def test_kmes_read_shows_the_mark(tmp_path: Path) -> None:
+    tag = secrets.token_hex(6)
+    sock = tmp_path / "kmes.sock"
+    t = Trace("--json", "-d", "120", "--events", "exec", "--kmes", str(sock))
+    try:
+        deadline = time.monotonic() + 90
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert run_ringtool("mark", f"kmes {tag}").returncode == 0
+        marks: list[dict[str, Any]] = []
+        while not marks and time.monotonic() < deadline:
+            res = run_ringtool("kmes-read", "--socket", str(sock), "--json")
+            assert res.returncode == 0, res.stderr
+            events = [json.loads(line) for line in res.stdout.splitlines()]
+            marks = [e for e in events if e["name"] == "mark"]
+        assert [m["data"]["text"] for m in marks] == [f"kmes {tag}"]
+    finally:
+        t.signal(signal.SIGINT)
+    t.finish()
+
+
+@needs_tmux
+def test_the_dashboard_shows_the_mark() -> None:
+    """A trace of one idle process (-p): the filters do not apply to markers, so the
+    recent-events panel shows the mark and nothing scrolls it away."""
+    tag = secrets.token_hex(6)
+    idle = subprocess.Popen(["sleep", "300"])
+    term = Terminal(f"{RUN} trace --events exec -p {idle.pid}; sleep 60", 100, 30)
+    try:
+        term.wait_for("per CPU", "q quit")  # drawn after the marker ring is pinned
+        assert run_ringtool("mark", f"tui {tag} \x1b[2J").returncode == 0
+        screen = term.wait_for(f"tui {tag}")
+        row = next(line for line in screen.splitlines() if tag in line)
+        assert "mark" in row and "\\x1b[2J" in row
+        term.send("q")
+    finally:
+        term.close()
+        idle.kill()
+        idle.wait()
