@@ -10,7 +10,14 @@ from collections.abc import Iterator
 import pytest
 
 from ringtool import UserRingBuffer
-from ringtool.errors import MapTypeError, ProducerStateError, RecordSizeError, RingFullError
+from ringtool.errors import (
+    MapTypeError,
+    MmapError,
+    ProducerStateError,
+    RecordSizeError,
+    RingFullError,
+)
+from ringtool.kernel.mapping import PAGE_SIZE, map_shared
 from ringtool.protocol.ringbuf import BUSY_BIT, record_span
 from tests.helpers.user_ringbuf import UrbDrainer, sample
 
@@ -220,3 +227,20 @@ def test_producers_on_many_threads_lose_nothing(drainer: UrbDrainer, urb: UserRi
     for t in range(4):  # each thread's records in its order
         mine = [g for g in got if struct.unpack_from("<I", g, 4)[0] // 1000 == t]
         assert mine == [sample(t * 1000 + i, 24) for i in range(per_thread)]
+
+
+def test_the_consumer_page_is_the_kernels_alone(drainer: UrbDrainer) -> None:
+    """ringbuf_map_mmap_user refuses a writable mapping of the consumer page."""
+    with pytest.raises(MmapError) as info:
+        map_shared(drainer.urb_fd, PAGE_SIZE, offset=0, writable=True, what="consumer page")
+    assert info.value.errno == errno.EPERM
+
+
+def test_a_misaligned_producer_pos_is_einval(drainer: UrbDrainer, urb: UserRingBuffer) -> None:
+    put(urb, sample(0, 16))
+    m = map_shared(drainer.urb_fd, PAGE_SIZE, offset=PAGE_SIZE, writable=True, what="producer")
+    try:
+        m[:8] = (24 + 4).to_bytes(8, "little")  # producer_pos not a multiple of 8
+    finally:
+        m.close()
+    assert drainer.drain() == (-errno.EINVAL, [])

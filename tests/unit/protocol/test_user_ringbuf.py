@@ -85,6 +85,15 @@ def test_full_ring_refuses_then_takes_after_the_drain(ring: HandUserRing) -> Non
     assert ring.drain() == ([b"again"], 1)
 
 
+def test_a_record_that_fits_exactly_is_taken_one_byte_more_is_not(ring: HandUserRing) -> None:
+    put(ring, b"x" * (2048 - 8))  # half the ring
+    with pytest.raises(RingFullError):
+        ring.producer.reserve(2048 - 8 + 1)  # its span is 8 bytes too many
+    put(ring, b"y" * (2048 - 8))  # exactly the rest
+    assert ring.producer_pos - ring.consumer_pos == 4096
+    assert ring.producer.free_space() == 0
+
+
 def test_sizes_the_kernel_refuses_are_refused_first(ring: HandUserRing) -> None:
     with pytest.raises(RecordSizeError):
         ring.producer.reserve(4096 - 7)  # its span would exceed the whole ring
@@ -120,11 +129,13 @@ def test_write_batch_publishes_what_fits_in_order(ring: HandUserRing) -> None:
     assert ring.drain()[0] == recs[n:]
 
 
+# any length, and lengths whose spans are powers of two: rings that fill exactly
+lengths = st.one_of(st.integers(0, 1500), st.sampled_from([0, 8, 24, 56, 120, 248, 504, 1016]))
 ops = st.lists(
     st.one_of(
-        st.tuples(st.just("put"), st.integers(0, 1500)),
-        st.tuples(st.just("discard"), st.integers(0, 1500)),
-        st.tuples(st.just("batch"), st.lists(st.integers(0, 900), max_size=6)),
+        st.tuples(st.just("put"), lengths),
+        st.tuples(st.just("discard"), lengths),
+        st.tuples(st.just("batch"), st.lists(lengths, max_size=6)),
         st.tuples(st.just("drain"), st.integers(1, 8)),
     ),
     max_size=80,
