@@ -17,6 +17,12 @@ traced process pays anything, the drain runs once per mark, and the marker's rec
 gets ``bpf_ktime_get_ns()`` of that moment and the marker's pid and comm; a tracepoint
 that ``mark`` would then hit would run the program on every other caller too.
 
+Which programs may drain: ``bpf_user_ringbuf_drain`` is in ``bpf_base_func_proto``
+(kernel/bpf/helpers.c, for ``bpf_capable()`` callers) since Linux 6.1, so every program
+type whose helpers fall back to it -- tracepoints, kprobes, raw tracepoints, perf
+events, TC, XDP -- may call it; a raw tracepoint program is the one type that
+``BPF_PROG_TEST_RUN`` runs with the caller's task as ``current`` and no context.
+
 A trace removes its directory at exit (:meth:`MarkSource.close`); one killed leaves it
 behind, holding its maps: every trace start and every ``mark`` removes the directories
 whose process is gone (:func:`remove_stale`).
