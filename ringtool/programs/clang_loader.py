@@ -73,21 +73,8 @@ def load_pinned(
     flags += [f"-D{k}={v}" for k, v in (defines or {}).items()]
     with tempfile.TemporaryDirectory(prefix="ringtool-bpf-") as tmp:
         obj = os.path.join(tmp, filename.replace(".c", ".o"))
-        _run(
-            [
-                clang,
-                "-O2",
-                "-g",
-                "-target",
-                "bpf",
-                *flags,
-                "-c",
-                str(bpf_file(filename)),
-                "-o",
-                obj,
-            ],
-            f"clang on {filename}",
-        )
+        build = [clang, "-O2", "-g", "-target", "bpf", *flags, "-c", str(bpf_file(filename))]
+        _run([*build, "-o", obj], f"clang on {filename}")
         prog_pin = os.path.join(pin_dir, prog_name)
         cmd = [bpftool, "prog", "load", obj, prog_pin]
         for name, path in (reuse or {}).items():

@@ -28,11 +28,11 @@ import os
 import select
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ringtool.errors import RingtoolError
+from ringtool.errors import KernelFeatureError, RingtoolError
 from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
@@ -42,13 +42,11 @@ from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
 from ringtool.trace.hist_maps import read_hists
 from ringtool.trace.latency_buckets import KEY_BITS, SUB_BITS
+from ringtool.trace.marks import MarkSource, check_user_ringbuf
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.pacing import BatchPacer
 from ringtool.trace.parents import seed_parents
-
-if TYPE_CHECKING:
-    from ringtool.trace.marks import MarkSource
 
 
 class TraceSession:
@@ -124,9 +122,6 @@ class TraceSession:
     def _setup_marks(self) -> None:
         """Pin a marker ring for ``ringtool mark`` (:mod:`ringtool.trace.marks`); a
         kernel without USER_RINGBUF has no markers, silently; another failure is a note."""
-        from ringtool.errors import KernelFeatureError
-        from ringtool.trace.marks import MarkSource, check_user_ringbuf
-
         assert self.group is not None
         try:
             check_user_ringbuf()
