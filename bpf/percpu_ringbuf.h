@@ -50,8 +50,11 @@
 #define RT_PCPU_NO_BUF 0xffffffffU
 #define RT_PCPU_ENOENT 2
 
-/* A map named by its fd in this process (BPF_PSEUDO_MAP_FD load). */
+/* A map named by its fd in this process (BPF_PSEUDO_MAP_FD load). A libbpf program
+ * (bpf/trace_mark.bpf.c) defines RT_PCPU_MAP and the three *_FD as its declared maps. */
+#ifndef RT_PCPU_MAP
 #define RT_PCPU_MAP(fd) ((void *)bpf_pseudo_fd(1, (fd)))
+#endif
 
 /* The buffer id of the CPU this runs on, or RT_PCPU_NO_BUF. */
 static __always_inline u32 rt_pcpu_buf_id(void)

@@ -42,6 +42,7 @@
 #define TRACE_OPEN 4
 #define TRACE_SYSCALL 5
 #define TRACE_NET 6
+#define TRACE_MARK 7  /* `ringtool mark TEXT`: data = the text (bpf/trace_mark.bpf.c) */
 
 /* open, exec: the syscall an event came from (`call`); ringtool/trace/layout.py names
  * them (TRACE_CALL_OPENAT -> "openat"). Numbers of ringtool's own, the same on every
@@ -80,7 +81,8 @@ struct trace_event {
     u32 gid;                     /* ... and real gid (bpf_get_current_uid_gid) */
     u32 call;                    /* open, exec: TRACE_CALL_* (0: another type) */
     u32 mode;                    /* open: the mode argument (0 where the call has none) */
-    char data[TRACE_DATA_LEN];   /* exec: filename + argv; open: path; fork: child comm */
+    char data[TRACE_DATA_LEN];   /* exec: filename + argv; open: path; fork: child comm;
+                                    mark: the text */
 };
 
 /* net (TC, PERF_EVENT_ARRAY): followed by `captured` packet bytes from the MAC header. */

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.errors import RingtoolError
+from ringtool.errors import KernelFeatureError, RingtoolError
 from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
@@ -42,6 +42,7 @@ from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
 from ringtool.trace.hist_maps import read_hists
 from ringtool.trace.latency_buckets import KEY_BITS, SUB_BITS
+from ringtool.trace.marks import MarkSource, check_user_ringbuf
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.pacing import BatchPacer
@@ -71,6 +72,7 @@ class TraceSession:
         self.group: RingBufGroup | None = None
         self.rb: RingBuffer | None = None
         self.net: Any = None
+        self.marks: MarkSource | None = None  # ringtool mark's ring (see _setup_marks)
         self.drill_pid: int | None = None  # see set_drill
         self._hist_full = False  # see syscall_hist
         self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
@@ -111,10 +113,24 @@ class TraceSession:
             seed_parents(self.sources["exec"][b"parent_of"])
         if self.group is not None and self.sources:
             self.rb = self.group.consumer()
+            self._setup_marks()
         if "net" in opts.events:
             self._setup_net(defines)
         if not self.sources and self.net is None:
             raise RingtoolError("no trace source could be loaded: " + "; ".join(self.notes))
+
+    def _setup_marks(self) -> None:
+        """Pin a marker ring for ``ringtool mark`` (:mod:`ringtool.trace.marks`); a
+        kernel without USER_RINGBUF has no markers, silently; another failure is a note."""
+        assert self.group is not None
+        try:
+            check_user_ringbuf()
+        except KernelFeatureError:
+            return
+        try:
+            self.marks = MarkSource(self.group, self.layout)
+        except (RingtoolError, OSError) as exc:
+            self._note(f"markers disabled (ringtool mark): {_first_line(exc)}")
 
     def _setup_net(self, defines: dict[str, int | str]) -> None:
         if not self.opts.iface:
@@ -296,6 +312,8 @@ class TraceSession:
     def close(self) -> None:
         """Detach and free everything (idempotent; each step on its own)."""
         closers: list[Callable[[], Any]] = []
+        if self.marks is not None:
+            closers.append(self.marks.close)
         if self.rb is not None:
             closers.append(self.rb.close)
         if self.net is not None:
@@ -311,6 +329,7 @@ class TraceSession:
                 pass
         self.rb = None
         self.net = None
+        self.marks = None
         self.sources = {}
         self.group = None
 

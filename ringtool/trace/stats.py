@@ -34,7 +34,7 @@ from ringtool.trace.proctree import ProcessTree
 
 #: Event type -> the source that produces it.
 SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
-             "syscall": "syscalls", "net": "net"}  # fmt: skip
+             "syscall": "syscalls", "net": "net", "mark": "mark"}  # fmt: skip
 HISTORY = 120
 #: Intervals with drops or losses remembered (the oldest are forgotten first).
 DROP_LOG = 1000

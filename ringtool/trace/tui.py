@@ -52,7 +52,7 @@ from ringtool.trace.tui_view import SORTS, ViewState
 
 #: The smallest terminal the dashboard draws in; below it a one-line message says so.
 MIN_WIDTH, MIN_HEIGHT = 80, 24
-TAIL_TYPES = ("exec", "open", "net")
+TAIL_TYPES = ("exec", "open", "net", "mark")
 TAIL_KEEP = 200
 
 
