@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# The peers of `ringtool bench peers`: the tracers ringtool is compared with, and
-# bpftool (the bench asks the kernel which programs a tracer has attached).
+# The peers of `ringtool bench peers`: the tracers ringtool is compared with.
 # Not part of scripts/setup.sh or `make test`: only the peer bench needs them.
 # Run as root on Debian 12; a second run installs nothing.
 set -euo pipefail
@@ -11,7 +10,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 # bpftrace: its opensnoop one-liner; libbpf-tools: /usr/sbin/opensnoop (CO-RE);
 # bpfcc-tools + python3-bpfcc: BCC (the tracepoint opensnoop: ringtool/bench/peer_opensnoop.py)
-PKGS=(bpftrace libbpf-tools bpfcc-tools python3-bpfcc bpftool gcc)
+PKGS=(bpftrace libbpf-tools bpfcc-tools python3-bpfcc gcc)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,7 +19,8 @@ examples:
   sudo ringtool bench ringbuf              # ring buffer consumers: ringtool vs BCC vs libbpf
   sudo ringtool bench perfbuf --json       # perf buffer consumers, JSON lines
   sudo ringtool bench trace --seconds 5    # end-to-end trace: delivered, dropped, CPU
-  sudo ringtool bench peers --repeats 5    # ringtool vs bpftrace and opensnoops (scripts/setup-peers.sh)
+  sudo ringtool bench peers --repeats 5    # ringtool vs bpftrace and opensnoop (the peers:
+                                           # sudo scripts/setup-peers.sh)
   sudo ringtool bench merge                # merge algorithms: synthetic and real rings
   sudo ringtool bench all --quick          # every benchmark, small sizes
 """
@@ -38,8 +39,10 @@ def register(subs: Any) -> None:
     p.add_argument("which", choices=(*BENCHMARKS, "all"), help="which benchmark")
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     p.add_argument(
-        "--repeats", type=integer(1, 1000), default=5,
-        help="repeats (bench peers: alternating rounds); the median is kept"
+        "--repeats",
+        type=integer(1, 1000),
+        default=5,
+        help="repeats (bench peers: alternating rounds); the median is kept",
     )
     p.add_argument("--quick", action="store_true", help="smaller sizes, for smoke runs")
     p.add_argument(

@@ -33,8 +33,8 @@ class Data(ctypes.Structure):
 def line(event: Data) -> str:
     """One output line, as opensnoop prints it."""
     fd, err = (event.ret, 0) if event.ret >= 0 else (-1, -event.ret)
-    comm = event.comm.decode("utf-8", "replace")
-    return f"{event.id >> 32:<6d} {comm:<16s} {fd:4d} {err:3d} {event.fname.decode('utf-8', 'replace')}"
+    comm, path = event.comm.decode("utf-8", "replace"), event.fname.decode("utf-8", "replace")
+    return f"{event.id >> 32:<6d} {comm:<16s} {fd:4d} {err:3d} {path}"
 
 
 def main() -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 BPFTRACE_PROGRAM = (
     "tracepoint:syscalls:sys_enter_openat { @filename[tid] = args->filename; } "
     "tracepoint:syscalls:sys_exit_openat /@filename[tid]/ { $ret = args->ret; "
-    '$fd = $ret >= 0 ? $ret : -1; $errno = $ret >= 0 ? 0 : - $ret; '
+    "$fd = $ret >= 0 ? $ret : -1; $errno = $ret >= 0 ? 0 : - $ret; "
     'printf("%-6d %-16s %4d %3d %s\\n", pid, comm, $fd, $errno, str(@filename[tid])); '
     "delete(@filename[tid]); }"
 )

@@ -14,21 +14,23 @@ over the rounds, with their ranges:
 * ``tracer_cpu_ns_per_event``: the tracer's CPU (``/proc`` schedstat of all its
   threads) from just before to just after the producer's run, per event it printed;
 * ``seen`` / ``produced``: the producer's events the tracer printed (lines naming
-  its comm and ``/dev/null``) against its ``openat`` calls, summed over the rounds,
-  and ``missed_pct``.
+  its comm, one of its own per bench run, and ``/dev/null``) against its ``openat``
+  calls, summed over the rounds, and ``missed_pct``.
+
+The baseline runs first in every round; the tracers' order rotates from round to
+round, so none is always the one right after the baseline.
 
 A tracer counts as attached once the kernel lists a program of its process on
-``syscalls:sys_exit_openat`` (``bpftool perf show``). The load average is reported
+``syscalls:sys_exit_openat`` (:mod:`ringtool.kernel.task_fd_query`, what ``bpftool
+perf show`` asks). The load average is reported
 before and after. Missing peers are rows with ``skipped`` saying how to install
 them (``scripts/setup-peers.sh``). Only numbers; nothing here is asserted.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import shutil
+import secrets
 import signal
 import statistics
 import subprocess
@@ -38,10 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ringtool.bench.peer_tracers import SETUP_SCRIPT, Tracer, tracers
-from ringtool.bench.trace_proc import COMM, build_loop, run_loop, task_cpu_ns
+from ringtool.bench.cbuild import build_c
+from ringtool.bench.peer_tracers import Tracer, tracers
+from ringtool.bench.trace_proc import SOURCE, run_loop, task_cpu_ns
 from ringtool.errors import BenchError
 from ringtool.kernel.privileges import require_bpf_privileges
+from ringtool.kernel.task_fd_query import attached_events
 
 PRODUCER_CPU = 0
 TRACER_CPU = 1
@@ -54,12 +58,7 @@ READY_EVENT = "sys_exit_openat"
 
 def attached(pid: int) -> bool:
     """Whether process ``pid`` has a BPF program on :data:`READY_EVENT`."""
-    out = subprocess.run(["bpftool", "-j", "perf", "show"], capture_output=True, text=True,
-                         check=False).stdout  # fmt: skip
-    with contextlib.suppress(ValueError):
-        return any(p.get("pid") == pid and p.get("tracepoint") == READY_EVENT
-                   for p in json.loads(out or "[]"))  # fmt: skip
-    return False
+    return READY_EVENT in attached_events(pid).values()
 
 
 class Running:
@@ -94,10 +93,10 @@ class Running:
                 self.proc.kill()
                 self.proc.wait()
 
-    def seen(self) -> int:
-        """Lines of the producer's events (its comm and ``/dev/null``)."""
+    def seen(self, comm: str) -> int:
+        """Lines of the producer's events (its ``comm`` and ``/dev/null``)."""
         with open(self.out, "rb") as f:
-            return sum(1 for ln in f if COMM.encode() in ln and b"/dev/null" in ln)
+            return sum(1 for ln in f if comm.encode() in ln and b"/dev/null" in ln)
 
 
 @dataclass
@@ -111,7 +110,10 @@ class Samples:
     produced: int = 0
 
 
-def _one(tracer: Tracer, binary: Path, seconds: float, tmp: Path) -> tuple[float, float, int, int, float]:
+Run = tuple[float, float, int, int, float]
+
+
+def _one(tracer: Tracer, binary: Path, seconds: float, tmp: Path) -> Run:
     """One run: producer ns per iteration, iterations/s, events seen, produced, and
     tracer CPU ns (0 for the baseline)."""
     if not tracer.argv:
@@ -127,7 +129,8 @@ def _one(tracer: Tracer, binary: Path, seconds: float, tmp: Path) -> tuple[float
         cpu = task_cpu_ns(run.proc.pid) - cpu0
     finally:
         run.stop()
-    return r.cpu_ns / r.iterations, r.iterations / r.seconds, run.seen(), r.iterations, float(cpu)
+    seen = run.seen(binary.name)
+    return r.cpu_ns / r.iterations, r.iterations / r.seconds, seen, r.iterations, float(cpu)
 
 
 def _stats(values: list[float], digits: int = 1) -> dict[str, Any]:
@@ -139,8 +142,6 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
     """``repeats`` alternating rounds of ``seconds`` (default 2, 0.5 with ``quick``)
     per tracer; one row per tracer (see the module doc)."""
     require_bpf_privileges("ringtool bench peers")
-    if shutil.which("bpftool") is None:
-        raise BenchError(f"bench peers needs bpftool: install with `sudo {SETUP_SCRIPT}`")
     secs = seconds if seconds is not None else (0.5 if quick else 2.0)
     todo = [t for t in tracers() if t.missing() is None]
     rows: list[dict[str, Any]] = [{"bench": "peers", "tracer": t.name, "skipped": t.missing()}
@@ -149,10 +150,14 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
     samples = {t.name: Samples() for t in todo}
     with tempfile.TemporaryDirectory(prefix="rt-bench-peers-") as d:
         tmp = Path(d)
-        binary = build_loop(tmp)
-        for _ in range(repeats):
+        # a comm of its own: other runs of the bench producer (rt_bench_loop) on the
+        # machine are not this one's events
+        binary = build_c(SOURCE.name, tmp / f"rt_peer_{secrets.token_hex(3)}")
+        for i in range(repeats):
             base = 0.0
-            for t in todo:
+            tracers_ = todo[1:]
+            k = i % len(tracers_) if tracers_ else 0  # each round starts elsewhere
+            for t in [todo[0], *tracers_[k:], *tracers_[:k]]:
                 ns, rate, seen, produced, cpu = _one(t, binary, secs, tmp)
                 s = samples[t.name]
                 base = ns if not t.argv else base
