@@ -2,9 +2,13 @@
 
 ``TRACE_HAVE_TASK_STORAGE``: ``BPF_MAP_TYPE_TASK_STORAGE`` with
 ``bpf_task_storage_get`` and ``bpf_get_current_task_btf`` callable from tracepoint
-programs. Task storage came with Linux 5.11 for LSM programs; "bpf: Enable task local
-storage for tracing programs" opened it to every tracing program type in 5.13, and it
-needs the kernel's BTF (``/sys/kernel/btf/vmlinux``) for the task pointer. The sources
+programs. Task storage came with Linux 5.11 for LSM programs; the kernel patch "bpf:
+Enable task local storage for tracing programs" opened it to every tracing program type
+(tracepoints and raw tracepoints too) soon after, so 5.13 is taken as a safe lower
+bound; it needs the kernel's BTF (``/sys/kernel/btf/vmlinux``) for the task pointer.
+``bpf_task_storage_get`` may return NULL (no memory, or the storage busy with another
+BPF program on the CPU): the sources then treat the call as not remembered (counted
+as a drop for an open, as a full hash map is). The sources
 (bpf/trace_open.c, bpf/trace_syscalls.c) keep their per-thread state there when this
 is 1 and in hash maps keyed by tid when it is 0.
 """
