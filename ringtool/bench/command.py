@@ -19,8 +19,7 @@ examples:
   sudo ringtool bench ringbuf              # ring buffer consumers: ringtool vs BCC vs libbpf
   sudo ringtool bench perfbuf --json       # perf buffer consumers, JSON lines
   sudo ringtool bench trace --seconds 5    # end-to-end trace: delivered, dropped, CPU
-  sudo ringtool bench peers --repeats 5    # ringtool vs bpftrace and opensnoop (the peers:
-                                           # sudo scripts/setup-peers.sh)
+  sudo ringtool bench peers --repeats 5    # vs bpftrace, opensnoop (scripts/setup-peers.sh)
   sudo ringtool bench merge                # merge algorithms: synthetic and real rings
   sudo ringtool bench all --quick          # every benchmark, small sizes
 """
