@@ -8,8 +8,8 @@
  * and submits it. `inflight` is per-task storage where the kernel has it for tracing
  * programs (TRACE_HAVE_TASK_STORAGE, ringtool/programs/kernel_features.py: found
  * from the task, no hash, no delete; a zero `call` means nothing remembered), else a
- * hash keyed by tid (the entry deleted at exit). A rejected call touches neither the map nor the ring (no reserve +
- * discard: a discard wakes the reader). A failed reservation, or a call that could
+ * hash keyed by tid (the entry deleted at exit). A rejected call touches neither the
+ * map nor the ring (no reserve + discard: a discard wakes the reader). A failed reservation, or a call that could
  * not be remembered because `inflight` is full, is counted per CPU (group counter +
  * this source's `drops`).
  *
@@ -99,29 +99,36 @@ static __always_inline u32 accepted_tid(void)
     return (u32)id;
 }
 
-/* Remember the accepted call of thread `tid` until its exit. */
-static __always_inline int remember(u32 tid, u32 call, const void *filename, u64 flags,
-                                    u32 mode)
+/* Store the call of thread `tid` in `inflight`; nonzero when it could not be (no
+ * memory for the task's entry, or the hash full). */
+static __always_inline int store_call(u32 tid, u32 call, const void *filename, u64 flags,
+                                      u32 mode)
 {
 #if TRACE_HAVE_TASK_STORAGE
     struct open_args *a = inflight.task_storage_get(bpf_get_current_task_btf(), 0,
                                                     BPF_LOCAL_STORAGE_GET_F_CREATE);
-    if (a) {
-        a->filename = (u64)filename;
-        a->flags = flags;
-        a->call = call;
-        a->mode = mode;
-        return 0;
-    }
-    {  /* no memory for this task's entry: this call's event is lost */
+    if (!a)
+        return -1;
+    a->filename = (u64)filename;
+    a->flags = flags;
+    a->call = call;
+    a->mode = mode;
+    return 0;
 #else
     struct open_args a = {};
     a.filename = (u64)filename;
     a.flags = flags;
     a.call = call;
     a.mode = mode;
-    if (inflight.update(&tid, &a)) {  /* map full: this call's event is lost */
+    return inflight.update(&tid, &a);
 #endif
+}
+
+/* Remember the accepted call of thread `tid` until its exit. */
+static __always_inline int remember(u32 tid, u32 call, const void *filename, u64 flags,
+                                    u32 mode)
+{
+    if (store_call(tid, call, filename, flags, mode)) {  /* this call's event is lost */
 #ifndef TRACE_FILTER_FAILED
         count_drop();
 #endif  /* with -x: counted at exit if the call fails */
