@@ -17,6 +17,11 @@
  *   ...
  *   rt_pcpu_submit(p, sizeof(*p));       // or bpf_ringbuf_discard(p, 0)
  *
+ *   void *ring;                          // the same, the ring looked up once
+ *   struct ev *p = rt_pcpu_reserve_in(&ring, sizeof(*p));
+ *   ...
+ *   rt_pcpu_submit_to(ring, p, sizeof(*p));
+ *
  * Macros ringtool passes with -D (computed in Python, no C is generated):
  *   RT_PCPU_RINGS_FD       fd of the ARRAY_OF_MAPS: buffer id -> RINGBUF
  *   RT_PCPU_CPUMAP_FD      fd of the ARRAY: cpu -> buffer id (u32; RT_PCPU_NO_BUF for
@@ -114,6 +119,19 @@ static __always_inline void *rt_pcpu_reserve(u64 size)
     return p;
 }
 
+/* rt_pcpu_reserve that also gives the ring reserved in (*ring), for
+ * rt_pcpu_submit_to: the CPU's ring is looked up once per record. */
+static __always_inline void *rt_pcpu_reserve_in(void **ring, u64 size)
+{
+    void *p = NULL;
+    *ring = rt_pcpu_ring();
+    if (*ring)
+        p = bpf_ringbuf_reserve(*ring, size, 0);
+    if (!p)
+        rt_pcpu_count_drop();
+    return p;
+}
+
 /* Submit a record of `size` bytes (its sizeof) from rt_pcpu_reserve.
  *
  * Default: flags 0, the kernel's rule: it wakes the reader when the record starts at
@@ -128,11 +146,11 @@ static __always_inline void *rt_pcpu_reserve(u64 size)
  * level-triggered, so a reader that comes back to wait with data left returns at
  * once; but a ring below N wakes nobody, so the reader MUST poll with a bounded
  * timeout (ringtool's TraceSession.wait caps it), which bounds the latency.
- * The ring found here is the one reserved in: a BPF program does not migrate. */
-static __always_inline void rt_pcpu_submit(void *p, u64 size)
+ * `ring` is the one reserved in (rt_pcpu_reserve_in gives it; rt_pcpu_submit looks
+ * it up again: a BPF program does not migrate, so it is the same). */
+static __always_inline void rt_pcpu_submit_to(void *ring, void *p, u64 size)
 {
 #ifdef RT_PCPU_WAKEUP_BYTES
-    void *ring = rt_pcpu_ring();
     u64 span = (size + 8 + 7) & ~7ULL;  /* BPF_RINGBUF_HDR_SZ + data, 8-aligned */
     u64 flags = BPF_RB_NO_WAKEUP;
     if (ring) {
@@ -143,6 +161,16 @@ static __always_inline void rt_pcpu_submit(void *p, u64 size)
     bpf_ringbuf_submit(p, flags);
 #else
     bpf_ringbuf_submit(p, 0);
+#endif
+}
+
+/* rt_pcpu_submit_to the ring of this CPU, looked up again. */
+static __always_inline void rt_pcpu_submit(void *p, u64 size)
+{
+#ifdef RT_PCPU_WAKEUP_BYTES
+    rt_pcpu_submit_to(rt_pcpu_ring(), p, size);
+#else
+    rt_pcpu_submit_to(NULL, p, size);
 #endif
 }
 

@@ -115,11 +115,11 @@ _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
 #define TRACE_SELF_PID 0
 #endif
 
-/* Fill the common header for the current task (every field: a reserved record is
- * not zeroed). */
-static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
+/* Fill the common header for the current task, whose bpf_get_current_pid_tgid() the
+ * caller has read already (`id`: one helper call less), every field: a reserved
+ * record is not zeroed. */
+static __always_inline void trace_fill_hdr_id(struct trace_hdr *h, u32 type, u64 id)
 {
-    u64 id = bpf_get_current_pid_tgid();
     h->ts = bpf_ktime_get_ns();
     h->type = type;
     h->cpu = bpf_get_smp_processor_id();
@@ -134,6 +134,12 @@ static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
 #else
     h->cgroup = bpf_get_current_cgroup_id();
 #endif
+}
+
+/* Fill the common header for the current task (trace_fill_hdr_id). */
+static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
+{
+    trace_fill_hdr_id(h, type, bpf_get_current_pid_tgid());
 }
 
 /* The uid and gid of the current task into a RINGBUF record (every source). */
