@@ -167,8 +167,13 @@ class TraceStats:
             return
         h = arr["h"]
         self.total += n
-        types, counts = np.unique(h["type"], return_counts=True)
-        for t, c in zip(types.tolist(), counts.tolist(), strict=True):
+        t_col = h["type"]
+        if (t_col == t_col[0]).all():  # one type (the common case): no sort
+            types, counts = [int(t_col[0])], [n]
+        else:
+            uniq, per = np.unique(t_col, return_counts=True)
+            types, counts = uniq.tolist(), per.tolist()
+        for t, c in zip(types, counts, strict=True):
             name = self.type_names.get(t, str(t))
             self.by_type[name] = self.by_type.get(name, 0) + c
         cpus = np.bincount(h["cpu"], minlength=self.ncpu).tolist()
