@@ -150,7 +150,7 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
     samples = {t.name: Samples() for t in todo}
     with tempfile.TemporaryDirectory(prefix="rt-bench-peers-") as d:
         tmp = Path(d)
-        # a comm of its own: other runs of the bench producer (rt_bench_loop) on the
+        # a comm of its own: other runs of the bench producer (rt_bench_XXXXXX) on the
         # machine are not this one's events
         binary = build_c(SOURCE.name, tmp / f"rt_peer_{secrets.token_hex(3)}")
         for i in range(repeats):

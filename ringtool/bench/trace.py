@@ -7,14 +7,14 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
 
 * ``trace-e2e``, per output (``json`` and ``columns`` to a file, ``tui``: the TUI
   without a terminal, ``export``: ``--export`` to a local ``nats-server`` with
-  ``--quiet``): ``trace --events open -c rt_bench_loop --buffer-pages 1024 -d D``
+  ``--quiet``): ``trace --events open -c rt_bench_XXXXXX --buffer-pages 1024 -d D``
   while the producer runs ``seconds``; events/s offered (loop iterations: one
   ``openat`` each) and delivered (the summary's ``events``), kernel drops, and the
   consumer's CPU per delivered event: ``wait4`` user + system CPU of the trace
   process minus that of an idle run of the same ``-d D`` (no producer), so loading
   and idle polling cancel out;
 * ``trace-overhead``: ns per syscall of the producer untraced, traced (default
-  sources, ``-c rt_bench_loop``, ``--json`` to ``/dev/null``) and with
+  sources, ``-c rt_bench_XXXXXX``, ``--json`` to ``/dev/null``) and with
   ``bpf/trace_empty.c`` (empty programs on the same tracepoints), in alternating
   rounds; the median of each;
 * ``trace-idle``: CPU% of ``trace -c no-such-comm`` (``/proc`` schedstat, exact
@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 from ringtool.bench.trace_proc import (
-    COMM,
     ChildResult,
     Loop,
     TraceChild,
@@ -58,8 +57,8 @@ DRAIN_S = 1.0
 OVERHEAD_ROUNDS = 2
 
 
-def _e2e_args(output: str, duration: float, url: str | None) -> list[str]:
-    base = ["--events", "open", "-c", COMM, "--buffer-pages", str(BUFFER_PAGES),
+def _e2e_args(comm: str, output: str, duration: float, url: str | None) -> list[str]:
+    base = ["--events", "open", "-c", comm, "--buffer-pages", str(BUFFER_PAGES),
             "-d", f"{duration:.3f}"]  # fmt: skip
     if output == "json":
         return [*base, "--json"]
@@ -85,7 +84,7 @@ def _cpu_of_run(args: list[str], headless: bool, out: Path, loop: tuple[Path, fl
 
 def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None) -> dict[str, Any]:
     duration = seconds + DRAIN_S
-    args = _e2e_args(output, duration, url)
+    args = _e2e_args(binary.name, output, duration, url)
     headless = output == "tui"
     out = tmp / f"e2e.{output}"
     idle_run, _ = _cpu_of_run(args, headless, out, None)
@@ -118,7 +117,8 @@ def _empty_programs() -> Iterator[None]:
 
 
 def _traced(binary: Path, seconds: float) -> float:
-    child = TraceChild(["-c", COMM, "--buffer-pages", str(BUFFER_PAGES), "--json"], TRACE_CPU)
+    args = ["-c", binary.name, "--buffer-pages", str(BUFFER_PAGES), "--json"]
+    child = TraceChild(args, TRACE_CPU)
     try:
         child.wait_ready()
         ns = run_loop(binary, "open", PRODUCER_CPU, seconds).ns_per_syscall
@@ -169,7 +169,7 @@ def idle(binary: Path, seconds: float) -> dict[str, Any]:
 
 def startup(binary: Path) -> dict[str, Any]:
     loop = Loop(binary, "open", PRODUCER_CPU, 600.0)
-    child = TraceChild(["--events", "open", "-c", COMM, "--json"], TRACE_CPU,
+    child = TraceChild(["--events", "open", "-c", binary.name, "--json"], TRACE_CPU,
                        stdout=subprocess.PIPE)  # fmt: skip
     try:
         assert child.proc.stdout is not None

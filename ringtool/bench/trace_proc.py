@@ -1,8 +1,8 @@
 """The processes of ``ringtool bench trace``: the C producer and the traced child.
 
 * :func:`build_loop` compiles ``csrc/syscall_loop.c`` (committed next to this file)
-  with the system compiler into a temporary directory, as ``rt_bench_loop`` — the
-  process name (comm) the trace filters on;
+  with the system compiler into a temporary directory, as ``rt_bench_XXXXXX`` (six random
+  hex digits) — the process name (comm) the trace filters on;
 * :class:`Loop` runs it pinned to one CPU for a time and parses its result line;
 * :class:`TraceChild` runs ``ringtool trace`` through
   :mod:`ringtool.bench.trace_child` pinned to another CPU, waits until its sources are
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -29,16 +30,20 @@ from ringtool.bench.cbuild import CSRC, build_c
 from ringtool.errors import BenchError
 
 SOURCE = CSRC / "syscall_loop.c"
-#: The producer's file name, so its comm (what ``trace -c`` matches).
-COMM = "rt_bench_loop"
+#: The start of the producer's file name; a run's own producer is
+#: ``rt_bench_<6 hex digits>`` (its comm, what that run's ``trace -c`` matches), so
+#: benches running side by side on one machine do not feed each other's tracer.
+COMM = "rt_bench_"
 #: How long a traced child may take to load its sources.
 READY_TIMEOUT_S = 120.0
 
 
 def build_loop(directory: Path) -> Path:
-    """``cc -O2`` of :data:`SOURCE` into ``directory``, named :data:`COMM`
-    (:class:`~ringtool.errors.BenchError` when that fails)."""
-    return build_c(SOURCE.name, directory / COMM)
+    """``cc -O2`` of :data:`SOURCE` into ``directory``, named :data:`COMM` and six
+    random hex digits (15 characters: the whole name is the comm); the binary's
+    ``name`` is what ``trace -c`` must match. :class:`~ringtool.errors.BenchError`
+    when that fails."""
+    return build_c(SOURCE.name, directory / f"{COMM}{secrets.token_hex(3)}")
 
 
 @dataclass(frozen=True)
