@@ -201,6 +201,11 @@ class RingBufGroup:
         old, self.ring_fds[buffer_id] = self.ring_fds[buffer_id], fd
         return old
 
+    def ring_bytes_total(self) -> int:
+        """The bytes of every ring the group has now: in use, made and not swapped in
+        yet, swapped out and not released yet."""
+        return sum(list(self._sizes.values()))  # list(): one step under the GIL
+
     def release_ring(self, fd: int) -> None:
         """Close a ring fd the programs no longer use (one :meth:`swap_ring` gave back,
         or one :meth:`new_ring` made that was never swapped in)."""

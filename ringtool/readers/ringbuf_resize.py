@@ -80,6 +80,9 @@ class Switch:
     new_bytes: int
     started: float
     state: str = "creating"
+    #: when the new ring was mapped into the consumer, and when the swap returned
+    mapped: float | None = None
+    sealed: float | None = None
     finished: float | None = None
     error: str | None = None
     _future: Future[int] | None = field(default=None, repr=False)
@@ -160,7 +163,7 @@ class RingResizer:
             return
         sw._old_fd = self.group.ring_fds[sw.buffer_id]
         self._retiring[sw.buffer_id] = old
-        sw.state = "publishing"
+        sw.state, sw.mapped = "publishing", time.monotonic()
         assert self._pool is not None
         sw._future = self._pool.submit(self.group.swap_ring, sw.buffer_id, sw._new_fd)
 
@@ -170,7 +173,7 @@ class RingResizer:
             return
         exc = fut.exception()
         if exc is None:
-            sw.state = "draining"  # sealed: see the module doc, step 4
+            sw.state, sw.sealed = "draining", time.monotonic()  # see the module doc, step 4
             return
         try:  # the programs still write the old ring: read it from the consumer again
             self.consumer.replace(sw.buffer_id, sw._old_fd).close()

@@ -143,6 +143,7 @@ def _tick(
     session.set_drill(drill)
     if ordered is not None:
         stats.set_ordering(ordered.merger.stats)
+    stats.rings = session.rings_record()
     stats.tick(
         drops_cpu=session.dropped_per_cpu(),
         drops_source=session.dropped_per_source(),

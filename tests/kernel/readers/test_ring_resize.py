@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from ringtool.kernel import bpf
-from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.merge import u64_at
+from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.readers.ringbuf_resize import BufferSource, RingResizer
 from tests.helpers.producers import PACKET, GroupProducer
 
@@ -22,7 +22,9 @@ pytestmark = pytest.mark.kernel
 EVENT = np.dtype([("ts", "<u8"), ("seq", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
 
 
-def _produce(prod: GroupProducer, cpu: int, stop: threading.Event, errors: list[BaseException]) -> None:
+def _produce(
+    prod: GroupProducer, cpu: int, stop: threading.Event, errors: list[BaseException]
+) -> None:
     try:
         os.sched_setaffinity(0, {cpu})
         while not stop.is_set():
