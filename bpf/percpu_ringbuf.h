@@ -125,7 +125,10 @@ static __always_inline void *rt_pcpu_reserve(u64 size)
  * level-triggered, so a reader that comes back to wait with data left returns at
  * once; but a ring below N wakes nobody, so the reader MUST poll with a bounded
  * timeout (ringtool's TraceSession.wait caps it), which bounds the latency.
- * The ring found here is the one reserved in: a BPF program does not migrate. */
+ * The ring found here is the one reserved in (a BPF program does not migrate), except
+ * across a switch of this CPU's ring (ringtool.readers.ringbuf_resize): a program that
+ * reserved in the old ring may find the new one here; only this wakeup decision then
+ * looks at the wrong ring (the reader polls with a bounded timeout anyway). */
 static __always_inline void rt_pcpu_submit(void *p, u64 size)
 {
 #ifdef RT_PCPU_WAKEUP_BYTES

@@ -5,11 +5,12 @@ At each check the policy sees, per buffer (one per CPU), its ring's size, the hi
 fill seen since the last check (0..1, sampled before each read), the events dropped
 since the last check and whether a switch of it is in flight (then it is left alone).
 
-* **Grow** a buffer that dropped, or whose fill reached :data:`GROW_FILL` (the reader
-  came back to find less than half the ring free: a pause twice as long would have
-  dropped), to twice its size -- if every ring of the trace (those in use, those being
-  made or drained, and the new one) stays within the cap ``max_bytes``. A ring that may
-  not grow gets one ``capped`` decision per size (the trace notes it once).
+* **Grow** a buffer whose fill reached :data:`GROW_FILL` (the reader came back to find
+  a quarter of the ring used, twice what it lets gather: a pause four times as long
+  would have dropped) to twice its size, and one that dropped to four times its size
+  (twice when four times does not fit) -- if every ring of the trace (those in use,
+  those being made or drained, and the new one) stays within the cap ``max_bytes``.
+  A ring that may not grow gets one ``capped`` decision per size (noted once).
 * **Shrink** a buffer larger than ``base_bytes`` whose fill stayed below
   :data:`SHRINK_FILL` with no drop for ``quiet_s`` seconds, to half its size (its fill
   then at most doubles: still far below :data:`GROW_FILL`, so it does not grow back at
@@ -26,8 +27,8 @@ from typing import Literal
 
 from ringtool.errors import ArgumentError
 
-#: Grow once the reader finds a ring this full (0..1).
-GROW_FILL = 0.5
+#: Grow once the reader finds a ring this full (0..1; the trace reads at 1/8).
+GROW_FILL = 0.25
 #: Shrink a ring whose fill stayed below this for the quiet period.
 SHRINK_FILL = 1 / 16
 #: One ring at most (the CLI's --buffer-pages bound: 1 GiB).
@@ -122,10 +123,10 @@ class GrowthPolicy:
 
     def _grow(self, s: BufferSample, in_use: int) -> Decision | None:
         why = f"dropped {s.dropped}" if s.dropped else f"{100 * s.fill:.0f}% full"
-        to = s.size * 2
-        if to <= MAX_RING_BYTES and in_use + to <= self.max_bytes:
-            self._capped.pop(s.buffer_id, None)
-            return Decision(s.buffer_id, "grow", s.size, to, why)
+        for to in (s.size * 4, s.size * 2) if s.dropped else (s.size * 2,):
+            if to <= MAX_RING_BYTES and in_use + to <= self.max_bytes:
+                self._capped.pop(s.buffer_id, None)
+                return Decision(s.buffer_id, "grow", s.size, to, why)
         if self._capped.get(s.buffer_id) == s.size:
             return None  # told once for this size
         self._capped[s.buffer_id] = s.size

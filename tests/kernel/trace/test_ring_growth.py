@@ -62,7 +62,7 @@ def test_a_burst_over_the_default_ring_is_counted_exactly(tmp_path: Path) -> Non
 
 def test_with_growth_drops_stop_after_the_switches(tmp_path: Path) -> None:
     """Bursts of 4,000 opens (1.4 MB of records) with the reader paused: the 512 KiB
-    ring drops, grows, drops less, grows, and then holds a whole burst."""
+    ring drops and grows (fourfold after a drop), and then holds a whole burst."""
     (tmp_path / "hot").write_text("x")
     comm = unique_comm()
     opts = TraceOptions(events=("open",), comm=comm, buffer_pages=128,
@@ -81,9 +81,9 @@ def test_with_growth_drops_stop_after_the_switches(tmp_path: Path) -> None:
         record = s.rings_record()
     assert record is not None
     grown = sum(r["grown"] for r in record["per_cpu"])
-    assert drops[0] > 0 and grown >= 2, (drops, record)
+    assert drops[0] > 0 and grown >= 1, (drops, record)
     assert drops[-2:] == [0, 0], drops
-    assert any("ring grown 512 KiB -> 1 MiB" in n and "nothing lost" in n for n in s.notes)
+    assert any("ring grown 512 KiB -> " in n and "nothing lost" in n for n in s.notes)
 
 
 def _paths(parts: list[np.ndarray]) -> list[int]:  # type: ignore[type-arg]

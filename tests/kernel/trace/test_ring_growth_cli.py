@@ -30,7 +30,7 @@ def test_json_summary_and_notes_tell_the_switches(tmp_path: Path) -> None:
     grown = [r for r in rings["per_cpu"] if r["grown"]]
     assert grown and all(r["bytes"] > 8 * 4096 and r["peak_bytes"] >= r["bytes"] for r in grown)
     notes = [o["text"] for o in told_json(err) if o["type"] == "note"]
-    assert any("ring grown 32 KiB -> 64 KiB" in n for n in notes), notes
+    assert any("ring grown 32 KiB -> " in n for n in notes), notes
 
 
 def test_no_grow_keeps_the_rings(tmp_path: Path) -> None:

@@ -63,7 +63,9 @@ def _run(
             assert d.size == s.size
             pressed = s.dropped > 0 or s.fill >= GROW_FILL
             if d.kind == "grow":
-                assert pressed and d.to == 2 * s.size
+                assert (pressed and d.to == 2 * s.size) or (s.dropped and d.to == 4 * s.size)
+                if s.dropped and d.to == 2 * s.size:  # four times did not fit
+                    assert in_use + 4 * s.size > policy.max_bytes or 4 * s.size > MAX_RING_BYTES
                 assert in_use + d.to <= policy.max_bytes  # old and new rings fit the cap
                 in_use += d.to
                 sizes[d.buffer_id] = d.to
@@ -94,12 +96,12 @@ def test_decisions_keep_the_cap_sizes_and_rules(
 
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 5), st.floats(0, 10))
-def test_a_drop_grows_the_ring_at_once(level: int, after: float) -> None:
+def test_a_drop_grows_the_ring_fourfold_at_once(level: int, after: float) -> None:
     policy = GrowthPolicy(BASE, 1 << 30)
     policy.decide([BufferSample(0, BASE, 0.0, 0)], in_use=BASE, now=0.0)
     size = BASE << level
     [d] = policy.decide([BufferSample(0, size, 0.1, 7)], in_use=size, now=after)
-    assert (d.kind, d.to, d.why) == ("grow", 2 * size, "dropped 7")
+    assert (d.kind, d.to, d.why) == ("grow", 4 * size, "dropped 7")
 
 
 @settings(max_examples=100, deadline=None)
@@ -135,8 +137,8 @@ def test_a_busy_moment_restarts_the_quiet_period() -> None:
 def test_capped_when_old_and_new_would_pass_the_cap() -> None:
     policy = GrowthPolicy(BASE, 4 * BASE)
     in_use = 2 * BASE  # two CPUs' rings
-    [d] = policy.decide([BufferSample(0, BASE, 0.9, 0)], in_use=in_use, now=0)
-    assert (d.kind, d.to) == ("grow", 2 * BASE)  # old + new: 4 * BASE fits
+    [d] = policy.decide([BufferSample(0, BASE, 0.0, 1)], in_use=in_use, now=0)
+    assert (d.kind, d.to) == ("grow", 2 * BASE)  # old + new: 4 * BASE fits, 6 would not
     in_use = 3 * BASE  # the old ring retired: BASE + 2 * BASE
     [d] = policy.decide([BufferSample(0, 2 * BASE, 0.0, 3)], in_use=in_use, now=1)
     assert d.kind == "capped" and d.to == 4 * BASE and d.why == "dropped 3"
