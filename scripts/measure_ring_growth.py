@@ -3,7 +3,9 @@
 grow against ``--no-grow``, in alternating rounds.
 
 Each run: a CPU hog pinned to the tracer's CPU, ``ringtool trace OUTPUT -d D`` pinned
-to that CPU (OUTPUT ``--json`` or ``--no-tui``, stdout to a file), and, once it is
+to that CPU (OUTPUT ``--json`` or ``--no-tui``, stdout to a file; with ``--comm``, as
+``ringtool bench trace``, ``-c rt_bench_loop``: only the producer's events, not those
+of whatever else runs on the machine), and, once it is
 attached, ``ringtool bench trace``'s C producer (``openat("/dev/null")`` + ``close`` at
 full speed) pinned to the other CPU for P seconds. From the trace's summary: events,
 drops, and the drops after the producer's first second (``drops_at``: the stats
@@ -25,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ringtool.bench.trace_proc import Loop, build_loop
+from ringtool.bench.trace_proc import COMM, Loop, build_loop
 
 TRACER_CPU, PRODUCER_CPU = 1, 0
 
@@ -36,12 +38,13 @@ def _pinned(argv: list[str], cpu: int, **kw: object) -> subprocess.Popen[str]:
 
 
 def one_run(
-    binary: Path, output: str, grow: bool, seconds: float, out_dir: Path
+    binary: Path, output: str, grow: bool, seconds: float, out_dir: Path, comm: bool
 ) -> dict[str, float]:
     hog = _pinned([sys.executable, "-c", "while True: pass"], TRACER_CPU)
     events = open(out_dir / "events.out", "w")  # noqa: SIM115 (closed below)
     argv = [sys.executable, "-m", "ringtool.cli.main", "trace", output,
-            "-d", f"{seconds + 2:.0f}", *([] if grow else ["--no-grow"])]  # fmt: skip
+            "-d", f"{seconds + 2:.0f}", *([] if grow else ["--no-grow"]),
+            *(["-c", COMM] if comm else [])]  # fmt: skip
     if output == "--no-tui":
         argv.append("--wide")
     trace = _pinned(argv, TRACER_CPU, stdout=events, stderr=subprocess.PIPE)
@@ -88,7 +91,7 @@ def _columns_summary(err: str) -> tuple[int, int, list[dict[str, float]], int]:
             prev = drops
         elif " events in " in line and " dropped" in line:
             total, dropped = int(parts[0]), int(parts[4])
-        elif line.startswith("ringtool trace: cpu") and "ring grown" in line:
+        elif line.startswith("note: cpu") and "ring grown" in line:
             switches += 1
     return dropped, total, marks, switches
 
@@ -98,6 +101,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--outputs", default="--json,--no-tui")
+    ap.add_argument("--comm", action="store_true", help=f"trace -c {COMM}")
     args = ap.parse_args()
     results: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,7 +111,7 @@ def main() -> int:
                 order = (True, False) if rnd % 2 == 0 else (False, True)
                 for grow in order:
                     key = f"{output} {'grow' if grow else '--no-grow'}"
-                    r = one_run(binary, output, grow, args.seconds, Path(tmp))
+                    r = one_run(binary, output, grow, args.seconds, Path(tmp), args.comm)
                     results.setdefault(key, []).append(r)
                     print(f"round {rnd + 1} {key}: {json.dumps(r)}", flush=True)
     print(f"load average: {os.getloadavg()}")
