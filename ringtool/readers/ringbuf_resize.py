@@ -185,12 +185,33 @@ class RingResizer:
 
     def _drained(self, sw: Switch) -> None:
         old = self._retiring[sw.buffer_id]
-        if old.consumer_pos != old.producer_pos:  # producer_pos is final (sealed)
+        if not self.read_out(sw.buffer_id):
             return
         del self._retiring[sw.buffer_id]
         old.close()
         self.group.release_ring(sw._old_fd)
         sw.state = "done"
+
+    def read_out(self, buffer_id: int) -> bool:
+        """True when buffer ``buffer_id``'s retiring ring is sealed and read to its end
+        (its consumer position at its final producer position): nothing more will come
+        from it, the new ring's records may be read (:meth:`step` then retires it)."""
+        sw = self._switches.get(buffer_id)
+        old = self._retiring.get(buffer_id)
+        if sw is None or old is None or sw.state != "draining":
+            return old is None
+        return old.consumer_pos == old.producer_pos  # producer_pos is final (sealed)
+
+    def finish(self, timeout_s: float = 10.0) -> None:
+        """Bring every switch in flight to its seal (waits for the worker; at most
+        ``timeout_s``): then the retiring rings get no more records and reading them
+        to their end reads everything. For the end of a run, before the last read."""
+        deadline = time.monotonic() + timeout_s
+        while any(s.state in ("creating", "publishing") for s in self._switches.values()):
+            if time.monotonic() >= deadline:
+                return
+            self.step()
+            time.sleep(0.001)
 
     @staticmethod
     def _fail(sw: Switch, why: str) -> None:
@@ -247,7 +268,7 @@ class RingResizer:
 class BufferSource:
     """A :mod:`ringtool.merge` source over buffer ``buffer_id`` of ``resizer``'s
     consumer that follows its switches: while the buffer has a retiring ring, its
-    records only; once that retired (sealed, read to its end, :meth:`RingResizer.step`),
+    records only; once that is sealed and read to its end (:meth:`RingResizer.read_out`),
     the new ring's. So the buffer's records come out in ring order across a switch.
     Events are ``(timestamp(record), record bytes)``, read with a
     :class:`~ringtool.merge.RingSource` (commits only what the merge took)."""
@@ -271,12 +292,14 @@ class BufferSource:
 
     def _source(self) -> RingSource:
         src = self._src
-        if src is not None and src.pending():
-            return src  # a fetched batch stays the head until taken (the Source contract)
-        ring = self._resizer.retiring(self._bid) or self._resizer.consumer.ring(self._bid)
+        if src is not None:
+            if src.pending():
+                return src  # a fetched batch stays the head until taken (Source contract)
+            src.settle()  # all taken: commit, so the position says whether it is read out
+        resizer, bid = self._resizer, self._bid
+        old = resizer.retiring(bid)
+        ring = old if old is not None and not resizer.read_out(bid) else resizer.consumer.ring(bid)
         if src is None or ring is not self._ring:
-            if src is not None:
-                src.settle()  # a retired ring was read to its end: nothing to commit
             self._ring = ring
             src = self._src = RingSource(ring, self._ts, batch=self._batch)
         return src

@@ -7,10 +7,12 @@ since the last check and whether a switch of it is in flight (then it is left al
 
 * **Grow** a buffer whose fill reached :data:`GROW_FILL` (the reader came back to find
   a quarter of the ring used, twice what it lets gather: a pause four times as long
-  would have dropped) to twice its size, and one that dropped to four times its size
-  (twice when four times does not fit) -- if every ring of the trace (those in use,
-  those being made or drained, and the new one) stays within the cap ``max_bytes``.
-  A ring that may not grow gets one ``capped`` decision per size (noted once).
+  would have dropped) to twice its size, one half full to four times, and one that
+  dropped to eight times (the reader is falling behind now, and a switch takes a few
+  reads: the step must be big enough to hold out meanwhile); the largest of those
+  steps that keeps every ring of the trace (those in use, those being made or drained,
+  and the new one) within the cap ``max_bytes``. A ring that may not grow even twofold
+  gets one ``capped`` decision per size (noted once).
 * **Shrink** a buffer larger than ``base_bytes`` whose fill stayed below
   :data:`SHRINK_FILL` with no drop for ``quiet_s`` seconds, to half its size (its fill
   then at most doubles: still far below :data:`GROW_FILL`, so it does not grow back at
@@ -123,7 +125,10 @@ class GrowthPolicy:
 
     def _grow(self, s: BufferSample, in_use: int) -> Decision | None:
         why = f"dropped {s.dropped}" if s.dropped else f"{100 * s.fill:.0f}% full"
-        for to in (s.size * 4, s.size * 2) if s.dropped else (s.size * 2,):
+        factor = 8 if s.dropped else 4 if s.fill >= 2 * GROW_FILL else 2
+        while factor >= 2:
+            to = s.size * factor
+            factor //= 2
             if to <= MAX_RING_BYTES and in_use + to <= self.max_bytes:
                 self._capped.pop(s.buffer_id, None)
                 return Decision(s.buffer_id, "grow", s.size, to, why)

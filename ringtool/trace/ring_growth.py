@@ -176,12 +176,18 @@ class RingGrowth:
                                 "shrunk": row.shrunk,
                                 "peak_bytes": max(row.peak_bytes, size)})  # fmt: skip
         return {
-            "growth": self.policy is not None,
+            "growth": self.max_bytes is not None,
             "max_bytes": self.max_bytes,
             "bytes": self.group.ring_bytes_total(),
             "switches": sum(r.grown + r.shrunk for r in self.per_buffer.values()),
             "per_cpu": per_cpu,
         }
+
+    def finish(self) -> None:
+        """Before the last read: no new switch, and every one in flight sealed (see
+        :meth:`RingResizer.finish`), so the last read reads every ring to its end."""
+        self.policy = None
+        self.resizer.finish()
 
     def close(self) -> None:
         """Stop: wait for a switch in flight, unmap the retiring rings."""

@@ -120,6 +120,7 @@ def _loop(
                 next_tick += cfg.interval * max(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
                 )
+        session.finish_rings()  # a ring switch in flight: sealed, so read to its end
         _ingest(session, stats, out, sinks, decoder, ordered, final=True, keep=keep)
         _tick(session, stats, ordered, drill=out.drill_pid)
         if stats.dropped_interval or stats.lost_interval:

@@ -214,6 +214,12 @@ class TraceSession:
         self._pacer.read_done()
         return arr
 
+    def finish_rings(self) -> None:
+        """Before the last read: the rings stop growing and every switch in flight is
+        sealed (milliseconds), so that read reads old and new rings to their end."""
+        if self.growth is not None:
+            self.growth.finish()
+
     def read_net(self) -> list[tuple[int, bytes]]:
         """The available net samples as ``(cpu, raw sample)`` (consumed)."""
         return [] if self.net is None else self.net.read()

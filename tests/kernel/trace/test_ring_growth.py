@@ -176,5 +176,5 @@ def test_an_idle_ring_shrinks_back(tmp_path: Path) -> None:
         record = s.rings_record()
     assert record is not None
     row = {r["cpu"]: r for r in record["per_cpu"]}[cpu]
-    assert row["bytes"] == 16 * PAGE and row["shrunk"] == row["grown"], record
+    assert row["bytes"] == 16 * PAGE and row["shrunk"] >= row["grown"] >= 1, record
     assert any("ring shrunk" in n and "idle" in n for n in s.notes), s.notes

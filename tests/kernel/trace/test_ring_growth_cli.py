@@ -45,3 +45,21 @@ def test_no_grow_keeps_the_rings(tmp_path: Path) -> None:
     assert not rings["growth"] and rings["switches"] == 0 and rings["max_bytes"] is None
     assert all(r["bytes"] == 8 * 4096 for r in rings["per_cpu"])
     assert "ring grown" not in err
+
+
+def test_ordered_output_keeps_order_and_count_across_switches(tmp_path: Path) -> None:
+    """``--ordered``: the worker (one thread) opens path/0, path/1, ...; its events come
+    out in that order across the switches of its rings, each once or counted dropped."""
+    comm = unique_comm()
+    trace = Trace("--json", "--ordered", "--events", "open", "-c", comm, "--buffer-pages",
+                  "8", "-d", "4")  # fmt: skip
+    worker = Worker(comm, "seq", tmp_path / "n", 20_000)
+    worker.go()
+    worker.wait()
+    lines, _err = trace.finish()
+    summary = json.loads(lines[-1])
+    names = [json.loads(line)["path"] for line in lines[:-1]]
+    seen = [int(n.rsplit("/", 1)[-1]) for n in names]
+    assert len(seen) + summary["dropped"] == 20_000
+    assert seen == sorted(set(seen)), "out of order or repeated"
+    assert summary["rings"]["switches"] >= 1

@@ -63,9 +63,10 @@ def _run(
             assert d.size == s.size
             pressed = s.dropped > 0 or s.fill >= GROW_FILL
             if d.kind == "grow":
-                assert (pressed and d.to == 2 * s.size) or (s.dropped and d.to == 4 * s.size)
-                if s.dropped and d.to == 2 * s.size:  # four times did not fit
-                    assert in_use + 4 * s.size > policy.max_bytes or 4 * s.size > MAX_RING_BYTES
+                step = 8 if s.dropped else 4 if s.fill >= 2 * GROW_FILL else 2
+                assert pressed and d.to in {s.size * f for f in (2, 4, 8) if f <= step}
+                if d.to < s.size * step:  # the bigger steps did not fit
+                    assert in_use + 2 * d.to > policy.max_bytes or 2 * d.to > MAX_RING_BYTES
                 assert in_use + d.to <= policy.max_bytes  # old and new rings fit the cap
                 in_use += d.to
                 sizes[d.buffer_id] = d.to
@@ -96,12 +97,12 @@ def test_decisions_keep_the_cap_sizes_and_rules(
 
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 5), st.floats(0, 10))
-def test_a_drop_grows_the_ring_fourfold_at_once(level: int, after: float) -> None:
+def test_a_drop_grows_the_ring_eightfold_at_once(level: int, after: float) -> None:
     policy = GrowthPolicy(BASE, 1 << 30)
     policy.decide([BufferSample(0, BASE, 0.0, 0)], in_use=BASE, now=0.0)
     size = BASE << level
     [d] = policy.decide([BufferSample(0, size, 0.1, 7)], in_use=size, now=after)
-    assert (d.kind, d.to, d.why) == ("grow", 4 * size, "dropped 7")
+    assert (d.kind, d.to, d.why) == ("grow", 8 * size, "dropped 7")
 
 
 @settings(max_examples=100, deadline=None)
@@ -139,6 +140,10 @@ def test_capped_when_old_and_new_would_pass_the_cap() -> None:
     in_use = 2 * BASE  # two CPUs' rings
     [d] = policy.decide([BufferSample(0, BASE, 0.0, 1)], in_use=in_use, now=0)
     assert (d.kind, d.to) == ("grow", 2 * BASE)  # old + new: 4 * BASE fits, 6 would not
+    [d] = GrowthPolicy(BASE, 64 * BASE).decide(
+        [BufferSample(0, BASE, 0.6, 0)], in_use=in_use, now=0
+    )
+    assert (d.kind, d.to, d.why) == ("grow", 4 * BASE, "60% full")
     in_use = 3 * BASE  # the old ring retired: BASE + 2 * BASE
     [d] = policy.decide([BufferSample(0, 2 * BASE, 0.0, 3)], in_use=in_use, now=1)
     assert d.kind == "capped" and d.to == 4 * BASE and d.why == "dropped 3"
