@@ -43,10 +43,17 @@ read the retiring ring while the consumer reads the new one: a record can be rea
 before an older one of the same buffer while the switch is in flight (a program that
 had reserved in the old ring commits after the reader found the old ring at a busy
 record; such a program may even be preempted there for a while). The timestamp-ordered
-reading uses :class:`BufferSource` instead: it takes nothing from the new ring until
-the old one is sealed and read to its end, so a buffer's records come out in its
-producers' order across a switch (the new ring holds them meanwhile: the grace period
-is milliseconds, and a bigger ring is made for exactly that).
+reading uses :class:`BufferSource` instead: it takes a record of the new ring only
+while the old ring is empty -- no record, and none being written (a busy header stops
+the reader, and the source then waits). With one CPU per buffer and programs that run
+with preemption disabled (tracepoint programs: ``trace_call_bpf``), a program on that
+CPU that wrote the new ring started after every program there that held the old ring
+had ended, so the old ring, empty when looked at, gets no older record afterwards --
+except from a program that had looked the old ring up but not yet reserved in it at
+that very moment (a window of a few instructions at the swap): such a record comes
+late, and the merge counts it out of order. Waiting for the seal instead would hold a
+CPU's new records back for the grace period (milliseconds: longer than a reorder
+window, so every other CPU's records would come out of order with them).
 
 One switch per buffer at a time. A failed create abandons the switch; a failed
 publish maps the old ring back into the consumer (nothing was written to the new one).
@@ -267,9 +274,9 @@ class RingResizer:
 
 class BufferSource:
     """A :mod:`ringtool.merge` source over buffer ``buffer_id`` of ``resizer``'s
-    consumer that follows its switches: while the buffer has a retiring ring, its
-    records only; once that is sealed and read to its end (:meth:`RingResizer.read_out`),
-    the new ring's. So the buffer's records come out in ring order across a switch.
+    consumer that follows its switches: while the buffer's retiring ring holds records,
+    or a record still being written (a busy header), only those; the new ring's only
+    while the old one is empty (see the module doc for why that keeps the order).
     Events are ``(timestamp(record), record bytes)``, read with a
     :class:`~ringtool.merge.RingSource` (commits only what the merge took)."""
 
@@ -298,7 +305,9 @@ class BufferSource:
             src.settle()  # all taken: commit, so the position says whether it is read out
         resizer, bid = self._resizer, self._bid
         old = resizer.retiring(bid)
-        ring = old if old is not None and not resizer.read_out(bid) else resizer.consumer.ring(bid)
+        ring = resizer.consumer.ring(bid)
+        if old is not None and not resizer.read_out(bid) and old.consumer_pos != old.producer_pos:
+            ring = old  # records, or one in flight: before anything of the new ring
         if src is None or ring is not self._ring:
             self._ring = ring
             src = self._src = RingSource(ring, self._ts, batch=self._batch)

@@ -21,8 +21,8 @@ class OrderedReader:
 
     With ``resizer`` (rings that grow) each CPU's ring is read through a
     :class:`~ringtool.readers.ringbuf_resize.BufferSource`, which follows the switches
-    and takes a new ring's records only after the old ring's tail: a CPU's events stay
-    in order across a switch."""
+    and takes a new ring's records only while the old ring is empty: a CPU's events
+    stay in order across a switch."""
 
     def __init__(
         self,
