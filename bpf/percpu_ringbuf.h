@@ -164,7 +164,11 @@ static __always_inline void rt_pcpu_submit_to(void *ring, void *p, u64 size)
 #endif
 }
 
-/* rt_pcpu_submit_to the ring of this CPU, looked up again. */
+/* rt_pcpu_submit_to the ring of this CPU, looked up again: the one reserved in (a BPF
+ * program does not migrate), except across a switch of this CPU's ring
+ * (ringtool.readers.ringbuf_resize), where a program that reserved in the old ring may
+ * find the new one here; only the wakeup decision then looks at the wrong ring (the
+ * reader polls with a bounded timeout anyway). */
 static __always_inline void rt_pcpu_submit(void *p, u64 size)
 {
 #ifdef RT_PCPU_WAKEUP_BYTES

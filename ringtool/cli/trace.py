@@ -9,6 +9,7 @@ imported only in :func:`run`.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,9 @@ from ringtool.cli.trace_targets import require_interface, target_notes
 from ringtool.errors import UsageError
 from ringtool.event.fields import FIELD_NAMES
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
+from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
+from ringtool.trace.growth_policy import MIB, default_max_bytes, size_text
 
 EVENTS = ("exec", "open", "syscalls", "net")
 DEFAULT_EVENTS = ("exec", "open", "syscalls")
@@ -50,6 +53,11 @@ if TYPE_CHECKING:
 
 #: Per-CPU ring pages at most (1 GiB a CPU).
 MAX_BUFFER_PAGES = 1 << 18
+
+
+def ram_bytes() -> int:
+    """The machine's memory (sysconf: physical pages times the page size)."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def register(subs: Any) -> None:
@@ -105,6 +113,14 @@ def register(subs: Any) -> None:
         help="pages per CPU ring buffer, a power of two (default 128)",
     )  # fmt: skip
     p.add_argument(
+        "--max-buffer-mb", type=v.number(above=0, hi=ram_bytes() // MIB, unit="MiB"),
+        metavar="MB", help=MAX_BUFFER_HELP,
+    )  # fmt: skip
+    p.add_argument(
+        "--no-grow", action="store_true",
+        help="keep every ring at --buffer-pages (a full ring drops events)",
+    )  # fmt: skip
+    p.add_argument(
         "--interval", type=v.number(0.01, 3600, unit="seconds"), default=1.0,
         help="stats/refresh interval, s (default 1)",
     )  # fmt: skip
@@ -150,6 +166,11 @@ def register(subs: Any) -> None:
     p.set_defaults(func=run, check=check)
 
 
+MAX_BUFFER_HELP = (
+    "a CPU's ring that drops or fills up moves to one twice as big while tracing, all "
+    "CPUs' rings together at most MB MiB (default: 1/64 of the memory, at most 256 MiB); "
+    "a ring idle for 30 s steps back down"
+)
 PCAP_HELP = "write net packets as pcapng to a new file (0600; a symlink is never followed)"
 FORCE_HELP = "--pcap may overwrite an existing file (made 0600 and ours; never a symlink)"
 
@@ -173,8 +194,41 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("-x/--failed selects failed opens and execs: add open or exec to --events")
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
+    check_growth(args)
     if args.iface and "net" in events_of(args):
         require_interface(args.iface)  # a typo is an error, not a trace without packets
+
+
+def start_bytes(args: argparse.Namespace) -> int:
+    """What the rings take at start: one ring of ``--buffer-pages`` per online CPU."""
+    return len(online_cpus()) * int(args.buffer_pages) * 4096
+
+
+def check_growth(args: argparse.Namespace) -> None:
+    """``--max-buffer-mb`` against ``--no-grow``, the sources and the rings at start."""
+    if args.max_buffer_mb is None:
+        return
+    if args.no_grow:
+        raise UsageError("--max-buffer-mb caps the rings' growth: not with --no-grow")
+    if not set(events_of(args)) - {"net"}:
+        raise UsageError("--max-buffer-mb sizes the exec/open/syscalls rings: add one of "
+                         "them to --events")  # fmt: skip
+    start = start_bytes(args)
+    if args.max_buffer_mb * MIB < start:
+        raise UsageError(
+            f"--max-buffer-mb {args.max_buffer_mb:g} is less than the rings take at start "
+            f"({len(online_cpus())} CPUs x {size_text(args.buffer_pages * 4096)} = "
+            f"{size_text(start)}): give at least {start / MIB:g}, or fewer --buffer-pages"
+        )
+
+
+def max_buffer_bytes(args: argparse.Namespace) -> int | None:
+    """The cap on the rings' growth in bytes (None: ``--no-grow``)."""
+    if args.no_grow:
+        return None
+    if args.max_buffer_mb is not None:
+        return int(args.max_buffer_mb * MIB) // 4096 * 4096
+    return default_max_bytes(ram_bytes(), start_bytes(args))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -212,6 +266,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         events=events, pid=args.pid, comm=args.comm, buffer_pages=args.buffer_pages,
         slow_ms=args.slow_ms, iface=args.iface, snaplen=args.snaplen, tid=args.tid,
         uid=args.uid, cgroup=args.cgroup, failed_only=args.failed,
+        max_buffer_bytes=max_buffer_bytes(args),
     )  # fmt: skip
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,

@@ -58,6 +58,20 @@ class ConsumerBase:
             )
             self._auto_thread.start()
 
+    def _swap_ring(self, index: int, ring: Ring) -> Ring:
+        """Put ``ring`` in place of ring ``index`` (same index, its fd watched instead
+        of the old one's) and return the old ring, untouched: a suspended ``read()``
+        batch is settled first (it commits on the old ring), and a lease or a
+        callback in progress refuses (ConsumerStateError)."""
+        self._check_open()
+        with self._lock:
+            self._begin()
+            old = self._rings[index]
+            self._poller.remove(old.fileno())
+            self._poller.add(ring.fileno(), index)
+            self._rings[index] = ring
+        return old
+
     def _check_open(self) -> None:
         if self._closed:
             raise ConsumerStateError(f"{self._what} is closed")

@@ -32,6 +32,11 @@ class Poller:
         self._tags[fd] = tag
         self._epoll.register(fd, select.EPOLLIN)
 
+    def remove(self, fd: int) -> None:
+        """Stop watching ``fd`` (a ring that was replaced; still open)."""
+        if self._tags.pop(fd, None) is not None:
+            self._epoll.unregister(fd)
+
     def fileno(self) -> int:
         """The epoll fd, for a caller's own event loop (readable when a ring is)."""
         return self._epoll.fileno()

@@ -157,6 +157,24 @@ class RingBuffer(MultiRingConsumer):
         self._add_ring(ring)
         return ring.index
 
+    def replace(self, i: int, map: Any, *, drops: Any = None) -> RingbufMappedRing:
+        """Read ring ``i`` from ``map`` from now on (same index, same callback) and
+        return the ring read before: still mapped, no longer read by this consumer.
+        Its new owner reads it to its end and closes it; that is how a group's buffer
+        moves to a ring of another size (:mod:`ringtool.readers.ringbuf_resize`).
+        Refused (ConsumerStateError) while a lease is out or from inside a callback;
+        a suspended ``read()`` batch is settled first."""
+        self._check_open()
+        old = self.ring(i)
+        new = RingbufMappedRing(_resolve(map, drops), old.callback, i)
+        try:
+            self._swap_ring(i, new)
+        except BaseException:
+            new.close()
+            raise
+        self._mapped[i] = new
+        return old
+
     def ring(self, i: int) -> RingbufMappedRing:
         """Ring ``i`` (0 = the first map): positions, ``size``, ``dropped()``."""
         if not isinstance(i, int) or not 0 <= i < len(self._mapped):

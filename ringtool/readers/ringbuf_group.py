@@ -131,6 +131,7 @@ class RingBufGroup:
         self._wanted = None if cpus is None else frozenset(cpus)
         self._consumers: list[tuple[RingBuffer, Callable[[memoryview], Any] | None]] = []
         self._fds: list[int] = []
+        self._sizes: dict[int, int] = {}  # ring fd -> its size in bytes
         try:
             self.ring_fds = [self._create_ring() for _ in range(self.layout.buffers)]
             ncpu = max(possible_cpu_count(), max(self.layout.cpu_to_buffer) + 1)
@@ -164,12 +165,54 @@ class RingBufGroup:
         self._fds.append(fd)
         return fd
 
-    def _create_ring(self) -> int:
-        return self._own(
-            bpf.map_create(
-                bpf.MapType.RINGBUF, key_size=0, value_size=0, max_entries=self.ring_bytes
-            )
+    def _create_ring(self, ring_bytes: int | None = None) -> int:
+        size = self.ring_bytes if ring_bytes is None else ring_bytes
+        fd = self._own(
+            bpf.map_create(bpf.MapType.RINGBUF, key_size=0, value_size=0, max_entries=size)
         )
+        self._sizes[fd] = size
+        return fd
+
+    # --- moving a buffer to another ring (ringtool.readers.ringbuf_resize drives these)
+
+    def ring_size(self, buffer_id: int) -> int:
+        """The size in bytes of buffer ``buffer_id``'s ring now."""
+        return self._sizes[self.ring_fds[buffer_id]]
+
+    def new_ring(self, ring_bytes: int) -> int:
+        """A new RINGBUF of ``ring_bytes`` (a power of two of pages), owned by the
+        group (closed by :meth:`close` or :meth:`release_ring`), not in use yet."""
+        _check_ring_bytes(ring_bytes)
+        if not self._fds:
+            raise ConsumerStateError("RingBufGroup is closed: its ring fds are gone")
+        return self._create_ring(ring_bytes)
+
+    def swap_ring(self, buffer_id: int, fd: int) -> int:
+        """Make ``fd`` (from :meth:`new_ring`) buffer ``buffer_id``'s ring for the
+        programs and return the fd of the ring it had. BPF_MAP_UPDATE_ELEM on the
+        ARRAY_OF_MAPS: the kernel (kernel/bpf/syscall.c, map_update_elem ->
+        maybe_wait_bpf_programs) returns only after synchronize_rcu(), so when this
+        returns no non-sleepable program still holds the old ring: it is written no
+        more. Blocks for that grace period (milliseconds); call it off the read loop."""
+        if not 0 <= buffer_id < len(self.ring_fds) or fd not in self._sizes:
+            raise ArgumentError(f"swap_ring({buffer_id!r}, {fd!r}): not a buffer and ring "
+                                "of this group")  # fmt: skip
+        bpf.map_update(self.rings_fd, _u32(buffer_id), _u32(fd))
+        old, self.ring_fds[buffer_id] = self.ring_fds[buffer_id], fd
+        return old
+
+    def ring_bytes_total(self) -> int:
+        """The bytes of every ring the group has now: in use, made and not swapped in
+        yet, swapped out and not released yet."""
+        return sum(list(self._sizes.values()))  # list(): one step under the GIL
+
+    def release_ring(self, fd: int) -> None:
+        """Close a ring fd the programs no longer use (one :meth:`swap_ring` gave back,
+        or one :meth:`new_ring` made that was never swapped in)."""
+        if fd in self._sizes and fd not in self.ring_fds and fd in self._fds:
+            self._fds.remove(fd)
+            del self._sizes[fd]
+            bpf.close_fd(fd)
 
     @property
     def buffers(self) -> int:

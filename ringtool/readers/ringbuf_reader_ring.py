@@ -52,6 +52,11 @@ class RingbufReaderRing:
             raise ConsumerStateError(f"ring {self.index} is closed")
         return self.state
 
+    @property
+    def callback(self) -> SampleCallback | None:
+        """The callback :meth:`drain` delivers to (None: the other styles only)."""
+        return self._callback
+
     # --- live state --------------------------------------------------------------------
 
     @property

@@ -22,7 +22,11 @@ class TraceOptions:
     wakes the reader only once its CPU's ring is at least this full (0 < f <= 1);
     below that the reader polls, :meth:`TraceSession.wait` returning at least every
     ``max_latency_s``, which bounds how late a record is read. ``None``: the kernel's
-    default (a wakeup for about every record while the reader keeps up)."""
+    default (a wakeup for about every record while the reader keeps up).
+
+    ``max_buffer_bytes``: rings grow instead of dropping, every ring together at most
+    this (:mod:`ringtool.trace.ring_growth`); None: they keep ``buffer_pages``.
+    ``ring_quiet_s``: a grown ring idle this long steps down (halves)."""
 
     events: tuple[str, ...] = ("exec", "open", "syscalls")
     pid: int | None = None
@@ -40,6 +44,8 @@ class TraceOptions:
     perf_pages: int = 8
     wakeup_fill: float | None = 0.25
     max_latency_s: float = 0.05
+    max_buffer_bytes: int | None = None
+    ring_quiet_s: float = 30.0
 
 
 __all__ = ["ALL_EVENTS", "PAGE", "RING_SOURCES", "TraceOptions"]

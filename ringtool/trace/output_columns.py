@@ -38,6 +38,7 @@ from ringtool.event.fields import fields_of
 from ringtool.event.group_values import group_values
 from ringtool.event.line_pieces import Piece, lines_of, text_of
 from ringtool.event.safe_text import printable
+from ringtool.trace.growth_policy import size_text
 from ringtool.trace.latency_buckets import approx_duration
 from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.sink import OutputBase
@@ -127,6 +128,11 @@ def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
         )
     if stats.cost is not None:
         lines.append(stats.cost.line())
+    if stats.rings is not None and stats.rings["switches"]:
+        lines.append("rings: " + ", ".join(
+            f"cpu {r['cpu']} {size_text(r['bytes'])} ({r['grown']} grown, {r['shrunk']} "
+            f"shrunk, peak {size_text(r['peak_bytes'])})"
+            for r in stats.rings["per_cpu"] if r["grown"] or r["shrunk"]))  # fmt: skip
     for row in stats.top_syscalls(5):
         lines.append(
             f"  {row.name:<20} {row.count:>10} calls  p99 {approx_duration(row.p99_ns):>6}"

@@ -127,6 +127,7 @@ def _loop(
                 next_tick += cfg.interval * max(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
                 )
+        session.finish_rings()  # a ring switch in flight: sealed, so read to its end
         _ingest(session, stats, out, sinks, decoder, ordered, final=True, keep=keep)
         _tick(session, stats, ordered, drill=out.drill_pid)
         stats.cost = cost.sample()
@@ -153,6 +154,7 @@ def _tick(
     session.set_drill(drill)
     if ordered is not None:
         stats.set_ordering(ordered.merger.stats)
+    stats.rings = session.rings_record()
     stats.tick(
         drops_cpu=session.dropped_per_cpu(),
         drops_source=session.dropped_per_source(),

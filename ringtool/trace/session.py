@@ -9,7 +9,10 @@
 * one BCC program per enabled source (``exec``, ``open``, ``syscalls``) — a source
   the kernel refuses is left out with a note in :attr:`TraceSession.notes`, the
   others keep running;
-* the ``net`` source (:mod:`ringtool.trace.net`) over a PERF_EVENT_ARRAY when asked.
+* the ``net`` source (:mod:`ringtool.trace.net`) over a PERF_EVENT_ARRAY when asked;
+* the rings' growth (:mod:`ringtool.trace.ring_growth`): with ``max_buffer_bytes`` a
+  CPU's ring that drops or fills up moves to a bigger one while tracing, and back
+  down when idle; its notes go to ``on_note``.
 
 Start-up: the constructor compiles and loads every program (seconds with BCC) and
 attaches the RINGBUF sources' tracepoints only when all are loaded; with
@@ -37,6 +40,7 @@ from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.programs.loader import attach_programs, compile_program, detach_all
+from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
@@ -47,6 +51,7 @@ from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.pacing import BatchPacer
 from ringtool.trace.parents import seed_parents
+from ringtool.trace.ring_growth import RingGrowth
 
 
 class TraceSession:
@@ -71,6 +76,7 @@ class TraceSession:
         self.sources: dict[str, Any] = {}  # name -> BCC object
         self.group: RingBufGroup | None = None
         self.rb: RingBuffer | None = None
+        self.growth: RingGrowth | None = None
         self.net: Any = None
         self.marks: MarkSource | None = None  # ringtool mark's ring (see _setup_marks)
         self.drill_pid: int | None = None  # see set_drill
@@ -114,6 +120,8 @@ class TraceSession:
         if self.group is not None and self.sources:
             self.rb = self.group.consumer()
             self._setup_marks()
+            self.growth = RingGrowth(self.group, self.rb, max_bytes=opts.max_buffer_bytes,
+                                     quiet_s=opts.ring_quiet_s, on_note=self._note)  # fmt: skip
         if "net" in opts.events:
             self._setup_net(defines)
         if not self.sources and self.net is None:
@@ -176,8 +184,11 @@ class TraceSession:
         the caller reads after every return (a poll) and no record waits longer.
 
         Each call also follows CPU hotplug (:meth:`check_cpus`: cheap, the online list
-        is read at most once per second); changes reach ``on_note``."""
+        is read at most once per second); changes reach ``on_note``. And it moves
+        rings that drop or fill to bigger ones (:mod:`ringtool.trace.ring_growth`)."""
         self.check_cpus()
+        if self.growth is not None:
+            self.growth.check()
         if self.rb is not None and self.opts.wakeup_fill is not None:
             timeout_s = min(timeout_s, self.opts.max_latency_s)
             ready = self._pacer.pause(timeout_s, extra_fds)  # see ringtool.trace.pacing
@@ -207,15 +218,23 @@ class TraceSession:
         """A timestamp-ordered reader over the per-CPU rings (``--ordered``)."""
         if self.rb is None:
             return None
-        return OrderedReader(self.rb, self.layout.event, window_us)
+        resizer = None if self.growth is None else self.growth.resizer
+        return OrderedReader(self.rb, self.layout.event, window_us, resizer)
 
     def read_events(self, limit: int | None = None) -> np.ndarray[Any, Any]:
         """The available RINGBUF records as a ``struct trace_event`` array (consumed)."""
-        if self.rb is None:
+        if self.rb is None or self.growth is None:
             return np.empty(0, dtype=self.layout.event)
-        arr = self.rb.read_batch(self.layout.event, limit)
+        self.growth.fills()  # the fill the reader finds: what the growth policy sees
+        arr = self.growth.read_batch(self.layout.event, check_limit("limit", limit))
         self._pacer.read_done()
         return arr
+
+    def finish_rings(self) -> None:
+        """Before the last read: the rings stop growing and every switch in flight is
+        sealed (milliseconds), so that read reads old and new rings to their end."""
+        if self.growth is not None:
+            self.growth.finish()
 
     def read_net(self) -> list[tuple[int, bytes]]:
         """The available net samples as ``(cpu, raw sample)`` (consumed)."""
@@ -238,10 +257,7 @@ class TraceSession:
 
     def _ring_fills(self) -> list[float]:
         """Per RINGBUF ring (by ring id): how full it is now, 0..1."""
-        if self.rb is None:
-            return []
-        rings = (self.rb.ring(bid) for bid in range(self.rb.ring_cnt))
-        return [ring.avail_data_size / ring.size for ring in rings]
+        return [] if self.growth is None else self.growth.fills()
 
     def _fullest(self) -> float:
         """The fill (0..1) of the fullest ring (the pacer's measure)."""
@@ -272,6 +288,10 @@ class TraceSession:
             lost = self.net.lost()
             out["net"] = [lost.get(cpu, 0) for cpu in range(possible_cpu_count())]
         return out
+
+    def rings_record(self) -> dict[str, Any] | None:
+        """The RINGBUF rings' sizes and switches (:meth:`RingGrowth.record`), or None."""
+        return None if self.growth is None else self.growth.record()
 
     def lost_per_cpu(self) -> dict[int, int]:
         """Perf samples lost per CPU (net source; PERF_RECORD_LOST totals)."""
@@ -314,6 +334,8 @@ class TraceSession:
         closers: list[Callable[[], Any]] = []
         if self.marks is not None:
             closers.append(self.marks.close)
+        if self.growth is not None:
+            closers.append(self.growth.close)  # before the consumer: it waits for a switch
         if self.rb is not None:
             closers.append(self.rb.close)
         if self.net is not None:
@@ -328,6 +350,7 @@ class TraceSession:
             except Exception:  # best effort: go on with the rest
                 pass
         self.rb = None
+        self.growth = None
         self.net = None
         self.marks = None
         self.sources = {}

@@ -115,6 +115,8 @@ class TraceStats:
     _mark_time: float = field(init=False)
     #: ``--ordered`` only: the merge's out-of-order accounting (see set_ordering)
     ordering: dict[str, Any] | None = None
+    #: the RINGBUF rings' sizes and switches (ringtool.trace.ring_growth's record)
+    rings: dict[str, Any] | None = None
     #: ``--export`` only: the exporter's counters (ringtool.export.accounting snapshot)
     export: dict[str, Any] | None = None
     #: what tracing costs (BPF run time, ringtool's CPU), sampled each interval
@@ -342,6 +344,8 @@ class TraceStats:
         record = self._stats_fields()
         if self.ordering is not None:
             record["ordering"] = self.ordering
+        if self.rings is not None:
+            record["rings"] = self.rings
         if self.export is not None:
             record["export"] = self.export
             for row in record["per_cpu"]:
@@ -397,6 +401,7 @@ class TraceStats:
             "drops_at": [vars(m) for m in self.drop_log],
             "sources": self.sources,
             **({"ordering": self.ordering} if self.ordering is not None else {}),
+            **({"rings": self.rings} if self.rings is not None else {}),
             **({"export": self.export} if self.export is not None else {}),
             **({"cost": self.cost.record()} if self.cost is not None else {}),
         }

@@ -63,6 +63,12 @@ sys.stdin.readline()
 if op == "open":
     for _ in range(n):
         os.close(os.open(path, os.O_RDONLY))
+elif op == "seq":  # opens of path/0, path/1, ... (missing files: failed opens)
+    for i in range(n):
+        try:
+            os.close(os.open(f"{path}/{i}", os.O_RDONLY))
+        except OSError:
+            pass
 elif op == "fork":
     for _ in range(n):
         if os.fork() == 0:
@@ -92,7 +98,8 @@ class GoChild:
 
 
 class Worker(GoChild):
-    """A child process that does ``n`` opens of ``path`` (or ``n`` forks) on go."""
+    """A child process that does ``n`` opens of ``path`` (``seq``: of ``path/0``,
+    ``path/1``, ...; or ``n`` forks) on go."""
 
     def __init__(self, name: str, op: str, path: Path, n: int) -> None:
         self.name = name

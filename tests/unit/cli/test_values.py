@@ -36,6 +36,15 @@ BAD: list[tuple[list[Arg], str]] = [
     (["trace", "--buffer-pages", "-4"], "--buffer-pages"),
     (["trace", "--buffer-pages", str(1 << 40)], "--buffer-pages"),
     (["trace", "--buffer-pages", "x"], "--buffer-pages"),
+    (["trace", "--max-buffer-mb", "0"], "--max-buffer-mb"),
+    (["trace", "--max-buffer-mb", "-8"], "--max-buffer-mb"),
+    (["trace", "--max-buffer-mb", "nan"], "--max-buffer-mb"),
+    (["trace", "--max-buffer-mb", "lots"], "--max-buffer-mb"),
+    (["trace", "--max-buffer-mb", "1e12"], "--max-buffer-mb"),  # more than the memory
+    (["trace", "--max-buffer-mb", "0.25"], "--max-buffer-mb 0.25 is less than the rings"),
+    (["trace", "--max-buffer-mb", "64", "--buffer-pages", str(1 << 18)], "--max-buffer-mb"),
+    (["trace", "--max-buffer-mb", "64", "--no-grow"], "--max-buffer-mb"),
+    (["trace", "--max-buffer-mb", "64", "--events", "net", "-i", "lo"], "--max-buffer-mb"),
     (["trace", "--interval", "0"], "--interval"),
     # trace: an interface that does not exist (checked before anything loads)
     (["trace", "-i", "rt-no-such-if"], "-i rt-no-such-if"),
