@@ -134,6 +134,10 @@ def register(subs: Any) -> None:
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
     p.add_argument(
+        "--keep-exited", action="store_true",
+        help="dashboard: keep exited processes in the table (default: dimmed a few s, then gone)",
+    )  # fmt: skip
+    p.add_argument(
         "--window-us", type=v.number(0, 10_000_000, unit="µs"),
         help="with --ordered: reorder window, µs",
     )  # fmt: skip
@@ -214,5 +218,6 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         window_us=args.window_us, pcap=args.pcap, force=args.force, kmes=args.kmes, width=width,
         hist=args.hist,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
+        keep_exited=args.keep_exited,
     )  # fmt: skip
     return opts, cfg

@@ -44,6 +44,8 @@ class RunConfig:
     name: re.Pattern[str] | None = None
     #: ``--fields``: the event fields to output, in this order (json, csv, columns)
     fields: tuple[str, ...] | None = None
+    #: ``--keep-exited``: the dashboard keeps exited processes in its table
+    keep_exited: bool = False
 
 
 def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
@@ -65,7 +67,7 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
     if cfg.mode == "tui":
         from ringtool.trace.tui import TraceTui
 
-        return TraceTui(decoder, interval=cfg.interval)
+        return TraceTui(decoder, interval=cfg.interval, keep_exited=cfg.keep_exited)
     from ringtool.trace.output_columns import ColumnOutput
 
     return ColumnOutput(stream, decoder, width=cfg.width)

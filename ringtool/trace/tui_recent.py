@@ -1,0 +1,138 @@
+"""The dashboard's recent events per process, kept as raw records (numpy), decoded
+only when drawn.
+
+:class:`RecentEvents` keeps, of the record types it is given (exec, open), the newest
+:data:`PER_PID` records of each process and :data:`TOTAL` in all (the oldest, by
+``h.ts``, forgotten first), so a quiet process keeps its events however busy the others
+are. Its cost per batch is a few numpy operations: a type mask, and only when the batch
+holds more than ``per_pid`` of them, one ``np.lexsort`` that keeps each pid's newest
+``per_pid`` of the batch; the records are appended to a buffer of twice ``total``
+that is compacted (one sort, the bounds applied) when it is full or read. Nothing is
+decoded here: :meth:`RecentEvents.select` returns the records of the processes asked
+for, oldest first, and the dashboard decodes the few rows it shows.
+
+Order: a process's records are ordered by ``h.ts`` (the monotonic clock of
+``bpf_ktime_get_ns``, comparable across CPUs), ties in order of arrival.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import numpy as np
+
+#: Records kept per process (more than the tallest terminal's recent panel shows).
+PER_PID = 128
+#: Records kept in all (the oldest forgotten first).
+TOTAL = 8192
+
+Records = np.ndarray[Any, Any]
+
+
+def newest_per_pid(pid: np.ndarray[Any, Any], ts: np.ndarray[Any, Any], per_pid: int
+                   ) -> np.ndarray[Any, Any]:  # fmt: skip
+    """Indices of the newest ``per_pid`` records (by ``ts``, then position) of each
+    pid, ordered by pid and then ``ts``."""
+    n = len(pid)
+    if n <= per_pid:
+        return np.lexsort((ts, pid))
+    if pid[0] == pid.min() == pid.max():  # one process (a busy one): its newest
+        if (np.diff(ts) >= 0).all():  # already in order: the last ones
+            return np.arange(n - per_pid, n)
+        return np.sort(np.argsort(ts, kind="stable")[n - per_pid :])
+    order = np.lexsort((ts, pid))  # stable: ties keep their positions
+    spid = pid[order]
+    last = np.flatnonzero(np.append(spid[1:] != spid[:-1], True))  # each pid's last index
+    sizes = np.diff(last, prepend=-1)
+    from_end = np.repeat(last, sizes) - np.arange(n)  # 0: the pid's newest
+    return order[from_end < per_pid]
+
+
+class RecentEvents:
+    """Bounded recent records per process (see the module doc)."""
+
+    def __init__(
+        self, dtype: np.dtype[Any], types: Sequence[int], *, per_pid: int = PER_PID,
+        total: int = TOTAL,
+    ) -> None:  # fmt: skip
+        if per_pid < 1 or total < 1:
+            raise ValueError("per_pid and total must be at least 1")
+        self.types = list(types)
+        self.per_pid, self.total = per_pid, total
+        self._buf: Records = np.empty(2 * total, dtype)
+        self._n = 0
+        self._compact = True  # the buffer's records are within the bounds, in (pid, ts) order
+
+    def __len__(self) -> int:
+        self._compaction()
+        return self._n
+
+    def add_batch(self, arr: Records) -> None:
+        """Keep the records of ``arr`` whose type is one of ``types``."""
+        if len(arr) == 0 or not self.types:
+            return
+        h = arr["h"]
+        t = h["type"]
+        mask = t == self.types[0]
+        for other in self.types[1:]:
+            mask |= t == other
+        idx = np.flatnonzero(mask)
+        if len(idx) == 0:
+            return
+        if len(idx) > self.per_pid:  # bounded before the copy: only what is kept is copied
+            idx = idx[newest_per_pid(h["pid"][idx], h["ts"][idx], self.per_pid)]
+        rec = arr[idx]
+        if self._n + len(rec) > len(self._buf):
+            self._compaction()
+            if self._n + len(rec) > len(self._buf):  # a batch of many processes
+                rec = np.concatenate((self._buf[: self._n], rec))
+                self._n = 0
+                rec = self._bounded(rec)
+        self._buf[self._n : self._n + len(rec)] = rec
+        self._n += len(rec)
+        self._compact = False
+
+    def _bounded(self, rec: Records) -> Records:
+        rec = rec[newest_per_pid(rec["h"]["pid"], rec["h"]["ts"], self.per_pid)]
+        if len(rec) > self.total:  # the newest `total` of all, kept in (pid, ts) order
+            ts = rec["h"]["ts"]
+            rec = rec[np.sort(np.argsort(ts, kind="stable")[len(rec) - self.total :])]
+        return rec
+
+    def _compaction(self) -> None:
+        if self._compact:
+            return
+        rec = self._bounded(self._buf[: self._n])
+        self._n = len(rec)
+        self._buf[: self._n] = rec
+        self._compact = True
+
+    def forget(self, pids: Collection[int]) -> None:
+        """Drop every record of ``pids`` (processes no longer shown)."""
+        if not pids or self._n == 0:
+            return
+        keep = ~np.isin(self._buf[: self._n]["h"]["pid"], np.fromiter(pids, np.int64))
+        rec = self._buf[: self._n][keep]
+        self._n = len(rec)
+        self._buf[: self._n] = rec
+
+    def select(self, pids: Collection[int] | None = None) -> Records:
+        """The records of ``pids`` (None: of every process), oldest first (a copy)."""
+        self._compaction()
+        rec = self._buf[: self._n]
+        if pids is not None:
+            rec = rec[np.isin(rec["h"]["pid"], np.fromiter(pids, np.int64, len(pids)))]
+        return rec[np.argsort(rec["h"]["ts"], kind="stable")]
+
+    def frozen(self) -> RecentEvents:
+        """A copy that does not change (what a paused dashboard draws)."""
+        self._compaction()
+        copy = RecentEvents(self._buf.dtype, self.types, per_pid=self.per_pid,
+                            total=self.total)  # fmt: skip
+        copy._buf[: self._n] = self._buf[: self._n]
+        copy._n = self._n
+        return copy
+
+
+__all__ = ["PER_PID", "TOTAL", "RecentEvents", "newest_per_pid"]
