@@ -35,13 +35,18 @@ def newest_per_pid(pid: np.ndarray[Any, Any], ts: np.ndarray[Any, Any], per_pid:
     """Indices of the newest ``per_pid`` records (by ``ts``, then position) of each
     pid, ordered by pid and then ``ts``."""
     n = len(pid)
-    if n <= per_pid:
-        return np.lexsort((ts, pid))
-    if pid[0] == pid.min() == pid.max():  # one process (a busy one): its newest
-        if (np.diff(ts) >= 0).all():  # already in order: the last ones
+    # contiguous copies: a record's fields are strided (and the header packed), and
+    # numpy's reductions and sorts on such views are several times slower
+    pid, ts = np.ascontiguousarray(pid), np.ascontiguousarray(ts)
+    in_order = bool((ts[1:] >= ts[:-1]).all())  # (ts is unsigned: no np.diff)
+    if n > per_pid and pid.min() == pid.max():  # one process (a busy one): its newest
+        if in_order:
             return np.arange(n - per_pid, n)
         return np.sort(np.argsort(ts, kind="stable")[n - per_pid :])
-    order = np.lexsort((ts, pid))  # stable: ties keep their positions
+    # stable sorts: ties keep their positions; in time order already, by pid alone
+    order = np.argsort(pid, kind="stable") if in_order else np.lexsort((ts, pid))
+    if n <= per_pid:
+        return order
     spid = pid[order]
     last = np.flatnonzero(np.append(spid[1:] != spid[:-1], True))  # each pid's last index
     sizes = np.diff(last, prepend=-1)
@@ -60,7 +65,11 @@ class RecentEvents:
             raise ValueError("per_pid and total must be at least 1")
         self.types = list(types)
         self.per_pid, self.total = per_pid, total
-        self._buf: Records = np.empty(2 * total, dtype)
+        self.dtype = np.dtype(dtype)
+        # kept as raw bytes (np.void): numpy copies those whole, several times faster
+        # than a structured record field by field
+        self._raw = np.dtype((np.void, self.dtype.itemsize))
+        self._buf: Records = np.empty(2 * total, self._raw)
         self._n = 0
         self._compact = True  # the buffer's records are within the bounds, in (pid, ts) order
 
@@ -72,6 +81,8 @@ class RecentEvents:
         """Keep the records of ``arr`` whose type is one of ``types``."""
         if len(arr) == 0 or not self.types:
             return
+        if not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr)
         h = arr["h"]
         t = h["type"]
         mask = t == self.types[0]
@@ -81,12 +92,15 @@ class RecentEvents:
         if len(idx) == 0:
             return
         if len(idx) > self.per_pid:  # bounded before the copy: only what is kept is copied
-            idx = idx[newest_per_pid(h["pid"][idx], h["ts"][idx], self.per_pid)]
-        rec = arr[idx]
+            pid, ts = np.ascontiguousarray(h["pid"]), np.ascontiguousarray(h["ts"])
+            if len(idx) < len(arr):
+                pid, ts = pid[idx], ts[idx]
+            idx = idx[newest_per_pid(pid, ts, self.per_pid)]
+        rec = arr.view(self._raw)[idx]
         if self._n + len(rec) > len(self._buf):
             self._compaction()
             if self._n + len(rec) > len(self._buf):  # a batch of many processes
-                rec = np.concatenate((self._buf[: self._n], rec))
+                rec = np.concatenate((self._buf[: self._n], rec))  # raw, both
                 self._n = 0
                 rec = self._bounded(rec)
         self._buf[self._n : self._n + len(rec)] = rec
@@ -94,9 +108,11 @@ class RecentEvents:
         self._compact = False
 
     def _bounded(self, rec: Records) -> Records:
-        rec = rec[newest_per_pid(rec["h"]["pid"], rec["h"]["ts"], self.per_pid)]
+        """``rec`` (raw) within the bounds, in (pid, ts) order."""
+        h = rec.view(self.dtype)["h"]
+        rec = rec[newest_per_pid(h["pid"], h["ts"], self.per_pid)]
         if len(rec) > self.total:  # the newest `total` of all, kept in (pid, ts) order
-            ts = rec["h"]["ts"]
+            ts = np.ascontiguousarray(rec.view(self.dtype)["h"]["ts"])
             rec = rec[np.sort(np.argsort(ts, kind="stable")[len(rec) - self.total :])]
         return rec
 
@@ -112,7 +128,8 @@ class RecentEvents:
         """Drop every record of ``pids`` (processes no longer shown)."""
         if not pids or self._n == 0:
             return
-        keep = ~np.isin(self._buf[: self._n]["h"]["pid"], np.fromiter(pids, np.int64))
+        pid = self._buf[: self._n].view(self.dtype)["h"]["pid"]
+        keep = ~np.isin(pid, np.fromiter(pids, np.int64))
         rec = self._buf[: self._n][keep]
         self._n = len(rec)
         self._buf[: self._n] = rec
@@ -120,7 +137,7 @@ class RecentEvents:
     def select(self, pids: Collection[int] | None = None) -> Records:
         """The records of ``pids`` (None: of every process), oldest first (a copy)."""
         self._compaction()
-        rec = self._buf[: self._n]
+        rec = self._buf[: self._n].view(self.dtype)
         if pids is not None:
             rec = rec[np.isin(rec["h"]["pid"], np.fromiter(pids, np.int64, len(pids)))]
         return rec[np.argsort(rec["h"]["ts"], kind="stable")]
@@ -128,7 +145,7 @@ class RecentEvents:
     def frozen(self) -> RecentEvents:
         """A copy that does not change (what a paused dashboard draws)."""
         self._compaction()
-        copy = RecentEvents(self._buf.dtype, self.types, per_pid=self.per_pid,
+        copy = RecentEvents(self.dtype, self.types, per_pid=self.per_pid,
                             total=self.total)  # fmt: skip
         copy._buf[: self._n] = self._buf[: self._n]
         copy._n = self._n
