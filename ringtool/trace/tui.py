@@ -324,7 +324,9 @@ class TraceTui:
         # every CPU it has room for
         rows_a = max(3, (height - 12) // 3)
         rows_b = max(3, min(8, (height - 12) // 3))
-        rows_tail = max(1, height - rows_a - rows_b - 11)
+        # what is left below the header (2), the two rows of tables (each with a title,
+        # a header and its rule) and the footer (1), less the tail's own 3 lines
+        rows_tail = max(1, height - rows_a - rows_b - 12)
         layout = Layout()
         self._layout = layout
         bottom = Layout(panels.footer(v), name="footer", size=1)

@@ -263,6 +263,8 @@ def events_table(
     if view.back and total:
         first = total - view.back - len(shown) + 1
         title.append(f"  {first}-{total - view.back}/{total}")
+    else:
+        title.append(f" ({total})")  # kept: the newest of each process (tui_recent)
     if view.filter:
         title.append(f"  [filter: {printable(view.filter)}]")
     uid_col: list[Column] = [("UID", "right", 6)] if uid else []
@@ -277,10 +279,10 @@ def events_table(
         path, rest = detail_split(ev)
         cells.append([clock, *ids, comm, ev["type"], printable(path), printable(rest)])
     room = None
-    if width is not None and cells:  # what the other columns (and 2 spaces each) leave
-        fixed = [max(len(c[i]) for c in [*cells, [n for n, *_ in cols]])
-                 for i in range(len(cols) - 1)]  # fmt: skip
-        room = width - sum(fixed) - 2 * len(cols) - 1
+    if width is not None and cells:  # what the other columns (their padding, rules) leave
+        mins = [max([len(name), *width]) for name, _, *width in cols]
+        fixed = [max(mins[i], *(len(c[i]) for c in cells)) for i in range(len(cols) - 1)]
+        room = width - sum(fixed) - 3 * len(cols) + 1  # padding 1+1, a rule between
     for *front, path, rest in cells:
         if room is not None:
             path = shorten_middle(path, room - len(rest))
@@ -292,8 +294,8 @@ def events_table(
 
 def shorten_middle(text: str, room: int) -> str:
     """``text`` in at most ``room`` characters, its middle replaced by ``…`` (the
-    start and the end, a file's name, stay); at least 10 characters are kept."""
-    room = max(10, room)
+    start and the end, a file's name, stay); at least 8 characters are kept."""
+    room = max(8, room)
     if len(text) <= room:
         return text
     head = (room - 1) // 2
@@ -330,6 +332,8 @@ def footer(view: ViewState) -> Text:
     state = "  [PAUSED]" if view.paused else ""
     back = "  Esc back" if view.drill is not None else ""
     tree = "  F5 tree" if not view.tree else "  F5 list"
+    if view.keep_exited:
+        state += "  [keep exited]"
     return Text(
         f" q quit  ? help  p pause  < > sort  s sort: {SORTS[view.sort]}  / filter{back}{state}"
         f"{tree}",

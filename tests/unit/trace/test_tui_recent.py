@@ -58,9 +58,10 @@ def test_only_the_types_asked_for_and_forget() -> None:
 
 
 batches = st.lists(
-    st.lists(st.tuples(st.integers(1, 6), st.integers(0, 50), st.sampled_from([OPEN, EXEC,
-                                                                              SYSCALL])),
-             max_size=40),  # fmt: skip
+    st.lists(
+        st.tuples(st.integers(1, 6), st.integers(0, 50), st.sampled_from([OPEN, EXEC, SYSCALL])),
+        max_size=40,
+    ),  # fmt: skip
     max_size=12,
 )
 
