@@ -61,7 +61,7 @@ batches = st.lists(
     st.lists(
         st.tuples(st.integers(1, 6), st.integers(0, 50), st.sampled_from([OPEN, EXEC, SYSCALL])),
         max_size=40,
-    ),  # fmt: skip
+    ),
     max_size=12,
 )
 
