@@ -2,9 +2,11 @@
 only when drawn.
 
 :class:`RecentEvents` keeps, of the record types it is given (exec, open), the newest
-:data:`PER_PID` records of each process and :data:`TOTAL` in all (the oldest, by
-``h.ts``, forgotten first), so a quiet process keeps its events however busy the others
-are. Its cost per batch is a few numpy operations: a type mask, and only when the batch
+:data:`PER_PID` records of each process and :data:`TOTAL` in all, so a quiet process
+keeps its events however busy the others are, and however many they are: over the
+total, each process keeps its newest ``k`` (the largest ``k`` that fits, a fair share:
+busy processes give up records first, a process with fewer than ``k`` keeps them all);
+only with more processes than ``total`` are the oldest records forgotten first. Its cost per batch is a few numpy operations: a type mask, and only when the batch
 holds more than ``per_pid`` of them, one ``np.lexsort`` that keeps each pid's newest
 ``per_pid`` of the batch; the records are appended to a buffer of twice ``total``
 that is compacted (one sort, the bounds applied) when it is full or read. Nothing is
@@ -30,15 +32,33 @@ TOTAL = 8192
 Records = np.ndarray[Any, Any]
 
 
-def newest_per_pid(pid: np.ndarray[Any, Any], ts: np.ndarray[Any, Any], per_pid: int
-                   ) -> np.ndarray[Any, Any]:  # fmt: skip
+def fair_share(sizes: np.ndarray[Any, Any], cap: int, total: int) -> int:
+    """The largest ``k <= cap`` with ``sum(min(size, k)) <= total`` (at least 1)."""
+    if int(np.minimum(sizes, cap).sum()) <= total:
+        return cap
+    lo, hi = 1, cap  # the sum fits at lo (or nothing does), not at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if int(np.minimum(sizes, mid).sum()) <= total:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def newest_per_pid(pid: np.ndarray[Any, Any], ts: np.ndarray[Any, Any], per_pid: int,
+                   total: int | None = None) -> np.ndarray[Any, Any]:  # fmt: skip
     """Indices of the newest ``per_pid`` records (by ``ts``, then position) of each
-    pid, ordered by pid and then ``ts``."""
+    pid, ordered by pid and then ``ts``; given ``total``, fewer per pid where needed
+    (:func:`fair_share`) so that at most ``total`` are kept when there are no more
+    pids than that."""
     n = len(pid)
     # contiguous copies: a record's fields are strided (and the header packed), and
     # numpy's reductions and sorts on such views are several times slower
     pid, ts = np.ascontiguousarray(pid), np.ascontiguousarray(ts)
     in_order = bool((ts[1:] >= ts[:-1]).all())  # (ts is unsigned: no np.diff)
+    if total is not None:
+        per_pid = min(per_pid, total)
     if n > per_pid and pid.min() == pid.max():  # one process (a busy one): its newest
         if in_order:
             return np.arange(n - per_pid, n)
@@ -50,6 +70,8 @@ def newest_per_pid(pid: np.ndarray[Any, Any], ts: np.ndarray[Any, Any], per_pid:
     spid = pid[order]
     last = np.flatnonzero(np.append(spid[1:] != spid[:-1], True))  # each pid's last index
     sizes = np.diff(last, prepend=-1)
+    if total is not None:
+        per_pid = fair_share(sizes, per_pid, total)
     from_end = np.repeat(last, sizes) - np.arange(n)  # 0: the pid's newest
     return order[from_end < per_pid]
 
@@ -110,8 +132,8 @@ class RecentEvents:
     def _bounded(self, rec: Records) -> Records:
         """``rec`` (raw) within the bounds, in (pid, ts) order."""
         h = rec.view(self.dtype)["h"]
-        rec = rec[newest_per_pid(h["pid"], h["ts"], self.per_pid)]
-        if len(rec) > self.total:  # the newest `total` of all, kept in (pid, ts) order
+        rec = rec[newest_per_pid(h["pid"], h["ts"], self.per_pid, self.total)]
+        if len(rec) > self.total:  # more pids than `total`: the newest of all
             ts = np.ascontiguousarray(rec.view(self.dtype)["h"]["ts"])
             rec = rec[np.sort(np.argsort(ts, kind="stable")[len(rec) - self.total :])]
         return rec
@@ -152,4 +174,4 @@ class RecentEvents:
         return copy
 
 
-__all__ = ["PER_PID", "TOTAL", "RecentEvents", "newest_per_pid"]
+__all__ = ["PER_PID", "TOTAL", "RecentEvents", "fair_share", "newest_per_pid"]

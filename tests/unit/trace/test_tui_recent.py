@@ -46,6 +46,17 @@ def test_a_quiet_process_keeps_its_events_beside_a_busy_one() -> None:
     assert len(store) <= 64
 
 
+def test_many_processes_do_not_push_a_quiet_one_out() -> None:
+    """Over the total, the busy processes give up records, not the quiet one."""
+    store = _store(per_pid=32, total=256)
+    store.add_batch(_batch([(1, 0, OPEN), (1, 1, OPEN)]))  # the quiet one, long ago
+    for b in range(50):  # 40 busy processes, 32 records each per batch
+        store.add_batch(_batch([(100 + p, 10 + b * 100 + i, OPEN) for p in range(40)
+                                for i in range(32)]))  # fmt: skip
+    assert store.select([1])["h"]["ts"].tolist() == [0, 1]
+    assert len(store) <= 256 and len(store.select([100])) == (256 - 2) // 40
+
+
 def test_only_the_types_asked_for_and_forget() -> None:
     store = _store(per_pid=4, total=100)
     store.add_batch(_batch([(1, 1, SYSCALL), (1, 2, OPEN), (2, 3, EXEC), (3, 4, SYSCALL)]))
@@ -92,3 +103,7 @@ def test_bounded_newest_kept_in_order(
         assert kept == newest  # the newest of it (ties: equal values)
         if len(seen) * per_pid <= total:  # nothing forgotten for the total's sake
             assert len(kept) == min(per_pid, len(stamps))
+    if seen and len(seen) <= total:  # a fair share: all keep min(what they had, one k)
+        k = max(len(store.select([p])) for p in seen)
+        for pid, stamps in seen.items():
+            assert len(store.select([pid])) == min(len(stamps), k), pid
