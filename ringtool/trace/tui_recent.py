@@ -6,9 +6,11 @@ only when drawn.
 keeps its events however busy the others are, and however many they are: over the
 total, each process keeps its newest ``k`` (the largest ``k`` that fits, a fair share:
 busy processes give up records first, a process with fewer than ``k`` keeps them all);
-only with more processes than ``total`` are the oldest records forgotten first. Its cost per batch is a few numpy operations: a type mask, and only when the batch
-holds more than ``per_pid`` of them, one ``np.lexsort`` that keeps each pid's newest
-``per_pid`` of the batch; the records are appended to a buffer of twice ``total``
+only with more processes than ``total`` are the oldest records forgotten first.
+
+Its cost per batch is a few numpy operations: a type mask, and only when the batch
+holds more than ``per_pid`` of them, one stable sort that keeps each pid's newest
+``per_pid`` of the batch; the records are copied raw into a buffer of twice ``total``
 that is compacted (one sort, the bounds applied) when it is full or read. Nothing is
 decoded here: :meth:`RecentEvents.select` returns the records of the processes asked
 for, oldest first, and the dashboard decodes the few rows it shows.
@@ -27,7 +29,7 @@ import numpy as np
 #: Records kept per process (more than the tallest terminal's recent panel shows).
 PER_PID = 128
 #: Records kept in all (the oldest forgotten first).
-TOTAL = 8192
+TOTAL = 16384
 
 Records = np.ndarray[Any, Any]
 

@@ -268,20 +268,22 @@ class ViewState:
 
     def _live_rows(self, stats: TraceStats | None) -> list[ProcRow]:
         """The rows of the filter, without the processes gone (unless kept); notes
-        which are dimmed (exiting) and which were left out."""
+        which are dimmed (exiting) and which processes (of all, not only the filter's)
+        are gone."""
         self.dim, self.gone = set(), []
-        rows = [r for r in (stats.proc_rows() if stats else []) if self.matches(r[1])]
+        rows = stats.proc_rows() if stats else []
         if self.exits is None or not len(self.exits) or stats is None:
-            return rows
+            return [r for r in rows if self.matches(r[1])]
         now, kept = time.monotonic(), []
-        for r in rows:
+        for r in rows:  # every row: the gone ones of all processes (their events go)
             state = self.exits.state(r[0], stats.procs[r[0]][2] or 0, now)
             if state == GONE and not self.keep_exited:
                 self.gone.append(r[0])
                 continue
             if state != LIVE:
                 self.dim.add(r[0])
-            kept.append(r)
+            if self.matches(r[1]):
+                kept.append(r)
         return kept
 
     def procs(self, stats: TraceStats | None, rows: int) -> tuple[list[ProcRow], int]:
