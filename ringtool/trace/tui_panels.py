@@ -15,6 +15,7 @@ active.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -285,6 +286,8 @@ def events_table(
         room = width - sum(fixed) - 3 * len(cols) + 1  # padding 1+1, a rule between
     for *front, path, rest in cells:
         if room is not None:
+            if len(path) + len(rest) > room:  # tight: the syscall's name goes first
+                rest = re.sub(r" \(\w+\)$", "", rest)
             path = shorten_middle(path, room - len(rest))
         t.add_row(
             *front[:-2], Text(front[-2], no_wrap=True), front[-1], Text(path + rest, no_wrap=True)
@@ -293,12 +296,13 @@ def events_table(
 
 
 def shorten_middle(text: str, room: int) -> str:
-    """``text`` in at most ``room`` characters, its middle replaced by ``…`` (the
-    start and the end, a file's name, stay); at least 8 characters are kept."""
+    """``text`` in at most ``room`` characters, its middle replaced by ``…`` (a
+    quarter of the start and the end, a file's name, stay); at least 8 characters
+    are kept."""
     room = max(8, room)
     if len(text) <= room:
         return text
-    head = (room - 1) // 2
+    head = max(1, room // 4)
     return text[:head] + "…" + text[len(text) - (room - 1 - head) :]
 
 

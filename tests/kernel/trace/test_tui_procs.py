@@ -58,13 +58,13 @@ def _start(code: str, *args: str) -> subprocess.Popen[str]:
 def pair(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], subprocess.Popen[str], str]]:
     """A busy opener (zdashbusy) and a quiet one (zdashquiet) waiting for "go"; the quiet
     one's file name."""
-    marker = tmp_path / "rt-quiet-marker"
+    marker = tmp_path / "zdq"
     marker.write_text("x")
     (tmp_path / "busy").write_text("x")
     busy = _start(BUSY, "zdashbusy", str(tmp_path / "busy"))
     quiet = _start(QUIET, "zdashquiet", str(marker), str(QUIET_OPENS))
     try:
-        yield busy, quiet, marker.name
+        yield busy, quiet, f"/{marker.name} O_RDONLY"
     finally:
         for p in (busy, quiet):
             p.kill()
@@ -100,6 +100,7 @@ def test_quiet_process_keeps_its_events_in_filter_and_drill_down(
                                match=lambda s: _recent_count(s) == QUIET_OPENS)  # fmt: skip
         rows = [ln for ln in screen.splitlines() if marker in ln]
         assert rows and all(str(quiet.pid) in ln and "zdashquiet" in ln for ln in rows)
+        assert all(" = 3" in ln for ln in rows)  # the return value, before the path is cut
         assert all(len(ln) <= w for ln in screen.splitlines())
         term.send("Enter")  # the drill-down of the selected (the only) process
         screen = term.wait_for(f"process {quiet.pid}: recent exec/open/net ({QUIET_OPENS})",
