@@ -222,6 +222,9 @@ class TraceTui:
 
     def stats(self, stats: TraceStats) -> None:
         self._stats = stats
+        quiet = ((pid, row[2] or 0) for pid, _, _, recent in stats.proc_rows() if not recent
+                 for row in (stats.procs[pid],))  # fmt: skip
+        self.exits.sweep(quiet)  # exits whose records were lost (drops)
         if not self.view.paused:
             self._draw()
 

@@ -129,7 +129,8 @@ def test_selection_follows_the_process_across_a_sort(
         quiet.stdin.write("go\n")
         quiet.stdin.flush()
         term.send("/", "zdash", "Enter")  # zdashbusy (most events) first, then zdashquiet
-        term.wait_for(f" {busy.pid} zdashbusy", f" {quiet.pid} zdashquiet", "top processes  1/2")
+        both = re.compile(rf"\b{busy.pid}\s+zdashbusy\b[\s\S]*\b{quiet.pid}\s+zdashquiet\b")
+        term.wait_for("top processes  1/2", match=lambda s: bool(both.search(s)))
         term.send("j")  # the quiet one, second
         term.wait_for("top processes  2/2")
         term.send("<", "I")  # by COMM, Z first: zdashquiet is now the first row
@@ -157,7 +158,7 @@ def test_exited_processes_leave_the_table(keep: bool, tmp_path: Path) -> None:
         assert short.stdin is not None and short.stdout is not None
         short.stdin.write("go\n")
         short.stdin.flush()
-        row = re.compile(rf"\b{short.pid} zdashshort\s+\d")
+        row = re.compile(rf"\b{short.pid}\s+zdashshort\s+\d")
         term.wait_for(match=lambda s: bool(row.search(s)))
         assert short.stdout.readline() == "done\n"
         short.kill()
