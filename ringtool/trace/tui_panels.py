@@ -333,13 +333,12 @@ def footer(view: ViewState) -> Text:
         what = "search comm" if view.searching else "filter by comm"
         return Text(f"{what}: {printable(view.editing)}▏ (Enter apply, Esc clear)",
                     style="reverse", no_wrap=True, overflow="ellipsis")  # fmt: skip
-    state = "  [PAUSED]" if view.paused else ""
+    # the state first: a narrow terminal cuts the hints at the end (with …), not it
+    state = (" [PAUSED] " if view.paused else "") + (" [keep exited] " if view.keep_exited else "")
     back = "  Esc back" if view.drill is not None else ""
     tree = "  F5 tree" if not view.tree else "  F5 list"
-    if view.keep_exited:
-        state += "  [keep exited]"
     return Text(
-        f" q quit  ? help  p pause  < > sort  s sort: {SORTS[view.sort]}  / filter{back}{state}"
+        f"{state} q quit  ? help  p pause  < > sort  s sort: {SORTS[view.sort]}  / filter{back}"
         f"{tree}",
         style="reverse",
         no_wrap=True,
