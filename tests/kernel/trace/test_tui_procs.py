@@ -82,7 +82,7 @@ def test_quiet_process_keeps_its_events_in_filter_and_drill_down(
     w: int, h: int, pair: tuple[subprocess.Popen[str], subprocess.Popen[str], str]
 ) -> None:
     busy, quiet, marker = pair
-    cmd = (f"{RUN} trace --events open,exec --interval 0.3 --buffer-pages 1024; "
+    cmd = (f"{RUN} trace --events open,exec --interval 0.3 --buffer-pages 4096; "
            "echo EXITED rc=$?; sleep 60")  # fmt: skip
     term = Terminal(cmd, w, h)
     try:
@@ -95,16 +95,26 @@ def test_quiet_process_keeps_its_events_in_filter_and_drill_down(
         quiet.stdin.flush()
         assert quiet.stdout.readline() == "done\n"  # all its opens made
         term.send("/", "zdashquiet", "Enter")
-        # every open of the quiet one is kept, however many the busy one made since
-        screen = term.wait_for("filter: comm~zdashquiet", marker,
-                               match=lambda s: _recent_count(s) == QUIET_OPENS)  # fmt: skip
+        # every open of the quiet one that reached ringtool is kept, however many the
+        # busy one made since: as many as the table counts for it, all it did unless
+        # the kernel dropped some (the machine overloaded: the ring was full)
+        counted = re.compile(rf"\b{quiet.pid}\s+zdash\S*\s+(\d+)\s+\d+")
+
+        def same(screen: str) -> bool:
+            m = counted.search(screen)
+            return m is not None and _recent_count(screen) == int(m.group(1)) > 0
+
+        screen = term.wait_for("filter: comm~zdashquiet", marker, match=same)
+        n = _recent_count(screen)
+        assert n is not None and n <= QUIET_OPENS
+        if re.search(r"last drops at", screen) is None:
+            assert n == QUIET_OPENS
         rows = [ln for ln in screen.splitlines() if marker in ln]
         assert rows and all(str(quiet.pid) in ln and "zdashquiet" in ln for ln in rows)
         assert all(" = 3" in ln for ln in rows)  # the return value, before the path is cut
         assert all(len(ln) <= w for ln in screen.splitlines())
         term.send("Enter")  # the drill-down of the selected (the only) process
-        screen = term.wait_for(f"process {quiet.pid}: recent exec/open/net ({QUIET_OPENS})",
-                               marker)  # fmt: skip
+        term.wait_for(f"process {quiet.pid}: recent exec/open/net ({n})", marker)
         term.send("Escape")  # leaves the drill-down
         term.wait_for("filter: comm~zdashquiet", absent=("(Esc returns)",))
         term.send("Escape")  # the main view: clears the filter
