@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
+from tests.helpers.tui import opener_script
 
 pytestmark = pytest.mark.kernel
 
@@ -37,14 +38,7 @@ time.sleep(600)
 """
 
 # Names itself and opens its file in a tight loop until killed.
-BUSY = """
-import sys
-with open("/proc/self/comm", "w") as f:
-    f.write(sys.argv[1])
-print("ready", flush=True)
-while True:
-    open(sys.argv[2]).close()
-"""
+BUSY = opener_script(0)
 
 
 def _start(code: str, *args: str) -> subprocess.Popen[str]:

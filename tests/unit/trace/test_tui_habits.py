@@ -20,6 +20,7 @@ from ringtool.trace.tui_keys import KeyParser
 from ringtool.trace.tui_tree import tree_rows
 from ringtool.trace.tui_view import ViewState
 from tests.helpers.stats import LAYOUT, new_stats
+from tests.helpers.tui import frame
 
 OPEN, EXIT = LAYOUT.type_id("open"), LAYOUT.type_id("exit")
 
@@ -42,10 +43,7 @@ def _tui(w: int, h: int) -> tuple[TraceTui, io.StringIO]:
 
 
 def _frame(tui: TraceTui, buf: io.StringIO) -> str:
-    buf.seek(0)
-    buf.truncate()
-    tui.console.print(tui.render(), height=tui.console.size[1])
-    return buf.getvalue()
+    return frame(tui, buf)
 
 
 def _feed(tui: TraceTui, st: TraceStats, arr: np.ndarray[Any, Any]) -> None:

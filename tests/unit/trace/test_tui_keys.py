@@ -18,6 +18,7 @@ from ringtool.trace.tui import TraceTui
 from ringtool.trace.tui_keys import KeyParser
 from ringtool.trace.tui_view import KEYS, ViewState
 from tests.helpers.stats import new_stats
+from tests.helpers.tui import frame
 
 LAYOUT = load_layout()
 
@@ -145,10 +146,7 @@ def _tui(w: int, h: int) -> tuple[TraceTui, io.StringIO]:
 
 
 def _frame(tui: TraceTui, buf: io.StringIO) -> str:
-    buf.seek(0)
-    buf.truncate()
-    tui.console.print(tui.render(), height=tui.console.size[1])
-    return buf.getvalue()
+    return frame(tui, buf)
 
 
 @pytest.mark.parametrize(("w", "h"), [(80, 24), (120, 40)])
