@@ -94,13 +94,19 @@ def test_mouse_selects_a_row_and_sorts(w: int, h: int) -> None:
     try:
         screen = term.wait_for("per CPU", "EVENTS▼", timeout=FIRST_SCREEN)
         screen = term.wait_for(match=lambda s: bool(re.search(r"top processes  1/([3-9]|\d\d)", s)))
+        term.send("p")  # frozen: the rows stay where the clicks land
+        screen = term.wait_for("[PAUSED]")
         lines = screen.splitlines()
         title = next(i for i, ln in enumerate(lines) if "top processes" in ln)
         head = lines[title + 1]
         _mouse(term, head.index("COMM") + 1, title + 1)  # the COMM header: sort by it
-        term.wait_for("COMM▲", absent=("EVENTS▼",))
-        _mouse(term, head.index("COMM") + 1, title + 3 + 2)  # the third row
-        term.wait_for("top processes  3/")
+        screen = term.wait_for("COMM▲", absent=("EVENTS▼",))
+        third = screen.splitlines()[title + 3 + 2][w // 2 :]  # (the table: the right half)
+        pid = re.match(r"\s*(\d+)\s", third)
+        assert pid is not None, screen
+        _mouse(term, head.index("COMM") + 1, title + 3 + 2)  # the third row shown
+        term.send("Enter")  # the drill-down opens the process clicked
+        term.wait_for(f"process {pid.group(1)}  ")
         term.send("q")
         term.wait_for("EXITED rc=0")
     finally:
