@@ -154,6 +154,10 @@ def register(subs: Any) -> None:
         help="leave the kernel's BPF run-time statistics off (no BPF figures in the cost panel)",
     )  # fmt: skip
     p.add_argument(
+        "--keep-exited", action="store_true",
+        help="dashboard: keep exited processes in the table (default: dimmed a few s, then gone)",
+    )  # fmt: skip
+    p.add_argument(
         "--window-us", type=v.number(0, 10_000_000, unit="µs"),
         help="with --ordered: reorder window, µs",
     )  # fmt: skip
@@ -273,5 +277,6 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         window_us=args.window_us, pcap=args.pcap, force=args.force, kmes=args.kmes, width=width,
         hist=args.hist, cost=not args.no_cost,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
+        keep_exited=args.keep_exited,
     )  # fmt: skip
     return opts, cfg

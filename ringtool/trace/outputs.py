@@ -48,6 +48,8 @@ class RunConfig:
     #: are on while the run reads (:class:`ringtool.trace.cost.CostSampler`); False
     #: (``--no-cost``): ringtool's own CPU only
     cost: bool = True
+    #: ``--keep-exited``: the dashboard keeps exited processes in its table
+    keep_exited: bool = False
 
 
 def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
@@ -69,7 +71,7 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
     if cfg.mode == "tui":
         from ringtool.trace.tui import TraceTui
 
-        return TraceTui(decoder, interval=cfg.interval)
+        return TraceTui(decoder, interval=cfg.interval, keep_exited=cfg.keep_exited)
     from ringtool.trace.output_columns import ColumnOutput
 
     return ColumnOutput(stream, decoder, width=cfg.width)

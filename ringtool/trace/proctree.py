@@ -49,6 +49,11 @@ class ProcessTree:
         if len(self.forks) > 4 * PARENTS:  # counts of long-gone parents go first
             del self.forks[next(iter(self.forks))]
 
+    def parents(self) -> dict[int, int]:
+        """Child pid -> the parent that forked it, of the children remembered (a pid
+        forked twice, after reuse: its newest parent)."""
+        return {kid: parent for parent, kids in self._children.items() for kid in kids}
+
     def children(self, parent: int) -> list[int]:
         """The newest children of ``parent`` seen (oldest first), at most PER_PARENT."""
         return list(self._children.get(parent, ()))

@@ -61,14 +61,25 @@ def run_trace(
     early_notes: list[str] = []
     # the sinks first: a --pcap that cannot be written fails before any BPF load
     sinks = open_sinks(cfg, opts.snaplen, decoder, possible_cpu_count())
+    out = parts.output(cfg, decoder, stream)
+    early = cfg.mode == "tui"  # the dashboard shows the start-up (BCC compiles: seconds)
+    notes: list[str] = []
     try:
         with StopSignals() as stop:
-            session = parts.session(opts, layout, on_note=early_notes.append, attach=False)
+            if early:
+                out.open()
+            session = parts.session(opts, layout, on_note=early_notes.append, attach=False,
+                                    on_step=out.step)  # fmt: skip
+            notes = session.notes
             try:
-                _loop(session, stop, cfg, decoder, namer, stream, sinks, parts)
+                _loop(session, stop, cfg, decoder, stream, sinks, parts, out)
             finally:
                 session.close()
     finally:
+        if early:
+            out.close()  # a no-op when the loop closed it
+            for note in notes:  # after the dashboard: the notes stay on the terminal
+                print(f"ringtool trace: {printable(note)}", file=sys.stderr)
         close_sinks(sinks, None)  # a no-op when the loop closed them
     return 0
 
@@ -78,16 +89,16 @@ def _loop(
     stop: StopSignals,
     cfg: RunConfig,
     decoder: Decoder,
-    namer: Callable[[int], str],
     stream: TextIO,
     sinks: list[Sink],
     parts: RunParts,
+    out: Output,
 ) -> None:
-    stats = parts.stats(decoder.types, possible_cpu_count(), session.active, namer)
-    out = parts.output(cfg, decoder, stream)
+    stats = parts.stats(decoder.types, possible_cpu_count(), session.active,
+                        decoder.syscall_name)  # fmt: skip
     input_fd = out.input_fd
     extra_fds = [stop.fileno(), *([input_fd] if input_fd >= 0 else [])]
-    if cfg.mode in ("tui", "quiet"):  # the others tell their notes on stderr at start
+    if cfg.mode == "quiet":  # the others tell their notes on stderr at start (tui: at end)
         for note in session.notes:
             print(f"ringtool trace: {printable(note)}", file=sys.stderr)
     ordered = session.ordered_reader(cfg.window_us) if cfg.ordered else None

@@ -59,6 +59,8 @@ class TraceSession:
 
     ``on_note(text)`` is told about every source that had to be disabled and, while
     running, every CPU hotplug change (the runner points it at the output).
+    ``on_step(text)`` is told what start-up does next (``compiling bpf/trace_open.c``,
+    ``attaching``): the dashboard shows it while BCC compiles.
     """
 
     def __init__(
@@ -68,8 +70,10 @@ class TraceSession:
         on_note: Callable[[str], None] | None = None,
         *,
         attach: bool = True,
+        on_step: Callable[[str], None] | None = None,
     ) -> None:
         self.opts = opts
+        self.on_step = on_step
         self.layout = layout
         self.notes: list[str] = []
         self.on_note = on_note
@@ -90,6 +94,10 @@ class TraceSession:
             self.close()
             raise
 
+    def _step(self, text: str) -> None:
+        if self.on_step is not None:
+            self.on_step(text)
+
     def _note(self, text: str) -> None:
         self.notes.append(text)
         if self.on_note is not None:
@@ -109,6 +117,7 @@ class TraceSession:
                 ring = opts.buffer_pages * PAGE
                 defines["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(ring, opts.wakeup_fill)
         for name in ring_names:
+            self._step(f"compiling bpf/{RING_SOURCES[name]} (source {name})")
             try:
                 self.sources[name] = compile_program(
                     RING_SOURCES[name], defines=defines, attach=False
@@ -146,6 +155,7 @@ class TraceSession:
             return
         from ringtool.trace.net import NetSource
 
+        self._step(f"compiling the net source (TC on {self.opts.iface})")
         try:
             self.net = NetSource(self.opts.iface, self.opts.snaplen, self.opts.perf_pages, defines)
         except RingtoolError as exc:
@@ -161,6 +171,7 @@ class TraceSession:
         """Attach the RINGBUF sources' programs (with ``attach=False``: call right
         before reading; again: nothing more); a source the kernel refuses now is closed
         and noted. Returns the time.monotonic() at which they were all attached."""
+        self._step(f"attaching {', '.join(self.sources) or 'nothing'}")
         for name, obj in list(self.sources.items()):
             try:
                 attach_programs(obj)

@@ -43,6 +43,10 @@ class Output(Protocol):
     def stats(self, stats: TraceStats) -> None: ...
     def summary(self, stats: TraceStats) -> None: ...
     def note(self, text: str) -> None: ...
+    def step(self, text: str) -> None:
+        """Start-up: what is being done now (compiling a source, attaching)."""
+        ...
+
     def handle_input(self) -> bool:
         """Read the pending keys; True when the user asked to quit."""
         ...
@@ -67,6 +71,9 @@ class OutputBase:
 
     def handle_input(self) -> bool:
         return False
+
+    def step(self, text: str) -> None:
+        pass
 
 
 class Sink(Protocol):

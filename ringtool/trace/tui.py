@@ -18,9 +18,15 @@ that the terminal is too small instead of drawing cut cells. Numbers are scaled 
 their columns have fixed minimum widths, so a number is never cut and columns do not
 jump between frames. Data is never markup (see :func:`ringtool.trace.tui_panels.data`).
 
-Cost: records are only counted (vectorised) as they arrive; only the newest few
-exec/open/net records of each batch are decoded. The screen is drawn once per
-interval and after a key, never per event. ``__exit__`` always restores the terminal
+Cost: records are only counted (vectorised) as they arrive, and each process's newest
+exec/open records are kept raw (:mod:`ringtool.trace.tui_recent`); only the rows a
+frame shows are decoded. The screen is drawn once per interval and after a key, never
+per event. Pausing draws a copy of the stats and the recent events taken when ``p``
+was pressed (:mod:`ringtool.trace.tui_freeze`); counting goes on behind it.
+
+Start-up: the dashboard opens before the BPF programs compile, and until the first
+batch says what it is doing (compiling which source, attaching) and for how long
+(:meth:`TraceTui.step`, redrawn four times a second). ``__exit__`` always restores the terminal
 (tty mode, alternate screen, cursor), also when the loop raised.
 """
 
@@ -31,6 +37,8 @@ import os
 import select
 import sys
 import termios
+import threading
+import time
 import tty
 from collections import deque
 from types import TracebackType
@@ -46,8 +54,12 @@ from ringtool.event.decode import Decoder, Event
 from ringtool.trace import tui_panels as panels
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_cost import cost_panel
-from ringtool.trace.tui_keys import ESC_TIMEOUT, KeyParser
+from ringtool.trace.tui_exits import Exits
+from ringtool.trace.tui_freeze import frozen_stats
+from ringtool.trace.tui_keys import ESC_TIMEOUT, MOUSE_OFF, MOUSE_ON, KeyParser
+from ringtool.trace.tui_mouse import click_target
 from ringtool.trace.tui_panels import data, sparkline
+from ringtool.trace.tui_recent import RecentEvents
 from ringtool.trace.tui_view import SORTS, ViewState
 
 #: The smallest terminal the dashboard draws in; below it a one-line message says so.
@@ -66,13 +78,26 @@ class TraceTui:
         interval: float = 1.0,
         console: Console | None = None,
         input_fd: int | None = None,
+        keep_exited: bool = False,
     ) -> None:
         self.decoder = decoder
         self.interval = interval
         self.console = console or Console()
+        #: decoded events (net), beside the per-process raw records of ``recent``
         self.tail: deque[Event] = deque(maxlen=TAIL_KEEP)
-        self.view = ViewState()
+        lay = decoder.layout
+        self.recent = RecentEvents(lay.event, [lay.type_id(t) for t in TAIL_TYPES if t != "net"])
+        exit_ids = [t for t, name in lay.type_names.items() if name == "exit"]
+        self.exits = Exits(exit_ids[0] if exit_ids else None)
+        self.view = ViewState(keep_exited=keep_exited, exits=self.exits)
         self.keys = KeyParser()
+        self._frozen: tuple[TraceStats | None, RecentEvents, list[Event]] | None = None
+        self._forgotten: set[int] = set()  # pids whose records were dropped (gone)
+        self._layout: Layout | None = None
+        self._steps: list[tuple[str, float]] = []  # start-up: (what, since) (monotonic)
+        self._started = time.monotonic()
+        self._ticker: threading.Thread | None = None
+        self._ticking = threading.Event()
         self.sources: list[str] = []
         self.notes: list[str] = []
         self._stats: TraceStats | None = None
@@ -81,7 +106,6 @@ class TraceTui:
         if input_fd is None:
             input_fd = sys.stdin.fileno() if sys.stdin.isatty() else -1
         self.input_fd = input_fd
-        self._tail_ids = [decoder.layout.type_id(t) for t in TAIL_TYPES if t != "net"]
 
     # the view's state, under the names the runner and tests use
     @property
@@ -111,6 +135,8 @@ class TraceTui:
     # --- lifecycle ---------------------------------------------------------------------
 
     def __enter__(self) -> TraceTui:
+        if self._live is not None:  # opened early (start-up progress): once
+            return self
         if self.input_fd >= 0:
             self._tty_saved = termios.tcgetattr(self.input_fd)
             tty.setcbreak(self.input_fd)
@@ -120,6 +146,9 @@ class TraceTui:
         )  # fmt: skip
         try:
             self._live.__enter__()
+            if self.input_fd >= 0:
+                self.console.file.write(MOUSE_ON)  # clicks as SGR reports (tui_keys)
+                self.console.file.flush()
         except BaseException:
             self._restore_tty()
             raise
@@ -131,8 +160,11 @@ class TraceTui:
         exc: BaseException | None = None,
         tb: TracebackType | None = None,
     ) -> None:
+        self._stop_ticker()
         try:
             if self._live is not None:
+                if self.input_fd >= 0:
+                    self.console.file.write(MOUSE_OFF)
                 self._live.__exit__(exc_type, exc, tb)
         finally:
             self._live = None
@@ -154,23 +186,47 @@ class TraceTui:
         """The :class:`~ringtool.trace.sink.Output` call: ``__exit__``."""
         self.__exit__(None, None, None)
 
+    def step(self, text: str) -> None:
+        """Start-up: what the trace does now (``compiling trace_open.c``); shown with
+        the time it has taken so far until the sources are read."""
+        self._steps.append((text, time.monotonic()))
+        if self._live is not None and self._ticker is None:
+            self._ticking.clear()
+            self._ticker = threading.Thread(target=self._tick_startup, daemon=True)
+            self._ticker.start()
+        self._draw()
+
+    def _tick_startup(self) -> None:
+        while not self._ticking.wait(0.25):
+            self._draw()
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticking.set()
+            self._ticker.join()
+            self._ticker = None
+
     def start(self, sources: list[str], notes: list[str]) -> None:
+        self._stop_ticker()
         self.sources = sources
         self.notes = list(notes)
         self._draw()
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        if self.view.paused:
-            return
+        """Keep each process's newest exec/open records (vectorised, not decoded), the
+        exits, and the net events; also while paused (the frozen copy is drawn)."""
         if len(arr):
-            mask = np.isin(arr["h"]["type"], self._tail_ids)
-            recent = arr[mask][-TAIL_KEEP:]
-            self.tail.extend(self.decoder.decode(recent))
-        self.tail.extend(net[-TAIL_KEEP:])
+            self.recent.add_batch(arr)
+            self.exits.add_batch(arr)
+        if net:
+            self.tail.extend(net[-TAIL_KEEP:])
 
     def stats(self, stats: TraceStats) -> None:
+        self._stats = stats
+        quiet = ((pid, row[2] or 0) for pid, _, _, recent in stats.proc_rows() if not recent
+                 for row in (stats.procs[pid],))  # fmt: skip
+        self.exits.sweep(quiet)  # exits whose records were lost (drops)
         if not self.view.paused:
-            self._stats = stats
             self._draw()
 
     def summary(self, stats: TraceStats) -> None:
@@ -194,7 +250,9 @@ class TraceTui:
         :data:`ESC_TIMEOUT`); True when the user asked to quit."""
         keys = self._read_keys()
         for key in keys:
-            if self.view.key(key):
+            if key.startswith("click:"):
+                self._click(key)
+            elif self.view.key(key):
                 return True
         if keys:
             self._draw()
@@ -214,9 +272,46 @@ class TraceTui:
 
     # --- drawing -----------------------------------------------------------------------
 
+    def _click(self, key: str) -> None:
+        """A mouse click (``click:X:Y``) on the process table: select or sort."""
+        if self._layout is None or self.view.help or self.view.editing is not None:
+            return
+        _, x, y = key.split(":")
+        row, column = click_target(self._layout, self.console, int(x) - 1, int(y) - 1)
+        self.view.click(row, column)
+
     def _draw(self) -> None:
         if self._live is not None:
             self._live.update(self.render(), refresh=True)
+
+    def _shown(self) -> tuple[TraceStats | None, RecentEvents, list[Event]]:
+        """What a frame draws: now, or (paused) the copy taken when it paused."""
+        if not self.view.paused:
+            self._frozen = None
+            return self._stats, self.recent, list(self.tail)
+        if self._frozen is None:
+            s = frozen_stats(self._stats) if self._stats is not None else None
+            self._frozen = (s, self.recent.frozen(), list(self.tail))
+        return self._frozen
+
+    def _events(
+        self, s: TraceStats | None, recent: RecentEvents, tail: list[Event], rows: int
+    ) -> tuple[list[Event], int]:
+        """The recent events a frame of ``rows`` rows shows (decoded here, only
+        those) and how many the filter or drill-down has in all."""
+        v = self.view
+        pids = v.shown_pids()
+        rec = recent.select(pids)
+        extra = v.matching(tail)  # the decoded ones (net) of the filter
+        keys = np.concatenate(
+            ((rec["h"]["ts"] + self.decoder.offset_ns) / 1e9, [e["ts"] for e in extra])
+        )
+        order = np.argsort(keys, kind="stable")
+        start, end = v.event_window(keys[order].tolist(), rows)
+        pick = order[start:end]
+        decoded = iter(self.decoder.decode(rec[pick[pick < len(rec)]]))
+        shown = [next(decoded) if i < len(rec) else extra[i - len(rec)] for i in pick.tolist()]
+        return shown, len(keys)
 
     def render(self) -> RenderableType:
         """The whole screen for the console's current size (below
@@ -224,36 +319,48 @@ class TraceTui:
         width, height = self.console.size
         if width < MIN_WIDTH or height < MIN_HEIGHT:
             return self._too_small(width, height)
-        s, v = self._stats, self.view
+        if self._live is not None and not self.sources and self._steps:
+            return panels.startup(self._steps, self._started, time.monotonic(), width)
+        s, recent, tail = self._shown()
+        v = self.view
         ncpu = s.ncpu if s is not None else 1
         # the process table grows with the height; the CPU table beside it shows
         # every CPU it has room for
         rows_a = max(3, (height - 12) // 3)
         rows_b = max(3, min(8, (height - 12) // 3))
-        rows_tail = max(1, height - rows_a - rows_b - 11)
+        # what is left below the header (2), the two rows of tables (each with a title,
+        # a header and its rule) and the footer (1), less the tail's own 3 lines
+        rows_tail = max(1, height - rows_a - rows_b - 12)
         layout = Layout()
-        top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
+        self._layout = layout
         bottom = Layout(panels.footer(v), name="footer", size=1)
         if v.help:  # the overlay takes the room of the tables
+            top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
             layout.split_column(top, Layout(panels.help_table(), name="help"), bottom)
             return layout
         if v.cost:  # the cost panel takes the room of the tables too
+            top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
             panel = cost_panel(s.cost if s is not None else None, height - 3)
             layout.split_column(top, Layout(panel, name="cost"), bottom)
             return layout
+        procs = panels.procs_table(s, v, rows_a)  # first: it picks the rows of the filter
+        self._forget_gone()
+        top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
+        shown, total = self._events(s, recent, tail, rows_tail)
+        uid = width >= panels.UID_WIDTH
         layout.split_column(
             top,
             Layout(name="a", size=rows_a + 3),
             Layout(name="b", size=rows_b + 3),
             Layout(
-                panels.events_table(self.tail, v, rows_tail, uid=width >= panels.UID_WIDTH),
+                panels.events_table(shown, v, rows_tail, uid=uid, total=total, width=width),
                 name="tail",
             ),
             bottom,
         )
         layout["a"].split_row(
             Layout(panels.cpu_table(s, v, min(ncpu, rows_a), width)),
-            Layout(panels.procs_table(s, v, rows_a)),
+            Layout(procs, name="procs"),
         )
         if v.drill is not None:
             # the drill-down's histograms need room: 2/3 of the row beside the
@@ -272,6 +379,13 @@ class TraceTui:
                 Layout(panels.sources_table(s, v, self.sources, self.notes, rows_b)),
             )
         return layout
+
+    def _forget_gone(self) -> None:
+        """Drop the recent records of processes that left the table (exited)."""
+        new = [pid for pid in self.view.gone if pid not in self._forgotten]
+        if new and not self.view.paused:
+            self.recent.forget(new)
+            self._forgotten.update(new)
 
     def _too_small(self, width: int, height: int) -> RenderableType:
         need = (

@@ -3,11 +3,15 @@
 :class:`KeyParser` turns what a terminal in cbreak mode sends into key names: a
 printable character is itself (``"q"``, ``">"``), and the rest are names: ``up``,
 ``down``, ``left``, ``right``, ``pgup``, ``pgdn``, ``home``, ``end``, ``f1``, ``f6``,
-``enter``, ``esc``, ``backspace``, ``tab``. Escape sequences are parsed in their
-xterm/VT/linux-console forms (CSI ``ESC [ params final``, SS3 ``ESC O x``, the linux
-console's ``ESC [ [ A``); a sequence this parser does not name (any other function
-key, modifiers, Alt+key) is dropped whole, never seen as the characters it is made
-of, and a control character without a name is dropped too.
+``f3``, ``f4``, ``f5``, ``f10``, ``enter``, ``esc``, ``backspace``, ``tab``, and mouse
+events in SGR form (``ESC [ < b ; x ; y M``, what a terminal sends after
+:data:`MOUSE_ON`): a left-button press is ``click:X:Y`` (1-based cell), the wheel is
+``up``/``down``, the rest (releases, other buttons, drags) is dropped. Escape
+sequences are parsed in their xterm/VT/linux-console forms (CSI ``ESC [ params
+final``, SS3 ``ESC O x``, the linux console's ``ESC [ [ A``); a sequence this parser
+does not name (any other function key, modifiers, Alt+key) is dropped whole, never
+seen as the characters it is made of, and a control character without a name is
+dropped too.
 
 A lone ``ESC`` is only a key when nothing follows it: :meth:`KeyParser.feed` keeps an
 unfinished sequence pending, and the caller waits a short time (:data:`ESC_TIMEOUT`)
@@ -22,12 +26,17 @@ import codecs
 #: How long to wait for the rest of an escape sequence after its first bytes (s).
 ESC_TIMEOUT = 0.05
 
+#: Mouse reporting on: button presses (1000) in SGR coordinates (1006), and off.
+MOUSE_ON, MOUSE_OFF = "\x1b[?1000h\x1b[?1006h", "\x1b[?1006l\x1b[?1000l"
+
 #: CSI sequences ending in ``~``: first parameter -> key.
 _TILDE = {"1": "home", "7": "home", "4": "end", "8": "end", "5": "pgup", "6": "pgdn",
-          "11": "f1", "17": "f6"}  # fmt: skip
+          "11": "f1", "13": "f3", "14": "f4", "15": "f5", "17": "f6", "21": "f10"}  # fmt: skip
 #: CSI/SS3 final characters -> key.
 _FINAL = {"A": "up", "B": "down", "C": "right", "D": "left", "H": "home", "F": "end",
-          "P": "f1"}  # fmt: skip
+          "P": "f1", "R": "f3", "S": "f4"}  # fmt: skip
+#: SGR mouse buttons -> key (0: left press; 64/65: the wheel).
+_MOUSE = {64: "up", 65: "down"}
 _CONTROL = {"\r": "enter", "\n": "enter", "\x1b": "esc", "\x7f": "backspace",
             "\b": "backspace", "\t": "tab"}  # fmt: skip
 
@@ -93,7 +102,7 @@ def _sequence(buf: str, i: int) -> tuple[int, str]:
     if i + 2 < len(buf) and buf[i + 2] == "[":  # linux console F1..F5: ESC [ [ A..E
         if i + 3 >= len(buf):
             return -1, ""
-        return i + 4, "f1" if buf[i + 3] == "A" else ""
+        return i + 4, {"A": "f1", "C": "f3", "D": "f4", "E": "f5"}.get(buf[i + 3], "")
     j = i + 2
     while j < len(buf) and "\x20" <= buf[j] <= "\x3f":  # parameters, intermediates
         j += 1
@@ -103,6 +112,8 @@ def _sequence(buf: str, i: int) -> tuple[int, str]:
     if not "\x40" <= final <= "\x7e":  # not a CSI sequence after all: drop ESC [
         return j, ""
     params = buf[i + 2 : j]
+    if params.startswith("<"):
+        return j + 1, _mouse(params[1:], final)
     if final == "~":
         return j + 1, _TILDE.get(params.split(";")[0], "")
     if params in ("", "1"):  # no modifier (ESC [ 1 ; 5 A is Ctrl+Up: dropped)
@@ -110,4 +121,15 @@ def _sequence(buf: str, i: int) -> tuple[int, str]:
     return j + 1, ""
 
 
-__all__ = ["ESC_TIMEOUT", "KeyParser"]
+def _mouse(params: str, final: str) -> str:
+    """The key of an SGR mouse report ``b;x;y`` + ``M`` (press) or ``m`` (release)."""
+    parts = params.split(";")
+    if final != "M" or len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return ""
+    button, x, y = map(int, parts)
+    if button == 0:
+        return f"click:{x}:{y}"
+    return _MOUSE.get(button, "")
+
+
+__all__ = ["ESC_TIMEOUT", "MOUSE_OFF", "MOUSE_ON", "KeyParser"]

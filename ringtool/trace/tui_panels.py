@@ -15,6 +15,7 @@ active.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -24,7 +25,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ringtool.event.detail import detail
+from ringtool.event.detail import detail_split
 from ringtool.event.safe_text import printable
 from ringtool.trace.hist import SPARKS, spark
 from ringtool.trace.latency_buckets import approx_duration, to_log2
@@ -59,6 +60,7 @@ def table(title: str | Text, *cols: Column, flex: str = "") -> Table:
     The ``flex`` column takes the room that is left (and is the one cut with ``…``)."""
     heading = Text(title) if isinstance(title, str) else title.copy()
     heading.stylize("bold cyan")
+    heading.no_wrap, heading.overflow = True, "ellipsis"  # one line, cut with …
     t = Table(
         title=heading, title_justify="left", box=box.SIMPLE_HEAD,
         show_edge=False, pad_edge=True, padding=(0, 1), expand=True,
@@ -102,7 +104,8 @@ def header(s: TraceStats | None, view: ViewState, sources: list[str], width: int
                 f"{s.export['export_dropped']:,}")  # fmt: skip
     line1 = Text.assemble(
         ("ringtool trace", "bold"), state, f"  up {clock(s.uptime)}  ",
-        (f"{count(s.rate_total)} events/s", "bold green"), f"  {per}",
+        (f"{count(s.rate_total)} events/s", "bold green"), f"  total {count(s.total)}",
+        f"  {per}",
     )  # fmt: skip
     line1.truncate(width, overflow="ellipsis")
     hist = list(s.history)
@@ -126,7 +129,7 @@ def cpu_table(s: TraceStats | None, view: ViewState, rows: int, width: int) -> T
     last = s.drop_log[-1] if s is not None and s.drop_log else None
     if last is not None:  # when the drops happened: a burst is not a standing alarm
         n = count(last.dropped + last.lost)
-        title += f"  last drops at up {clock(last.uptime_s)} (+{n})"
+        title += f"  last drops at up {clock(last.uptime_s)} (+{n})"  # cut with … if long
     t = table(title, *cols)
     if s is None:
         return t
@@ -157,8 +160,10 @@ def procs_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
               (names[2], "right", 6), (names[3], "right", 6), flex=names[1])  # fmt: skip
     for i, (pid, comm, n, recent) in enumerate(shown):
         selected = view.focus == "procs" and view.top + i == view.sel
-        t.add_row(str(pid) if pid else "-", data(comm), count(n), count(recent),
-                  style="reverse" if selected else "")  # fmt: skip
+        style = "reverse" if selected else ""
+        if pid in view.dim:  # exited: htop's dimmed row, until it leaves the table
+            style = f"{style} dim".strip()
+        t.add_row(str(pid) if pid else "-", data(comm), count(n), count(recent), style=style)
     return t
 
 
@@ -240,30 +245,65 @@ UID_WIDTH = 100
 
 
 def events_table(
-    tail: Iterable[dict[str, Any]], view: ViewState, rows: int, *, uid: bool = True
-) -> Table:
+    tail: Iterable[dict[str, Any]], view: ViewState, rows: int, *, uid: bool = True,
+    total: int | None = None, width: int | None = None,
+) -> Table:  # fmt: skip
     """The recent exec/open/net events of the filter (or of the drill-down's process),
     newest last; scrolled back, the title says which ones. ``uid``: with a UID column
-    (the task's real uid; ``-`` for net events)."""
-    shown, total = view.events(tail, rows)
+    (the task's real uid; ``-`` for net events). ``total`` given: ``tail`` is already
+    the rows to show (:meth:`ViewState.event_window`) of ``total``. ``width``: the
+    table's width, so that a long path is shortened in its middle before the rest of
+    the detail (flags, the return value) is cut."""
+    if total is None:
+        shown, total = view.events(tail, rows)
+    else:
+        shown = list(tail)
     focus = "▸ " if view.focus == "events" else ""
     what = f"process {view.drill}: " if view.drill is not None else ""
     title = Text(f"{focus}{what}recent exec/open/net")
     if view.back and total:
         first = total - view.back - len(shown) + 1
         title.append(f"  {first}-{total - view.back}/{total}")
+    else:
+        title.append(f" ({total})")  # kept: the newest of each process (tui_recent)
     if view.filter:
         title.append(f"  [filter: {printable(view.filter)}]")
     uid_col: list[Column] = [("UID", "right", 6)] if uid else []
     cols: list[Column] = [("TIME", "left", 8), ("PID", "right", 7), *uid_col, ("COMM", "left"),
                           ("EVENT", "left"), ("DETAIL", "left")]  # fmt: skip
     t = table(title, *cols, flex="DETAIL")
+    cells = []
     for ev in shown if rows > 0 else []:
         clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-        comm = shown_comm(ev["comm"], ev["type"])  # packets: no task, NET_LABEL
+        comm = printable(shown_comm(ev["comm"], ev["type"]))  # packets: no task, NET_LABEL
         ids = [str(ev["pid"]), *([str(ev.get("uid", "-"))] if uid else [])]
-        t.add_row(clock, *ids, data(comm), ev["type"], data(detail(ev)))
+        path, rest = detail_split(ev)
+        cells.append([clock, *ids, comm, ev["type"], printable(path), printable(rest)])
+    room = None
+    if width is not None and cells:  # what the other columns (their padding, rules) leave
+        mins = [max([len(name), *width]) for name, _, *width in cols]
+        fixed = [max(mins[i], *(len(c[i]) for c in cells)) for i in range(len(cols) - 1)]
+        room = width - sum(fixed) - 3 * len(cols) + 1  # padding 1+1, a rule between
+    for *front, path, rest in cells:
+        if room is not None:
+            if len(path) + len(rest) > room:  # tight: the syscall's name goes first
+                rest = re.sub(r" \(\w+\)$", "", rest)
+            path = shorten_middle(path, room - len(rest))
+        t.add_row(
+            *front[:-2], Text(front[-2], no_wrap=True), front[-1], Text(path + rest, no_wrap=True)
+        )
     return t
+
+
+def shorten_middle(text: str, room: int) -> str:
+    """``text`` in at most ``room`` characters, its middle replaced by ``…`` (a
+    quarter of the start and the end, a file's name, stay); at least 8 characters
+    are kept."""
+    room = max(8, room)
+    if len(text) <= room:
+        return text
+    head = max(1, room // 4)
+    return text[:head] + "…" + text[len(text) - (room - 1 - head) :]
 
 
 def help_table() -> Table:
@@ -275,16 +315,38 @@ def help_table() -> Table:
     return t
 
 
+def startup(steps: list[tuple[str, float]], started: float, now: float, width: int) -> Group:
+    """The screen before the first batch: each start-up step (``compiling …``,
+    ``attaching``) with how long it took, the current one with how long so far."""
+    lines = [Text(f"ringtool trace: starting ({now - started:.1f} s)", style="bold")]
+    for i, (what, since) in enumerate(steps):
+        until = steps[i + 1][1] if i + 1 < len(steps) else now
+        mark = "…" if i + 1 == len(steps) else "done"
+        lines.append(Text(f"  {what}  {until - since:.1f} s {mark}"))
+    for line in lines:
+        line.truncate(width, overflow="ellipsis")
+    return Group(*lines)
+
+
 def footer(view: ViewState) -> Text:
     if view.editing is not None:
-        return Text(f"filter by comm: {printable(view.editing)}▏ (Enter apply, Esc clear)",
-                    style="reverse")  # fmt: skip
-    state = "  [PAUSED]" if view.paused else ""
+        what = "search comm" if view.searching else "filter by comm"
+        return Text(f"{what}: {printable(view.editing)}▏ (Enter apply, Esc clear)",
+                    style="reverse", no_wrap=True, overflow="ellipsis")  # fmt: skip
+    # the state first: a narrow terminal cuts the hints at the end (with …), not it
+    state = (" [PAUSED] " if view.paused else "") + (" [keep exited] " if view.keep_exited else "")
     back = "  Esc back" if view.drill is not None else ""
+    tree = "  F5 tree" if not view.tree else "  F5 list"
     return Text(
-        f" q quit  ? help  p pause  < > sort  s sort: {SORTS[view.sort]}  / filter{back}{state}",
+        f"{state} q quit  ? help  p pause  < > sort  s sort: {SORTS[view.sort]}  / filter{back}"
+        f"{tree}",
         style="reverse",
+        no_wrap=True,
+        overflow="ellipsis",
     )
 
 
-__all__ = ["SPARKS", "data", "footer", "header", "help_table", "sparkline", "table"]
+__all__ = [
+    "SPARKS", "data", "footer", "header", "help_table", "shorten_middle", "sparkline",
+    "startup", "table",
+]  # fmt: skip

@@ -16,6 +16,7 @@ import pytest
 
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 from tests.helpers.trace import Trace
+from tests.helpers.tui import opener_script
 
 pytestmark = pytest.mark.kernel
 
@@ -25,15 +26,7 @@ FIRST_SCREEN = 180.0
 
 # Names itself, then opens its file 5 times a second until killed (twelve of them at 20
 # a second kept the emulated VM's CPUs busy).
-OPENER = """
-import sys, time
-with open("/proc/self/comm", "w") as f:
-    f.write(sys.argv[1])
-print("ready", flush=True)
-while True:
-    open(sys.argv[2]).close()
-    time.sleep(0.2)
-"""
+OPENER = opener_script(0.2)
 
 
 @pytest.fixture

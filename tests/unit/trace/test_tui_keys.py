@@ -18,6 +18,7 @@ from ringtool.trace.tui import TraceTui
 from ringtool.trace.tui_keys import KeyParser
 from ringtool.trace.tui_view import KEYS, ViewState
 from tests.helpers.stats import new_stats
+from tests.helpers.tui import frame
 
 LAYOUT = load_layout()
 
@@ -69,14 +70,18 @@ def test_sort_by_any_column_and_invert() -> None:
     rows, total = v.procs(st, 5)
     assert total == 30 and v.sort_column == "EVENTS" and v.descending
     assert [r[0] for r in rows] == [129, 128, 127, 126, 125]
-    v.key("I")
+    v.key("I")  # the selection (129) stays selected: the window follows it to the end
+    assert [r[0] for r in v.procs(st, 3)[0]] == [127, 128, 129] and v.sel_pid == 129
+    v.key("g")
     assert [r[0] for r in v.procs(st, 3)[0]] == [100, 101, 102]
     v.key("<")  # COMM, inverted: Z first
     assert v.sort_column == "COMM" and v.descending
+    v.key("home")
     assert {r[1] for r in v.procs(st, 15)[0]} == {"zzz"}
     v.key("I")
     v.key("<")  # PID, smallest first
     assert v.sort_column == "PID" and not v.descending
+    v.key("home")
     assert [r[0] for r in v.procs(st, 2)[0]] == [100, 101]
     v.key("<")  # wraps around to the last column
     assert v.sort_column == "EV/IV"
@@ -141,10 +146,7 @@ def _tui(w: int, h: int) -> tuple[TraceTui, io.StringIO]:
 
 
 def _frame(tui: TraceTui, buf: io.StringIO) -> str:
-    buf.seek(0)
-    buf.truncate()
-    tui.console.print(tui.render(), height=tui.console.size[1])
-    return buf.getvalue()
+    return frame(tui, buf)
 
 
 @pytest.mark.parametrize(("w", "h"), [(80, 24), (120, 40)])
@@ -238,6 +240,6 @@ def test_enter_right_after_the_filter_drills_into_a_matching_process() -> None:
     assert v.drill == 128  # the biggest "zzz" process
     v.key("esc")
     v.procs(st, 10)
-    for key in ["I", "down", "enter"]:  # smallest first, the second row, without a frame
+    for key in ["I", "home", "down", "enter"]:  # smallest first, the second row, no frame
         v.key(key)
     assert v.drill == 102
