@@ -71,7 +71,7 @@ fi
 } >"$LOG"
 cd "$WORKDIR" || fail "no $WORKDIR"
 start=$(date +%s)
-RINGTOOL_VM=1 PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -p no:cacheprovider \
+RINGTOOL_VM=1 "$PYTHON" -m pytest -p no:cacheprovider \
     --junitxml=/tmp/junit.xml "${PYTEST_ARGS[@]}" </dev/null >"$LOG" 2>&1
 status=$?
 echo "guest pytest: $(($(date +%s) - start)) s (guest clock)" >"$LOG"

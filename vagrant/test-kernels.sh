@@ -9,8 +9,8 @@
 # Per kernel: apt downloads linux-image-<release> (or the linux-binary/linux-modules
 # packages it depends on) and linux-headers-<release> with its -common package from
 # Debian's archive; their files go into an ext4 image (mkfs.ext4 -d) cached under
-# $RINGTOOL_VM_CACHE/kernels/<key>/<release>/ (<key>: a sha256 prefix of this script
-# and vagrant/kernel-guest-init.sh). A data disk per guest carries
+# $RINGTOOL_VM_CACHE/kernels/<key>/<release>/ (<key>: a sha256 prefix of this script;
+# the apt lists are reused for a day). A data disk per guest carries
 # vagrant/kernel-guest-init.sh (the guest's PID 1), the checkout and its venv at their
 # host paths, and the host's Python dist-packages (see that script). All three disks
 # are namespaces of one NVMe controller: the cloud kernels have NVMe and ext4 built in,
@@ -22,9 +22,8 @@
 #                           `-m all_kernels tests`, the last `-m "all_kernels or
 #                           newest_kernel" tests`
 #   RINGTOOL_KERNELS_PYTEST_ARGS  pytest arguments instead (paths, -k, -x ...), for all
-#   RINGTOOL_KERNELS_WORKDIR the checkout to test (default: this one); the venv is
-#                           RINGTOOL_KERNELS_VENV (default WORKDIR/.venv, else the one
-#                           python3 on PATH belongs to)
+#   RINGTOOL_KERNELS_WORKDIR the checkout to test (default: this one)
+#   RINGTOOL_KERNELS_VENV   its venv (default WORKDIR/.venv)
 #   RINGTOOL_KERNELS_TIMEOUT seconds per guest (default 2400); a guest killed by it
 #                           fails its phase, its console log kept in the out dir
 #   RINGTOOL_VM_CACHE, RINGTOOL_VM_OUT, RINGTOOL_DEBIAN_MIRROR as for test-vm.sh
@@ -44,11 +43,11 @@ KERNELS="${RINGTOOL_KERNELS:-trixie sid}"
 WORKDIR="$(cd "${RINGTOOL_KERNELS_WORKDIR:-$REPO}" && pwd)"
 VENV="${RINGTOOL_KERNELS_VENV:-}"
 if [[ -z "$VENV" ]]; then
-    if [[ -x "$WORKDIR/.venv/bin/python" ]]; then VENV="$WORKDIR/.venv"; else VENV="$REPO/.venv"; fi
+    VENV="$WORKDIR/.venv"
 fi
 [[ -x "$VENV/bin/python" ]] || die "no venv at $VENV (run make setup first, or set RINGTOOL_KERNELS_VENV)"
 TIMEOUT="${RINGTOOL_KERNELS_TIMEOUT:-2400}"
-KEY="$(cat "${BASH_SOURCE[0]}" "$HERE/kernel-guest-init.sh" | sha256sum | cut -c1-16)"
+KEY="$(sha256sum <"${BASH_SOURCE[0]}" | cut -c1-16)"
 KCACHE="$VM_CACHE/kernels/$KEY"
 APTDIR="$VM_CACHE/kernels/apt"
 mkdir -p "$OUT" "$KCACHE"
@@ -160,7 +159,7 @@ stage_data() {
         # the checkout without git metadata, caches and VM outputs
         tar -C "$p" -c --exclude=./.git --exclude=./vagrant/out --exclude=./vagrant/.vagrant \
             --exclude=./.mypy_cache --exclude=./.ruff_cache --exclude=./.pytest_cache \
-            --exclude='__pycache__' . | tar -C "$stage/tree$p" -x
+            . | tar -C "$stage/tree$p" -x
     done
     cp -a /usr/lib/python3/dist-packages "$stage/hostdist"
 }
@@ -224,7 +223,7 @@ run_guest() {
         status=98
     fi
     say "$release: $(tr -d '\r' <"$log" | grep -m1 '^guest kernel:' || echo 'guest kernel: unknown')"
-    say "$release: $(grep -E '^=+ .*(passed|failed|error|deselected).* =+$' "$log" | tail -1 || echo "no summary") (status $status)"
+    say "$release: $(tr -d '\r' <"$log" | grep -E '(passed|failed|errors?|skipped|deselected|no tests ran).* in [0-9.]+s' | tail -1 || echo "no summary") (pytest status $status)"
     if [[ "$status" != 0 ]]; then
         sed -n '/short test summary info/,$p' "$log" | tail -40 >&2 || true
     fi
@@ -277,3 +276,4 @@ main() {
 }
 
 main "$@"
+exit $?
