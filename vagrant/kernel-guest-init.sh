@@ -47,7 +47,8 @@ for d in /dev/nvme0n?; do
     [[ "$(blkid -p -s LABEL -o value "$d")" == rtkernel ]] && mount -o ro "$d" /run/rt/kernel
 done
 mountpoint -q /run/rt/kernel || fail "cannot mount the kernel disk"
-for d in /run/rt/kernel/usr/lib/modules/* /run/rt/kernel/usr/src/*; do
+for d in /run/rt/kernel/usr/lib/modules/* /run/rt/kernel/lib/modules/* /run/rt/kernel/usr/src/*; do
+    [[ -e "$d" ]] || continue
     t="${d#/run/rt/kernel}"
     mkdir -p "$t" && mount --bind "$d" "$t"
 done
