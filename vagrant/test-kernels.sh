@@ -130,6 +130,12 @@ kernel_image() {
     vmlinuz="$(find "$dir/tree" -name "vmlinuz*" -path "*$release*" | head -1)"
     [[ -n "$vmlinuz" ]] || die "no vmlinuz in $image"
     cp "$vmlinuz" "$dir/vmlinuz"
+    # modules.dep & co. are made by the package's postinst, not shipped: without them
+    # the guest's modprobe finds nothing (veth, sch_*). depmod -b reads <base>/lib/modules.
+    local linked=0
+    if [[ ! -e "$dir/tree/lib" ]]; then ln -s usr/lib "$dir/tree/lib"; linked=1; fi
+    depmod -b "$dir/tree" "$release" || die "depmod failed for $release"
+    if ((linked)); then rm "$dir/tree/lib"; fi
     # The kernel disk: modules and headers, at their paths (usr/lib or lib/modules).
     truncate -s "$(($(du -sm "$dir/tree" | cut -f1) * 2 + 256))M" "$dir/kernel.img"
     mkfs.ext4 -q -F -L rtkernel -d "$dir/tree" "$dir/kernel.img"
