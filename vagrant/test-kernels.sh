@@ -134,7 +134,7 @@ kernel_image() {
     # the guest's modprobe finds nothing (veth, sch_*). depmod -b reads <base>/lib/modules.
     local linked=0
     if [[ ! -e "$dir/tree/lib" ]]; then ln -s usr/lib "$dir/tree/lib"; linked=1; fi
-    depmod -b "$dir/tree" "$release" || die "depmod failed for $release"
+    /usr/sbin/depmod -b "$dir/tree" "$release" || die "depmod failed for $release"
     if ((linked)); then rm "$dir/tree/lib"; fi
     # The kernel disk: modules and headers, at their paths (usr/lib or lib/modules).
     truncate -s "$(($(du -sm "$dir/tree" | cut -f1) * 2 + 256))M" "$dir/kernel.img"
@@ -249,7 +249,7 @@ main() {
     ((${#suites[@]})) || die "RINGTOOL_KERNELS names no suite"
 
     phase "host packages"
-    apt_install qemu-system-x86 qemu-utils debootstrap fdisk e2fsprogs vagrant ca-certificates
+    apt_install qemu-system-x86 qemu-utils debootstrap fdisk e2fsprogs kmod vagrant ca-certificates
 
     # One run at a time builds the box, updates the apt lists and fills the cache (CI,
     # people by hand); the guests then run side by side.
