@@ -134,7 +134,8 @@ kernel_image() {
     # the guest's modprobe finds nothing (veth, sch_*). depmod -b reads <base>/lib/modules.
     local linked=0
     if [[ ! -e "$dir/tree/lib" ]]; then ln -s usr/lib "$dir/tree/lib"; linked=1; fi
-    /usr/sbin/depmod -b "$dir/tree" "$release" || die "depmod failed for $release"
+    /usr/sbin/depmod -b "$dir/tree" "$release" 2>"$OUT/depmod-$release.log" \
+        || die "depmod failed for $release: see $OUT/depmod-$release.log"
     if ((linked)); then rm "$dir/tree/lib"; fi
     # The kernel disk: modules and headers, at their paths (usr/lib or lib/modules).
     truncate -s "$(($(du -sm "$dir/tree" | cut -f1) * 2 + 256))M" "$dir/kernel.img"
