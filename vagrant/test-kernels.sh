@@ -269,8 +269,13 @@ main() {
     for suite in "${suites[@]}"; do
         kdirs+=("$(kernel_image "$suite")")
     done
-    for old in "$VM_CACHE"/kernels/*/; do # older keys' kernels go
-        case "$(basename "$old")" in "$KEY" | apt | run.*) ;; *) rm -rf "$old" ;; esac
+    # Older keys' kernels go once unused for a day (a run of another version of this
+    # script may still be booting them).
+    touch "$KCACHE"
+    for old in "$VM_CACHE"/kernels/*/; do
+        case "$(basename "$old")" in "$KEY" | apt | run.*) ;; *)
+            [[ -z "$(find "$old" -maxdepth 0 -mmin +1440)" ]] || rm -rf "$old" ;;
+        esac
     done
     flock -u 9
     stage_data
