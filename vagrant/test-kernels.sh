@@ -24,6 +24,8 @@
 #   RINGTOOL_KERNELS_PYTEST_ARGS  pytest arguments instead (paths, -k, -x ...), for all
 #   RINGTOOL_KERNELS_WORKDIR the checkout to test (default: this one)
 #   RINGTOOL_KERNELS_VENV   its venv (default WORKDIR/.venv)
+#   RINGTOOL_KERNELS_PREPARE_ONLY=1  stop after the host packages, box and kernels
+#                           (CI builds the box this way before both VM phases start)
 #   RINGTOOL_KERNELS_TIMEOUT seconds per guest (default 2400); a guest killed by it
 #                           fails its phase, its console log kept in the out dir
 #   RINGTOOL_VM_CACHE, RINGTOOL_VM_OUT, RINGTOOL_DEBIAN_MIRROR as for test-vm.sh
@@ -278,6 +280,11 @@ main() {
         esac
     done
     flock -u 9
+    if [[ "${RINGTOOL_KERNELS_PREPARE_ONLY:-0}" == 1 ]]; then
+        phase_end
+        say "prepared (RINGTOOL_KERNELS_PREPARE_ONLY=1): $(printf '%s ' "${PHASE_TIMES[@]}")"
+        return 0
+    fi
     stage_data
 
     local i
