@@ -232,7 +232,12 @@ class OverwriteRingbufRing(RingbufRing):
         overwritten ones before them are committed and counted)."""
         w, err = self.walk(limit)
         self._raise_first(w, err)
-        out = [source[base + off + 8 : base + off + 8 + (hdr & LEN_MASK)] for off, hdr in _recs(w)]
+        # bytes() of the mmap's slice is that slice itself (no second copy); of a view
+        # (hand-built rings) a copy, as it must be before the check
+        out = [
+            bytes(source[base + off + 8 : base + off + 8 + (hdr & LEN_MASK)])
+            for off, hdr in _recs(w)
+        ]
         k = self._settle(w, self.overwrite_pos)  # rule 2: loaded after the copies
         start = w.ends[k - 1] if k else w.start
         self._handout = (start, w.starts[k:], w.ends[k:])
