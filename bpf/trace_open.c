@@ -83,7 +83,7 @@ static __always_inline int remember(u32 tid, u32 call, const void *filename, u64
 }
 
 /* At any open-family exit: the event of the remembered call, with result `ret`. */
-static __always_inline int open_exit(long ret)
+static __always_inline int open_exit(void *ctx, long ret)
 {
     u64 id = bpf_get_current_pid_tgid();
     u32 tid = (u32)id;
@@ -123,13 +123,13 @@ static __always_inline int open_exit(long ret)
     else
         e->data[0] = 0;
     inflight.delete(&tid);
-    rt_pcpu_submit(e, sizeof(*e));
+    RT_PCPU_SUBMIT(ctx, e, sizeof(*e));
     return 0;
 }
 
 /* The exit program of open-family syscall `name`: the event. */
 #define OPEN_EXIT(name) \
-    TRACEPOINT_PROBE(syscalls, sys_exit_##name) { return open_exit(args->ret); }
+    TRACEPOINT_PROBE(syscalls, sys_exit_##name) { return open_exit(args, args->ret); }
 
 /* The entry and exit programs of open-family syscall `name`, whose entry remembers
  * `call` with `path`, `flags` and `mode` (expressions of its tracepoint's `args`). */

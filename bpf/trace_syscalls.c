@@ -131,6 +131,6 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit)
     e->aux = nr;
     e->aux2 = 0;
     e->data[0] = 0;
-    rt_pcpu_submit(e, sizeof(*e));
+    RT_PCPU_SUBMIT(args, e, sizeof(*e));
     return 0;
 }

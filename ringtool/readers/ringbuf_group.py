@@ -107,6 +107,7 @@ class RingBufGroup:
     ``cpus_per_buffer``: 1 = one ring per CPU, N = one per N CPUs, 0 = one shared.
     ``ring_bytes``: size of each inner ring (power of two of pages).
     ``cpus``: the CPUs to give buffers to (default: the online ones).
+    ``ring_flags``: the inner rings' map flags (``BPF_F_RB_OVERWRITE``: overwrite mode).
     """
 
     def __init__(
@@ -115,8 +116,10 @@ class RingBufGroup:
         cpus_per_buffer: int = 1,
         ring_bytes: int = 256 * 1024,
         cpus: Sequence[int] | None = None,
+        ring_flags: int = 0,
     ) -> None:
         _check_ring_bytes(ring_bytes)
+        self.ring_flags = ring_flags  # map_flags of every inner RINGBUF
         if cpus is not None:
             absent = [c for c in cpus if is_int(c) and c >= possible_cpu_count()]
             if absent:
@@ -167,7 +170,11 @@ class RingBufGroup:
     def _create_ring(self) -> int:
         return self._own(
             bpf.map_create(
-                bpf.MapType.RINGBUF, key_size=0, value_size=0, max_entries=self.ring_bytes
+                bpf.MapType.RINGBUF,
+                key_size=0,
+                value_size=0,
+                max_entries=self.ring_bytes,
+                flags=self.ring_flags,
             )
         )
 

@@ -40,6 +40,8 @@ class TraceOptions:
     perf_pages: int = 8
     wakeup_fill: float | None = 0.25
     max_latency_s: float = 0.05
+    #: ``--flight-recorder``: bytes per CPU kept in the kernel (:mod:`ringtool.trace.flight`)
+    flight_bytes: int | None = None
 
 
 __all__ = ["ALL_EVENTS", "PAGE", "RING_SOURCES", "TraceOptions"]

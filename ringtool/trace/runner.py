@@ -62,7 +62,12 @@ def run_trace(
     sinks = open_sinks(cfg, opts.snaplen, decoder, possible_cpu_count())
     try:
         with StopSignals() as stop:
-            session = parts.session(opts, layout, on_note=early_notes.append, attach=False)
+            session_cls = parts.session
+            if opts.flight_bytes is not None:
+                from ringtool.trace.flight import FlightSession
+
+                session_cls = FlightSession
+            session = session_cls(opts, layout, on_note=early_notes.append, attach=False)
             try:
                 _loop(session, stop, cfg, decoder, namer, stream, sinks, parts)
             finally:
@@ -120,6 +125,7 @@ def _loop(
                 next_tick += cfg.interval * max(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
                 )
+        session.stopping()
         _ingest(session, stats, out, sinks, decoder, ordered, final=True, keep=keep)
         _tick(session, stats, ordered, drill=out.drill_pid)
         if stats.dropped_interval or stats.lost_interval:
