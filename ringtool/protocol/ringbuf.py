@@ -368,10 +368,8 @@ class RingbufRing:
     def run_array(
         self, off: int, stride: int, count: int, length: int, dtype: np.dtype[Any], copy: bool
     ) -> np.ndarray[Any, Any]:
-        """``count`` records of ``length`` bytes, ``stride`` apart from data offset
-        ``off``, as one ``dtype`` array (see :meth:`batch`): a strided view of the ring
-        (or its copy, with ``copy``) when ``length`` is the dtype's size, else a copy
-        cut or zero-filled to it."""
+        """A run of ``count`` records (:meth:`runs`) as one ``dtype`` array, as
+        :meth:`batch` describes."""
         item = dtype.itemsize
         buf = self.data
         if length == item:
@@ -393,9 +391,7 @@ class RingbufRing:
         return rows
 
     def overwritten_since(self, start: int, n: int) -> int:
-        """How many of ``n`` records handed out from ``start`` the producer overwrote:
-        always 0 here (the producer waits for the consumer); see
-        :mod:`ringtool.protocol.ringbuf_overwrite`."""
+        """Records handed out that the producer overwrote: none (it waits for us)."""
         return 0
 
     def count_overwritten(self, n: int) -> None:

@@ -28,18 +28,17 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.ringbuf_map import BPF_F_RB_OVERWRITE, has_ringbuf_overwrite
 from ringtool.readers.perfbuf import PerfBuffer
-from ringtool.trace.options import PAGE, TraceOptions
+from ringtool.trace.options import PAGE
 from ringtool.trace.session import TraceSession
 
 
@@ -51,30 +50,26 @@ def backend() -> str:
 class FlightSession(TraceSession):
     """The sources of a flight-recording run (see the module doc)."""
 
-    def __init__(
-        self,
-        opts: TraceOptions,
-        layout: TraceLayout,
-        on_note: Callable[[str], None] | None = None,
-        *,
-        attach: bool = True,
-    ) -> None:
-        size = opts.flight_bytes or 1 << 20
+    #: set by _setup (a failed setup may close before it ran)
+    perf: PerfBuffer | None = None
+    _old_usr1: Any = None
+
+    def _setup(self) -> None:
+        size = self.opts.flight_bytes or 1 << 20
         self.backend = backend()
         self._fds: list[int] = []
-        self.perf: PerfBuffer | None = None
-        self._pending = np.empty(0, dtype=layout.event)
+        self._pending = np.empty(0, dtype=self.layout.event)
         self._dump = False
         self._last_ts = 0  # events up to this ktime were written by an earlier dump
-        self._old_usr1: Any = None
         if self.backend == "ringbuf":
             self.ring_flags = BPF_F_RB_OVERWRITE
             pages = size // PAGE
         else:
             pages = 1  # the RINGBUF group only holds the drop counter and CPU map
-            self._open_perf(size, layout.event.itemsize)
-        opts = replace(opts, buffer_pages=pages, wakeup_fill=None)  # never woken: not read
-        super().__init__(opts, layout, on_note, attach=attach)
+            self._open_perf(size, self.layout.event.itemsize)
+        # never woken, never read while tracing
+        self.opts = replace(self.opts, buffer_pages=pages, wakeup_fill=None)
+        super()._setup()
         if threading.current_thread() is threading.main_thread():
             self._old_usr1 = signal.signal(signal.SIGUSR1, self._on_usr1)
         self._note(f"flight recorder: {size >> 10} KiB a CPU in the kernel ({self._what()}); "
@@ -187,7 +182,7 @@ class FlightSession(TraceSession):
             self._close_fds()
 
     def _close_fds(self) -> None:
-        while self._fds:
+        while vars(self).get("_fds"):
             bpf.close_fd(self._fds.pop())
 
 
