@@ -17,6 +17,10 @@ from tests.helpers.trace import Trace, told_json
 
 pytestmark = pytest.mark.kernel
 
+#: BCC compiles the exec source before the start line: up to a minute or more in an
+#: emulated guest on a loaded machine (Debian's newest kernel runs under QEMU TCG)
+START = 240
+
 
 def marked(lines: list[str], tag: str) -> list[int]:
     """The numbers of the ``/bin/true TAG-N`` execs among the JSON event lines."""
@@ -45,7 +49,9 @@ def wait_for(trace: Trace, tag: str, n: int) -> list[int]:
 
 def test_sigusr1_dumps_then_the_exit_dumps_the_rest() -> None:
     tag = "fr" + secrets.token_hex(4)
-    trace = Trace("--json", "--events", "exec", "-c", "true", "--flight-recorder", "64K")
+    trace = Trace(
+        "--json", "--events", "exec", "-c", "true", "--flight-recorder", "64K", start_timeout=START
+    )
     try:
         run_marked(tag, range(3))
         n_stats = len([m for m in told_json(trace.err) if m.get("type") == "stats"])
@@ -64,7 +70,9 @@ def test_sigusr1_dumps_then_the_exit_dumps_the_rest() -> None:
 
 def test_the_newest_events_are_kept_when_more_than_size_came() -> None:
     tag = "fr" + secrets.token_hex(4)
-    trace = Trace("--json", "--events", "exec", "-c", "true", "--flight-recorder", "4K")
+    trace = Trace(
+        "--json", "--events", "exec", "-c", "true", "--flight-recorder", "4K", start_timeout=START
+    )
     try:
         run_marked(tag, range(100))  # ~350 bytes an event: far more than 4 KiB a CPU
         trace.signal(signal.SIGUSR1)
