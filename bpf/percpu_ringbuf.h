@@ -17,6 +17,11 @@
  *   ...
  *   rt_pcpu_submit(p, sizeof(*p));       // or bpf_ringbuf_discard(p, 0)
  *
+ *   void *ring;                          // the same, the ring looked up once
+ *   struct ev *p = rt_pcpu_reserve_in(&ring, sizeof(*p));
+ *   ...
+ *   rt_pcpu_submit_to(ring, p, sizeof(*p));
+ *
  * Macros ringtool passes with -D (computed in Python, no C is generated):
  *   RT_PCPU_RINGS_FD       fd of the ARRAY_OF_MAPS: buffer id -> RINGBUF
  *   RT_PCPU_CPUMAP_FD      fd of the ARRAY: cpu -> buffer id (u32; RT_PCPU_NO_BUF for
@@ -31,7 +36,8 @@
  *   RT_PCPU_WAKEUP_BYTES   optional: adaptive wakeups for rt_pcpu_submit (below)
  *   RT_PCPU_PERF_FD, RT_PCPU_SCRATCH_FD, RT_PCPU_SCRATCH_BYTES
  *                          optional: the perf flight-recorder mode (below); sources
- *                          submit with RT_PCPU_SUBMIT(ctx, p, size) to support it
+ *                          submit with RT_PCPU_SUBMIT(ctx, p, size) (or
+ *                          RT_PCPU_SUBMIT_TO(ctx, ring, p, size)) to support it
  *
  * Why fds and not BCC table declarations: BCC 0.26 rewrites map methods
  * (x.lookup(), and the &map of a table) only in the main source: edits in an
@@ -53,8 +59,11 @@
 #define RT_PCPU_NO_BUF 0xffffffffU
 #define RT_PCPU_ENOENT 2
 
-/* A map named by its fd in this process (BPF_PSEUDO_MAP_FD load). */
+/* A map named by its fd in this process (BPF_PSEUDO_MAP_FD load). A libbpf program
+ * (bpf/trace_mark.bpf.c) defines RT_PCPU_MAP and the three *_FD as its declared maps. */
+#ifndef RT_PCPU_MAP
 #define RT_PCPU_MAP(fd) ((void *)bpf_pseudo_fd(1, (fd)))
+#endif
 
 /* The buffer id of the CPU this runs on, or RT_PCPU_NO_BUF. */
 static __always_inline u32 rt_pcpu_buf_id(void)
@@ -127,10 +136,19 @@ static __always_inline void rt_pcpu_perf_submit(void *ctx, void *p, u64 size)
         rt_pcpu_count_drop();
 }
 
+/* rt_pcpu_reserve; no ring here (*ring = NULL), for RT_PCPU_SUBMIT_TO. */
+static __always_inline void *rt_pcpu_reserve_in(void **ring, u64 size)
+{
+    *ring = NULL;
+    return rt_pcpu_reserve(size);
+}
+
 /* Submit a reserved record: `ctx` is the program's context (BCC: `args`). */
 #define RT_PCPU_SUBMIT(ctx, p, size) rt_pcpu_perf_submit((ctx), (p), (size))
+#define RT_PCPU_SUBMIT_TO(ctx, ring, p, size) rt_pcpu_perf_submit((ctx), (p), (size))
 #else
 #define RT_PCPU_SUBMIT(ctx, p, size) rt_pcpu_submit((p), (size))
+#define RT_PCPU_SUBMIT_TO(ctx, ring, p, size) rt_pcpu_submit_to((ring), (p), (size))
 
 static __always_inline void *rt_pcpu_reserve(u64 size)
 {
@@ -138,6 +156,19 @@ static __always_inline void *rt_pcpu_reserve(u64 size)
     void *p = NULL;
     if (ring)
         p = bpf_ringbuf_reserve(ring, size, 0);
+    if (!p)
+        rt_pcpu_count_drop();
+    return p;
+}
+
+/* rt_pcpu_reserve that also gives the ring reserved in (*ring), for
+ * rt_pcpu_submit_to: the CPU's ring is looked up once per record. */
+static __always_inline void *rt_pcpu_reserve_in(void **ring, u64 size)
+{
+    void *p = NULL;
+    *ring = rt_pcpu_ring();
+    if (*ring)
+        p = bpf_ringbuf_reserve(*ring, size, 0);
     if (!p)
         rt_pcpu_count_drop();
     return p;
@@ -157,11 +188,11 @@ static __always_inline void *rt_pcpu_reserve(u64 size)
  * level-triggered, so a reader that comes back to wait with data left returns at
  * once; but a ring below N wakes nobody, so the reader MUST poll with a bounded
  * timeout (ringtool's TraceSession.wait caps it), which bounds the latency.
- * The ring found here is the one reserved in: a BPF program does not migrate. */
-static __always_inline void rt_pcpu_submit(void *p, u64 size)
+ * `ring` is the one reserved in (rt_pcpu_reserve_in gives it; rt_pcpu_submit looks
+ * it up again: a BPF program does not migrate, so it is the same). */
+static __always_inline void rt_pcpu_submit_to(void *ring, void *p, u64 size)
 {
 #ifdef RT_PCPU_WAKEUP_BYTES
-    void *ring = rt_pcpu_ring();
     u64 span = (size + 8 + 7) & ~7ULL;  /* BPF_RINGBUF_HDR_SZ + data, 8-aligned */
     u64 flags = BPF_RB_NO_WAKEUP;
     if (ring) {
@@ -172,6 +203,16 @@ static __always_inline void rt_pcpu_submit(void *p, u64 size)
     bpf_ringbuf_submit(p, flags);
 #else
     bpf_ringbuf_submit(p, 0);
+#endif
+}
+
+/* rt_pcpu_submit_to the ring of this CPU, looked up again. */
+static __always_inline void rt_pcpu_submit(void *p, u64 size)
+{
+#ifdef RT_PCPU_WAKEUP_BYTES
+    rt_pcpu_submit_to(rt_pcpu_ring(), p, size);
+#else
+    rt_pcpu_submit_to(NULL, p, size);
 #endif
 }
 #endif /* RT_PCPU_PERF_FD */

@@ -42,6 +42,7 @@
 #define TRACE_OPEN 4
 #define TRACE_SYSCALL 5
 #define TRACE_NET 6
+#define TRACE_MARK 7  /* `ringtool mark TEXT`: data = the text (bpf/trace_mark.bpf.c) */
 
 /* open, exec: the syscall an event came from (`call`); ringtool/trace/layout.py names
  * them (TRACE_CALL_OPENAT -> "openat"). Numbers of ringtool's own, the same on every
@@ -80,7 +81,8 @@ struct trace_event {
     u32 gid;                     /* ... and real gid (bpf_get_current_uid_gid) */
     u32 call;                    /* open, exec: TRACE_CALL_* (0: another type) */
     u32 mode;                    /* open: the mode argument (0 where the call has none) */
-    char data[TRACE_DATA_LEN];   /* exec: filename + argv; open: path; fork: child comm */
+    char data[TRACE_DATA_LEN];   /* exec: filename + argv; open: path; fork: child comm;
+                                    mark: the text */
 };
 
 /* net (TC, PERF_EVENT_ARRAY): followed by `captured` packet bytes from the MAC header. */
@@ -113,11 +115,11 @@ _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
 #define TRACE_SELF_PID 0
 #endif
 
-/* Fill the common header for the current task (every field: a reserved record is
- * not zeroed). */
-static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
+/* Fill the common header for the current task, whose bpf_get_current_pid_tgid() the
+ * caller has read already (`id`: one helper call less), every field: a reserved
+ * record is not zeroed. */
+static __always_inline void trace_fill_hdr_id(struct trace_hdr *h, u32 type, u64 id)
 {
-    u64 id = bpf_get_current_pid_tgid();
     h->ts = bpf_ktime_get_ns();
     h->type = type;
     h->cpu = bpf_get_smp_processor_id();
@@ -132,6 +134,12 @@ static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
 #else
     h->cgroup = bpf_get_current_cgroup_id();
 #endif
+}
+
+/* Fill the common header for the current task (trace_fill_hdr_id). */
+static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
+{
+    trace_fill_hdr_id(h, type, bpf_get_current_pid_tgid());
 }
 
 /* The uid and gid of the current task into a RINGBUF record (every source). */

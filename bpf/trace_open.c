@@ -5,8 +5,11 @@
  * thread, which call it is (TRACE_CALL_*), the path pointer, flags and mode; the
  * matching sys_exit_* reserves a struct trace_event (bpf/trace_event.h) in this CPU's
  * ring only for a remembered call, fills path, flags, mode, call, uid/gid and result
- * and submits it. A rejected call touches neither the map nor the ring (no reserve +
- * discard: a discard wakes the reader). A failed reservation, or a call that could
+ * and submits it. `inflight` is per-task storage where the kernel has it for tracing
+ * programs (TRACE_HAVE_TASK_STORAGE, ringtool/programs/kernel_features.py: found
+ * from the task, no hash, no delete; a zero `call` means nothing remembered), else a
+ * hash keyed by tid (the entry deleted at exit). A rejected call touches neither the
+ * map nor the ring (no reserve + discard: a discard wakes the reader). A failed reservation, or a call that could
  * not be remembered because `inflight` is full, is counted per CPU (group counter +
  * this source's `drops`).
  *
@@ -34,6 +37,10 @@
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
 
+#ifndef TRACE_HAVE_TASK_STORAGE
+#error "trace_open.c: compile with ringtool's kernel feature cflags (programs/kernel_features.py)"
+#endif
+
 #ifndef TRACE_HAVE_OPEN
 #error "trace_open.c: compile with ringtool's tracepoint presence cflags (sources/tp_presence.py)"
 #endif
@@ -45,8 +52,35 @@ struct open_args {
     u32 mode;
 };
 
+#if TRACE_HAVE_TASK_STORAGE
+/* per-task storage (kernel 5.13+ for tracing programs): found from the task, freed
+ * with it; a call is remembered while `call` != 0 (kernel/bpf/bpf_task_storage.c) */
+BPF_TASK_STORAGE(inflight, struct open_args);
+#else
 BPF_HASH(inflight, u32, struct open_args, 10240);
+#endif
 BPF_PERCPU_ARRAY(drops, u64, 1);
+
+/* The remembered call of the current thread `tid`, or NULL. */
+static __always_inline struct open_args *recalled(u32 tid)
+{
+#if TRACE_HAVE_TASK_STORAGE
+    struct open_args *a = inflight.task_storage_get(bpf_get_current_task_btf(), 0, 0);
+    return a && a->call ? a : 0;
+#else
+    return inflight.lookup(&tid);
+#endif
+}
+
+/* Forget the remembered call `a` of the current thread `tid`. */
+static __always_inline void forget(u32 tid, struct open_args *a)
+{
+#if TRACE_HAVE_TASK_STORAGE
+    a->call = 0;  /* the entry stays for the thread's next call */
+#else
+    inflight.delete(&tid);
+#endif
+}
 
 /* A matching event that could not be remembered: group counter + this source's. */
 static __always_inline void count_drop(void)
@@ -65,16 +99,36 @@ static __always_inline u32 accepted_tid(void)
     return (u32)id;
 }
 
-/* Remember the accepted call of thread `tid` until its exit. */
-static __always_inline int remember(u32 tid, u32 call, const void *filename, u64 flags,
-                                    u32 mode)
+/* Store the call of thread `tid` in `inflight`; nonzero when it could not be (no
+ * memory for the task's entry, or the hash full). */
+static __always_inline int store_call(u32 tid, u32 call, const void *filename, u64 flags,
+                                      u32 mode)
 {
+#if TRACE_HAVE_TASK_STORAGE
+    struct open_args *a = inflight.task_storage_get(bpf_get_current_task_btf(), 0,
+                                                    BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!a)
+        return -1;
+    a->filename = (u64)filename;
+    a->flags = flags;
+    a->call = call;
+    a->mode = mode;
+    return 0;
+#else
     struct open_args a = {};
     a.filename = (u64)filename;
     a.flags = flags;
     a.call = call;
     a.mode = mode;
-    if (inflight.update(&tid, &a)) {  /* map full: this call's event is lost */
+    return inflight.update(&tid, &a);
+#endif
+}
+
+/* Remember the accepted call of thread `tid` until its exit. */
+static __always_inline int remember(u32 tid, u32 call, const void *filename, u64 flags,
+                                    u32 mode)
+{
+    if (store_call(tid, call, filename, flags, mode)) {  /* this call's event is lost */
 #ifndef TRACE_FILTER_FAILED
         count_drop();
 #endif  /* with -x: counted at exit if the call fails */
@@ -87,11 +141,11 @@ static __always_inline int open_exit(void *ctx, long ret)
 {
     u64 id = bpf_get_current_pid_tgid();
     u32 tid = (u32)id;
-    struct open_args *a = inflight.lookup(&tid);
+    struct open_args *a = recalled(tid);
 #ifdef TRACE_FILTER_FAILED
     if (ret >= 0) {  /* succeeded: not an event under -x */
         if (a)
-            inflight.delete(&tid);
+            forget(tid, a);
         return 0;
     }
     if (!a) {  /* failed, not remembered: a drop if the filters accept the task */
@@ -103,13 +157,14 @@ static __always_inline int open_exit(void *ctx, long ret)
     if (!a)
         return 0;
 #endif
-    struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
+    void *ring;
+    struct trace_event *e = rt_pcpu_reserve_in(&ring, sizeof(*e));
     if (!e) {
         drops.increment(0);
-        inflight.delete(&tid);
+        forget(tid, a);
         return 0;
     }
-    trace_fill_hdr(&e->h, TRACE_OPEN);
+    trace_fill_hdr_id(&e->h, TRACE_OPEN, id);
     trace_fill_ids(e);
     e->value = a->flags;
     e->ppid = 0;
@@ -122,8 +177,8 @@ static __always_inline int open_exit(void *ctx, long ret)
         bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)a->filename);
     else
         e->data[0] = 0;
-    inflight.delete(&tid);
-    RT_PCPU_SUBMIT(ctx, e, sizeof(*e));
+    forget(tid, a);
+    RT_PCPU_SUBMIT_TO(ctx, ring, e, sizeof(*e));
     return 0;
 }
 

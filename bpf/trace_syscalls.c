@@ -1,9 +1,19 @@
 /* ringtool trace source `syscalls`: raw_syscalls sys_enter/sys_exit.
  *
+ * Attached as raw tracepoints (BPF_PROG_TYPE_RAW_TRACEPOINT, ctx->args[] are the
+ * tracepoint's arguments: regs and the syscall number / return value): the kernel
+ * calls the program directly, without the perf record a classic tracepoint program
+ * is handed (include/trace/perf.h builds it for every event: about half of what an
+ * empty program costs each syscall here).
+ *
  * Per thread, `started` keeps the entry time and number of the syscall in progress,
- * updated in place (entries are reused, not deleted on the hot path; a thread's
- * entry is deleted when it exits). A plain hash: an LRU one costs ~0.1 µs more
- * per syscall. Aggregated in the kernel, read by ringtool per interval:
+ * updated in place. Where the kernel has per-task storage for tracing programs
+ * (TRACE_HAVE_TASK_STORAGE, ringtool/programs/kernel_features.py) it is a
+ * BPF_MAP_TYPE_TASK_STORAGE found from the current task (no hash of the tid, no
+ * delete: the kernel frees it with the task); elsewhere a plain hash keyed by tid
+ * (entries reused, not deleted on the hot path; deleted when the thread exits; an LRU
+ * one costs ~0.1 µs more per syscall). Aggregated in the kernel, read by ringtool per
+ * interval:
  *   sys_hist  HASH  key (nr << TRACE_LAT_KEY_BITS | bucket) -> count, bucket =
  *             lat_bucket(latency ns): log-linear, each power of two split into
  *             2^TRACE_LAT_SUB_BITS linear sub-buckets (HdrHistogram's layout; the
@@ -22,6 +32,10 @@
  */
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
+
+#ifndef TRACE_HAVE_TASK_STORAGE
+#error "trace_syscalls.c: compile with ringtool's kernel feature cflags (programs/kernel_features.py)"
+#endif
 
 #ifndef TRACE_SLOW_NS
 #define TRACE_SLOW_NS 100000000ULL
@@ -51,44 +65,64 @@ struct sys_start {
     u64 nr;
 };
 
+#if TRACE_HAVE_TASK_STORAGE
+/* per-task storage (kernel 5.13+ for tracing programs): found from the task itself, no
+ * hash of the tid, freed with the task (kernel/bpf/bpf_task_storage.c) */
+BPF_TASK_STORAGE(started, struct sys_start);
+#else
 BPF_HASH(started, u32, struct sys_start, 16384);
+#endif
 BPF_HASH(sys_hist, u64, u64, 65536);  /* ~100 buckets a syscall in use */
 BPF_PERCPU_ARRAY(hist_lost, u64, 1);  /* latencies a full sys_hist could not count */
 BPF_PERCPU_ARRAY(drops, u64, 1);
 BPF_ARRAY(drill, u32, 1);
 BPF_HASH(drill_hist, u64, u64, 16384);
 
-TRACEPOINT_PROBE(raw_syscalls, sys_enter)
+RAW_TRACEPOINT_PROBE(sys_enter)  /* args: (struct pt_regs *regs, long id) */
 {
     u64 id = bpf_get_current_pid_tgid();
     if (trace_skip_current(id >> 32))  /* sys_exit only sees threads started here */
         return 0;
+#if TRACE_HAVE_TASK_STORAGE
+    struct sys_start *cur = started.task_storage_get(bpf_get_current_task_btf(), 0,
+                                                     BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (cur) {  /* NULL: no memory for this task's entry; its exit finds none */
+        cur->ts = bpf_ktime_get_ns();
+        cur->nr = ctx->args[1];
+    }
+#else
     u32 tid = (u32)id;
     struct sys_start *cur = started.lookup(&tid);
     if (cur) {  /* in place: no element churn on the hot path */
         cur->ts = bpf_ktime_get_ns();
-        cur->nr = args->id;
+        cur->nr = ctx->args[1];
     } else {
         struct sys_start s = {};
         s.ts = bpf_ktime_get_ns();
-        s.nr = args->id;
+        s.nr = ctx->args[1];
         started.update(&tid, &s);
     }
+#endif
     return 0;
 }
 
+#if !TRACE_HAVE_TASK_STORAGE  /* task storage is freed with its task */
 TRACEPOINT_PROBE(sched, sched_process_exit)
 {
     u32 tid = (u32)bpf_get_current_pid_tgid();
     started.delete(&tid);
     return 0;
 }
+#endif
 
-TRACEPOINT_PROBE(raw_syscalls, sys_exit)
+RAW_TRACEPOINT_PROBE(sys_exit)  /* args: (struct pt_regs *regs, long ret) */
 {
-    u64 id = bpf_get_current_pid_tgid();
-    u32 tid = (u32)id;
+#if TRACE_HAVE_TASK_STORAGE
+    struct sys_start *s = started.task_storage_get(bpf_get_current_task_btf(), 0, 0);
+#else
+    u32 tid = (u32)bpf_get_current_pid_tgid();
     struct sys_start *s = started.lookup(&tid);
+#endif
     if (!s || !s->ts)
         return 0;
     u64 lat = bpf_ktime_get_ns() - s->ts;
@@ -110,8 +144,8 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit)
     }
     u32 zero = 0;
     u32 *want = drill.lookup(&zero);  /* written by user space (TraceSession.set_drill) */
-    if (want && *want && *want == (u32)(id >> 32)) {
-        u64 pkey = (id & 0xffffffff00000000ULL) | (key & 0xffffffffULL);
+    if (want && *want && *want == (u32)(bpf_get_current_pid_tgid() >> 32)) {
+        u64 pkey = ((u64)*want << 32) | (key & 0xffffffffULL);
         drill_hist.atomic_increment(pkey);
     }
     if (lat < TRACE_SLOW_NS)
@@ -127,7 +161,7 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit)
     e->mode = 0;
     e->value = lat;
     e->ppid = 0;
-    e->ret = args->ret;
+    e->ret = (long)ctx->args[1];
     e->aux = nr;
     e->aux2 = 0;
     e->data[0] = 0;

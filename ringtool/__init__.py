@@ -11,18 +11,20 @@ from typing import TYPE_CHECKING, Any
 from ringtool import errors
 
 __version__ = "0.1.0"
-__all__ = ["PerfBuffer", "RingBufGroup", "RingBuffer", "__version__", "errors"]
+__all__ = ["PerfBuffer", "RingBufGroup", "RingBuffer", "UserRingBuffer", "__version__", "errors"]
 
 _LAZY = {
     "RingBuffer": "ringtool.readers.ringbuf",
     "PerfBuffer": "ringtool.readers.perfbuf",
     "RingBufGroup": "ringtool.readers.ringbuf_group",
+    "UserRingBuffer": "ringtool.readers.user_ringbuf",
 }
 
 if TYPE_CHECKING:
     from ringtool.readers.perfbuf import PerfBuffer
     from ringtool.readers.ringbuf import RingBuffer
     from ringtool.readers.ringbuf_group import RingBufGroup
+    from ringtool.readers.user_ringbuf import UserRingBuffer
 
 
 def __getattr__(name: str) -> Any:

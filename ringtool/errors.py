@@ -106,6 +106,18 @@ class BufferIndexError(ArgumentError, IndexError):
     """A ring / buffer index past the end (``consume_buffer(5)`` with 2 buffers)."""
 
 
+class RecordSizeError(ArgumentError):
+    """A user ring record (or the ring) of a size the kernel would refuse."""
+
+
+class RingFullError(RingtoolError):
+    """No room in a user ring now (or within the timeout): the BPF side has not drained."""
+
+
+class ProducerStateError(RingtoolError, RuntimeError):
+    """A user ring producer used wrongly: closed, or a record submitted twice."""
+
+
 class RecordFormatError(RingtoolError, ValueError):
     """A record is too short for what is read from it (e.g. a timestamp offset past
     its end). The record itself is consumed; the error reports it."""

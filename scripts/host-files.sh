@@ -4,7 +4,9 @@
 #   host-files.sh headers         where /lib/modules/$(uname -r)/build is missing, link
 #                                 Debian's generic headers there (+ a marker for doctor)
 #   host-files.sh install VENV    /usr/local/bin/ringtool -> VENV/bin/ringtool, the bash
-#                                 completion and the man page ringtool(1)
+#                                 completion and the man page ringtool(1), and a marked
+#                                 block in /etc/bash.bashrc that loads bash-completion in
+#                                 interactive shells (where nothing loads it yet)
 #   host-files.sh uninstall VENV  remove all of the above: the header links only where
 #                                 the marker says setup made them, the command link only
 #                                 when it points into VENV
@@ -19,6 +21,9 @@ MARKER_NAME=".ringtool-linked-headers"
 BIN_LINK="$PREFIX/usr/local/bin/ringtool"
 COMPLETION="$PREFIX/etc/bash_completion.d/ringtool"
 MANPAGE="$PREFIX/usr/local/share/man/man1/ringtool.1"
+BASHRC="$PREFIX/etc/bash.bashrc"
+BLOCK_BEGIN="# >>> ringtool: bash completion in interactive shells (scripts/host-files.sh) >>>"
+BLOCK_END="# <<< ringtool <<<"
 WHO="$([[ "${1:-}" == uninstall ]] && echo uninstall || echo setup)"
 say() { printf '%s: %s\n' "$WHO" "$*"; }
 
@@ -74,6 +79,42 @@ install_generated() {  # TARGET COMMAND...: COMMAND's output as TARGET (mode 064
     rm -f "$tmp"
 }
 
+# Why a block in /etc/bash.bashrc: /etc/bash_completion.d/ringtool is read by the
+# bash-completion package's loader, and on Debian 12 only login shells
+# (/etc/profile.d/bash_completion.sh) and users whose ~/.bashrc came from /etc/skel load
+# it; root's ~/.bashrc does not, and /etc/bash.bashrc (read by every interactive bash)
+# has the lines commented out. The block is Debian's commented one, guarded so that it
+# never loads bash-completion twice; users' files are not touched. It is added only
+# where no uncommented line of bash.bashrc loads bash-completion already.
+enable_completion() {
+    [[ -f "$BASHRC" ]] || return 0
+    grep -qxF "$BLOCK_BEGIN" "$BASHRC" && return 0
+    grep -Eq '^[^#]*(\.|source)[[:space:]]+[^#]*bash[-_]completion' "$BASHRC" && return 0
+    {
+        echo "$BLOCK_BEGIN"
+        echo 'if ! shopt -oq posix && [ -z "${BASH_COMPLETION_VERSINFO-}" ]; then'
+        echo '  if [ -f /usr/share/bash-completion/bash_completion ]; then'
+        echo '    . /usr/share/bash-completion/bash_completion'
+        echo '  elif [ -f /etc/bash_completion ]; then'
+        echo '    . /etc/bash_completion'
+        echo '  fi'
+        echo 'fi'
+        echo "$BLOCK_END"
+    } >> "$BASHRC"
+    say "enabled bash completion in $BASHRC"
+}
+
+disable_completion() {  # exactly the block enable_completion added
+    [[ -f "$BASHRC" ]] && grep -qxF "$BLOCK_BEGIN" "$BASHRC" || return 0
+    local tmp
+    tmp="$(mktemp)"
+    awk -v b="$BLOCK_BEGIN" -v e="$BLOCK_END" '$0 == b {skip = 1} !skip {print} $0 == e {skip = 0}' \
+        "$BASHRC" > "$tmp"
+    cat "$tmp" > "$BASHRC"  # in place: the file keeps its owner and mode
+    rm -f "$tmp"
+    say "removed the bash completion block from $BASHRC"
+}
+
 link_command() {  # VENV: `ringtool` on root's PATH (and sudo's secure_path)
     local entry="$1/bin/ringtool"
     if [[ -e "$BIN_LINK" && ! -L "$BIN_LINK" ]]; then
@@ -92,6 +133,7 @@ install_files() {  # VENV
     # (python -m ringtool.cli.completion / ringtool.cli.manpage); written when changed.
     install_generated "$COMPLETION" "$venv/bin/python" -m ringtool.cli.completion bash
     install_generated "$MANPAGE" "$venv/bin/python" -m ringtool.cli.manpage
+    enable_completion
     link_command "$venv"
 }
 
@@ -108,6 +150,7 @@ uninstall_files() {  # VENV
     for path in "$COMPLETION" "$MANPAGE"; do
         [[ -e "$path" ]] && rm -f "$path" && say "removed $path"
     done
+    disable_completion
     unlink_headers
 }
 

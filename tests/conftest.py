@@ -6,6 +6,13 @@ import functools
 import os
 
 import pytest
+from hypothesis import settings
+
+# No per-example time limit (hypothesis's default is 200 ms): a deadline is a timed
+# assertion, and on a loaded machine or in the emulated VM an honest example can take
+# longer. Slow properties show in the run's duration, not as failures.
+settings.register_profile("ringtool", deadline=None)
+settings.load_profile("ringtool")
 
 
 @functools.cache

@@ -19,6 +19,7 @@ examples:
   sudo ringtool bench ringbuf              # ring buffer consumers: ringtool vs BCC vs libbpf
   sudo ringtool bench perfbuf --json       # perf buffer consumers, JSON lines
   sudo ringtool bench trace --seconds 5    # end-to-end trace: delivered, dropped, CPU
+  sudo ringtool bench peers --repeats 5    # vs bpftrace, opensnoop (scripts/setup-peers.sh)
   sudo ringtool bench merge                # merge algorithms: synthetic and real rings
   sudo ringtool bench all --quick          # every benchmark, small sizes
 """
@@ -37,12 +38,16 @@ def register(subs: Any) -> None:
     p.add_argument("which", choices=(*BENCHMARKS, "all"), help="which benchmark")
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     p.add_argument(
-        "--repeats", type=integer(1, 1000), default=5, help="repeats; the median is kept"
+        "--repeats",
+        type=integer(1, 1000),
+        default=5,
+        help="repeats (bench peers: alternating rounds); the median is kept",
     )
     p.add_argument("--quick", action="store_true", help="smaller sizes, for smoke runs")
     p.add_argument(
         "--seconds", type=v.number(0.2, 600, unit="seconds"), default=None,
-        help="bench trace: seconds per phase (default 3, 1 with --quick)",
+        help="bench trace: seconds per phase (default 3, 1 with --quick); bench peers: "
+        "seconds per tracer and round (default 2, 0.5 with --quick)",
     )  # fmt: skip
     p.set_defaults(func=run)
 
@@ -67,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     names = BENCHMARKS if args.which == "all" else (args.which,)
     for name in names:
         module = importlib.import_module(f"ringtool.bench.{name}")
-        extra = {"seconds": args.seconds} if name == "trace" else {}
+        extra = {"seconds": args.seconds} if name in ("trace", "peers") else {}
         rows: list[dict[str, Any]] = module.run(repeats=args.repeats, quick=args.quick, **extra)
         if args.json:
             for row in rows:

@@ -110,7 +110,7 @@ def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None) -
 def _empty_programs() -> Iterator[None]:
     from ringtool.programs.loader import compile_program
 
-    obj = compile_program("trace_empty.c")  # TRACEPOINT_PROBEs attach on load
+    obj = compile_program("trace_empty.c")  # (RAW_)TRACEPOINT_PROBEs attach on load
     try:
         yield
     finally:

@@ -113,8 +113,10 @@ class TraceChild:
     def __init__(self, args: list[str], cpu: int, *, headless_tui: bool = False,
                  stdout: IO[Any] | int | None = None) -> None:  # fmt: skip
         r, w = os.pipe()
+        # --no-cost: with the kernel's BPF run-time statistics on, every BPF program run
+        # pays two clock reads, which would be counted as the tracer's in-kernel cost
         cmd = [sys.executable, "-m", "ringtool.bench.trace_child", str(w),
-               *(["--headless-tui"] if headless_tui else []), "--", *args]  # fmt: skip
+               *(["--headless-tui"] if headless_tui else []), "--", *args, "--no-cost"]  # fmt: skip
         self.started = time.monotonic()
         # stderr into a file: the trace writes its stats lines there every interval, and
         # a pipe nobody reads until the end would stall it

@@ -43,6 +43,7 @@ SUBCOMMANDS = {
     "bench": "ringtool.bench.command",
     "collect": "ringtool.cli.collect",
     "doctor": "ringtool.cli.doctor",
+    "mark": "ringtool.cli.mark",
 }
 SUBCOMMAND_MODULES = tuple(SUBCOMMANDS.values())
 EXIT_USAGE = 2

@@ -136,6 +136,10 @@ def register(subs: Any) -> None:
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
     p.add_argument(
+        "--no-cost", action="store_true",
+        help="leave the kernel's BPF run-time statistics off (no BPF figures in the cost panel)",
+    )  # fmt: skip
+    p.add_argument(
         "--window-us", type=v.number(0, 10_000_000, unit="µs"),
         help="with --ordered: reorder window, µs",
     )  # fmt: skip
@@ -231,7 +235,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
         window_us=args.window_us, pcap=args.pcap, force=args.force, kmes=args.kmes, width=width,
-        hist=args.hist,
+        hist=args.hist, cost=not args.no_cost,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
     )  # fmt: skip
     return opts, cfg

@@ -102,19 +102,34 @@ def cstrings(col: Array) -> Texts:
     if n == 0:
         return Texts([], True, True)
     u = col.view(np.dtype((np.uint8, (width,))))  # (n, width) bytes, also of a strided column
+    same = _repeated(u)
+    if same is not None:
+        return same
     first = (u == 0).argmax(axis=1)  # the first NUL (0 when there is none)
     rows = np.arange(n)
     if u[rows, first].any():  # a string fills its whole field: no NUL to cut at
         return _texts([cstr(b) for b in col.tolist()])
     lens = first + 1  # each string with its NUL, which separates them in the buffer
-    one = int(lens[0])
-    if (lens == one).all() and (u[:, :one] == u[0, :one]).all():  # one string, repeated
-        blob = u[0, :one].tobytes()
-        texts = _decode(blob, 1)
-        return Texts(texts.values * n, texts.printable, texts.plain, same=True)
     starts = np.cumsum(lens) - lens
-    idx = np.arange(int(lens.sum())) + np.repeat(rows * width - starts, lens)
-    return _decode(np.ascontiguousarray(u).reshape(-1)[idx].tobytes(), n)
+    at = np.arange(int(lens.sum())) - np.repeat(starts, lens)  # each byte's place in its row
+    return _decode(u[np.repeat(rows, lens), at].tobytes(), n)  # gathered, no copy of u
+
+
+def _repeated(u: Array) -> Texts | None:
+    """The column as one repeated string when every row holds the first row's string
+    (its bytes up to and with its NUL are the same in every row, so every row's first
+    NUL is at the same place): compares only that prefix, not the whole field. None
+    when not (or when the first row has no NUL)."""
+    nul = np.flatnonzero(u[0] == 0)
+    if len(nul) == 0:
+        return None
+    one = int(nul[0]) + 1
+    head = u[0, :one]
+    # the last row first: a cheap "no" when the strings differ
+    if not (u[-1, :one] == head).all() or not (u[:, :one] == head).all():
+        return None
+    texts = _decode(head.tobytes(), 1)
+    return Texts(texts.values * len(u), texts.printable, texts.plain, same=True)
 
 
 #: Bytes of a plain JSON string (printable ASCII but ``"`` and ``\``), and the two.

@@ -56,6 +56,10 @@ def _rest_syscall(c: Columns) -> list[str]:
             for s, lat, r in zip(c["syscall"], c["latency_us"], c["ret"], strict=True)]  # fmt: skip
 
 
+def _rest_mark(c: Columns) -> list[str]:
+    return list(c["text"])
+
+
 def _rest_net(c: Columns) -> list[str]:
     return [
         f"{d[:3]} {proto} {src}:{sport} > {dst}:{dport} len={n}"
@@ -76,6 +80,7 @@ DETAIL: dict[str, tuple[str | None, Callable[[Columns], list[str]], tuple[str, .
     "exit": (None, _rest_exit, ("exit_code", "ppid")),
     "fork": (None, _rest_fork, ("child_pid", "child_comm")),
     "syscall": (None, _rest_syscall, ("syscall", "latency_us", "ret")),
+    "mark": (None, _rest_mark, ("text",)),
     "net": (None, _rest_net, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
 }
 

@@ -89,6 +89,7 @@ BY_TYPE: dict[str, tuple[Field, ...]] = {
         Field("latency_us", "value", "latency_us"),
         Field("ret", "ret", "int"),
     ),
+    "mark": (Field("text", "data", "str"),),
 }
 
 #: The type-specific keys of a net event (decoded per packet, not from this table).

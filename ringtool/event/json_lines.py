@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from itertools import repeat
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from ringtool.event.columns import (
     TypeGroup,
+    by_type,
     column,
     cstrings,
     float_texts,
@@ -33,6 +33,7 @@ from ringtool.event.columns import (
 )
 from ringtool.event.decode import Decoder, Event
 from ringtool.event.fields import Field, fields_of
+from ringtool.event.line_pieces import Piece, lines_of, text_of
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
 _str = encode_basestring  # a JSON string literal (C implementation)
@@ -99,10 +100,20 @@ def _texts(decoder: Decoder, rec: np.ndarray[Any, Any], f: Field) -> tuple[list[
 def group_lines(decoder: Decoder, g: TypeGroup, keys: Sequence[str] | None) -> list[str]:
     """The JSON lines of one type's records (``keys``: only these, in this order); a
     field with one value for all of them is part of the constant text."""
-    n = len(g.rec)
+    return lines_of(_pieces(decoder, g, keys), len(g.rec))
+
+
+def group_text(decoder: Decoder, g: TypeGroup, keys: Sequence[str] | None) -> str:
+    """:func:`group_lines` as one text, each line ending in a newline, without a
+    string per line (:func:`ringtool.event.line_pieces.text_of`)."""
+    return text_of(_pieces(decoder, g, keys), len(g.rec))
+
+
+def _pieces(decoder: Decoder, g: TypeGroup, keys: Sequence[str] | None) -> list[Piece]:
+    """The pieces of the lines of ``g``: constant texts and per-record columns."""
     spec = {f.key: f for f in fields_of(g.name)}
     wanted = keys if keys is not None else ["type", *spec]
-    pieces: list[Any] = []  # constant text and per-record columns, alternating
+    pieces: list[Piece] = []  # constant text and per-record columns, alternating
     text = "{"
     for key in wanted:
         if key != "type" and key not in spec:
@@ -115,10 +126,10 @@ def group_lines(decoder: Decoder, g: TypeGroup, keys: Sequence[str] | None) -> l
         if isinstance(col, str):
             text += f'"{col}"' if quote else col
             continue
-        pieces += [repeat(text + '"' if quote else text, n), col]
+        pieces += [text + '"' if quote else text, col]
         text = '"' if quote else ""
-    pieces.append(repeat(text + "}", n))
-    return list(map("".join, zip(*pieces, strict=False)))
+    pieces.append(text + "}")
+    return pieces
 
 
 def json_lines(
@@ -136,6 +147,9 @@ def batch_text(
     """The printable JSON lines of a batch (records in array order, then the net
     events), each ending in a newline; ``""`` for an empty batch. ``keys``: only these
     keys, in this order (None: all; net events lose :data:`NET_PRIVATE`)."""
+    groups = by_type(arr, decoder.types)
+    if not net and len(groups) == 1 and groups[0].positions is None:  # one type, in order
+        return _printable_text(group_text(decoder, groups[0], keys))
     lines = json_lines(decoder, arr, keys)
     for ev in net:
         obj = (
@@ -146,12 +160,17 @@ def batch_text(
         lines.append(_dumps(obj))
     if not lines:
         return ""
-    text = "\n".join(lines)
+    return _printable_text("\n".join(lines) + "\n")
+
+
+def _printable_text(text: str) -> str:
+    """JSON lines, each ending in a newline, made printable (see the module doc)."""
     # JSON already escapes C0 controls: ASCII text without DEL is printable (two
-    # C-level checks); anything else gets the per-character pass
+    # C-level checks); anything else gets the per-character pass, line by line (a
+    # JSON text holds no raw newline)
     if not text.isascii() or "\x7f" in text:
-        text = "\n".join(map(printable_line, lines))
-    return text + "\n"
+        text = "\n".join(map(printable_line, text[:-1].split("\n"))) + "\n"
+    return text
 
 
 def object_line(obj: dict[str, Any]) -> str:

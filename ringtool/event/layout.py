@@ -44,7 +44,7 @@ _FIELD = re.compile(r"^(struct\s+\w+|\w+)\s+(\w+)\s*(?:\[\s*(\w+)\s*\])?$")
 #: Event type constant name -> the ``type`` string used in output (TRACE_EXEC -> exec).
 TYPE_PREFIX = "TRACE_"
 TYPE_CONSTANTS = ("TRACE_EXEC", "TRACE_EXIT", "TRACE_FORK", "TRACE_OPEN", "TRACE_SYSCALL",
-                  "TRACE_NET")  # fmt: skip
+                  "TRACE_NET", "TRACE_MARK")  # fmt: skip
 #: Prefix of the constants that name an open or exec event's syscall (``call``).
 CALL_PREFIX = "TRACE_CALL_"
 

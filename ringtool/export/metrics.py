@@ -20,7 +20,7 @@ from ringtool.errors import ExportError
 from ringtool.export.accounting import TraceTotals
 
 SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
-             "syscall": "syscalls", "net": "net"}  # fmt: skip
+             "syscall": "syscalls", "net": "net", "mark": "mark"}  # fmt: skip
 
 
 class Families:

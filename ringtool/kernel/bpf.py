@@ -25,8 +25,11 @@ class Cmd(IntEnum):
     MAP_LOOKUP_ELEM = 1
     MAP_UPDATE_ELEM = 2
     MAP_DELETE_ELEM = 3
+    OBJ_PIN = 6
+    OBJ_GET = 7
     PROG_TEST_RUN = 10
     OBJ_GET_INFO_BY_FD = 15
+    ENABLE_STATS = 32
 
 
 class MapType(IntEnum):
@@ -40,6 +43,7 @@ class MapType(IntEnum):
     ARRAY_OF_MAPS = 12
     HASH_OF_MAPS = 13
     RINGBUF = 27
+    USER_RINGBUF = 31
 
 
 BPF_ANY = 0
@@ -228,6 +232,29 @@ def prog_test_run(
     retval = ctypes.c_uint32.from_buffer(attr, 4).value
     duration = ctypes.c_uint32.from_buffer(attr, 36).value
     return TestRunResult(retval=retval, duration_ns=duration)
+
+
+def prog_test_run_raw_tp(prog_fd: int) -> int:
+    """BPF_PROG_TEST_RUN of a RAW_TRACEPOINT program with no context, once, on the
+    calling CPU (the kernel's ``bpf_prog_test_run_raw_tp`` refuses data, repeat and
+    duration for this type); returns the program's return value."""
+    attr = _attr([(0, ctypes.c_uint32(prog_fd))])
+    _bpf(Cmd.PROG_TEST_RUN, attr, what=f"raw_tp prog fd {prog_fd}")
+    return ctypes.c_uint32.from_buffer(attr, 4).value
+
+
+def obj_pin(fd: int, path: str) -> None:
+    """BPF_OBJ_PIN: pin the map or program ``fd`` at ``path`` on a bpffs."""
+    p = ctypes.create_string_buffer(os.fsencode(path))
+    attr = _attr([(0, ctypes.c_uint64(ctypes.addressof(p))), (8, ctypes.c_uint32(fd))])
+    _bpf(Cmd.OBJ_PIN, attr, what=path)
+
+
+def obj_get(path: str) -> int:
+    """BPF_OBJ_GET: a new fd of the object pinned at ``path`` (the caller closes it)."""
+    p = ctypes.create_string_buffer(os.fsencode(path))
+    attr = _attr([(0, ctypes.c_uint64(ctypes.addressof(p)))])
+    return _bpf(Cmd.OBJ_GET, attr, what=path)
 
 
 def close_fd(fd: int) -> None:

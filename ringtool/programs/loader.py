@@ -13,6 +13,7 @@ from typing import Any
 
 from ringtool.bpf_files import bpf_dir, bpf_file
 from ringtool.errors import KernelFeatureError, RingtoolError
+from ringtool.programs.kernel_features import feature_defines
 from ringtool.programs.tp_presence import presence_defines
 from ringtool.programs.tracepoints import layout_choices, layout_defines
 
@@ -59,11 +60,13 @@ def compile_program(
     (:func:`ringtool.programs.tracepoints.layout_choices`; a
     :class:`~ringtool.programs.tracepoints.TracepointFormatError` when they can't be);
     and so is which optional tracepoints exist
-    (:func:`ringtool.programs.tp_presence.presence_defines`);
+    (:func:`ringtool.programs.tp_presence.presence_defines`) and which BPF features
+    it has (:func:`ringtool.programs.kernel_features.feature_defines`);
     an entry of ``defines`` with the same name overrides the kernel's choice."""
     bcc = import_bcc()
     path = bpf_file(filename)
-    tp_defines = layout_defines(layout_choices(filename)) | presence_defines(filename)
+    tp_defines = (layout_defines(layout_choices(filename)) | presence_defines(filename)
+                  | feature_defines(filename))  # fmt: skip
     try:
         obj = (bcc.BPF if attach else _deferred_class())(
             src_file=str(path).encode(), cflags=cflags_for(tp_defines | dict(defines or {}))
@@ -73,6 +76,8 @@ def compile_program(
                 name = bcc.lib.bpf_function_name(obj.module, i)
                 if name.startswith(b"tracepoint__"):
                     obj.load_func(name, bcc.BPF.TRACEPOINT)  # cached for the attach
+                elif name.startswith(b"raw_tracepoint__"):
+                    obj.load_func(name, bcc.BPF.RAW_TRACEPOINT)
         return obj
     except Exception as exc:  # BCC raises bare Exception
         raise BpfCompileError(

@@ -96,6 +96,11 @@ class NetSource:
         """Follow CPU hotplug (:meth:`ringtool.PerfBuffer.check_cpus`); one line per change."""
         return [] if self._pb is None else self._pb.check_cpus()
 
+    def prog_fds(self) -> dict[str, int]:
+        """The loaded TC programs: function name -> program fd (open until close())."""
+        obj = self._obj
+        return {} if obj is None else {f.name.decode(): f.fd for f in obj.funcs.values()}
+
     def lost(self) -> dict[int, int]:
         """PERF_RECORD_LOST totals per CPU."""
         return {} if self._pb is None else self._pb.lost()

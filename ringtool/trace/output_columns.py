@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import sys
 import time
-from itertools import repeat
 from typing import Any, TextIO
 
 import numpy as np
 
-from ringtool.event.columns import TypeGroup, in_array_order, wall_seconds
+from ringtool.event.columns import TypeGroup, by_type, in_array_order, wall_seconds
 from ringtool.event.decode import Decoder, Event
 from ringtool.event.detail import DETAIL, detail_split
 from ringtool.event.fields import fields_of
+from ringtool.event.group_values import group_values
+from ringtool.event.line_pieces import Piece, lines_of, text_of
 from ringtool.event.safe_text import printable
 from ringtool.trace.latency_buckets import approx_duration
 from ringtool.trace.proc_names import shown_comm
@@ -124,6 +125,8 @@ def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
             f"ordered: {o['out_of_order']} out of order "
             f"(per CPU ring {o['out_of_order_per_buffer']}), max {o['max_lateness_us']} us late"
         )
+    if stats.cost is not None:
+        lines.append(stats.cost.line())
     for row in stats.top_syscalls(5):
         lines.append(
             f"  {row.name:<20} {row.count:>10} calls  p99 {approx_duration(row.p99_ns):>6}"
@@ -138,13 +141,23 @@ def _printable_all(texts: list[str]) -> list[str]:
 
 def clocks(seconds: np.ndarray[Any, Any]) -> list[str]:
     """``%H:%M:%S`` local time of each float timestamp (``time.localtime`` floors),
-    formatted once per distinct second."""
-    uniq, inverse = np.unique(np.floor(seconds), return_inverse=True)
+    formatted once per distinct second (a batch spans a few seconds at most: indexed
+    by the second's offset from the first, with no sort)."""
+    if len(seconds) == 0:
+        return []
+    whole = np.floor(seconds)
+    lo, hi = float(whole.min()), float(whole.max())
+    if hi - lo <= CLOCK_SPAN:
+        labels = [time.strftime("%H:%M:%S", time.localtime(lo + i))
+                  for i in range(int(hi - lo) + 1)]  # fmt: skip
+        return np.array(labels, dtype=object)[(whole - lo).astype(np.intp)].tolist()  # type: ignore[no-any-return]
+    uniq, inverse = np.unique(whole, return_inverse=True)
     labels = [time.strftime("%H:%M:%S", time.localtime(s)) for s in uniq.tolist()]
     return np.array(labels, dtype=object)[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
 
 
-Piece = list[str] | str  # a column of texts, or one text for every record
+#: Seconds a batch's timestamps may span to have their clocks formatted without a sort.
+CLOCK_SPAN = 64
 
 
 def _same(values: list[Any]) -> bool:
@@ -160,16 +173,17 @@ def _at(piece: Piece, i: int) -> str:
     return piece if isinstance(piece, str) else piece[i]
 
 
-def group_lines(decoder: Decoder, g: TypeGroup, width: int | None) -> list[str]:
-    """The column lines of one type's records, formatted a column at a time (a column
-    with one value in the group is formatted once); only a line longer than ``width``
-    is cut one by one (as :func:`format_event` does)."""
-    n = len(g.rec)
-    cols = {f.key: decoder.values(g.rec, f) for f in fields_of(g.name) if f.kind != "time"}
+def _group_pieces(
+    decoder: Decoder, g: TypeGroup, width: int | None
+) -> tuple[list[Piece], Piece, Piece]:
+    """The pieces of the column lines of one type's records (a column with one value
+    in the group is formatted once, :mod:`ringtool.event.line_pieces`), and the path
+    and rest of the detail (the last two pieces)."""
+    cols, shown = group_values(decoder, g.rec, fields_of(g.name))
     clock = clocks(wall_seconds(g.rec["h"]["ts"], decoder.offset_ns))
-    comm = _printable_all(cols["comm"])
+    comm = shown["comm"]
     path_key, rest_of, rest_keys = DETAIL.get(g.name, (None, None, ()))
-    path: Piece = _texts(_printable_all(cols[path_key]), "%s") if path_key else ""
+    path: Piece = _texts(shown[path_key], "%s") if path_key else ""
     rest: Piece = ""
     if rest_of is not None:
         if all(_same(cols[k]) for k in rest_keys if k in cols):
@@ -182,27 +196,21 @@ def group_lines(decoder: Decoder, g: TypeGroup, width: int | None) -> list[str]:
         _texts(comm if width is None else [c[:16] for c in comm], "%-16s "),
         f"{g.name:<7} ", path, rest,
     ]  # fmt: skip
-    lines = _join(pieces, n)
+    return pieces, path, rest
+
+
+def group_lines(decoder: Decoder, g: TypeGroup, width: int | None) -> list[str]:
+    """The column lines of one type's records, formatted a column at a time; only a
+    line longer than ``width`` is cut one by one (as :func:`format_event` does)."""
+    pieces, path, rest = _group_pieces(decoder, g, width)
+    n = len(g.rec)
+    lines = lines_of(pieces, n)
     if width is not None:
         for i in np.flatnonzero(np.fromiter(map(len, lines), np.int64, n) > width).tolist():
             p, r = _at(path, i), _at(rest, i)
             head = lines[i][: len(lines[i]) - len(p) - len(r)]
             lines[i] = head + fit_parts(p, r, max(0, width - len(head)))
     return lines
-
-
-def _join(pieces: list[Piece], n: int) -> list[str]:
-    """Each record's pieces joined; adjacent constant pieces are joined once."""
-    merged: list[Any] = []
-    for piece in pieces:
-        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += piece
-        else:
-            merged.append(piece)
-    if len(merged) == 1 and isinstance(merged[0], str):
-        return [merged[0]] * n
-    columns = [repeat(p, n) if isinstance(p, str) else p for p in merged]
-    return list(map("".join, zip(*columns, strict=False)))
 
 
 def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None) -> list[str]:
@@ -236,6 +244,12 @@ class ColumnOutput(OutputBase):
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         w = self.width
+        groups = by_type(arr, self.decoder.types)
+        if w is None and not net and len(groups) == 1 and groups[0].positions is None:
+            pieces, _, _ = _group_pieces(self.decoder, groups[0], None)  # one type, uncut
+            self.stream.write(text_of(pieces, len(arr)))
+            self.stream.flush()
+            return
         lines = column_lines(self.decoder, arr, w)
         lines.extend(format_event(ev, w) for ev in net)
         if lines:

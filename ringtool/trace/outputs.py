@@ -44,6 +44,10 @@ class RunConfig:
     name: re.Pattern[str] | None = None
     #: ``--fields``: the event fields to output, in this order (json, csv, columns)
     fields: tuple[str, ...] | None = None
+    #: the cost panel's and summary's BPF figures: the kernel's BPF run-time statistics
+    #: are on while the run reads (:class:`ringtool.trace.cost.CostSampler`); False
+    #: (``--no-cost``): ringtool's own CPU only
+    cost: bool = True
 
 
 def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:

@@ -39,6 +39,11 @@ def latest_names(h: np.ndarray[Any, Any]) -> BatchNames:
     if len(h) == 0:
         return BatchNames([], [], [], [])
     pid = h["pid"]
+    if (pid == pid[0]).all():  # one process (the common case): no sort
+        ts = h["ts"]
+        newest_one = len(ts) - 1 - int(np.argmax(ts[::-1]))  # the last of the newest, as below
+        return BatchNames([int(pid[0])], [len(ts)], [h["comm"][newest_one].tolist()],
+                          [int(ts[newest_one])])  # fmt: skip
     order = np.lexsort((h["ts"], pid))  # by pid, then by time: each pid's newest last
     sorted_pid = pid[order]
     ends = np.flatnonzero(np.append(sorted_pid[1:] != sorted_pid[:-1], True))

@@ -22,6 +22,7 @@ from ringtool.event.layout import load_layout
 from ringtool.event.safe_text import printable
 from ringtool.event.syscalls import syscall_namer
 from ringtool.kernel.cpus import possible_cpu_count
+from ringtool.trace.cost import CostSampler
 from ringtool.trace.filters import NameFilter
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.outputs import RunConfig, close_sinks, make_output, open_sinks
@@ -97,11 +98,16 @@ def _loop(
     ordered = session.ordered_reader(cfg.window_us) if cfg.ordered else None
     keep = NameFilter(cfg.name) if cfg.name is not None else None
     out.open()
+    cost: CostSampler | None = None
     try:
         # attached now, read from the loop's first turn; the start line (what callers
         # wait for before they make events) comes after the attach
         stats.begin(session.start())
+        # the kernel's BPF run-time statistics: on from here until the finally below
+        cost = CostSampler(session.prog_fds(), off=None if cfg.cost else "--no-cost")
         out.start(session.active, session.notes)
+        if cfg.cost and cost.note is not None:
+            out.note(f"cost: {cost.note}")
         session.on_note = out.note  # later notes (CPU hotplug) go to the output
         start = time.monotonic()
         deadline = None if cfg.duration is None else start + cfg.duration
@@ -118,6 +124,7 @@ def _loop(
             _ingest(session, stats, out, sinks, decoder, ordered, keep=keep)
             if time.monotonic() >= next_tick:
                 _tick(session, stats, ordered, drill=out.drill_pid)
+                stats.cost = cost.sample()
                 for sink in sinks:
                     for note in sink.tick(stats):
                         out.note(note)
@@ -128,9 +135,12 @@ def _loop(
         session.stopping()
         _ingest(session, stats, out, sinks, decoder, ordered, final=True, keep=keep)
         _tick(session, stats, ordered, drill=out.drill_pid)
+        stats.cost = cost.sample()
         if stats.dropped_interval or stats.lost_interval:
             out.stats(stats)  # the last, partial interval: every drop has its stats line
     finally:
+        if cost is not None:
+            cost.close()  # the statistics off again: q, Ctrl-C, SIGTERM and errors alike
         out.close()
         close_sinks(sinks, stats)
     out.summary(stats)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.errors import RingtoolError
+from ringtool.errors import KernelFeatureError, RingtoolError
 from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
@@ -42,6 +42,7 @@ from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
 from ringtool.trace.hist_maps import read_hists
 from ringtool.trace.latency_buckets import KEY_BITS, SUB_BITS
+from ringtool.trace.marks import MarkSource, check_user_ringbuf
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.pacing import BatchPacer
@@ -71,6 +72,7 @@ class TraceSession:
         self.group: RingBufGroup | None = None
         self.rb: RingBuffer | None = None
         self.net: Any = None
+        self.marks: MarkSource | None = None  # ringtool mark's ring (see _setup_marks)
         self.drill_pid: int | None = None  # see set_drill
         self._hist_full = False  # see syscall_hist
         self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
@@ -124,10 +126,24 @@ class TraceSession:
             seed_parents(self.sources["exec"][b"parent_of"])
         if self.group is not None and self.sources:
             self.rb = self.group.consumer()
+            self._setup_marks()
         if "net" in opts.events:
             self._setup_net(defines)
         if not self.sources and self.net is None:
             raise RingtoolError("no trace source could be loaded: " + "; ".join(self.notes))
+
+    def _setup_marks(self) -> None:
+        """Pin a marker ring for ``ringtool mark`` (:mod:`ringtool.trace.marks`); a
+        kernel without USER_RINGBUF has no markers, silently; another failure is a note."""
+        assert self.group is not None
+        try:
+            check_user_ringbuf()
+        except KernelFeatureError:
+            return
+        try:
+            self.marks = MarkSource(self.group, self.layout)
+        except (RingtoolError, OSError) as exc:
+            self._note(f"markers disabled (ringtool mark): {_first_line(exc)}")
 
     def _setup_net(self, defines: dict[str, int | str]) -> None:
         if not self.opts.iface:
@@ -218,6 +234,19 @@ class TraceSession:
         """The available net samples as ``(cpu, raw sample)`` (consumed)."""
         return [] if self.net is None else self.net.read()
 
+    def prog_fds(self) -> dict[str, int]:
+        """Every loaded BPF program of the running sources: ``"source event"`` (the
+        tracepoint ``category:event``, or the function's name) -> its fd, open until
+        :meth:`close` (what :class:`ringtool.trace.cost.CostSampler` reads)."""
+        out: dict[str, int] = {}
+        for source, obj in self.sources.items():
+            for fn in obj.funcs.values():
+                name = _program_label(fn.name.decode())
+                out[f"{source} {name}"] = fn.fd
+        if self.net is not None:
+            out.update({f"net {name}": fd for name, fd in self.net.prog_fds().items()})
+        return out
+
     # --- counters ----------------------------------------------------------------------
 
     def _ring_fills(self) -> list[float]:
@@ -296,6 +325,8 @@ class TraceSession:
     def close(self) -> None:
         """Detach and free everything (idempotent; each step on its own)."""
         closers: list[Callable[[], Any]] = []
+        if self.marks is not None:
+            closers.append(self.marks.close)
         if self.rb is not None:
             closers.append(self.rb.close)
         if self.net is not None:
@@ -311,6 +342,7 @@ class TraceSession:
                 pass
         self.rb = None
         self.net = None
+        self.marks = None
         self.sources = {}
         self.group = None
 
@@ -318,6 +350,18 @@ class TraceSession:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def _program_label(func: str) -> str:
+    """A BCC function's hook as ``category:event``: ``tracepoint__syscalls__sys_enter_openat``
+    -> ``syscalls:sys_enter_openat``; a raw tracepoint's ``raw_tracepoint__sys_enter`` ->
+    ``raw_syscalls:sys_enter`` (the syscall hooks are the only raw ones); any other
+    function keeps its name."""
+    if func.startswith("tracepoint__"):
+        return func.removeprefix("tracepoint__").replace("__", ":", 1)
+    if func.startswith("raw_tracepoint__"):
+        return "raw_syscalls:" + func.removeprefix("raw_tracepoint__")
+    return func
 
 
 __all__ = ["ALL_EVENTS", "RING_SOURCES", "TraceOptions", "TraceSession"]

@@ -27,13 +27,14 @@ from typing import Any
 import numpy as np
 
 from ringtool.event.decode import cstr
+from ringtool.trace.cost import CostReport
 from ringtool.trace.latency_buckets import approx, quantile
 from ringtool.trace.proc_names import latest_names, shown_comm
 from ringtool.trace.proctree import ProcessTree
 
 #: Event type -> the source that produces it.
 SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
-             "syscall": "syscalls", "net": "net"}  # fmt: skip
+             "syscall": "syscalls", "net": "net", "mark": "mark"}  # fmt: skip
 HISTORY = 120
 #: Intervals with drops or losses remembered (the oldest are forgotten first).
 DROP_LOG = 1000
@@ -116,6 +117,8 @@ class TraceStats:
     ordering: dict[str, Any] | None = None
     #: ``--export`` only: the exporter's counters (ringtool.export.accounting snapshot)
     export: dict[str, Any] | None = None
+    #: what tracing costs (BPF run time, ringtool's CPU), sampled each interval
+    cost: CostReport | None = None
     #: samples too short to decode (counted, never output; see Decoder.malformed)
     malformed: int = 0
     _sys_prev: dict[int, int] = field(default_factory=dict)
@@ -164,8 +167,13 @@ class TraceStats:
             return
         h = arr["h"]
         self.total += n
-        types, counts = np.unique(h["type"], return_counts=True)
-        for t, c in zip(types.tolist(), counts.tolist(), strict=True):
+        t_col = h["type"]
+        if (t_col == t_col[0]).all():  # one type (the common case): no sort
+            types, counts = [int(t_col[0])], [n]
+        else:
+            uniq, per = np.unique(t_col, return_counts=True)
+            types, counts = uniq.tolist(), per.tolist()
+        for t, c in zip(types, counts, strict=True):
             name = self.type_names.get(t, str(t))
             self.by_type[name] = self.by_type.get(name, 0) + c
         cpus = np.bincount(h["cpu"], minlength=self.ncpu).tolist()
@@ -390,6 +398,7 @@ class TraceStats:
             "sources": self.sources,
             **({"ordering": self.ordering} if self.ordering is not None else {}),
             **({"export": self.export} if self.export is not None else {}),
+            **({"cost": self.cost.record()} if self.cost is not None else {}),
         }
 
 

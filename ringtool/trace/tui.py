@@ -45,13 +45,14 @@ from rich.text import Text
 from ringtool.event.decode import Decoder, Event
 from ringtool.trace import tui_panels as panels
 from ringtool.trace.stats import TraceStats
+from ringtool.trace.tui_cost import cost_panel
 from ringtool.trace.tui_keys import ESC_TIMEOUT, KeyParser
 from ringtool.trace.tui_panels import data, sparkline
 from ringtool.trace.tui_view import SORTS, ViewState
 
 #: The smallest terminal the dashboard draws in; below it a one-line message says so.
 MIN_WIDTH, MIN_HEIGHT = 80, 24
-TAIL_TYPES = ("exec", "open", "net")
+TAIL_TYPES = ("exec", "open", "net", "mark")
 TAIL_KEEP = 200
 
 
@@ -235,6 +236,10 @@ class TraceTui:
         bottom = Layout(panels.footer(v), name="footer", size=1)
         if v.help:  # the overlay takes the room of the tables
             layout.split_column(top, Layout(panels.help_table(), name="help"), bottom)
+            return layout
+        if v.cost:  # the cost panel takes the room of the tables too
+            panel = cost_panel(s.cost if s is not None else None, height - 3)
+            layout.split_column(top, Layout(panel, name="cost"), bottom)
             return layout
         layout.split_column(
             top,

@@ -45,7 +45,8 @@ KEYS = (
     ("↑ ↓ PgUp PgDn", "move in the table"),
     ("Home End", "first / last row (End: follow the newest events)"),
     ("Enter", "drill down into the selected process"),
-    ("Esc", "close the help / leave the drill-down"),
+    ("Esc", "close the help or the cost panel / leave the drill-down"),
+    ("c", "the cost of tracing: BPF run time per program, ringtool's CPU"),
 )
 
 
@@ -55,6 +56,7 @@ class ViewState:
 
     paused: bool = False
     help: bool = False
+    cost: bool = False  # the cost panel (ringtool.trace.tui_cost) instead of the tables
     filter: str = ""
     editing: str | None = None  # the filter being typed, or None
     sort: int = 0  # index into SORTS (the syscalls table)
@@ -87,7 +89,7 @@ class ViewState:
             "?": self._help, "f1": self._help, "esc": self._escape, "p": self._pause,
             "P": self._pause, "s": self._next_sort, "S": self._next_sort,
             "/": self._start_filter, "<": self._left, ">": self._right, "f6": self._right,
-            "I": self._invert, "tab": self._tab, "enter": self._enter,
+            "I": self._invert, "tab": self._tab, "enter": self._enter, "c": self._cost,
         }.get(key)  # fmt: skip
         if action is not None:
             action()
@@ -110,8 +112,14 @@ class ViewState:
     def _help(self) -> None:
         self.help = True
 
+    def _cost(self) -> None:
+        self.cost = not self.cost
+
     def _escape(self) -> None:
-        self.drill = None
+        if self.cost:
+            self.cost = False
+        else:
+            self.drill = None
 
     def _pause(self) -> None:
         self.paused = not self.paused

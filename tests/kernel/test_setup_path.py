@@ -1,8 +1,10 @@
 """After the README's setup (scripts/setup.sh, as root), ``ringtool`` is a command on
 root's login PATH and runs, so the README's examples work as written. The real setup
 runs in a private mount namespace whose /usr/local/bin, /etc/bash_completion.d and
-/usr/local/share/man are empty tmpfs: the paths are the real ones, the host's files are
-not touched. (Removal by ``make uninstall``: tests/unit/test_host_files.py.)"""
+/usr/local/share/man are empty tmpfs and whose /etc/bash.bashrc is a copy: the paths
+are the real ones, the host's files are not touched. A fresh interactive root shell
+then has ringtool's completion. (Removal by ``make uninstall``:
+tests/unit/test_host_files.py.)"""
 
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ pytestmark = [pytest.mark.kernel, pytest.mark.slow, pytest.mark.host_only]
 
 _IN_NAMESPACE = """
 set -eu
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp /etc/bash.bashrc "$work/bash.bashrc"  # setup adds its completion block to the copy
+mount --bind "$work/bash.bashrc" /etc/bash.bashrc
 for d in /usr/local/bin /etc/bash_completion.d /usr/local/share/man; do
     mkdir -p "$d" && mount -t tmpfs ringtool-test "$d"
 done
@@ -29,6 +35,9 @@ echo "version=$(bash -lc 'ringtool --version')"
 bash -lc 'ringtool doctor' >&2 && echo doctor=ok
 echo "sudo=$(sudo -n ringtool --version)"
 find /etc/bash_completion.d /usr/local/share/man -type f | sed 's/^/file=/'
+mkdir "$work/home"
+env -i HOME="$work/home" TERM=dumb PATH=/usr/bin:/bin bash -ic 'complete -p ringtool' \\
+    | sed 's/^/complete=/'
 """
 
 
@@ -50,6 +59,7 @@ def test_setup_puts_ringtool_on_roots_login_path() -> None:
     assert seen["version"][0].startswith("ringtool "), seen
     assert seen["doctor"] == ["ok"]
     assert seen["sudo"] == seen["version"]  # setup installs sudo; its secure_path has it
+    assert "ringtool" in seen["complete"][0]  # a fresh interactive root shell has it
     assert sorted(seen["file"]) == [
         "/etc/bash_completion.d/ringtool",
         "/usr/local/share/man/man1/ringtool.1",

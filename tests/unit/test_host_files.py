@@ -6,26 +6,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.host_files import SCRIPT, VENV, host_files
 from tests.helpers.paths import ROOT
 
-SCRIPT = ROOT / "scripts" / "host-files.sh"
-VENV = Path(sys.prefix)  # the venv running the tests: its bin/python and bin/ringtool
 KREL = os.uname().release
 HEADERS = "usr/src/linux-headers-6.1.0-99-amd64"
-
-
-def host_files(prefix: Path, *args: str) -> str:
-    """Run the script under ``prefix``; its stdout (it must succeed)."""
-    env = dict(os.environ, RINGTOOL_PREFIX=str(prefix), PYTHONPATH=str(ROOT))
-    done = subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def files_under(prefix: Path) -> set[str]:

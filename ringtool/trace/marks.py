@@ -1,0 +1,151 @@
+"""The trace's end of ``ringtool mark``: a user ring that markers write into, drained
+into the trace's own rings by ``bpf/trace_mark.bpf.c``.
+
+Where a running trace is found: ``/sys/fs/bpf/ringtool/<pid>-<start>-<id>/``
+(``<start>``: the process's start time, field 22 of ``/proc/<pid>/stat``, so a reused
+pid is not taken for the trace; ``<id>``: random, one per session, as a process may run
+several), mode 0700, holding two pins:
+
+* ``marks``: the BPF_MAP_TYPE_USER_RINGBUF (:data:`MARK_RING_BYTES`);
+* ``drain``: the raw tracepoint program that drains it into the trace's per-CPU
+  group, looked up through the group's outer map like every trace source
+  (``bpf/percpu_ringbuf.h``).
+
+What triggers the drain: the marker itself, with ``BPF_PROG_TEST_RUN`` of ``drain``
+right after it wrote (:mod:`ringtool.trace.mark_send`). Nothing is attached, so no
+traced process pays anything, the drain runs once per mark, and the marker's record
+gets ``bpf_ktime_get_ns()`` of that moment and the marker's pid and comm; a tracepoint
+that ``mark`` would then hit would run the program on every other caller too.
+
+Which programs may drain: ``bpf_user_ringbuf_drain`` is in ``bpf_base_func_proto``
+(kernel/bpf/helpers.c, for ``bpf_capable()`` callers) since Linux 6.1, so every program
+type whose helpers fall back to it -- tracepoints, kprobes, raw tracepoints, perf
+events, TC, XDP -- may call it; a raw tracepoint program is the one type that
+``BPF_PROG_TEST_RUN`` runs with the caller's task as ``current`` and no context.
+
+A trace removes its directory at exit (:meth:`MarkSource.close`); one killed leaves it
+behind, holding its maps: every trace start and every ``mark`` removes the directories
+whose process is gone (:func:`remove_stale`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import shutil
+
+from ringtool.errors import BpfSyscallError, KernelFeatureError
+from ringtool.event.layout import TraceLayout
+from ringtool.kernel import bpf
+from ringtool.programs.clang_loader import load_pinned
+from ringtool.readers.ringbuf_group import RingBufGroup
+
+#: Where every running trace pins its marker ring.
+PIN_ROOT = "/sys/fs/bpf/ringtool"
+#: The marker ring: 16 pages, room for 240 markers the trace has not drained.
+MARK_RING_BYTES = 16 * 4096
+_GROUP_PINS = ("rt_rings", "rt_cpumap", "rt_drops")
+
+
+def process_start(pid: int) -> int | None:
+    """The start time (clock ticks after boot) of process ``pid``; None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # the comm (field 2) may hold spaces and parentheses: split after the last ')'
+    return int(stat[stat.rindex(b")") + 2 :].split()[19])
+
+
+def process_key(pid: int) -> str:
+    """``<pid>-<start>``: the process, told apart from a later one with its pid."""
+    return f"{pid}-{process_start(pid)}"
+
+
+def is_live(name: str) -> bool:
+    """Is the trace that made directory ``name`` still running?"""
+    pid, _, rest = name.partition("-")
+    start = rest.partition("-")[0]
+    return pid.isdigit() and start.isdigit() and process_key(int(pid)) == f"{pid}-{start}"
+
+
+def remove_stale(root: str = PIN_ROOT) -> list[str]:
+    """Remove the directories of traces that are gone; returns their names."""
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    stale = [n for n in names if not is_live(n)]
+    for n in stale:
+        shutil.rmtree(os.path.join(root, n), ignore_errors=True)
+    return stale
+
+
+def check_user_ringbuf() -> None:
+    """:class:`KernelFeatureError` when this kernel has no BPF_MAP_TYPE_USER_RINGBUF."""
+    try:
+        fd = bpf.map_create(bpf.MapType.USER_RINGBUF, key_size=0, value_size=0,
+                            max_entries=4096)  # fmt: skip
+    except BpfSyscallError as exc:
+        if exc.errno == errno.EINVAL:
+            raise KernelFeatureError(
+                f"this kernel ({os.uname().release}) has no BPF_MAP_TYPE_USER_RINGBUF "
+                "(Linux 6.1 or later): markers need it"
+            ) from exc
+        raise
+    bpf.close_fd(fd)
+
+
+class MarkSource:
+    """The marker ring of one trace, pinned for ``ringtool mark`` (see the module doc).
+
+    ``group`` is the trace's ring group; ``layout`` gives the record size checks.
+    Raises :class:`KernelFeatureError` on a kernel without USER_RINGBUF, a
+    :class:`~ringtool.programs.loader.BpfCompileError` when clang/bpftool fail."""
+
+    def __init__(self, group: RingBufGroup, layout: TraceLayout, root: str = PIN_ROOT) -> None:
+        check_user_ringbuf()
+        remove_stale(root)
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        self.path = os.path.join(root, f"{process_key(os.getpid())}-{secrets.token_hex(4)}")
+        os.mkdir(self.path, 0o700)
+        marks_fd = -1
+        try:
+            # every map is ours, passed to libbpf by its pin: the group's three (pins
+            # removed once the program holds them) and the marker ring
+            marks_fd = bpf.map_create(bpf.MapType.USER_RINGBUF, key_size=0, value_size=0,
+                                      max_entries=MARK_RING_BYTES)  # fmt: skip
+            bpf.obj_pin(marks_fd, os.path.join(self.path, "marks"))
+            fds = (group.rings_fd, group.cpumap_fd, group.drops_fd)
+            for name, fd in zip(_GROUP_PINS, fds, strict=True):
+                bpf.obj_pin(fd, os.path.join(self.path, name))
+            defines: dict[str, int | str] = {
+                **layout.size_defines(),
+                "MARK_RING_BYTES": MARK_RING_BYTES,
+                "RT_PCPU_OUTER_ENTRIES": bpf.map_info(group.rings_fd).max_entries,
+                "RT_PCPU_NCPU": bpf.map_info(group.cpumap_fd).max_entries,
+                "RT_PCPU_NR_BUFS": group.layout.buffers,
+                "RT_PCPU_CPUS_PER_BUF": group.layout.cpus_per_buffer,
+            }
+            load_pinned(
+                "trace_mark.bpf.c", self.path, defines=defines, prog_name="drain",
+                reuse={n: os.path.join(self.path, n) for n in (*_GROUP_PINS, "marks")},
+                pin_maps=False,
+            )  # fmt: skip
+            for name in _GROUP_PINS:
+                os.unlink(os.path.join(self.path, name))
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            if marks_fd >= 0:
+                bpf.close_fd(marks_fd)  # the pin holds it
+
+    def close(self) -> None:
+        """Remove the pins (the trace ends: markers find it no more). Idempotent."""
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+__all__ = ["MARK_RING_BYTES", "PIN_ROOT", "MarkSource", "check_user_ringbuf", "remove_stale"]

@@ -1,0 +1,52 @@
+"""``ringtool bench peers --json``: one row per tracer, with figures of the right kind
+for those installed and an install command for those not (the peers are not part of
+the project's setup: scripts/setup-peers.sh). Timings are reported, not asserted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from ringtool.bench.peer_tracers import SETUP_SCRIPT, tracers
+from tests.helpers.paths import RINGTOOL
+
+pytestmark = pytest.mark.kernel
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def _spread(stat: object) -> tuple[float, float, float]:
+    assert isinstance(stat, dict) and set(stat) == {"median", "range"}, stat
+    lo, hi = stat["range"]
+    return float(lo), float(stat["median"]), float(hi)
+
+
+def test_bench_peers_json_rows() -> None:
+    proc = subprocess.run([*RINGTOOL, "bench", "peers", "--json", "--repeats", "1",
+                           "--seconds", "0.3"], capture_output=True, text=True, timeout=900,
+                          check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {r["tracer"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert set(rows) == {t.name for t in tracers()}
+    assert all(r["bench"] == "peers" for r in rows.values())
+    for name, row in rows.items():
+        if "skipped" in row:
+            assert SETUP_SCRIPT in row["skipped"] and "apt-get install" in row["skipped"], row
+            continue
+        lo, med, hi = _spread(row["producer_per_s"])
+        assert 0 < lo <= med <= hi, row
+        load = row["loadavg_before_after"]
+        assert len(load) == 6 and all(x >= 0 for x in load), row
+        if name == "no tracer":
+            continue
+        lo, med, hi = _spread(row["added_ns"])
+        assert lo <= med <= hi, row  # a difference: noise may make it negative
+        assert _positive(_spread(row["tracer_cpu_ns_per_event"])[1]), row
+        assert _positive(row["produced"]) and _positive(row["seen"]), row
+        assert row["seen"] <= row["produced"], row  # only this producer's events count
+    for name in ("no tracer", "ringtool --events open --json", "ringtool default sources --json"):
+        assert "skipped" not in rows[name], rows[name]

@@ -1,0 +1,27 @@
+"""Which kernels get TRACE_HAVE_TASK_STORAGE."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ringtool.programs.kernel_features import feature_defines, has_task_storage, kernel_version
+
+
+def test_kernel_version() -> None:
+    assert kernel_version("6.1.0-18-amd64") == (6, 1)
+    assert kernel_version("5.13.0") == (5, 13)
+    assert kernel_version("weird") == (0, 0)
+
+
+def test_task_storage_needs_5_13_and_btf(tmp_path: Path) -> None:
+    btf = tmp_path / "vmlinux"
+    btf.write_bytes(b"x")
+    assert has_task_storage("6.1.0-18-amd64", btf)
+    assert has_task_storage("5.13.0", btf)
+    assert not has_task_storage("5.12.19", btf)
+    assert not has_task_storage("6.1.0", tmp_path / "none")
+
+
+def test_defines_only_for_its_sources() -> None:
+    assert feature_defines("trace_exec.c") == {}
+    assert set(feature_defines("trace_open.c")) == {"TRACE_HAVE_TASK_STORAGE"}
