@@ -34,6 +34,10 @@
  *                          writes to, even one that comes online later) skips the
  *                          CPU lookup
  *   RT_PCPU_WAKEUP_BYTES   optional: adaptive wakeups for rt_pcpu_submit (below)
+ *   RT_PCPU_PERF_FD, RT_PCPU_SCRATCH_FD, RT_PCPU_SCRATCH_BYTES
+ *                          optional: the perf flight-recorder mode (below); sources
+ *                          submit with RT_PCPU_SUBMIT(ctx, p, size) (or
+ *                          RT_PCPU_SUBMIT_TO(ctx, ring, p, size)) to support it
  *
  * Why fds and not BCC table declarations: BCC 0.26 rewrites map methods
  * (x.lookup(), and the &map of a table) only in the main source: edits in an
@@ -108,6 +112,44 @@ static __always_inline long rt_pcpu_output(void *data, u64 size, u64 flags)
 
 /* bpf_ringbuf_reserve in this CPU's buffer; NULL on failure (drop counted). Finish
  * with rt_pcpu_submit(p, size), bpf_ringbuf_submit(p, flags) or bpf_ringbuf_discard(p, flags). */
+#ifdef RT_PCPU_PERF_FD
+/* Flight-recorder mode on a kernel without BPF_F_RB_OVERWRITE (ringtool trace
+ * --flight-recorder): records go to a PERF_EVENT_ARRAY (RT_PCPU_PERF_FD) whose per-CPU
+ * buffers ringtool opened with write_backward, so the kernel keeps the newest ones.
+ * rt_pcpu_reserve hands out this CPU's scratch record (RT_PCPU_SCRATCH_FD: a
+ * PERCPU_ARRAY with one value of RT_PCPU_SCRATCH_BYTES) and RT_PCPU_SUBMIT copies it
+ * out with bpf_perf_event_output, which needs the program's ctx. */
+static __always_inline void *rt_pcpu_reserve(u64 size)
+{
+    u32 zero = 0;
+    void *p = NULL;
+    if (size <= RT_PCPU_SCRATCH_BYTES)
+        p = bpf_map_lookup_elem(RT_PCPU_MAP(RT_PCPU_SCRATCH_FD), &zero);
+    if (!p)
+        rt_pcpu_count_drop();
+    return p;
+}
+
+static __always_inline void rt_pcpu_perf_submit(void *ctx, void *p, u64 size)
+{
+    if (bpf_perf_event_output(ctx, RT_PCPU_MAP(RT_PCPU_PERF_FD), BPF_F_CURRENT_CPU, p, size))
+        rt_pcpu_count_drop();
+}
+
+/* rt_pcpu_reserve; no ring here (*ring = NULL), for RT_PCPU_SUBMIT_TO. */
+static __always_inline void *rt_pcpu_reserve_in(void **ring, u64 size)
+{
+    *ring = NULL;
+    return rt_pcpu_reserve(size);
+}
+
+/* Submit a reserved record: `ctx` is the program's context (BCC: `args`). */
+#define RT_PCPU_SUBMIT(ctx, p, size) rt_pcpu_perf_submit((ctx), (p), (size))
+#define RT_PCPU_SUBMIT_TO(ctx, ring, p, size) rt_pcpu_perf_submit((ctx), (p), (size))
+#else
+#define RT_PCPU_SUBMIT(ctx, p, size) rt_pcpu_submit((p), (size))
+#define RT_PCPU_SUBMIT_TO(ctx, ring, p, size) rt_pcpu_submit_to((ring), (p), (size))
+
 static __always_inline void *rt_pcpu_reserve(u64 size)
 {
     void *ring = rt_pcpu_ring();
@@ -177,5 +219,6 @@ static __always_inline void rt_pcpu_submit(void *p, u64 size)
     rt_pcpu_submit_to(NULL, p, size);
 #endif
 }
+#endif /* RT_PCPU_PERF_FD */
 
 #endif

@@ -124,10 +124,10 @@ static __always_inline struct trace_event *begin_event(u32 pid, u32 kind)
     return e;
 }
 
-/* Submit a filled event. */
-static __always_inline int finish_event(struct trace_event *e)
+/* Submit a filled event (`ctx`: the program's, for the perf flight-recorder mode). */
+static __always_inline int finish_event(void *ctx, struct trace_event *e)
 {
-    rt_pcpu_submit(e, sizeof(*e));
+    RT_PCPU_SUBMIT(ctx, e, sizeof(*e));
     return 0;
 }
 
@@ -251,7 +251,7 @@ static __always_inline void fill_exec(struct trace_event *e, struct exec_argv *s
 
 /* The end of an exec attempt that failed before the point of no return (a successful
  * one's entry is gone: sched_process_exec consumed it): its event, with `ret`. */
-static __always_inline int exec_failed(long ret)
+static __always_inline int exec_failed(void *ctx, long ret)
 {
     u64 id = bpf_get_current_pid_tgid();
     u32 tid = (u32)id, pid = id >> 32;
@@ -272,17 +272,17 @@ static __always_inline int exec_failed(long ret)
     e->value = (u64)e->gid << 32 | e->uid;
     fill_exec(e, st);
     exec_args.delete(&tid);
-    return finish_event(e);
+    return finish_event(ctx, e);
 }
 
 TRACEPOINT_PROBE(syscalls, sys_exit_execve)
 {
-    return exec_failed(args->ret);
+    return exec_failed(args, args->ret);
 }
 
 TRACEPOINT_PROBE(syscalls, sys_exit_execveat)
 {
-    return exec_failed(args->ret);
+    return exec_failed(args, args->ret);
 }
 
 TRACEPOINT_PROBE(sched, sched_process_exec)
@@ -306,11 +306,11 @@ TRACEPOINT_PROBE(sched, sched_process_exec)
         const char *fname = (const char *)args + (args->data_loc_filename & 0xFFFF);
         bpf_probe_read_kernel_str(e->data, sizeof(e->data), fname);
         e->aux2 = TRACE_ARGS_MISSING;
-        return finish_event(e);
+        return finish_event(args, e);
     }
     fill_exec(e, st);
     exec_args.delete(&old_tid);
-    return finish_event(e);
+    return finish_event(args, e);
 }
 
 TRACEPOINT_PROBE(sched, sched_process_exit)
@@ -333,7 +333,7 @@ TRACEPOINT_PROBE(sched, sched_process_exit)
     e->data[0] = 0;
     exit_codes.delete(&pid);
     parent_of.delete(&pid);
-    return finish_event(e);
+    return finish_event(args, e);
 }
 
 TRACEPOINT_PROBE(sched, sched_process_fork)
@@ -352,5 +352,5 @@ TRACEPOINT_PROBE(sched, sched_process_fork)
 #else
     bpf_probe_read_kernel_str(e->data, sizeof(args->child_comm), args->child_comm);
 #endif
-    return finish_event(e);
+    return finish_event(args, e);
 }

@@ -137,7 +137,7 @@ static __always_inline int remember(u32 tid, u32 call, const void *filename, u64
 }
 
 /* At any open-family exit: the event of the remembered call, with result `ret`. */
-static __always_inline int open_exit(long ret)
+static __always_inline int open_exit(void *ctx, long ret)
 {
     u64 id = bpf_get_current_pid_tgid();
     u32 tid = (u32)id;
@@ -178,13 +178,13 @@ static __always_inline int open_exit(long ret)
     else
         e->data[0] = 0;
     forget(tid, a);
-    rt_pcpu_submit_to(ring, e, sizeof(*e));
+    RT_PCPU_SUBMIT_TO(ctx, ring, e, sizeof(*e));
     return 0;
 }
 
 /* The exit program of open-family syscall `name`: the event. */
 #define OPEN_EXIT(name) \
-    TRACEPOINT_PROBE(syscalls, sys_exit_##name) { return open_exit(args->ret); }
+    TRACEPOINT_PROBE(syscalls, sys_exit_##name) { return open_exit(args, args->ret); }
 
 /* The entry and exit programs of open-family syscall `name`, whose entry remembers
  * `call` with `path`, `flags` and `mode` (expressions of its tracepoint's `args`). */

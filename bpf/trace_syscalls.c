@@ -165,6 +165,6 @@ RAW_TRACEPOINT_PROBE(sys_exit)  /* args: (struct pt_regs *regs, long ret) */
     e->aux = nr;
     e->aux2 = 0;
     e->data[0] = 0;
-    rt_pcpu_submit(e, sizeof(*e));
+    RT_PCPU_SUBMIT(ctx, e, sizeof(*e));  /* raw tracepoint: its ctx */
     return 0;
 }

@@ -87,6 +87,20 @@ def _bpf_maps() -> Check:
     return Check("bpf() maps", True, "created a RINGBUF and a PERF_EVENT_ARRAY map")
 
 
+def _ringbuf_overwrite() -> Check:
+    """Which ring a flight recorder (newest events kept in the kernel) gets here."""
+    from ringtool.kernel.ringbuf_map import has_ringbuf_overwrite
+
+    if has_ringbuf_overwrite():
+        detail = "BPF_F_RB_OVERWRITE: flight recording uses an overwrite RINGBUF"
+    else:
+        detail = (
+            "no BPF_F_RB_OVERWRITE (Linux 6.19+): flight recording uses the perf "
+            "overwrite ring (PerfBuffer(overwrite=True), write_backward)"
+        )
+    return Check("ringbuf overwrite", True, detail, required=False)
+
+
 def _perf_event() -> Check:
     from ringtool.kernel import perf_event
 
@@ -255,6 +269,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     _btf,
     _bpf_maps,
     _perf_event,
+    _ringbuf_overwrite,
     _tracefs,
     _bpffs,
     _headers,
@@ -265,7 +280,13 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
 )
 
 
-_NEEDS_PRIVILEGE = {"_bpf_maps", "_perf_event", "_bcc", "_tracepoint_layouts"}
+_NEEDS_PRIVILEGE = {
+    "_bpf_maps",
+    "_perf_event",
+    "_ringbuf_overwrite",
+    "_bcc",
+    "_tracepoint_layouts",
+}
 
 
 def run_checks() -> list[Check]:

@@ -43,6 +43,7 @@ examples:
   sudo ringtool trace --cgroup /sys/fs/cgroup/system.slice/docker-ID.scope  # a container
   sudo ringtool trace --events net -i eth0 --snaplen 128 --pcap out.pcapng
   sudo ringtool trace --json --ordered --window-us 500   # merged in timestamp order
+  sudo ringtool trace --json --flight-recorder 1M > fr.jsonl  # kill -USR1 PID: dump
 """
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
 #: Per-CPU ring pages at most (1 GiB a CPU).
 MAX_BUFFER_PAGES = 1 << 18
+PAGE_BYTES = 4096
 
 
 def ram_bytes() -> int:
@@ -162,6 +164,12 @@ def register(subs: Any) -> None:
         help="with --ordered: reorder window, µs",
     )  # fmt: skip
     p.add_argument(
+        "--flight-recorder", type=v.ring_bytes(PAGE_BYTES, MAX_BUFFER_PAGES * PAGE_BYTES),
+        metavar="SIZE",
+        help="keep the newest events in the kernel (SIZE bytes a CPU, a power of two, e.g. "
+        "1M) and write them on SIGUSR1 and at exit; nothing is read while tracing",
+    )  # fmt: skip
+    p.add_argument(
         "--kmes", type=v.socket_path, metavar="SOCKET",
         help="also publish events via a KMES bridge",
     )  # fmt: skip
@@ -199,6 +207,20 @@ def check(args: argparse.Namespace) -> None:
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
     check_growth(args)
+    if args.flight_recorder is not None:
+        if "net" in events_of(args) or args.pcap is not None:
+            raise UsageError(
+                "--flight-recorder keeps exec/open/syscalls events: not with the net source "
+                "or --pcap (choose --events without net)"
+            )
+        if args.max_buffer_mb is not None:
+            raise UsageError(
+                "--flight-recorder keeps SIZE per CPU, it does not grow: drop --max-buffer-mb"
+            )
+        if args.ordered:
+            raise UsageError(
+                "--flight-recorder writes each dump in timestamp order: drop --ordered"
+            )
     if args.iface and "net" in events_of(args):
         require_interface(args.iface)  # a typo is an error, not a trace without packets
 
@@ -261,7 +283,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         mode = "json"
     elif args.csv:
         mode = "csv"
-    elif args.no_tui or args.fields or not sys.stdout.isatty():
+    elif args.no_tui or args.fields or args.flight_recorder or not sys.stdout.isatty():
         mode = "columns"
     else:
         mode = "tui"
@@ -270,7 +292,8 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         events=events, pid=args.pid, comm=args.comm, buffer_pages=args.buffer_pages,
         slow_ms=args.slow_ms, iface=args.iface, snaplen=args.snaplen, tid=args.tid,
         uid=args.uid, cgroup=args.cgroup, failed_only=args.failed,
-        max_buffer_bytes=max_buffer_bytes(args),
+        max_buffer_bytes=None if args.flight_recorder is not None else max_buffer_bytes(args),
+        flight_bytes=args.flight_recorder,
     )  # fmt: skip
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,

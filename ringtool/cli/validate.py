@@ -107,6 +107,27 @@ def power_of_two(hi: int, unit: str = "pages") -> Callable[[str], int]:
     return parse
 
 
+_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def ring_bytes(lo: int, hi: int) -> Callable[[str], int]:
+    """A ``type=`` for a ring size in bytes, ``K``/``M``/``G`` allowed (``64K``): a power
+    of two in ``lo..hi``."""
+
+    def parse(text: str) -> int:
+        t = text.strip().upper().removesuffix("B").removesuffix("I")
+        unit = t[-1:] if t[-1:] in ("K", "M", "G") else ""
+        digits = t[: len(t) - len(unit)]
+        if not digits.isdigit():
+            _bad(f"{text!r} is not a size: give bytes, e.g. 65536, 64K or 1M")
+        n = int(digits) * _SUFFIX[unit]
+        if not lo <= n <= hi or n & (n - 1):
+            _bad(f"{text} is not a power of two from {lo // 1024}K to {hi >> 20}M: e.g. 64K or 1M")
+        return n
+
+    return parse
+
+
 def utf8(text: str, what: str) -> bytes:
     """``text`` as the bytes given on the command line; refused unless UTF-8."""
     try:

@@ -348,8 +348,6 @@ class RingbufRing:
         it is the first). With ``commit`` the position is stored once, on every exit.
         """
         cons, prod = self._snapshot()
-        item = dtype.itemsize
-        buf = self.data
         parts: list[np.ndarray[Any, Any]] = []
         n = 0
         try:
@@ -358,24 +356,7 @@ class RingbufRing:
                 if hdr & DISCARD_BIT:
                     continue
                 n += count
-                length = hdr & LEN_MASK
-                if length == item:
-                    # a slice of its own (not an export of self.data): an array kept
-                    # past the lease never blocks release() of the ring's views
-                    window = buf[off + 8 : off + 8 + (count - 1) * stride + item]
-                    src = np.ndarray((count,), dtype=dtype, buffer=window, strides=(stride,))
-                    parts.append(src.copy() if copy else src)
-                    del src, window
-                    continue
-                rows = np.zeros(count, dtype=dtype)
-                raw = rows.view(np.uint8).reshape(count, item)
-                k = min(length, item)
-                src_bytes = np.ndarray(
-                    (count, k), dtype=np.uint8, buffer=buf, offset=off + 8, strides=(stride, 1)
-                )
-                raw[:, :k] = src_bytes
-                del src_bytes
-                parts.append(rows)
+                parts.append(self.run_array(off, stride, count, hdr & LEN_MASK, dtype, copy))
         except CorruptRecordError:
             if not parts:  # raised when it is the first record; else the batch ends here
                 raise
@@ -383,6 +364,38 @@ class RingbufRing:
             if commit:
                 self.advance(cons)
         return parts, cons, n
+
+    def run_array(
+        self, off: int, stride: int, count: int, length: int, dtype: np.dtype[Any], copy: bool
+    ) -> np.ndarray[Any, Any]:
+        """A run of ``count`` records (:meth:`runs`) as one ``dtype`` array, as
+        :meth:`batch` describes."""
+        item = dtype.itemsize
+        buf = self.data
+        if length == item:
+            # a slice of its own (not an export of self.data): an array kept
+            # past the lease never blocks release() of the ring's views
+            window = buf[off + 8 : off + 8 + (count - 1) * stride + item]
+            src = np.ndarray((count,), dtype=dtype, buffer=window, strides=(stride,))
+            out = src.copy() if copy else src
+            del src, window
+            return out
+        rows = np.zeros(count, dtype=dtype)
+        raw = rows.view(np.uint8).reshape(count, item)
+        k = min(length, item)
+        src_bytes = np.ndarray(
+            (count, k), dtype=np.uint8, buffer=buf, offset=off + 8, strides=(stride, 1)
+        )
+        raw[:, :k] = src_bytes
+        del src_bytes
+        return rows
+
+    def overwritten_since(self, start: int, n: int) -> int:
+        """Records handed out that the producer overwrote: none (it waits for us)."""
+        return 0
+
+    def count_overwritten(self, n: int) -> None:
+        """Count leased records found overwritten: never any here."""
 
     def release(self) -> None:
         """Drop the views (required before the underlying mmap can be closed)."""

@@ -85,6 +85,14 @@ class PerfReaderRing:
         self._check_mode()
         return self.ring.copy_out(limit)
 
+    def overwritten_since(self, start: int, n: int) -> int:
+        """Leased samples the kernel overwrote: never (the reading styles refuse an
+        overwrite buffer)."""
+        return 0
+
+    def count_overwritten(self, n: int) -> None:
+        """Nothing to count (see :meth:`overwritten_since`)."""
+
     def views(self, limit: int) -> tuple[list[memoryview], int, int]:
         """Memoryviews of up to ``limit`` samples with their start and end positions; a
         sample that wraps the end of the ring is a copy. Commits nothing; a view

@@ -55,6 +55,14 @@ class LeaseRing(Protocol):
         """Commit ``pos``: the records before it are consumed."""
         ...
 
+    def overwritten_since(self, start: int, n: int) -> int:
+        """How many of the first ``n`` records from ``start`` were overwritten by now."""
+        ...
+
+    def count_overwritten(self, n: int) -> None:
+        """Count ``n`` records found overwritten before the release."""
+        ...
+
 
 #: One ring's part of a lease: (ring, start, end, index of its first view, views).
 LeasePart = tuple[LeaseRing, int, int, int, int]
@@ -73,7 +81,7 @@ class Lease:
     release is released (all) when collected. ``rings[i]`` is the ring of ``views[i]``.
     """
 
-    __slots__ = ("_done", "_parts", "_unlock", "rings", "views")
+    __slots__ = ("_checked", "_done", "_parts", "_unlock", "rings", "views")
 
     def __init__(
         self,
@@ -87,6 +95,7 @@ class Lease:
         self._parts = parts
         self._unlock = unlock
         self._done = False
+        self._checked: list[int] | None = None  # per part, from overwritten()
 
     def __len__(self) -> int:
         return len(self.views)
@@ -108,6 +117,21 @@ class Lease:
     ) -> None:
         self.release()
 
+    def overwritten(self) -> list[int]:
+        """Indices of the records (views; for a batch lease, records over all arrays)
+        that the producer has overwritten by now -- only ever on a RINGBUF in overwrite
+        mode (``BPF_F_RB_OVERWRITE``), oldest first per ring. Valid means: read the
+        views, *then* ask; a record not listed was intact while you read it, a listed
+        one may have changed under you. The release counts the listed ones as
+        ``overwritten`` (asked again at release if never asked)."""
+        checked = [ring.overwritten_since(start, k) for ring, start, _e, _at, k in self._parts]
+        self._checked = checked
+        return [
+            at + i
+            for (_r, _s, _e, at, _k), n in zip(self._parts, checked, strict=True)
+            for i in range(n)
+        ]
+
     def release(self, count: int | None = None) -> None:
         """Release the views and commit the first ``count`` of them (all by default);
         the others are delivered again by the next call. Idempotent."""
@@ -118,12 +142,17 @@ class Lease:
         if self._done:
             return
         self._done = True
+        checked = self._checked
+        if checked is None:
+            checked = [r.overwritten_since(s, k) for r, s, _e, _at, k in self._parts]
         self._drop()
         first: BaseException | None = None
         try:
-            for ring, start, end, at, k in self._parts:
+            for (ring, start, end, at, k), lapped in zip(self._parts, checked, strict=True):
                 taken = n - at  # how many of this ring's views are consumed
                 try:
+                    if lapped and taken > 0:
+                        ring.count_overwritten(min(lapped, taken, k))
                     if taken >= k:
                         ring.advance(end)
                     elif taken > 0:

@@ -69,6 +69,15 @@ class Ring(Protocol):
         """Commit ``pos`` (release store) if it is ahead of the ring's position."""
         ...
 
+    def overwritten_since(self, start: int, n: int) -> int:
+        """How many of the first ``n`` records handed out from ``start`` the producer has
+        overwritten by now (a RINGBUF in overwrite mode; else 0)."""
+        ...
+
+    def count_overwritten(self, n: int) -> None:
+        """Count ``n`` leased records found overwritten (never delivered)."""
+        ...
+
     def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
         """Up to ``limit`` records decoded as ``dtype`` (vectorised), committed."""
         ...

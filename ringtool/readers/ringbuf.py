@@ -25,7 +25,9 @@ from ringtool.errors import (
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
+from ringtool.kernel.ringbuf_map import BPF_F_RB_OVERWRITE
 from ringtool.protocol.ringbuf import RingbufRing
+from ringtool.protocol.ringbuf_overwrite import OverwriteRingbufRing
 from ringtool.readers.args import check_callable, map_fd_of
 from ringtool.readers.consumer import MultiRingConsumer
 from ringtool.readers.ringbuf_reader_ring import RingbufReaderRing, SampleCallback
@@ -58,7 +60,9 @@ class RingbufMappedRing(RingbufReaderRing):
     """One RINGBUF map mapped into this process; implements the consumer ``Ring``.
 
     ``consumer_pos``, ``producer_pos``, ``avail_data_size`` and ``size`` read the live
-    shared state. Views handed out stop being valid when the ring is closed.
+    shared state. A map created with ``BPF_F_RB_OVERWRITE`` (read from its
+    ``map_flags``) is walked by :class:`OverwriteRingbufRing` (``overwrite`` is True).
+    Views handed out stop being valid when the ring is closed.
     """
 
     def __init__(self, ref: _MapRef, callback: SampleCallback | None, index: int) -> None:
@@ -93,9 +97,12 @@ class RingbufMappedRing(RingbufReaderRing):
             self._cons_map.close()
             raise
         prod_view = memoryview(self._prod_map)
-        state = RingbufRing(
+        #: the map was created with BPF_F_RB_OVERWRITE (see ringtool.protocol.ringbuf_overwrite)
+        self.overwrite = bool(info.flags & BPF_F_RB_OVERWRITE)
+        kind = OverwriteRingbufRing if self.overwrite else RingbufRing
+        state = kind(
             memoryview(self._cons_map)[:8],
-            prod_view[:8],
+            prod_view[:24],  # producer_pos, pending_pos, overwrite_pos
             prod_view[PAGE_SIZE:],
             size,
             index=index,
@@ -185,6 +192,24 @@ class RingBuffer(MultiRingConsumer):
     def ring_cnt(self) -> int:
         """The number of rings this consumer reads (one per :meth:`add`, in order added)."""
         return len(self._mapped)
+
+    def overwritten(self) -> int:
+        """Records skipped because the producer overwrote them, over the rings created
+        with ``BPF_F_RB_OVERWRITE`` (0 for the others): never delivered, each counted
+        once, exactly (see docs/library.md, overwrite mode)."""
+        return sum(
+            r.state.overwritten for r in self._mapped if isinstance(r.state, OverwriteRingbufRing)
+        )
+
+    def overwritten_uncounted_bytes(self) -> int:
+        """Bytes of spans the producer rewrote before this reader could read any of
+        their headers: the ring keeps no record count, so their records are not in
+        :meth:`overwritten` (records of a fixed size: divide by the record span)."""
+        return sum(
+            r.state.uncounted_bytes
+            for r in self._mapped
+            if isinstance(r.state, OverwriteRingbufRing)
+        )
 
     def dropped(self) -> list[int]:
         """Failed reservations per CPU, summed over the rings that count them."""

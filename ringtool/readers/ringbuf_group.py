@@ -107,6 +107,7 @@ class RingBufGroup:
     ``cpus_per_buffer``: 1 = one ring per CPU, N = one per N CPUs, 0 = one shared.
     ``ring_bytes``: size of each inner ring (power of two of pages).
     ``cpus``: the CPUs to give buffers to (default: the online ones).
+    ``ring_flags``: the inner rings' map flags (``BPF_F_RB_OVERWRITE``: overwrite mode).
     """
 
     def __init__(
@@ -115,8 +116,10 @@ class RingBufGroup:
         cpus_per_buffer: int = 1,
         ring_bytes: int = 256 * 1024,
         cpus: Sequence[int] | None = None,
+        ring_flags: int = 0,
     ) -> None:
         _check_ring_bytes(ring_bytes)
+        self.ring_flags = ring_flags  # map_flags of every inner RINGBUF
         if cpus is not None:
             absent = [c for c in cpus if is_int(c) and c >= possible_cpu_count()]
             if absent:
@@ -168,7 +171,13 @@ class RingBufGroup:
     def _create_ring(self, ring_bytes: int | None = None) -> int:
         size = self.ring_bytes if ring_bytes is None else ring_bytes
         fd = self._own(
-            bpf.map_create(bpf.MapType.RINGBUF, key_size=0, value_size=0, max_entries=size)
+            bpf.map_create(
+                bpf.MapType.RINGBUF,
+                key_size=0,
+                value_size=0,
+                max_entries=size,
+                flags=self.ring_flags,
+            )
         )
         self._sizes[fd] = size
         return fd

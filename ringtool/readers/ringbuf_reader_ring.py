@@ -120,14 +120,24 @@ class RingbufReaderRing:
         positions. Commits nothing. A view stays valid only until the position
         after it is committed: the producer may then overwrite its bytes."""
         state = self._live()
-        start = state.consumer_pos
         views, end = state.views(limit)
+        start = state.consumer_pos  # after: an overwrite ring commits what it skipped
         return views, start, end
 
     def position_after(self, start: int, n: int) -> int:
         """The position just past the first ``n`` records starting at ``start`` (headers and
         padding included), for committing part of what was handed out."""
         return self._live().position_after(start, n)
+
+    def overwritten_since(self, start: int, n: int) -> int:
+        """How many of the first ``n`` records handed out from ``start`` (a lease) the
+        producer has overwritten by now: 0 unless the map is in overwrite mode
+        (:mod:`ringtool.protocol.ringbuf_overwrite`)."""
+        return self._live().overwritten_since(start, n)
+
+    def count_overwritten(self, n: int) -> None:
+        """Count ``n`` leased records found overwritten (never delivered)."""
+        self._live().count_overwritten(n)
 
     def advance(self, pos: int) -> None:
         """Commit ``pos`` (a release store of ``consumer_pos``) if it is ahead of the current
@@ -147,8 +157,8 @@ class RingbufReaderRing:
         """Uncommitted arrays of up to ``limit`` records (views where the size is the
         dtype's, see :meth:`RingbufRing.batch`): ``(arrays, start, end, records)``."""
         state = self._live()
-        start = state.consumer_pos
         arrays, end, n = state.batch(dtype, limit, copy=False, commit=False)
+        start = state.consumer_pos  # after: an overwrite ring commits what it skipped
         return arrays, start, end, n
 
     def close(self) -> None:

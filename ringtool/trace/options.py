@@ -46,6 +46,8 @@ class TraceOptions:
     max_latency_s: float = 0.05
     max_buffer_bytes: int | None = None
     ring_quiet_s: float = 30.0
+    #: ``--flight-recorder``: bytes per CPU kept in the kernel (:mod:`ringtool.trace.flight`)
+    flight_bytes: int | None = None
 
 
 __all__ = ["ALL_EVENTS", "PAGE", "RING_SOURCES", "TraceOptions"]

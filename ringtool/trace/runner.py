@@ -66,10 +66,15 @@ def run_trace(
     notes: list[str] = []
     try:
         with StopSignals() as stop:
+            session_cls = parts.session
+            if opts.flight_bytes is not None:
+                from ringtool.trace.flight import FlightSession
+
+                session_cls = FlightSession
             if early:
                 out.open()
-            session = parts.session(opts, layout, on_note=early_notes.append, attach=False,
-                                    on_step=out.step)  # fmt: skip
+            session = session_cls(opts, layout, on_note=early_notes.append, attach=False,
+                                  on_step=out.step)  # fmt: skip
             notes = session.notes
             try:
                 _loop(session, stop, cfg, decoder, stream, sinks, parts, out)
@@ -139,6 +144,7 @@ def _loop(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
                 )
         session.finish_rings()  # a ring switch in flight: sealed, so read to its end
+        session.stopping()
         _ingest(session, stats, out, sinks, decoder, ordered, final=True, keep=keep)
         _tick(session, stats, ordered, drill=out.drill_pid)
         stats.cost = cost.sample()

@@ -98,6 +98,16 @@ class TraceSession:
         if self.on_step is not None:
             self.on_step(text)
 
+    #: map flags of the RINGBUF group's rings (a flight recorder sets overwrite mode)
+    ring_flags = 0
+
+    def _extra_defines(self) -> dict[str, int | str]:
+        """More ``-D`` constants for the RINGBUF sources (a subclass's; none here)."""
+        return {}
+
+    def stopping(self) -> None:
+        """The run is ending: the last read comes next (a flight recorder dumps)."""
+
     def _note(self, text: str) -> None:
         self.notes.append(text)
         if self.on_note is not None:
@@ -108,8 +118,11 @@ class TraceSession:
         ring_names = [n for n in opts.events if n in RING_SOURCES]
         defines = {**filter_defines(opts, os.getpid()), **self.layout.size_defines()}
         if ring_names:
-            self.group = RingBufGroup(cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE)
+            self.group = RingBufGroup(
+                cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE, ring_flags=self.ring_flags
+            )
             defines.update(defines_of(self.group.cflags()))
+            defines.update(self._extra_defines())
             defines["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
             defines["TRACE_LAT_SUB_BITS"] = SUB_BITS  # the histograms' buckets
             defines["TRACE_LAT_KEY_BITS"] = KEY_BITS

@@ -24,12 +24,13 @@ from tests.helpers.procs import Lines
 
 class Trace(Lines):
     """``ringtool trace ARGS`` (see :class:`Lines`), started: its start line came (on
-    stderr: stdout carries events only)."""
+    stderr: stdout carries events only). ``start_timeout``: seconds to wait for it (BCC
+    compiles each source first: tens of seconds under one-thread emulation)."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, start_timeout: float = 60) -> None:
         super().__init__([*RINGTOOL, "trace", *args])
         ready = ("--json" in args and '"type": "start"') or "Tracing... Ctrl-C to end."
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + start_timeout
         while not any(ready in line for line in list(self.err_lines)):
             assert self.proc.poll() is None, self.err
             assert time.monotonic() < deadline, "ringtool trace did not start"

@@ -1,0 +1,200 @@
+"""``ringtool trace --flight-recorder SIZE``: keep the newest events in the kernel, read
+nothing while tracing, and write them on SIGUSR1 and at exit.
+
+:class:`FlightSession` is a :class:`~ringtool.trace.session.TraceSession` whose RINGBUF
+sources write into rings that overwrite their oldest records, so the reader costs
+nothing until a dump:
+
+* where the kernel has ``BPF_F_RB_OVERWRITE`` (Linux 6.19+), the per-CPU RINGBUF group
+  is created in overwrite mode, SIZE bytes a CPU, and a dump reads it with
+  :class:`ringtool.RingBuffer`'s overwrite-mode reader
+  (:mod:`ringtool.protocol.ringbuf_overwrite`);
+* elsewhere the sources are compiled in the perf mode of ``bpf/percpu_ringbuf.h``
+  (``RT_PCPU_PERF_FD``): records go to a PERF_EVENT_ARRAY whose per-CPU buffers of SIZE
+  bytes are opened with ``write_backward``
+  (:class:`ringtool.PerfBuffer` ``overwrite=True``), and a dump is
+  :meth:`~ringtool.PerfBuffer.snapshot`.
+
+A dump writes the events recorded since the previous dump that the kernel still holds,
+oldest first (timestamp order across CPUs), through the run's output (``--json``, CSV
+or columns). SIGUSR1 sets a flag; the signal wakes the loop through the wakeup pipe of
+:class:`~ringtool.trace.signals.StopSignals`, which :meth:`FlightSession.wait` empties.
+:func:`backend` says which ring this kernel gets (``ringtool doctor`` says it too).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ringtool.kernel import bpf
+from ringtool.kernel.cpus import possible_cpu_count
+from ringtool.kernel.ringbuf_map import BPF_F_RB_OVERWRITE, has_ringbuf_overwrite
+from ringtool.readers.perfbuf import PerfBuffer
+from ringtool.trace.options import PAGE
+from ringtool.trace.session import TraceSession
+
+
+def backend() -> str:
+    """``"ringbuf"`` where the kernel has RINGBUF overwrite mode, else ``"perf"``."""
+    return "ringbuf" if has_ringbuf_overwrite() else "perf"
+
+
+class FlightSession(TraceSession):
+    """The sources of a flight-recording run (see the module doc)."""
+
+    #: set by _setup (a failed setup may close before it ran)
+    perf: PerfBuffer | None = None
+    _old_usr1: Any = None
+
+    def _setup(self) -> None:
+        size = self.opts.flight_bytes or 1 << 20
+        self.backend = backend()
+        self._fds: list[int] = []
+        self._pending = np.empty(0, dtype=self.layout.event)
+        self._dump = False
+        self._last_ts = 0  # events up to this ktime were written by an earlier dump
+        if self.backend == "ringbuf":
+            self.ring_flags = BPF_F_RB_OVERWRITE
+            pages = size // PAGE
+        else:
+            pages = 1  # the RINGBUF group only holds the drop counter and CPU map
+            self._open_perf(size, self.layout.event.itemsize)
+        # never woken, never read while tracing; a fixed size (no growth)
+        self.opts = replace(self.opts, buffer_pages=pages, wakeup_fill=None,
+                            max_buffer_bytes=None)  # fmt: skip
+        super()._setup()
+        if threading.current_thread() is threading.main_thread():
+            self._old_usr1 = signal.signal(signal.SIGUSR1, self._on_usr1)
+        self._note(f"flight recorder: {size >> 10} KiB a CPU in the kernel ({self._what()}); "
+                   f"kill -USR1 {os.getpid()} writes the newest events")  # fmt: skip
+
+    def _setup_marks(self) -> None:
+        """Markers go through the RINGBUF group: kept with the overwrite rings, but with
+        the perf rings the group's rings are not the recorder's, so none are taken
+        (a marker written there would never be read)."""
+        if self.backend == "ringbuf":
+            super()._setup_marks()
+        else:
+            self._note("markers (ringtool mark) are not recorded by a flight recorder "
+                       "on this kernel (perf rings)")  # fmt: skip
+
+    def _what(self) -> str:
+        if self.backend == "ringbuf":
+            return "RINGBUF with BPF_F_RB_OVERWRITE"
+        return "perf write_backward rings: this kernel has no RINGBUF overwrite mode"
+
+    def _open_perf(self, size: int, record: int) -> None:
+        ncpu = possible_cpu_count()
+        try:
+            perf_map = self._own(
+                bpf.map_create(
+                    bpf.MapType.PERF_EVENT_ARRAY, key_size=4, value_size=4, max_entries=ncpu
+                )
+            )
+            self._scratch = self._own(
+                bpf.map_create(
+                    bpf.MapType.PERCPU_ARRAY,
+                    key_size=4,
+                    value_size=(record + 7) & ~7,
+                    max_entries=1,
+                )
+            )
+            self._perf_map = perf_map
+            self._record = record
+            self.perf = PerfBuffer(perf_map, None, page_cnt=size // PAGE, overwrite=True)
+        except BaseException:
+            self._close_fds()
+            raise
+
+    def _own(self, fd: int) -> int:
+        self._fds.append(fd)
+        return fd
+
+    def _extra_defines(self) -> dict[str, int | str]:
+        if self.perf is None:
+            return {}
+        return {
+            "RT_PCPU_PERF_FD": self._perf_map,
+            "RT_PCPU_SCRATCH_FD": self._scratch,
+            "RT_PCPU_SCRATCH_BYTES": self._record,
+        }
+
+    # --- the loop's side ---------------------------------------------------------------
+
+    def _on_usr1(self, signum: int, frame: object) -> None:
+        self._dump = True
+
+    def stopping(self) -> None:
+        self._dump = True
+
+    def wait(self, timeout_s: float, extra_fds: Sequence[int] = ()) -> list[int]:
+        """Wait for a signal (or input) only: the rings are not read while tracing.
+        The signal wakeup pipe is emptied here (its bytes carry no meaning)."""
+        self.check_cpus()
+        try:
+            ready, _, _ = select.select(list(extra_fds), [], [], max(0.0, timeout_s))
+        except InterruptedError:
+            return []
+        for fd in ready:
+            try:
+                os.read(fd, 4096)
+            except (BlockingIOError, OSError):
+                pass
+        return list(ready)
+
+    def ring_fill(self) -> dict[int, float]:
+        return {}
+
+    def read_events(self, limit: int | None = None) -> np.ndarray[Any, Any]:
+        """Nothing until a dump is asked for (SIGUSR1, the end of the run); then the
+        dump, in pieces of at most ``limit`` events."""
+        if self._dump:
+            self._dump = False
+            self._pending = np.concatenate([self._pending, self._take()])
+        n = len(self._pending) if limit is None else min(limit, len(self._pending))
+        out, self._pending = self._pending[:n], self._pending[n:]
+        return out
+
+    def _take(self) -> np.ndarray[Any, Any]:
+        """The events the kernel holds that no dump wrote yet, in timestamp order."""
+        dt = self.layout.event
+        if self.perf is not None:
+            recs = [r[: dt.itemsize] for per_cpu in self.perf.snapshot().values() for r in per_cpu]
+            recs = [r for r in recs if len(r) == dt.itemsize]
+            arr = np.frombuffer(b"".join(recs), dtype=dt) if recs else np.empty(0, dtype=dt)
+        elif self.rb is not None:
+            arr = self.rb.read_batch(dt)
+        else:
+            arr = np.empty(0, dtype=dt)
+        ts = arr["h"]["ts"]
+        arr = arr[ts > self._last_ts]
+        arr = arr[np.argsort(arr["h"]["ts"], kind="stable")]
+        if len(arr):
+            self._last_ts = int(arr["h"]["ts"][-1])
+        return arr.copy()
+
+    def close(self) -> None:
+        if self._old_usr1 is not None:
+            signal.signal(signal.SIGUSR1, self._old_usr1)
+            self._old_usr1 = None
+        try:
+            super().close()
+        finally:
+            if self.perf is not None:
+                self.perf.close()
+            self._close_fds()
+
+    def _close_fds(self) -> None:
+        while vars(self).get("_fds"):
+            bpf.close_fd(self._fds.pop())
+
+
+__all__ = ["FlightSession", "backend"]
