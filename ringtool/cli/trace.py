@@ -166,8 +166,9 @@ def register(subs: Any) -> None:
     p.add_argument(
         "--flight-recorder", type=v.ring_bytes(PAGE_BYTES, MAX_BUFFER_PAGES * PAGE_BYTES),
         metavar="SIZE",
-        help="keep the newest events in the kernel (SIZE bytes a CPU, a power of two, e.g. "
-        "1M) and write them on SIGUSR1 and at exit; nothing is read while tracing",
+        help="keep the newest events and packets in the kernel (SIZE bytes a CPU, a power of "
+        "two, e.g. 1M) and write them (and --pcap) on SIGUSR1 and at exit; nothing is read "
+        "while tracing",
     )  # fmt: skip
     p.add_argument(
         "--kmes", type=v.socket_path, metavar="SOCKET",
@@ -208,11 +209,6 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
     check_growth(args)
     if args.flight_recorder is not None:
-        if "net" in events_of(args) or args.pcap is not None:
-            raise UsageError(
-                "--flight-recorder keeps exec/open/syscalls events: not with the net source "
-                "or --pcap (choose --events without net)"
-            )
         if args.max_buffer_mb is not None:
             raise UsageError(
                 "--flight-recorder keeps SIZE per CPU, it does not grow: drop --max-buffer-mb"

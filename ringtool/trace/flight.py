@@ -15,9 +15,13 @@ nothing until a dump:
   (:class:`ringtool.PerfBuffer` ``overwrite=True``), and a dump is
   :meth:`~ringtool.PerfBuffer.snapshot`.
 
+The ``net`` source's PERF_EVENT_ARRAY is opened with ``write_backward`` too (SIZE
+bytes a CPU, on every kernel; :mod:`ringtool.trace.flight_net`), and a dump's packets
+go to the output and to ``--pcap``.
+
 A dump writes the events recorded since the previous dump that the kernel still holds,
 oldest first (timestamp order across CPUs), through the run's output (``--json``, CSV
-or columns). SIGUSR1 sets a flag; the signal wakes the loop through the wakeup pipe of
+or columns); the packets likewise, after the events. SIGUSR1 sets a flag; the signal wakes the loop through the wakeup pipe of
 :class:`~ringtool.trace.signals.StopSignals`, which :meth:`FlightSession.wait` empties.
 :func:`backend` says which ring this kernel gets (``ringtool doctor`` says it too).
 """
@@ -38,7 +42,8 @@ from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.ringbuf_map import BPF_F_RB_OVERWRITE, has_ringbuf_overwrite
 from ringtool.readers.perfbuf import PerfBuffer
-from ringtool.trace.options import PAGE
+from ringtool.trace.flight_net import NetDumps, ts_offset
+from ringtool.trace.options import PAGE, RING_SOURCES
 from ringtool.trace.session import TraceSession
 
 
@@ -53,6 +58,7 @@ class FlightSession(TraceSession):
     #: set by _setup (a failed setup may close before it ran)
     perf: PerfBuffer | None = None
     _old_usr1: Any = None
+    net_overwrite = True
 
     def _setup(self) -> None:
         size = self.opts.flight_bytes or 1 << 20
@@ -61,15 +67,19 @@ class FlightSession(TraceSession):
         self._pending = np.empty(0, dtype=self.layout.event)
         self._dump = False
         self._last_ts = 0  # events up to this ktime were written by an earlier dump
+        self._net_dumps = NetDumps(ts_offset(self.layout.net))
+        self._pending_net: list[tuple[int, bytes]] = []
+        rings = any(name in RING_SOURCES for name in self.opts.events)
         if self.backend == "ringbuf":
             self.ring_flags = BPF_F_RB_OVERWRITE
             pages = size // PAGE
         else:
             pages = 1  # the RINGBUF group only holds the drop counter and CPU map
-            self._open_perf(size, self.layout.event.itemsize)
+            if rings:
+                self._open_perf(size, self.layout.event.itemsize)
         # never woken, never read while tracing; a fixed size (no growth)
-        self.opts = replace(self.opts, buffer_pages=pages, wakeup_fill=None,
-                            max_buffer_bytes=None)  # fmt: skip
+        self.opts = replace(self.opts, buffer_pages=pages, perf_pages=size // PAGE,
+                            wakeup_fill=None, max_buffer_bytes=None)  # fmt: skip
         super()._setup()
         if threading.current_thread() is threading.main_thread():
             self._old_usr1 = signal.signal(signal.SIGUSR1, self._on_usr1)
@@ -87,9 +97,12 @@ class FlightSession(TraceSession):
                        "on this kernel (perf rings)")  # fmt: skip
 
     def _what(self) -> str:
+        net = "; net: perf write_backward rings" if "net" in self.opts.events else ""
+        if not any(name in RING_SOURCES for name in self.opts.events):
+            return "net: perf write_backward rings"
         if self.backend == "ringbuf":
-            return "RINGBUF with BPF_F_RB_OVERWRITE"
-        return "perf write_backward rings: this kernel has no RINGBUF overwrite mode"
+            return "RINGBUF with BPF_F_RB_OVERWRITE" + net
+        return "perf write_backward rings: this kernel has no RINGBUF overwrite mode" + net
 
     def _open_perf(self, size: int, record: int) -> None:
         ncpu = possible_cpu_count()
@@ -159,8 +172,15 @@ class FlightSession(TraceSession):
         if self._dump:
             self._dump = False
             self._pending = np.concatenate([self._pending, self._take()])
+            if self.net is not None:
+                self._pending_net += self._net_dumps.take(self.net.snapshot())
         n = len(self._pending) if limit is None else min(limit, len(self._pending))
         out, self._pending = self._pending[:n], self._pending[n:]
+        return out
+
+    def read_net(self) -> list[tuple[int, bytes]]:
+        """The dump's packets (taken by :meth:`read_events`), oldest first; else none."""
+        out, self._pending_net = self._pending_net, []
         return out
 
     def _take(self) -> np.ndarray[Any, Any]:

@@ -5,6 +5,9 @@ PERF_EVENT_ARRAY, and attaches both directions to ``iface`` with pyroute2: it ad
 the clsact qdisc when the interface has none (and then removes it on close, which
 removes the filters too), else it adds only its two filters (and deletes only those).
 ``close()`` always detaches, also after a failed setup; it is idempotent.
+With ``overwrite=True`` (a flight recorder) the perf buffers are opened with
+``write_backward``: nothing is read while tracing and :meth:`NetSource.snapshot` copies
+the newest samples.
 
 Samples are ``struct trace_net`` + the first ``captured`` packet bytes (see
 :meth:`ringtool.event.decode.Decoder.decode_net`).
@@ -31,8 +34,16 @@ class NetSourceError(RingtoolError):
 class NetSource:
     """TC capture on ``iface`` into per-CPU perf buffers of ``pages`` pages."""
 
-    def __init__(self, iface: str, snaplen: int, pages: int, defines: dict[str, int | str]) -> None:
+    def __init__(
+        self,
+        iface: str,
+        snaplen: int,
+        pages: int,
+        defines: dict[str, int | str],
+        overwrite: bool = False,
+    ) -> None:
         self.iface = iface
+        self.overwrite = overwrite
         self._pending: list[tuple[int, bytes]] = []
         self._obj: Any = None
         self._pb: PerfBuffer | None = None
@@ -61,7 +72,10 @@ class NetSource:
             TC_INGRESS: load_function(self._obj, "trace_net_ingress", "SCHED_CLS"),
             TC_EGRESS: load_function(self._obj, "trace_net_egress", "SCHED_CLS"),
         }
-        self._pb = PerfBuffer(self._obj[b"net_events"], self._on_sample, page_cnt=pages)
+        on_sample = None if self.overwrite else self._on_sample
+        self._pb = PerfBuffer(
+            self._obj[b"net_events"], on_sample, page_cnt=pages, overwrite=self.overwrite
+        )
         with IPRoute() as ipr:
             try:
                 ipr.tc("add", "clsact", self._index)
@@ -91,6 +105,11 @@ class NetSource:
         self._pb.consume()
         out, self._pending = self._pending, []
         return out
+
+    def snapshot(self) -> dict[int, list[bytes]]:
+        """``overwrite=True``: per CPU the samples its perf buffer holds now, oldest first
+        (:meth:`ringtool.PerfBuffer.snapshot`; nothing is consumed)."""
+        return {} if self._pb is None else self._pb.snapshot()
 
     def check_cpus(self) -> list[str]:
         """Follow CPU hotplug (:meth:`ringtool.PerfBuffer.check_cpus`); one line per change."""

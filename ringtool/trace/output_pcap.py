@@ -99,10 +99,12 @@ class PcapSink:
 
     def publish(self, arr: object, net: list[Event]) -> None:
         """The :class:`~ringtool.trace.sink.Sink` call: the batch's net events (a
-        write that fails is a RingtoolError naming --pcap)."""
+        write that fails is a RingtoolError naming --pcap). The batch is flushed to
+        the file: a flight recorder's dump is there for whoever reads it next."""
         if net:
             try:
                 self.write(net)
+                self.writer.stream.flush()
             except OSError as exc:
                 raise RingtoolError(f"--pcap {self.path}: {exc.strerror}") from None
 

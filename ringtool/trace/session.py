@@ -100,6 +100,8 @@ class TraceSession:
 
     #: map flags of the RINGBUF group's rings (a flight recorder sets overwrite mode)
     ring_flags = 0
+    #: the net source's perf buffers in write_backward mode (a flight recorder)
+    net_overwrite = False
 
     def _extra_defines(self) -> dict[str, int | str]:
         """More ``-D`` constants for the RINGBUF sources (a subclass's; none here)."""
@@ -170,7 +172,8 @@ class TraceSession:
 
         self._step(f"compiling the net source (TC on {self.opts.iface})")
         try:
-            self.net = NetSource(self.opts.iface, self.opts.snaplen, self.opts.perf_pages, defines)
+            self.net = NetSource(self.opts.iface, self.opts.snaplen, self.opts.perf_pages, defines,
+                                 overwrite=self.net_overwrite)  # fmt: skip
         except RingtoolError as exc:
             self._note(f"source net disabled: {_first_line(exc)}")
             return

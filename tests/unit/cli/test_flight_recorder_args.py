@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from ringtool.cli.main import build_parser
+from ringtool.cli.trace import check
 from tests.helpers.paths import RINGTOOL, ROOT
 
 BAD = [
@@ -15,7 +17,6 @@ BAD = [
     ["--flight-recorder", "2048M"],  # over the per-CPU limit
     ["--flight-recorder", "lots"],
     ["--flight-recorder", "-64K"],
-    ["--flight-recorder", "1M", "--events", "net", "-i", "lo"],
     ["--flight-recorder", "1M", "--ordered"],
 ]
 
@@ -30,3 +31,18 @@ def test_bad_flight_recorder_is_one_line(argv: list[str]) -> None:
     assert "Traceback" not in res.stderr and len(lines) == 1, res.stderr
     assert "--flight-recorder" in lines[0] and lines[0].startswith("ringtool"), res.stderr
     assert res.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--flight-recorder", "1M", "--events", "net", "-i", "lo"],
+        ["--flight-recorder", "64K", "-i", "lo", "--pcap", "fr.pcapng"],
+        ["--flight-recorder", "64K", "--events", "exec,net", "-i", "lo", "--pcap", "fr.pcapng"],
+    ],
+    ids=["net", "pcap", "exec+net+pcap"],
+)
+def test_flight_recorder_takes_the_net_source_and_pcap(argv: list[str]) -> None:
+    args = build_parser().parse_args(["trace", *argv])
+    check(args)  # no UsageError: the packets are kept and dumped like the events
+    assert args.flight_recorder == int(argv[1][:-1]) << (20 if argv[1][-1] == "M" else 10)
