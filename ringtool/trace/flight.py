@@ -21,7 +21,8 @@ go to the output and to ``--pcap``.
 
 A dump writes the events recorded since the previous dump that the kernel still holds,
 oldest first (timestamp order across CPUs), through the run's output (``--json``, CSV
-or columns); the packets likewise, after the events. SIGUSR1 sets a flag; the signal wakes the loop through the wakeup pipe of
+or columns); the packets likewise, after the events. SIGUSR1
+sets a flag; the signal wakes the loop through the wakeup pipe of
 :class:`~ringtool.trace.signals.StopSignals`, which :meth:`FlightSession.wait` empties.
 :func:`backend` says which ring this kernel gets (``ringtool doctor`` says it too).
 """

@@ -123,9 +123,7 @@ def test_sigusr1_dumps_packets_to_pcapng_then_the_exit_dumps_the_rest(
         assert [int(x) - BASE for x in res.stdout.split() if int(x) >= BASE] == list(range(8))
 
 
-def test_the_newest_packets_are_kept_when_more_than_size_came(
-    veth: str, tmp_path: Path
-) -> None:
+def test_the_newest_packets_are_kept_when_more_than_size_came(veth: str, tmp_path: Path) -> None:
     pcap = tmp_path / "fr.pcapng"
     tr = trace(veth, pcap, "4K")
     try:
