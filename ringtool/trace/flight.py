@@ -67,7 +67,8 @@ class FlightSession(TraceSession):
         self._fds: list[int] = []
         self._pending = np.empty(0, dtype=self.layout.event)
         self._dump = False
-        self._last_ts = 0  # events up to this ktime were written by an earlier dump
+        # per CPU (perf rings): events up to this ktime were written by an earlier dump
+        self._last_ts: dict[int, int] = {}
         self._net_dumps = NetDumps(ts_offset(self.layout.net))
         self._pending_net: list[tuple[int, bytes]] = []
         rings = any(name in RING_SOURCES for name in self.opts.events)
@@ -185,21 +186,31 @@ class FlightSession(TraceSession):
         return out
 
     def _take(self) -> np.ndarray[Any, Any]:
-        """The events the kernel holds that no dump wrote yet, in timestamp order."""
+        """The events the kernel holds that no dump wrote yet, in timestamp order.
+
+        Overwrite RINGBUF: the reader consumes what it reads, so a dump never sees an
+        event twice. Perf rings: a snapshot copies what each CPU's ring holds, read or
+        not, so each CPU keeps the newest timestamp a dump wrote (a CPU's records are
+        in its timestamp order) and only newer ones are taken; one watermark across
+        CPUs would lose an event one CPU recorded while another's ring was copied."""
         dt = self.layout.event
+        arr = np.empty(0, dtype=dt)
         if self.perf is not None:
-            recs = [r[: dt.itemsize] for per_cpu in self.perf.snapshot().values() for r in per_cpu]
-            recs = [r for r in recs if len(r) == dt.itemsize]
-            arr = np.frombuffer(b"".join(recs), dtype=dt) if recs else np.empty(0, dtype=dt)
+            parts = []
+            for cpu, per_cpu in self.perf.snapshot().items():
+                recs = [r[: dt.itemsize] for r in per_cpu if len(r) >= dt.itemsize]
+                if not recs:
+                    continue
+                got = np.frombuffer(b"".join(recs), dtype=dt)
+                got = got[got["h"]["ts"] > self._last_ts.get(cpu, 0)]
+                if len(got):
+                    self._last_ts[cpu] = int(got["h"]["ts"].max())
+                    parts.append(got)
+            if parts:
+                arr = np.concatenate(parts)
         elif self.rb is not None:
             arr = self.rb.read_batch(dt)
-        else:
-            arr = np.empty(0, dtype=dt)
-        ts = arr["h"]["ts"]
-        arr = arr[ts > self._last_ts]
         arr = arr[np.argsort(arr["h"]["ts"], kind="stable")]
-        if len(arr):
-            self._last_ts = int(arr["h"]["ts"][-1])
         return arr.copy()
 
     def close(self) -> None:
