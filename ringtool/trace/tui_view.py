@@ -58,8 +58,8 @@ KEYS = (
     ("↑ ↓ k j  PgUp PgDn", "move in the table"),
     ("Home End  g G", "first / last row (End: follow the newest events)"),
     ("Enter", "drill down into the selected process"),
-    ("Esc", "close the help or the cost panel / leave the drill-down / clear the filter"),
-    ("c", "the cost of tracing: BPF run time per program, ringtool's CPU"),
+    ("Esc", "close help or cost panel, leave drill-down, clear filter"),
+    ("c", "cost of tracing: BPF run time per program, own CPU"),
     ("mouse", "click a row: select it; click a column header: sort by it"),
 )
 #: Keys that are other names of a key (vim's, htop's).

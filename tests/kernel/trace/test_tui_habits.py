@@ -34,6 +34,8 @@ REACTIONS: dict[str, list[tuple[tuple[str, ...], str]]] = {
                            (("PageDown",), "top processes  "), (("PageUp",), "top processes  1/")],
     "Home End  g G": [(("End",), ""), (("Home",), "top processes  1/"), (("G",), ""),
                       (("g",), "top processes  1/")],
+    "c": [(("c",), "BPF run time"), (("c",), "top processes"), (("c",), "BPF run time"),
+          (("Escape",), "top processes")],
     "Enter": [(("Enter",), "(Esc returns)")],
     "Esc": [(("Escape",), "top processes"), (("/", "zznothing", "Enter"), "filter: comm~zznothing"),
             (("Escape",), "")],
