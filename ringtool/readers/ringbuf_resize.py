@@ -314,7 +314,24 @@ class BufferSource:
         return src
 
     def peek(self) -> tuple[int, bytes] | None:
-        """The head event, or None when the buffer has nothing to give now."""
+        """The head event, or None when the buffer has nothing to give now.
+
+        A batch of the new ring is taken only if the retiring ring is still empty
+        *after* it was fetched: a record the CPU put in the old ring before one fetched
+        here was reserved (moved the old ring's producer_pos) before that one was
+        committed, so the acquire that saw the commit sees the old ring non-empty; then
+        the batch is given back and the old ring's records come first."""
+        src = self._source()
+        ev = src.peek()
+        if ev is None:
+            return None
+        resizer, bid = self._resizer, self._bid
+        old = resizer.retiring(bid)
+        if old is None or self._ring is old or resizer.read_out(bid):
+            return ev
+        if old.consumer_pos == old.producer_pos:
+            return ev
+        src.settle()  # what was taken stays taken (checked when peeked); the rest given back
         return self._source().peek()
 
     def pop(self) -> tuple[int, bytes] | None:
