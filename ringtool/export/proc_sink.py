@@ -51,7 +51,6 @@ from ringtool.export.proc_wire import (
     read_frame,
     write_all,
 )
-from ringtool.export.wire import Batch
 
 DIED = "publisher_died"
 #: Seconds the close waits for the child beyond ``drain_s`` before it kills it.

@@ -96,7 +96,7 @@ def merge(parent: Mapping[str, Any], child: Mapping[str, Any] | None,
         "exported_per_cpu": list(c.get("exported_per_cpu", [0] * len(parent["exported_per_cpu"]))),
         "export_dropped_per_cpu": add_lists(
             list(parent["export_dropped_per_cpu"]), list(c.get("export_dropped_per_cpu", []))
-        ),  # fmt: skip
+        ),
         "export_pending": handed - exported - dropped,
         "export_messages": int(c.get("export_messages", 0)),
         "export_bytes": int(c.get("export_bytes", 0)),

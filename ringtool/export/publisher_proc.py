@@ -20,10 +20,15 @@ import os
 import signal
 import sys
 import threading
+from functools import partial
 from typing import Any
 
+from ringtool.event.decode import Decoder
+from ringtool.event.syscalls import syscall_namer
 from ringtool.export.accounting import ExportCounters
 from ringtool.export.proc_wire import frame, merge, read_frame, write_all
+from ringtool.export.publisher import Publisher
+from ringtool.export.wire import Encoder, Message
 
 PR_SET_PDEATHSIG = 1
 #: Seconds between two counter reports.
@@ -54,22 +59,17 @@ class _Child:
             except OSError:  # the trace is gone: PDEATHSIG follows
                 os._exit(0)
 
-    def report(self, kind: str, pub: Any) -> None:
+    def report(self, kind: str, pub: Publisher) -> None:
         """Send the counters (``_queue``/``_connected``: the publisher's state)."""
         snap = self.counters.snapshot()
         snap.update(_queue=pub.queue.nbytes, _connected=pub.connected)
         self.send((kind, snap))
 
-    def _reporter(self, pub: Any) -> None:
+    def _reporter(self, pub: Publisher) -> None:
         while not self._stop.wait(REPORT_S):
             self.report("snap", pub)
 
     def run(self, in_fd: int) -> int:
-        from ringtool.event.decode import Decoder
-        from ringtool.event.syscalls import syscall_namer
-        from ringtool.export.publisher import Publisher
-        from ringtool.export.wire import Encoder
-
         init = read_frame(in_fd)
         if init is None or init[0] != "init":
             return 1
@@ -93,20 +93,19 @@ class _Child:
             elif kind == "stats":
                 pub.offer_stats(encoder.stats({**msg[1], **self._connected(pub)}, msg[2]))
             elif kind == "close":
-                _, rec, parent, handed, n = msg
-
-                def final() -> Any:
-                    counts = merge(parent, self.counters.snapshot(), handed)
-                    return encoder.stats({**rec, **counts, **self._connected(pub),
-                                          "kind": "summary"}, n)  # fmt: skip
-
-                pub.close(final)
+                pub.close(partial(self._summary, encoder, pub, *msg[1:]))
                 self._stop.set()
                 self.report("final", pub)
                 return 0
 
+    def _summary(self, enc: Encoder, pub: Publisher, rec: dict[str, Any], own: dict[str, Any],
+                 handed: int, n: int) -> Message:  # fmt: skip
+        """The summary message: the trace's record with the final counts of both sides."""
+        counts = merge(own, self.counters.snapshot(), handed)
+        return enc.stats({**rec, **counts, **self._connected(pub), "kind": "summary"}, n)
+
     @staticmethod
-    def _connected(pub: Any) -> dict[str, Any]:
+    def _connected(pub: Publisher) -> dict[str, Any]:
         return {"export_queue_bytes": pub.queue.nbytes, "export_connected": pub.connected}
 
 
