@@ -16,7 +16,7 @@ import pytest
 from tests.helpers.export import finish, notes, start_trace, wait_exported, work
 from tests.helpers.servers import NatsServer
 from tests.helpers.stream_check import check_invariant, read_stream
-from tests.helpers.trace import Trace, Worker, hot_file, unique_comm
+from tests.helpers.trace import Worker, hot_file, unique_comm
 
 pytestmark = pytest.mark.kernel
 
