@@ -163,6 +163,9 @@ def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
         x = stats.export or {}
         row.update({
             "events": x.get("exported", 0), "export_dropped": x.get("export_dropped", 0),
+            "export_dropped_by_reason": {
+                k: v for k, v in x.get("export_dropped_by_reason", {}).items() if v
+            },
             "events_per_s": round(x.get("exported", 0) / elapsed),
             "bytes_per_event": round(x.get("export_bytes", 0) / max(1, x.get("exported", 0)), 1),
             "received": got["events"], "p50_ms": got["p50_ms"], "p99_ms": got["p99_ms"],

@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from ringtool.event.decode import Decoder
@@ -29,6 +30,7 @@ from ringtool.export.accounting import ExportCounters
 from ringtool.export.proc_wire import frame, merge, read_frame, write_all
 from ringtool.export.publisher import Publisher
 from ringtool.export.wire import Encoder, Message
+from ringtool.kernel.cpus import parse_cpu_list
 
 PR_SET_PDEATHSIG = 1
 #: Seconds between two counter reports.
@@ -109,8 +111,20 @@ class _Child:
         return {"export_queue_bytes": pub.queue.nbytes, "export_connected": pub.connected}
 
 
+def _any_cpu() -> None:
+    """Run on every CPU this cgroup allows, not only those the trace was pinned to
+    (``taskset``): a tracer pinned beside busy work keeps its CPU for the drain."""
+    allowed = Path("/sys/fs/cgroup/cpuset.cpus.effective")
+    try:
+        cpus = parse_cpu_list(allowed.read_text()) if allowed.exists() else None
+        os.sched_setaffinity(0, cpus or range(os.cpu_count() or 1))
+    except (OSError, ValueError):  # a cpuset narrower than the guess: stay as started
+        pass
+
+
 def main(argv: list[str]) -> int:
     _die_with_parent(int(argv[0]))
+    _any_cpu()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # the frames own stdout: anything else printed goes to stderr
     out_fd = os.dup(1)
