@@ -28,7 +28,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections import deque
 from typing import Any
 
@@ -41,7 +40,7 @@ from ringtool.export.accounting import ExportCounters, TraceTotals
 from ringtool.export.batcher import Batcher
 from ringtool.export.bounded_queue import BoundedQueue
 from ringtool.export.config import ExportConfig, display_url
-from ringtool.export.exporter import new_origin
+from ringtool.export.exporter import host_stats, new_origin, take_all
 from ringtool.export.proc_wire import (
     F_SETPIPE_SZ,
     PIPE_BYTES,
@@ -130,10 +129,7 @@ class ProcExportSink:
                 self.counters.drop(batch.cpu, batch.count, "queue_full")
 
     def notes(self) -> list[str]:
-        out = []
-        while self._notes:
-            out.append(self._notes.popleft())
-        return out
+        return take_all(self._notes)
 
     def tick(self, stats: TraceTotals) -> list[str]:
         """Store the counters in ``stats.export``, have the child publish a stats
@@ -155,15 +151,7 @@ class ProcExportSink:
         return snap
 
     def _host_stats(self, stats: TraceTotals, kind: str) -> dict[str, Any]:
-        o = self.origin
-        return {
-            "kind": kind, "host": o.host, "boot": o.boot, "run": o.run, "source": o.source,
-            "time": time.time(), "events": stats.total, "dropped": stats.dropped,
-            "lost": stats.lost, "dropped_per_cpu": list(stats.drops_cpu),
-            "lost_per_cpu": {str(k): v for k, v in stats.lost_cpu.items()},
-            "events_per_s": round(stats.rate_total, 1),
-            **self.record(),
-        }  # fmt: skip
+        return host_stats(self.origin, stats, kind, self.record())
 
     def close(self, stats: TraceTotals | None = None) -> None:
         """Hand the rest over, have the child drain (at most ``drain_s``) and publish
