@@ -39,7 +39,7 @@ from ringtool.event.safe_text import printable
 from ringtool.export.accounting import ExportCounters, TraceTotals
 from ringtool.export.batcher import Batcher
 from ringtool.export.bounded_queue import BoundedQueue
-from ringtool.export.config import ExportConfig, display_url
+from ringtool.export.config import ExportConfig, connect_options, display_url, inbox_prefix
 from ringtool.export.exporter import host_stats, new_origin, take_all
 from ringtool.export.proc_wire import (
     F_SETPIPE_SZ,
@@ -78,6 +78,9 @@ class ProcExportSink:
         self._final = threading.Event()
         self._stats_n = 0
         self._last: dict[str, Any] = {}
+        # bad credentials or CA files: the same error as in one process, before a child
+        connect_options(cfg.url, cfg.creds, cfg.tls_ca, cfg.connect_timeout_s,
+                        inbox_prefix("host", self.origin.host))  # fmt: skip
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ringtool.export.publisher_proc", str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
