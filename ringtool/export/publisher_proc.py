@@ -33,6 +33,8 @@ from ringtool.export.wire import Encoder, Message
 from ringtool.kernel.cpus import parse_cpu_list
 
 PR_SET_PDEATHSIG = 1
+#: The child's GIL switch interval (Python's default: 5 ms), see :func:`main`.
+SWITCH_S = 0.0005
 #: Seconds between two counter reports.
 REPORT_S = 0.2
 
@@ -125,6 +127,9 @@ def _any_cpu() -> None:
 def main(argv: list[str]) -> int:
     _die_with_parent(int(argv[0]))
     _any_cpu()
+    # the frame reader waits for the GIL after every pipe read while the publisher
+    # thread encodes: a short switch interval keeps the pipe from backing up
+    sys.setswitchinterval(SWITCH_S)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # the frames own stdout: anything else printed goes to stderr
     out_fd = os.dup(1)
