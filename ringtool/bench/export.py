@@ -11,10 +11,18 @@ a temporary file store; stopped at the end), each *path* gets the same load:
 * ``drain-only``: nothing more (the baseline for kernel drops: what the ring drain
   alone loses at this rate);
 * ``file-json``: JSON lines to a file (what ``trace --json > file`` does);
-* ``nats-json`` / ``nats-rows``: :class:`~ringtool.export.exporter.ExportSink` (what
-  ``trace --export --quiet`` runs) with ``--export-format json`` / ``rows``, published
-  to JetStream with acknowledgements; a plain subscriber in another process
-  (:mod:`ringtool.bench.export_sub`) reads the stream back.
+* ``nats-json`` / ``nats-rows``: :class:`~ringtool.export.exporter.ExportSink` (the
+  publisher in the drain's process: one GIL for both, the baseline) with
+  ``--export-format json`` / ``rows``, published to JetStream with acknowledgements; a
+  plain subscriber in another process (:mod:`ringtool.bench.export_sub`) reads the
+  stream back;
+* ``proc-json`` / ``proc-rows``: the same through
+  :class:`~ringtool.export.proc_sink.ProcExportSink` (what ``trace --export --quiet``
+  runs: the publisher in a process of its own, fed through a pipe).
+
+``--repeats N`` runs N rounds, the paths in alternating order (reversed every other
+round), and keeps each path's median row (``rounds``: N; ``events_per_s_range``: the
+lowest and highest of the rounds).
 
 Row per path: offered and achieved events/s (events acknowledged by the stream, or
 written to the file, per second from the first event to the last acknowledgement),
@@ -96,11 +104,13 @@ def _subscriber(url: str, stream: str, prefix: str) -> subprocess.Popen[str]:
 
 
 def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
-             tmp: Path) -> dict[str, Any]:  # fmt: skip
-    """One path (see the module doc); returns its row."""
+             tmp: Path, round_no: int = 0) -> dict[str, Any]:  # fmt: skip
+    """One path (see the module doc), into a stream of its own for the round (the
+    subscriber reads the stream from its start); returns its row."""
     from ringtool.event.decode import Decoder
     from ringtool.export.config import ExportConfig
     from ringtool.export.exporter import ExportSink
+    from ringtool.export.proc_sink import ProcExportSink
     from ringtool.trace.output_json import JsonOutput
     from ringtool.trace.stats import TraceStats
 
@@ -117,9 +127,10 @@ def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
         out = JsonOutput(out_file.open("w"), decoder)
     elif path != "drain-only":
         fmt = path.split("-", 1)[1]
-        cfg = ExportConfig(url=url, stream=f"BENCH_{fmt.upper()}", subject_prefix=f"bench_{fmt}",
+        name = f"{path.replace('-', '_')}_{round_no}"
+        cfg = ExportConfig(url=url, stream=f"BENCH_{name.upper()}", subject_prefix=f"bench_{name}",
                            fmt=fmt, host="bench", drain_s=60)  # fmt: skip
-        sink = ExportSink(cfg, decoder, ncpu)
+        sink = (ProcExportSink if path.startswith("proc") else ExportSink)(cfg, decoder, ncpu)
         sink.notes()  # "created stream": not news here
         sub = _subscriber(url, cfg.stream, cfg.subject_prefix)
     producer = load.produce(rate, seconds)
@@ -152,6 +163,9 @@ def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
         x = stats.export or {}
         row.update({
             "events": x.get("exported", 0), "export_dropped": x.get("export_dropped", 0),
+            "export_dropped_by_reason": {
+                k: v for k, v in x.get("export_dropped_by_reason", {}).items() if v
+            },
             "events_per_s": round(x.get("exported", 0) / elapsed),
             "bytes_per_event": round(x.get("export_bytes", 0) / max(1, x.get("exported", 0)), 1),
             "received": got["events"], "p50_ms": got["p50_ms"], "p99_ms": got["p99_ms"],
@@ -174,28 +188,39 @@ def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
     return row
 
 
-PATHS = ("drain-only", "file-json", "nats-json", "nats-rows")
+PATHS = ("drain-only", "file-json", "nats-json", "proc-json", "nats-rows", "proc-rows")
+
+
+def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row of the round with the median ``events_per_s``, with the rounds' range."""
+    ranked = sorted(rows, key=lambda r: r["events_per_s"])
+    row = dict(ranked[(len(ranked) - 1) // 2])
+    row["rounds"] = len(rows)
+    row["events_per_s_range"] = [ranked[0]["events_per_s"], ranked[-1]["events_per_s"]]
+    return row
 
 
 def run(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
-    """``repeats`` is not used: one run per path (each takes seconds and a broker)."""
+    """``repeats`` alternating rounds of every path (module doc); a row per path."""
     require_bpf_privileges("ringtool bench export")
     from ringtool.export.local_server import LocalNats
 
     seconds = 2.0 if quick else 5.0
     rate = 200_000.0 if quick else 600_000.0
     load = _Load()
-    rows = []
+    rounds: dict[str, list[dict[str, Any]]] = {path: [] for path in PATHS}
     try:
         with (
             tempfile.TemporaryDirectory(prefix="ringtool-bench-") as tmp,
             LocalNats(Path(tmp) / "nats") as server,
         ):
-            for path in PATHS:
-                rows.append(run_path(path, load, server.url, rate, seconds, Path(tmp)))
+            for i in range(max(1, repeats)):
+                for path in PATHS if i % 2 == 0 else PATHS[::-1]:
+                    row = run_path(path, load, server.url, rate, seconds, Path(tmp), i)
+                    rounds[path].append(row)
     finally:
         load.close()
-    return rows
+    return [_median_row(rows) for rows in rounds.values()]
 
 
 __all__ = ["PATHS", "run", "run_path"]

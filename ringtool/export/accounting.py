@@ -9,7 +9,8 @@ Each event the exporter is handed ends in exactly one of two counters of its CPU
   broker was down), ``refused`` (the stream answered with an error, e.g. its
   ``max_bytes`` with ``discard: new``), ``unsent`` (still queued when the run ended
   and the drain time was up), ``unconfirmed`` (sent, but no acknowledgement came
-  before the end: the broker may hold it; see docs/fleet.md).
+  before the end: the broker may hold it; see docs/fleet.md), ``publisher_died``
+  (``trace --export``'s publisher process died before it confirmed them).
 
 So ``exported + export_dropped == handed`` once the exporter has closed.
 ``duplicates`` counts the resends the stream recognised by their ``Nats-Msg-Id`` and
@@ -23,7 +24,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-REASONS = ("queue_full", "refused", "unsent", "unconfirmed")
+REASONS = ("queue_full", "refused", "unsent", "unconfirmed", "publisher_died")
 
 
 class ExportCounters:

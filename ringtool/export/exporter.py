@@ -37,6 +37,29 @@ def new_origin(cfg: ExportConfig, source: str, realtime_offset_ns: int) -> Origi
     return Origin(cfg.host, boot_id(), secrets.token_hex(6), source, realtime_offset_ns)
 
 
+def take_all(notes: deque[str]) -> list[str]:
+    """Empty ``notes`` (appended by other threads), oldest first."""
+    out = []
+    while notes:
+        out.append(notes.popleft())
+    return out
+
+
+def host_stats(origin: Origin, stats: TraceTotals, kind: str,
+               record: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The body of a ``stats/1`` message of ``kind`` (``stats``, ``summary``): the
+    trace's counts and the exporter's ``record``."""
+    o = origin
+    return {
+        "kind": kind, "host": o.host, "boot": o.boot, "run": o.run, "source": o.source,
+        "time": time.time(), "events": stats.total, "dropped": stats.dropped,
+        "lost": stats.lost, "dropped_per_cpu": list(stats.drops_cpu),
+        "lost_per_cpu": {str(k): v for k, v in stats.lost_cpu.items()},
+        "events_per_s": round(stats.rate_total, 1),
+        **record,
+    }  # fmt: skip
+
+
 class ExportSink:
     """See the module doc. ``ncpu``: possible CPUs (the counters' length)."""
 
@@ -68,10 +91,7 @@ class ExportSink:
             self.publisher.offer(batch)
 
     def notes(self) -> list[str]:
-        out = []
-        while self._notes:
-            out.append(self._notes.popleft())
-        return out
+        return take_all(self._notes)
 
     def tick(self, stats: TraceTotals) -> list[str]:
         """Store the counters in ``stats.export``, publish a stats message, return the
@@ -89,15 +109,7 @@ class ExportSink:
         return snap
 
     def _host_stats(self, stats: TraceTotals, kind: str) -> dict[str, Any]:
-        o = self.origin
-        return {
-            "kind": kind, "host": o.host, "boot": o.boot, "run": o.run, "source": o.source,
-            "time": time.time(), "events": stats.total, "dropped": stats.dropped,
-            "lost": stats.lost, "dropped_per_cpu": list(stats.drops_cpu),
-            "lost_per_cpu": {str(k): v for k, v in stats.lost_cpu.items()},
-            "events_per_s": round(stats.rate_total, 1),
-            **self.record(),
-        }  # fmt: skip
+        return host_stats(self.origin, stats, kind, self.record())
 
     def close(self, stats: TraceTotals | None = None) -> None:
         """Drain (at most ``drain_s``), count the rest, publish the summary message,
@@ -115,4 +127,4 @@ class ExportSink:
             print(f"ringtool: {printable(note)}", file=sys.stderr)  # may quote the broker
 
 
-__all__ = ["ExportSink", "new_origin"]
+__all__ = ["ExportSink", "host_stats", "new_origin", "take_all"]

@@ -151,6 +151,13 @@ def export_families(fams: Families, host: str, export: Mapping[str, Any]) -> Non
     )
     fams.add(
         "counter",
+        "ringtool_export_dropped_by_reason",
+        "Events that never reached the stream, by reason (docs/fleet.md)",
+        ("host", "reason"),
+        (((host, r), n) for r, n in sorted(export["export_dropped_by_reason"].items())),
+    )
+    fams.add(
+        "counter",
         "ringtool_export_bytes",
         "Message body bytes acknowledged",
         ("host",),

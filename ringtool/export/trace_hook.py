@@ -50,9 +50,9 @@ class TraceHook:
         self.metrics: Any = None
         self._stats: TraceTotals | None = None
         if opts.export is not None:
-            from ringtool.export.exporter import ExportSink
+            from ringtool.export.proc_sink import ProcExportSink
 
-            self.sink = ExportSink(opts.export, decoder, ncpu)
+            self.sink = ProcExportSink(opts.export, decoder, ncpu)
         if opts.metrics is not None:
             from ringtool.export.metrics import MetricsServer
 

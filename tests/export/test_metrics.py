@@ -55,6 +55,7 @@ def test_prometheus_scrapes_trace_and_collect(nats: NatsServer, tmp_path: Path) 
         events = until(prom, q, lambda r: float(r[0]["value"][1]) > 0)
         exported = by_label(until(prom, 'ringtool_exported_total{host="m1"}', bool), "cpu")
         xdrop = by_label(prom.query('ringtool_export_dropped_total{host="m1"}'), "cpu")
+        why = by_label(prom.query('ringtool_export_dropped_by_reason_total{host="m1"}'), "reason")
         cpu_events = by_label(prom.query('ringtool_cpu_events_total{host="m1"}'), "cpu")
         dropped = prom.query('sum(ringtool_dropped_total{host="m1"})')
         nbytes = prom.query('ringtool_export_bytes_total{host="m1"}')
@@ -64,6 +65,8 @@ def test_prometheus_scrapes_trace_and_collect(nats: NatsServer, tmp_path: Path) 
         assert float(events[0]["value"][1]) == summary["by_type"]["open"] == summary["events"]
         assert exported == {str(c): float(n) for c, n in enumerate(x["exported_per_cpu"])}
         assert xdrop == {str(c): float(n) for c, n in enumerate(x["export_dropped_per_cpu"])}
+        assert why == {r: float(n) for r, n in x["export_dropped_by_reason"].items()}
+        assert "publisher_died" in why
         assert sum(cpu_events.values()) == summary["events"]
         assert float(dropped[0]["value"][1]) == summary["dropped"]
         assert float(nbytes[0]["value"][1]) == x["export_bytes"]

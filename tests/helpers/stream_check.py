@@ -60,7 +60,9 @@ def check_invariant(summary: dict[str, Any], generated: int, content: StreamCont
     assert x["exported"] + x["export_dropped"] + summary["dropped"] + summary["lost"] == generated
     assert x["export_pending"] == 0
     assert content.duplicates == 0
-    unconfirmed = x["export_dropped_by_reason"]["unconfirmed"]
+    reasons = x["export_dropped_by_reason"]
+    # the stream may hold these: sent, acknowledged or not, never confirmed to the trace
+    unconfirmed = reasons["unconfirmed"] + reasons.get("publisher_died", 0)
     held = content.per_cpu(host)
     for cpu, n in enumerate(x["exported_per_cpu"]):
         assert n <= held.get(cpu, 0) <= n + unconfirmed, (cpu, n, held)
