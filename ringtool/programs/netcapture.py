@@ -23,10 +23,10 @@ import os
 import socket
 import struct
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Literal, Self
 
 from ringtool.errors import RingtoolError
+from ringtool.kernel.closing import Closing
 from ringtool.programs.loader import compile_program, load_function
 
 # struct capture_event in bpf/net_capture.c: u32 magic, ifindex, pkt_len, captured; u64 ts.
@@ -60,7 +60,7 @@ def parse(data: bytes | memoryview) -> CapturedPacket:
     return CapturedPacket(ifindex, pkt_len, ts, bytes(data[CAPTURE_EVENT.size : end]))
 
 
-class NetCapture:
+class NetCapture(Closing):
     """A netns + veth pair with bpf/net_capture.c attached; see the module doc.
 
     ``side``/``direction``: where the filter goes — ``"peer"`` (the end inside the
@@ -165,11 +165,3 @@ class NetCapture:
                     self._bpf = None
             except Exception:  # best effort: go on with the rest
                 pass
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 import threading
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from ringtool.errors import ConsumerStateError, CorruptRecordError
+from ringtool.kernel.closing import Closing
 from ringtool.readers.args import UNLIMITED
 from ringtool.readers.checkout import Checkout
 from ringtool.readers.poller import Poller
@@ -25,7 +25,7 @@ def cap(n: int) -> int:
     return n if n < COUNT_CAP else COUNT_CAP
 
 
-class ConsumerBase:
+class ConsumerBase(Closing):
     """The rings, lock and lifecycle of a consumer (see the module doc); its subclass
     :class:`~ringtool.readers.consumer.MultiRingConsumer` adds the reading styles."""
 
@@ -203,17 +203,6 @@ class ConsumerBase:
         """Times, over all rings, another writer changed a shared consumer position
         (each raised :class:`ConsumerPositionError` once; see the module doc)."""
         return sum(ring.scribbles for ring in self._rings)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __del__(self) -> None:
         try:

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from ringtool.bpf_files import bpf_dir
 from ringtool.errors import ArgumentError, ConsumerStateError, RingSizeError, RingtoolError
 from ringtool.kernel import bpf
+from ringtool.kernel.closing import Closing
 from ringtool.kernel.cpus import online_cpus, possible_cpu_count
 from ringtool.kernel.hotplug import OnlineWatcher
 from ringtool.merge import Algorithm, Merger, ReaderRing, merge_sources, ring_source
@@ -101,7 +101,7 @@ def _check_ring_bytes(ring_bytes: int) -> None:
         )
 
 
-class RingBufGroup:
+class RingBufGroup(Closing):
     """The maps of one per-CPU ring buffer group (see the module doc).
 
     ``cpus_per_buffer``: 1 = one ring per CPU, N = one per N CPUs, 0 = one shared.
@@ -332,17 +332,6 @@ class RingBufGroup:
         fds, self._fds = self._fds, []
         for fd in fds:
             bpf.close_fd(fd)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def merge_rings(

@@ -44,6 +44,7 @@ from typing import Self
 
 from ringtool.errors import MapTypeError, ProducerStateError, RecordSizeError, RingFullError
 from ringtool.kernel import bpf
+from ringtool.kernel.closing import Closing
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
 from ringtool.protocol.user_ringbuf import UserRingProducer
 
@@ -77,7 +78,7 @@ class Reservation:
             self._owner._finish(self, discard=exc_type is not None)
 
 
-class UserRingBuffer:
+class UserRingBuffer(Closing):
     """A producer into the USER_RINGBUF map ``map_fd`` (see the module doc)."""
 
     def __init__(self, map_fd: int) -> None:
@@ -227,17 +228,6 @@ class UserRingBuffer:
             self._epoll.close()
             self._epoll = None
         bpf.close_fd(self._fd)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 __all__ = ["Reservation", "UserRingBuffer"]
