@@ -5,7 +5,9 @@ what start-up does."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -178,4 +180,54 @@ def test_exited_processes_leave_the_table(keep: bool, tmp_path: Path) -> None:
         term.send("q")
         term.wait_for("EXITED rc=0")
     finally:
+        term.close()
+
+
+# Names itself argv[1], forks a child that names itself argv[2]; both open argv[3]
+# 10 times a second until killed; the parent says "ready" with the child's pid.
+TREE = """
+import os, sys, time
+pid = os.fork()
+name = sys.argv[1] if pid else sys.argv[2]
+with open("/proc/self/comm", "w") as f:
+    f.write(name)
+if pid:
+    print("ready", pid, flush=True)
+while True:
+    open(sys.argv[3]).close()
+    time.sleep(0.1)
+"""
+
+
+@needs_tmux
+def test_f5_draws_the_child_under_its_parent(tmp_path: Path) -> None:
+    path = tmp_path / "ztree"
+    path.write_text("x")
+    cmd = f"{RUN} trace --events open,exec --interval 0.3; echo EXITED rc=$?; sleep 60"
+    term = Terminal(cmd, 120, 40)
+    proc = None
+    try:
+        term.wait_for("per CPU", timeout=FIRST_SCREEN)
+        proc = subprocess.Popen([sys.executable, "-c", TREE, "zdtreepar", "zdtreekid",
+                                 str(path)], stdout=subprocess.PIPE, text=True,
+                                start_new_session=True)  # its group: parent and child  # fmt: skip
+        assert proc.stdout is not None
+        ready, kid = proc.stdout.readline().split()
+        assert ready == "ready"
+        term.send("/", "zdtree", "Enter")
+        listed = re.compile(rf"\b{proc.pid}\s+zdtreepar\b[\s\S]*\b{kid}\s+zdtreekid\b|"
+                            rf"\b{kid}\s+zdtreekid\b[\s\S]*\b{proc.pid}\s+zdtreepar\b")  # fmt: skip
+        term.wait_for("top processes  1/2", match=lambda s: bool(listed.search(s)))
+        term.send("F5")
+        # the tree: the parent's row, and right under it the child's, indented
+        tree = re.compile(rf"\b{proc.pid}\s+zdtreepar\b.*\n.*\b{kid}\s+└─zdtreekid\b")
+        term.wait_for("F5 list", match=lambda s: bool(tree.search(s)))
+        term.send("F5")  # back to the list: no indentation
+        term.wait_for("F5 tree", absent=("└─zdtreekid",))
+        term.send("q")
+        term.wait_for("EXITED rc=0")
+    finally:
+        if proc is not None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
         term.close()
