@@ -1,7 +1,7 @@
 """``trace --export`` with another process sharing its CPU: the drain keeps up.
 
 The load of ``ringtool bench trace``'s ``export`` row (its producer, ``openat`` +
-``close`` at full speed pinned to CPU 0; ``trace --events open -c rt_bench_loop
+``close`` at full speed pinned to CPU 0; ``trace --events open -c rt_bench_XXXXXX
 --buffer-pages 1024 --export URL --quiet`` pinned to CPU 1), with a busy loop pinned
 to CPU 1 as well. The publisher runs in a process of its own (on any CPU), so the
 drain never waits for encoding: every event the trace delivered is exported, none is
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from ringtool.bench.trace import BUFFER_PAGES, DRAIN_S, PRODUCER_CPU, TRACE_CPU
-from ringtool.bench.trace_proc import COMM, TraceChild, build_loop, run_loop
+from ringtool.bench.trace_proc import TraceChild, build_loop, run_loop
 from tests.helpers.procs import stop
 from tests.helpers.servers import NatsServer
 
@@ -37,7 +37,7 @@ def test_export_drops_nothing_with_its_cpu_shared(nats: NatsServer, tmp_path: Pa
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"],
                            preexec_fn=lambda: os.sched_setaffinity(0, {TRACE_CPU}))  # fmt: skip
     try:
-        args = ["--events", "open", "-c", COMM, "--buffer-pages", str(BUFFER_PAGES),
+        args = ["--events", "open", "-c", binary.name, "--buffer-pages", str(BUFFER_PAGES),
                 "-d", f"{SECONDS + DRAIN_S + 1:.3f}", "--export", nats.url, "--quiet"]  # fmt: skip
         child = TraceChild(args, TRACE_CPU)
         try:
