@@ -72,6 +72,7 @@ class Loop:
     """The producer started now: ``mode`` ``open`` or ``openexec`` on ``cpu``."""
 
     def __init__(self, binary: Path, mode: str, cpu: int, seconds: float) -> None:
+        self.name = binary.name
         self.proc = subprocess.Popen([str(binary), mode, str(cpu), f"{seconds:.3f}"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)  # fmt: skip
@@ -80,7 +81,7 @@ class Loop:
         """Waits for the end; :class:`BenchError` when the loop failed."""
         out, err = self.proc.communicate()
         if self.proc.returncode != 0:
-            raise BenchError(f"{COMM}: {err.strip() or 'exit ' + str(self.proc.returncode)}")
+            raise BenchError(f"{self.name}: {err.strip() or 'exit ' + str(self.proc.returncode)}")
         n, ns, cpu, execs = (int(x) for x in out.split())
         return LoopResult(n, ns, cpu, execs)
 
