@@ -19,6 +19,7 @@ from tests.helpers.producers import PACKET, GroupProducer
 
 pytestmark = pytest.mark.kernel
 
+READ_AT_ONCE = 4096
 EVENT = np.dtype([("ts", "<u8"), ("seq", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
 
 
@@ -50,7 +51,10 @@ class _Reader:
             self.parts.append(self.resizer.consumer.read_batch(EVENT))
             return
         recs = []
-        while self.source.peek() is not None:
+        # at most READ_AT_ONCE a call, as a trace's read loop takes (OrderedReader.read's
+        # limit): a producer faster than this loop (the emulated VM: a kernel loop
+        # against a Python one) would otherwise keep it from ever returning
+        while len(recs) < READ_AT_ONCE and self.source.peek() is not None:
             ev = self.source.pop()
             assert ev is not None
             recs.append(ev[1])
