@@ -15,7 +15,10 @@ from tests.helpers.procs import run_ringtool
 from tests.helpers.servers import NatsServer
 from tests.helpers.trace import Trace, unique_comm
 
-pytestmark = pytest.mark.kernel
+# host_only: a marker through the export: the marker itself runs on every kernel in
+# tests/kernel/trace/test_mark.py (CI runs it on the host, not again in the emulated
+# VM).
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 
 def test_a_mark_reaches_the_fleet_in_both_formats(nats: NatsServer) -> None:

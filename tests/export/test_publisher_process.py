@@ -18,7 +18,10 @@ from tests.helpers.servers import NatsServer
 from tests.helpers.stream_check import check_invariant, read_stream
 from tests.helpers.trace import Worker, hot_file, unique_comm
 
-pytestmark = pytest.mark.kernel
+# host_only: the publisher process's lifetime and counts: ringtool's own processes,
+# nothing of the kernel's version (CI runs it on the host, not again in the emulated
+# VM).
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 DIED = re.compile(
     r"export: the publisher process died \(signal 9\); (\d+) events handed over were not published"

@@ -10,7 +10,9 @@ import pytest
 from ringtool.trace.tui_view import KEYS
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 
-pytestmark = pytest.mark.kernel
+# host_only: the dashboard's keys and mouse: ringtool's own screen, nothing of the
+# kernel's version (CI runs it on the host, not again in the emulated VM).
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 FIRST_SCREEN = 180.0
 

@@ -18,7 +18,9 @@ import pytest
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 from tests.helpers.tui import opener_script
 
-pytestmark = pytest.mark.kernel
+# host_only: the dashboard's per-process views: ringtool's own screen, nothing of the
+# kernel's version (CI runs it on the host, not again in the emulated VM).
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 # BCC compiles before the first screen: seconds here, a minute or more in the TCG VM.
 FIRST_SCREEN = 180.0
