@@ -26,6 +26,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ringtool import __version__
+from ringtool.cli.std_streams import whole_writes
 from ringtool.cli.validate import ArgumentParser
 from ringtool.errors import PrivilegeError, RingtoolError, UsageError
 from ringtool.event.safe_text import printable
@@ -118,6 +119,7 @@ def _settle_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    whole_writes()  # nothing lost on an unbuffered stdout (PYTHONUNBUFFERED, -u)
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv and isinstance(argv[0], str) else None)
     args = parser.parse_args(argv)
