@@ -44,8 +44,8 @@ from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
-from ringtool.trace.hist_maps import read_hists
-from ringtool.trace.latency_buckets import KEY_BITS, SUB_BITS
+from ringtool.trace.hist_maps import LatencyArray, read_hists
+from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS, SUB_BITS
 from ringtool.trace.marks import MarkSource, check_user_ringbuf
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
@@ -85,6 +85,7 @@ class TraceSession:
         self.marks: MarkSource | None = None  # ringtool mark's ring (see _setup_marks)
         self.drill_pid: int | None = None  # see set_drill
         self._hist_full = False  # see syscall_hist
+        self._lat: LatencyArray | None = None  # the syscalls source's array, mapped
         self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
         try:
             self._setup()
@@ -128,6 +129,8 @@ class TraceSession:
             defines["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
             defines["TRACE_LAT_SUB_BITS"] = SUB_BITS  # the histograms' buckets
             defines["TRACE_LAT_KEY_BITS"] = KEY_BITS
+            defines["TRACE_LAT_NRS"] = FAST_NRS
+            defines["TRACE_LAT_FAST_BUCKETS"] = FAST_BUCKETS
             if opts.wakeup_fill is not None:
                 ring = opts.buffer_pages * PAGE
                 defines["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(ring, opts.wakeup_fill)
@@ -335,7 +338,9 @@ class TraceSession:
             self._hist_full = True  # once: the p99s leave out what was not counted
             self._note("syscall latency histograms full: later latencies of new buckets "
                        "are not counted (p99s may be low)")  # fmt: skip
-        return read_hists(obj[b"sys_hist"])
+        if self._lat is None:
+            self._lat = LatencyArray(obj[b"sys_lat"].map_fd)
+        return read_hists(obj[b"sys_hist"], into=self._lat.read())
 
     def set_drill(self, pid: int | None) -> None:
         """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
@@ -359,6 +364,8 @@ class TraceSession:
     def close(self) -> None:
         """Detach and free everything (idempotent; each step on its own)."""
         closers: list[Callable[[], Any]] = []
+        if self._lat is not None:
+            closers.append(self._lat.close)
         if self.marks is not None:
             closers.append(self.marks.close)
         if self.growth is not None:
@@ -380,6 +387,7 @@ class TraceSession:
         self.growth = None
         self.net = None
         self.marks = None
+        self._lat = None
         self.sources = {}
         self.group = None
 
