@@ -30,7 +30,8 @@ from __future__ import annotations
 import os
 import select
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -259,6 +260,20 @@ class TraceSession:
         arr = self.growth.read_batch(self.layout.event, check_limit("limit", limit))
         self._pacer.read_done()
         return arr
+
+    @contextmanager
+    def lease_events(self, limit: int) -> Iterator[list[np.ndarray[Any, Any]]]:
+        """The available RINGBUF records as ``struct trace_event`` arrays, most of them
+        views of the mapped rings (no copy): valid inside the ``with`` block only, and
+        consumed when it ends (see :meth:`RingGrowth.lease_batch`); copy what must
+        outlive it. The records and their order are :meth:`read_events`'s."""
+        if self.rb is None or self.growth is None:
+            yield []
+            return
+        self.growth.fills()  # the fill the reader finds: what the growth policy sees
+        with self.growth.lease_batch(self.layout.event, check_limit("limit", limit)) as arrays:
+            yield arrays
+        self._pacer.read_done()
 
     def finish_rings(self) -> None:
         """Before the last read: the rings stop growing and every switch in flight is
