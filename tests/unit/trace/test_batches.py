@@ -6,6 +6,7 @@ space is reused once the read is consumed."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ def test_every_record_once_in_order(sizes: list[int], min_view: int) -> None:
     assert all(len(o) for o in out)
     # no two small pieces side by side: they were joined
     small = [len(o) < min_view for o in out]
-    assert not any(a and b for a, b in zip(small, small[1:], strict=False))
+    assert not any(a and b for a, b in itertools.pairwise(small))
 
 
 def _ring_view(n: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
