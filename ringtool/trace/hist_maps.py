@@ -13,10 +13,12 @@ where the kernel or BCC has no batch operations.
 from __future__ import annotations
 
 import mmap
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ringtool.kernel import bpf
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
 from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS
 
@@ -81,4 +83,49 @@ class LatencyArray:
             self._map = None
 
 
-__all__ = ["Hists", "LatencyArray", "read_hists"]
+class SyscallHists:
+    """The syscalls source's histograms (``obj``: its BCC object): cumulative per
+    syscall, and per process for the drill-down. ``note`` is told once when the hash
+    filled up. Valid until :meth:`close`."""
+
+    def __init__(self, obj: Any, note: Callable[[str], None]) -> None:
+        self.obj = obj
+        self.note = note
+        self.drill_pid: int | None = None  # see set_drill
+        self._full = False
+        self._lat: LatencyArray | None = None  # mapped at the first read
+
+    def cumulative(self) -> Hists:
+        """syscall nr -> {bucket: count} since the start (both maps added)."""
+        lost: list[int] = bpf.percpu_u64(self.obj[b"hist_lost"].map_fd)
+        if not self._full and sum(lost) > 0:
+            self._full = True  # once: the p99s leave out what was not counted
+            self.note("syscall latency histograms full: later latencies of new buckets "
+                      "are not counted (p99s may be low)")  # fmt: skip
+        if self._lat is None:
+            self._lat = LatencyArray(self.obj[b"sys_lat"].map_fd)
+        return read_hists(self.obj[b"sys_hist"], into=self._lat.read())
+
+    def set_drill(self, pid: int | None) -> None:
+        """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
+        (None: of nobody); the previous process's counts are cleared."""
+        if pid == self.drill_pid:
+            return
+        drill = self.obj[b"drill"]
+        drill[drill.Key(0)] = drill.Leaf(pid or 0)  # read by sys_exit (trace_syscalls.c)
+        self.obj[b"drill_hist"].clear()  # the old pid's keys; late ones: told apart by tgid
+        self.drill_pid = pid
+
+    def drill(self) -> Hists:
+        """The :meth:`set_drill` process's histograms since it was set."""
+        if not self.drill_pid:
+            return {}
+        return read_hists(self.obj[b"drill_hist"], self.drill_pid)
+
+    def close(self) -> None:
+        if self._lat is not None:
+            self._lat.close()
+            self._lat = None
+
+
+__all__ = ["Hists", "LatencyArray", "SyscallHists", "read_hists"]

@@ -45,7 +45,7 @@ from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
-from ringtool.trace.hist_maps import LatencyArray, read_hists
+from ringtool.trace.hist_maps import Hists, SyscallHists
 from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS, SUB_BITS
 from ringtool.trace.marks import MarkSource, check_user_ringbuf
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
@@ -84,9 +84,7 @@ class TraceSession:
         self.growth: RingGrowth | None = None
         self.net: Any = None
         self.marks: MarkSource | None = None  # ringtool mark's ring (see _setup_marks)
-        self.drill_pid: int | None = None  # see set_drill
-        self._hist_full = False  # see syscall_hist
-        self._lat: LatencyArray | None = None  # the syscalls source's array, mapped
+        self.hists: SyscallHists | None = None  # the syscalls source's (see _hists)
         self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
         try:
             self._setup()
@@ -342,45 +340,32 @@ class TraceSession:
         """Perf samples lost per CPU (net source; PERF_RECORD_LOST totals)."""
         return {} if self.net is None else self.net.lost()
 
-    def syscall_hist(self) -> dict[int, dict[int, int]]:
+    def syscall_hist(self) -> Hists:
         """Cumulative latency histograms: syscall nr -> {bucket: count} (log-linear
-        buckets of ns, :mod:`ringtool.trace.latency_buckets`)."""
-        obj = self.sources.get("syscalls")
-        if obj is None:
-            return {}
-        lost: list[int] = bpf.percpu_u64(obj[b"hist_lost"].map_fd)
-        if not self._hist_full and sum(lost) > 0:
-            self._hist_full = True  # once: the p99s leave out what was not counted
-            self._note("syscall latency histograms full: later latencies of new buckets "
-                       "are not counted (p99s may be low)")  # fmt: skip
-        if self._lat is None:
-            self._lat = LatencyArray(obj[b"sys_lat"].map_fd)
-        return read_hists(obj[b"sys_hist"], into=self._lat.read())
+        buckets of ns, :mod:`ringtool.trace.latency_buckets`); {} without the source."""
+        return {} if (h := self._hists()) is None else h.cumulative()
 
     def set_drill(self, pid: int | None) -> None:
         """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
         (None: of nobody); the previous process's counts are cleared."""
-        obj = self.sources.get("syscalls")
-        if obj is None or pid == self.drill_pid:
-            return
-        drill = obj[b"drill"]
-        drill[drill.Key(0)] = drill.Leaf(pid or 0)  # read by sys_exit (trace_syscalls.c)
-        obj[b"drill_hist"].clear()  # the old pid's keys; late ones are told apart by tgid
-        self.drill_pid = pid
+        if (h := self._hists()) is not None:
+            h.set_drill(pid)
 
-    def drill_hist(self) -> dict[int, dict[int, int]]:
+    def drill_hist(self) -> Hists:
         """The :meth:`set_drill` process's histograms since it was set, as
         :meth:`syscall_hist`'s."""
-        obj = self.sources.get("syscalls")
-        if obj is None or not self.drill_pid:
-            return {}
-        return read_hists(obj[b"drill_hist"], self.drill_pid)
+        return {} if (h := self._hists()) is None else h.drill()
+
+    def _hists(self) -> SyscallHists | None:
+        if self.hists is None and "syscalls" in self.sources:
+            self.hists = SyscallHists(self.sources["syscalls"], self._note)
+        return self.hists
 
     def close(self) -> None:
         """Detach and free everything (idempotent; each step on its own)."""
         closers: list[Callable[[], Any]] = []
-        if self._lat is not None:
-            closers.append(self._lat.close)
+        if self.hists is not None:
+            closers.append(self.hists.close)
         if self.marks is not None:
             closers.append(self.marks.close)
         if self.growth is not None:
@@ -402,7 +387,7 @@ class TraceSession:
         self.growth = None
         self.net = None
         self.marks = None
-        self._lat = None
+        self.hists = None
         self.sources = {}
         self.group = None
 
