@@ -14,10 +14,16 @@
  * (entries reused, not deleted on the hot path; deleted when the thread exits; an LRU
  * one costs ~0.1 µs more per syscall). Aggregated in the kernel, read by ringtool per
  * interval:
- *   sys_hist  HASH  key (nr << TRACE_LAT_KEY_BITS | bucket) -> count, bucket =
- *             lat_bucket(latency ns): log-linear, each power of two split into
- *             2^TRACE_LAT_SUB_BITS linear sub-buckets (HdrHistogram's layout; the
- *             math and its error bound: ringtool/trace/latency_buckets.py)
+ *   sys_lat   ARRAY (mmapable) index nr * TRACE_LAT_FAST_BUCKETS + bucket -> count,
+ *             for nr < TRACE_LAT_NRS and bucket < TRACE_LAT_FAST_BUCKETS (latencies
+ *             below about a minute): the array lookup is inlined by the verifier (no
+ *             hash of the key on every syscall), and ringtool reads the counts from
+ *             its mapping without a syscall. bucket = lat_bucket(latency ns):
+ *             log-linear, each power of two split into 2^TRACE_LAT_SUB_BITS linear
+ *             sub-buckets (HdrHistogram's layout; the math and its error bound:
+ *             ringtool/trace/latency_buckets.py)
+ *   sys_hist  HASH  key (nr << TRACE_LAT_KEY_BITS | bucket) -> count: the rest (longer
+ *             latencies, numbers beyond TRACE_LAT_NRS); ringtool adds both
  *   drill_hist HASH key (tgid << 32 | nr << TRACE_LAT_KEY_BITS | bucket) -> count, only for the
  *             process whose tgid user space stored in `drill` (the dashboard's
  *             drill-down; 0: none): one array lookup per syscall otherwise. The tgid in
@@ -47,6 +53,12 @@
 #ifndef TRACE_LAT_KEY_BITS
 #define TRACE_LAT_KEY_BITS 11
 #endif
+#ifndef TRACE_LAT_NRS
+#define TRACE_LAT_NRS 512
+#endif
+#ifndef TRACE_LAT_FAST_BUCKETS
+#define TRACE_LAT_FAST_BUCKETS 1024
+#endif
 
 /* The log-linear bucket of `v` ns: v itself below 2^SUB_BITS, else (with
  * m = floor(log2 v)) ((m - SUB_BITS + 1) << SUB_BITS) | the SUB_BITS bits after the
@@ -72,6 +84,8 @@ BPF_TASK_STORAGE(started, struct sys_start);
 #else
 BPF_HASH(started, u32, struct sys_start, 16384);
 #endif
+BPF_F_TABLE("array", u32, u64, sys_lat, TRACE_LAT_NRS * TRACE_LAT_FAST_BUCKETS,
+            BPF_F_MMAPABLE);
 BPF_HASH(sys_hist, u64, u64, 65536);  /* ~100 buckets a syscall in use */
 BPF_PERCPU_ARRAY(hist_lost, u64, 1);  /* latencies a full sys_hist could not count */
 BPF_PERCPU_ARRAY(drops, u64, 1);
@@ -128,9 +142,15 @@ RAW_TRACEPOINT_PROBE(sys_exit)  /* args: (struct pt_regs *regs, long ret) */
     u64 lat = bpf_ktime_get_ns() - s->ts;
     u64 nr = s->nr;
     s->ts = 0;  /* consumed; the entry stays for the thread's next syscall */
-    u64 key = (nr << TRACE_LAT_KEY_BITS) | lat_bucket(lat);
-    u64 *n = sys_hist.lookup(&key);
-    if (n) {
+    u64 bucket = lat_bucket(lat);
+    u64 key = (nr << TRACE_LAT_KEY_BITS) | bucket;
+    u64 *n;
+    if (nr < TRACE_LAT_NRS && bucket < TRACE_LAT_FAST_BUCKETS) {
+        u32 idx = nr * TRACE_LAT_FAST_BUCKETS + bucket;
+        n = sys_lat.lookup(&idx);
+        if (n)
+            __sync_fetch_and_add(n, 1);
+    } else if ((n = sys_hist.lookup(&key))) {
         __sync_fetch_and_add(n, 1);
     } else {
         u64 one = 1;

@@ -7,7 +7,9 @@ events, each a contiguous range of one lane, in the order the CPU's ring deliver
 them. Numbers are given when the batch is made, so a batch the queue refuses leaves a
 gap a reader sees (and the exporter counts as ``export_dropped``).
 
-Vectorised: one stable argsort of ``cpu << 8 | type`` per array, then slices.
+Vectorised: one stable argsort of ``cpu << 8 | type`` per array, then slices. The
+batches own their records (an array that is a view, e.g. of a mapped ring, is copied):
+they outlive the call.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ class Batcher:
             h = arr["h"]
             key = (h["cpu"].astype(np.int64) << 8) | (h["type"].astype(np.int64) & 0xFF)
             if key[0] == key[-1] and (key == key[0]).all():
-                groups = [(int(key[0]), arr)]
+                # the batches are kept (queued): a view of a ring is copied
+                groups = [(int(key[0]), arr if arr.flags.owndata else arr.copy())]
             else:
                 order = np.argsort(key, kind="stable")
                 sk = key[order]

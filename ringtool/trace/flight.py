@@ -33,7 +33,8 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -179,6 +180,11 @@ class FlightSession(TraceSession):
         n = len(self._pending) if limit is None else min(limit, len(self._pending))
         out, self._pending = self._pending[:n], self._pending[n:]
         return out
+
+    @contextmanager
+    def lease_events(self, limit: int) -> Iterator[list[np.ndarray[Any, Any]]]:
+        """:meth:`read_events` as one array (a dump is a copy already)."""
+        yield [self.read_events(limit)]
 
     def read_net(self) -> list[tuple[int, bytes]]:
         """The dump's packets (taken by :meth:`read_events`), oldest first; else none."""

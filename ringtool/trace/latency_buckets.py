@@ -18,7 +18,9 @@ within :data:`MAX_ERROR` (``1/(2*SUB)``, 1.6%) of it. Printed figures are rounde
 adds at most 5%: what ringtool prints is within 6.7% of the true value (the 10%
 promised in docs/), and shows no digit the histogram cannot back.
 
-Keys in the kernel maps: ``nr << KEY_BITS | index`` (``sys_hist``), with the tgid in
+Where the kernel counts them: an array indexed ``nr * FAST_BUCKETS + index``
+(``sys_lat``) for :data:`FAST_NRS` syscall numbers and the first :data:`FAST_BUCKETS`
+indexes, else a hash keyed ``nr << KEY_BITS | index`` (``sys_hist``), with the tgid in
 the high 32 bits for ``drill_hist``; :data:`INDEXES` indexes cover every u64.
 """
 
@@ -34,6 +36,11 @@ SUB = 1 << SUB_BITS
 KEY_BITS = 11
 #: number of indexes a u64 latency can have: up to floor(log2) = 63
 INDEXES = (64 - SUB_BITS + 1) * SUB
+#: syscall numbers below this count in the kernel's array (bpf: TRACE_LAT_NRS) ...
+FAST_NRS = 512
+#: ... as do indexes below this one (latencies under 2**36 ns, about 69 s;
+#: bpf: TRACE_LAT_FAST_BUCKETS); the rest go to the hash
+FAST_BUCKETS = 1024
 #: the largest relative error of :func:`quantile` against the true quantile
 MAX_ERROR = 1 / (2 * SUB)
 #: significant digits of printed latency figures

@@ -21,7 +21,8 @@ With growth off (``max_bytes`` None) only the reading part runs: nothing is resi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +98,20 @@ class RingGrowth:
             return old
         new = self.rb.read_batch(dtype, limit - len(old))
         return new if not len(old) else np.concatenate([old, new])
+
+    @contextmanager
+    def lease_batch(self, dtype: np.dtype[Any], limit: int) -> Iterator[list[np.ndarray[Any, Any]]]:
+        """Up to ``limit`` records as arrays, in :meth:`read_batch`'s order: the
+        retiring rings' as one copy, then the consumer's as views of the mapped rings
+        (:meth:`RingBuffer.lease_batch`), valid inside the ``with`` block only and
+        consumed when it ends."""
+        old = self.resizer.read_batch(dtype, limit)
+        arrays = [old] if len(old) else []
+        if len(old) >= limit:
+            yield arrays
+            return
+        with self.rb.lease_batch(dtype, limit - len(old)) as lease:
+            yield arrays + lease.arrays
 
     # --- deciding ---------------------------------------------------------------------
 

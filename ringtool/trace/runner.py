@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
+
+import numpy as np
 
 from ringtool.event.decode import Decoder, Event
 from ringtool.event.layout import load_layout
 from ringtool.event.safe_text import printable
 from ringtool.event.syscalls import syscall_namer
 from ringtool.kernel.cpus import possible_cpu_count
+from ringtool.trace.batches import pieces
 from ringtool.trace.cost import CostSampler
 from ringtool.trace.filters import NameFilter
 from ringtool.trace.ordered import OrderedReader
@@ -207,27 +211,44 @@ def _ingest(
     final: bool = False,
     keep: NameFilter | None = None,
 ) -> None:
+    """Read what the rings hold (at most 64 reads of :data:`BATCH`: never starve the
+    ticks under a flood) and hand it on to the stats, the output and the sinks, in
+    pieces (:func:`ringtool.trace.batches.pieces`) that are mostly views of the mapped
+    rings: each is valid during those calls only (whoever keeps records copies them),
+    and the read is consumed after them."""
     stats.observe_fill(session.ring_fill())
-    for _ in range(64):  # bounded: never starve the ticks under a flood
-        if ordered is not None:
-            arr = ordered.read(BATCH, final=final)
-        else:
-            arr = session.read_events(BATCH)
-        got = len(arr)
-        if keep is not None:
-            arr = keep.keep(arr)  # -n: after the ring (its drops were counted before)
-        raw_net = session.read_net()
-        net: list[Event] = decoder.decode_net(raw_net) if raw_net else []
-        stats.malformed = decoder.malformed
-        if got == 0 and not net:
-            return
-        stats.add_batch(arr)
-        stats.add_events(net)
-        out.batch(arr, net)
-        for sink in sinks:
-            sink.publish(arr, net)
+    for _ in range(64):
+        with _records(session, ordered, final) as arrays:
+            got = sum(len(a) for a in arrays)
+            raw_net = session.read_net()
+            net: list[Event] = decoder.decode_net(raw_net) if raw_net else []
+            stats.malformed = decoder.malformed
+            if got == 0 and not net:
+                return
+            batch = list(pieces(arrays)) or [np.empty(0, dtype=session.layout.event)]
+            for i, arr in enumerate(batch):
+                if keep is not None:
+                    arr = keep.keep(arr)  # -n: after the ring (its drops were counted before)
+                evs = net if i == len(batch) - 1 else []  # the net events with the last
+                stats.add_batch(arr)
+                stats.add_events(evs)
+                out.batch(arr, evs)
+                for sink in sinks:
+                    sink.publish(arr, evs)
         if got < BATCH and not final:
             return
+
+
+@contextmanager
+def _records(
+    session: TraceSession, ordered: OrderedReader | None, final: bool
+) -> Iterator[list[np.ndarray[Any, Any]]]:
+    """One read: the ordered reader's merged batch, else the session's lease."""
+    if ordered is not None:
+        yield [ordered.read(BATCH, final=final)]
+        return
+    with session.lease_events(BATCH) as arrays:
+        yield arrays
 
 
 __all__ = ["BATCH", "RunConfig", "RunParts", "make_output", "run_trace"]

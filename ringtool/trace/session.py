@@ -30,7 +30,8 @@ from __future__ import annotations
 import os
 import select
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -44,8 +45,8 @@ from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
-from ringtool.trace.hist_maps import read_hists
-from ringtool.trace.latency_buckets import KEY_BITS, SUB_BITS
+from ringtool.trace.hist_maps import Hists, SyscallHists
+from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS, SUB_BITS
 from ringtool.trace.marks import MarkSource, check_user_ringbuf
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
@@ -83,8 +84,7 @@ class TraceSession:
         self.growth: RingGrowth | None = None
         self.net: Any = None
         self.marks: MarkSource | None = None  # ringtool mark's ring (see _setup_marks)
-        self.drill_pid: int | None = None  # see set_drill
-        self._hist_full = False  # see syscall_hist
+        self.hists: SyscallHists | None = None  # the syscalls source's (see _hists)
         self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
         try:
             self._setup()
@@ -128,6 +128,8 @@ class TraceSession:
             defines["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
             defines["TRACE_LAT_SUB_BITS"] = SUB_BITS  # the histograms' buckets
             defines["TRACE_LAT_KEY_BITS"] = KEY_BITS
+            defines["TRACE_LAT_NRS"] = FAST_NRS
+            defines["TRACE_LAT_FAST_BUCKETS"] = FAST_BUCKETS
             if opts.wakeup_fill is not None:
                 ring = opts.buffer_pages * PAGE
                 defines["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(ring, opts.wakeup_fill)
@@ -257,6 +259,20 @@ class TraceSession:
         self._pacer.read_done()
         return arr
 
+    @contextmanager
+    def lease_events(self, limit: int) -> Iterator[list[np.ndarray[Any, Any]]]:
+        """The available RINGBUF records as ``struct trace_event`` arrays, most of them
+        views of the mapped rings (no copy): valid inside the ``with`` block only, and
+        consumed when it ends (see :meth:`RingGrowth.lease_batch`); copy what must
+        outlive it. The records and their order are :meth:`read_events`'s."""
+        if self.rb is None or self.growth is None:
+            yield []
+            return
+        self.growth.fills()  # the fill the reader finds: what the growth policy sees
+        with self.growth.lease_batch(self.layout.event, check_limit("limit", limit)) as arrays:
+            yield arrays
+        self._pacer.read_done()
+
     def finish_rings(self) -> None:
         """Before the last read: the rings stop growing and every switch in flight is
         sealed (milliseconds), so that read reads old and new rings to their end."""
@@ -324,41 +340,32 @@ class TraceSession:
         """Perf samples lost per CPU (net source; PERF_RECORD_LOST totals)."""
         return {} if self.net is None else self.net.lost()
 
-    def syscall_hist(self) -> dict[int, dict[int, int]]:
+    def syscall_hist(self) -> Hists:
         """Cumulative latency histograms: syscall nr -> {bucket: count} (log-linear
-        buckets of ns, :mod:`ringtool.trace.latency_buckets`)."""
-        obj = self.sources.get("syscalls")
-        if obj is None:
-            return {}
-        lost: list[int] = bpf.percpu_u64(obj[b"hist_lost"].map_fd)
-        if not self._hist_full and sum(lost) > 0:
-            self._hist_full = True  # once: the p99s leave out what was not counted
-            self._note("syscall latency histograms full: later latencies of new buckets "
-                       "are not counted (p99s may be low)")  # fmt: skip
-        return read_hists(obj[b"sys_hist"])
+        buckets of ns, :mod:`ringtool.trace.latency_buckets`); {} without the source."""
+        return {} if (h := self._hists()) is None else h.cumulative()
 
     def set_drill(self, pid: int | None) -> None:
         """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
         (None: of nobody); the previous process's counts are cleared."""
-        obj = self.sources.get("syscalls")
-        if obj is None or pid == self.drill_pid:
-            return
-        drill = obj[b"drill"]
-        drill[drill.Key(0)] = drill.Leaf(pid or 0)  # read by sys_exit (trace_syscalls.c)
-        obj[b"drill_hist"].clear()  # the old pid's keys; late ones are told apart by tgid
-        self.drill_pid = pid
+        if (h := self._hists()) is not None:
+            h.set_drill(pid)
 
-    def drill_hist(self) -> dict[int, dict[int, int]]:
+    def drill_hist(self) -> Hists:
         """The :meth:`set_drill` process's histograms since it was set, as
         :meth:`syscall_hist`'s."""
-        obj = self.sources.get("syscalls")
-        if obj is None or not self.drill_pid:
-            return {}
-        return read_hists(obj[b"drill_hist"], self.drill_pid)
+        return {} if (h := self._hists()) is None else h.drill()
+
+    def _hists(self) -> SyscallHists | None:
+        if self.hists is None and "syscalls" in self.sources:
+            self.hists = SyscallHists(self.sources["syscalls"], self._note)
+        return self.hists
 
     def close(self) -> None:
         """Detach and free everything (idempotent; each step on its own)."""
         closers: list[Callable[[], Any]] = []
+        if self.hists is not None:
+            closers.append(self.hists.close)
         if self.marks is not None:
             closers.append(self.marks.close)
         if self.growth is not None:
@@ -380,6 +387,7 @@ class TraceSession:
         self.growth = None
         self.net = None
         self.marks = None
+        self.hists = None
         self.sources = {}
         self.group = None
 

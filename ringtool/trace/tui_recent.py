@@ -105,9 +105,7 @@ class RecentEvents:
         """Keep the records of ``arr`` whose type is one of ``types``."""
         if len(arr) == 0 or not self.types:
             return
-        if not arr.flags.c_contiguous:
-            arr = np.ascontiguousarray(arr)
-        h = arr["h"]
+        h = arr["h"]  # arr may be a strided view of a ring: only kept records are copied
         t = h["type"]
         mask = t == self.types[0]
         for other in self.types[1:]:

@@ -26,6 +26,7 @@ ALL_KERNELS_FILES = (
     "trace/test_open_family_filters.py",
     "trace/test_proc_names.py",
     "trace/test_latency.py",
+    "trace/test_latency_maps.py",  # an mmapable ARRAY (5.5+) beside the hash
     "trace/test_mark.py",  # USER_RINGBUF (6.1+) and its drain program
     "trace/test_ring_growth.py",  # swapping a ring of an ARRAY_OF_MAPS under load
 )

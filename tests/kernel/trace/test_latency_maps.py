@@ -1,0 +1,82 @@
+"""The syscalls source's two latency maps (bpf/trace_syscalls.c): a syscall whose number
+the array covers is counted there, one beyond it (an unknown number, ENOSYS) in the
+hash, and ringtool's figures add both: each count is exactly the number of calls made.
+And the array's reader (:class:`ringtool.trace.hist_maps.LatencyArray`) on a real
+mmapable array: what is written through the map is what the mapping shows."""
+
+from __future__ import annotations
+
+import json
+import signal
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from ringtool.kernel import bpf
+from ringtool.trace.hist_maps import LatencyArray
+from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS
+from tests.helpers.paths import ROOT
+from tests.helpers.trace import Trace
+
+pytestmark = pytest.mark.kernel
+
+BPF_F_MMAPABLE = 1 << 10
+#: the child: waits for a line, then N getppid() calls and M calls of an unknown
+#: syscall number (beyond the array: the hash), then says done
+_CHILD = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+n, m, unknown = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+sys.stdin.readline()
+for _ in range(n):
+    libc.syscall(110)  # getppid on x86-64
+for _ in range(m):
+    assert libc.syscall(unknown) == -1 and ctypes.get_errno() == 38  # ENOSYS
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.skipif(__import__("os").uname().machine != "x86_64", reason="x86-64 numbers")
+def test_counts_in_the_array_and_the_hash_add_up_exactly() -> None:
+    n, m, unknown = 700, 300, FAST_NRS + 100
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(n), str(m), str(unknown)],
+                             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        trace = Trace("--events", "syscalls", "--hist", "--json", "-p", str(child.pid))
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "done\n"
+        trace.signal(signal.SIGINT)
+        out, _ = trace.finish()
+    finally:
+        child.kill()
+        child.wait()
+    by_name = {o["syscall"]: o for o in map(json.loads, out) if o["type"] == "hist"}
+    fast, slow = by_name["getppid"], by_name[f"[unknown: {unknown}]"]
+    assert fast["count"] == n, fast
+    assert slow["count"] == m, slow
+    assert sum(c for _, _, c in fast["buckets"]) == n
+    assert sum(c for _, _, c in slow["buckets"]) == m
+
+
+def test_the_array_reader_shows_what_the_map_holds() -> None:
+    fd = bpf.map_create(bpf.MapType.ARRAY, key_size=4, value_size=8,
+                        max_entries=FAST_NRS * FAST_BUCKETS, flags=BPF_F_MMAPABLE)  # fmt: skip
+    try:
+        lat = LatencyArray(fd)
+        assert lat.read() == {}
+        want = {0: {0: 1}, 3: {17: 5, FAST_BUCKETS - 1: 2}, FAST_NRS - 1: {600: 1 << 40}}
+        for nr, buckets in want.items():
+            for bucket, count in buckets.items():
+                key = struct.pack("<I", nr * FAST_BUCKETS + bucket)
+                bpf.map_update(fd, key, struct.pack("<Q", count))
+        assert lat.read() == want  # through the mapping, no lookup
+        lat.close()
+        lat.close()  # idempotent
+    finally:
+        bpf.close_fd(fd)
