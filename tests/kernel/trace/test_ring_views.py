@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers.trace import Trace, Worker, unique_comm
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # the loop, not the kernel
 
 
 @pytest.mark.parametrize("filtered", [False, True])
