@@ -116,6 +116,16 @@ class CostReport:
             "programs": [p.record() for p in t.programs],
         }  # fmt: skip
 
+    def interval_record(self) -> dict[str, Any]:
+        """The ``cost`` object of a ``--json`` stats line: the last interval's totals
+        (the summary's :meth:`record` has each program's)."""
+        i = self.interval
+        return {
+            "bpf_stats": self.bpf_stats, "seconds": round(i.seconds, 3),
+            "bpf_run_cnt": i.bpf_run_cnt, "bpf_avg_ns": round(i.bpf_avg_ns, 1),
+            "bpf_cpu_pct": round(i.bpf_cpu_pct, 3), "self_cpu_pct": round(i.self_cpu_pct, 2),
+        }  # fmt: skip
+
     def line(self) -> str:
         """The summary's one line (figures since the start)."""
         t = self.total

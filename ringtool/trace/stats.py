@@ -346,6 +346,8 @@ class TraceStats:
             record["ordering"] = self.ordering
         if self.rings is not None:
             record["rings"] = self.rings
+        if self.cost is not None:
+            record["cost"] = self.cost.interval_record()
         if self.export is not None:
             record["export"] = self.export
             for row in record["per_cpu"]:

@@ -58,6 +58,15 @@ def test_summary_line_and_record() -> None:
     assert "not measured: no CAP_SYS_ADMIN" in line
 
 
+def test_stats_line_has_the_interval() -> None:
+    st = new_stats()
+    assert "cost" not in st.stats_record()  # nothing sampled yet
+    st.cost = CostReport(True, None, _figures(2, 1.0), _figures(3, 4.0))
+    rec = st.stats_record()["cost"]
+    assert rec == {"bpf_stats": True, "seconds": 1.0, "bpf_run_cnt": 3000, "bpf_avg_ns": 250.0,
+                   "bpf_cpu_pct": 0.075, "self_cpu_pct": 40.0}  # fmt: skip
+
+
 def _render(report: CostReport | None, w: int, h: int) -> list[str]:
     buf = io.StringIO()
     console = Console(file=buf, width=w, height=h, force_terminal=True, color_system=None)
