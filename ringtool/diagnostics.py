@@ -101,6 +101,24 @@ def _ringbuf_overwrite() -> Check:
     return Check("ringbuf overwrite", True, detail, required=False)
 
 
+def _markers() -> Check:
+    """Whether `ringtool mark` can reach a trace here: USER_RINGBUF, clang, bpftool."""
+    from ringtool.kernel.ringbuf_map import has_user_ringbuf
+    from ringtool.programs.clang_loader import missing_tools
+
+    if not has_user_ringbuf():
+        return Check("markers", False, "no BPF_MAP_TYPE_USER_RINGBUF (Linux 6.1+): "
+                     "traces run without `ringtool mark`", "run Linux >= 6.1",
+                     required=False)  # fmt: skip
+    missing = missing_tools()
+    if missing:
+        return Check("markers", False, f"{' and '.join(missing)} not installed: traces run "
+                     "without `ringtool mark`", "make setup (Debian: clang-14, bpftool)",
+                     required=False)  # fmt: skip
+    return Check("markers", True, "USER_RINGBUF, clang and bpftool: `ringtool mark` works",
+                 required=False)  # fmt: skip
+
+
 def _perf_event() -> Check:
     from ringtool.kernel import perf_event
 
@@ -270,6 +288,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     _bpf_maps,
     _perf_event,
     _ringbuf_overwrite,
+    _markers,
     _tracefs,
     _bpffs,
     _headers,
@@ -284,6 +303,7 @@ _NEEDS_PRIVILEGE = {
     "_bpf_maps",
     "_perf_event",
     "_ringbuf_overwrite",
+    "_markers",
     "_bcc",
     "_tracepoint_layouts",
 }

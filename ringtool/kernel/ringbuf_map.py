@@ -1,6 +1,6 @@
 """Creating BPF_MAP_TYPE_RINGBUF maps with ringtool's own bpf() wrapper, including the
 overwrite mode (``BPF_F_RB_OVERWRITE``, Linux 6.19+), and asking whether the running
-kernel has that mode.
+kernel has that mode, and USER_RINGBUF maps.
 
 ``ringbuf_map_alloc`` (kernel/bpf/ringbuf.c) refuses a flag outside its
 ``RINGBUF_CREATE_FLAG_MASK`` with EINVAL, the same errno as for a bad size; so a refusal
@@ -48,4 +48,18 @@ def has_ringbuf_overwrite() -> bool:
     return True
 
 
-__all__ = ["BPF_F_RB_OVERWRITE", "create_ringbuf", "has_ringbuf_overwrite"]
+def has_user_ringbuf() -> bool:
+    """Whether this kernel has BPF_MAP_TYPE_USER_RINGBUF (Linux 6.1+; one page, closed
+    at once): an unknown map type is EINVAL."""
+    try:
+        fd = bpf.map_create(bpf.MapType.USER_RINGBUF, key_size=0, value_size=0,
+                            max_entries=4096)  # fmt: skip
+    except BpfSyscallError as exc:
+        if exc.errno == errno.EINVAL:
+            return False
+        raise
+    bpf.close_fd(fd)
+    return True
+
+
+__all__ = ["BPF_F_RB_OVERWRITE", "create_ringbuf", "has_ringbuf_overwrite", "has_user_ringbuf"]

@@ -40,6 +40,17 @@ def _tool(*names: str) -> str:
     )
 
 
+def missing_tools() -> list[str]:
+    """The tools this module needs that are not installed (clang-14 or clang, bpftool)."""
+    missing = []
+    for names in (("clang-14", "clang"), ("bpftool",)):
+        try:
+            _tool(*names)
+        except KernelFeatureError:
+            missing.append(names[0])
+    return missing
+
+
 def _run(cmd: list[str], what: str) -> None:
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)

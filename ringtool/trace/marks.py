@@ -30,14 +30,14 @@ whose process is gone (:func:`remove_stale`).
 
 from __future__ import annotations
 
-import errno
 import os
 import secrets
 import shutil
 
-from ringtool.errors import BpfSyscallError, KernelFeatureError
+from ringtool.errors import KernelFeatureError
 from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
+from ringtool.kernel.ringbuf_map import has_user_ringbuf
 from ringtool.programs.clang_loader import load_pinned
 from ringtool.readers.ringbuf_group import RingBufGroup
 
@@ -85,17 +85,11 @@ def remove_stale(root: str = PIN_ROOT) -> list[str]:
 
 def check_user_ringbuf() -> None:
     """:class:`KernelFeatureError` when this kernel has no BPF_MAP_TYPE_USER_RINGBUF."""
-    try:
-        fd = bpf.map_create(bpf.MapType.USER_RINGBUF, key_size=0, value_size=0,
-                            max_entries=4096)  # fmt: skip
-    except BpfSyscallError as exc:
-        if exc.errno == errno.EINVAL:
-            raise KernelFeatureError(
-                f"this kernel ({os.uname().release}) has no BPF_MAP_TYPE_USER_RINGBUF "
-                "(Linux 6.1 or later): markers need it"
-            ) from exc
-        raise
-    bpf.close_fd(fd)
+    if not has_user_ringbuf():
+        raise KernelFeatureError(
+            f"this kernel ({os.uname().release}) has no BPF_MAP_TYPE_USER_RINGBUF "
+            "(Linux 6.1 or later): markers need it"
+        )
 
 
 class MarkSource:
