@@ -36,9 +36,8 @@ def kernel_bpf_unavailable() -> str | None:
 
 #: Why a ``host_only`` test does not run in the test VM.
 HOST_ONLY = (
-    "host_only: needs root but nothing of the kernel's version (packaging, a NATS "
-    "cluster's failover, two real CPUs shared); CI runs it on the host, not again in the "
-    "emulated VM"
+    "host_only: needs root but nothing of the kernel's version (packaging, the export "
+    "to NATS, two real CPUs shared); CI runs it on the host, not again in the emulated VM"
 )
 
 

@@ -14,7 +14,7 @@ from tests.helpers.paths import RINGTOOL, ROOT
 from tests.helpers.servers import NatsServer, nats_server
 from tests.helpers.stream_check import read_stream
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # the export, not the kernel
 
 
 @pytest.fixture

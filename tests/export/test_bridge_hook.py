@@ -16,7 +16,7 @@ from tests.helpers.paths import RINGTOOL, ROOT
 from tests.helpers.servers import NatsServer, free_port
 from tests.helpers.stream_check import read_stream
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # the export, not the kernel
 
 
 def test_bridge_exports_exec_events(nats: NatsServer, tmp_path: Path) -> None:

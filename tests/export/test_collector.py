@@ -16,7 +16,7 @@ from tests.helpers.servers import NatsServer
 from tests.helpers.stream_check import event_lines
 from tests.helpers.trace import Trace, unique_comm
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # the export, not the kernel
 
 HOSTS = {"web1": ("json", 3000), "web2": ("rows", 4000), "db1": ("json", 5000)}
 

@@ -32,7 +32,7 @@ from tests.helpers.servers import NatsServer
 from tests.helpers.stream_check import check_invariant, read_stream
 from tests.helpers.trace import Trace, hot_file, unique_comm
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # the export, not the kernel
 
 
 def wait_note(trace: Trace, text: str, timeout: float) -> None:

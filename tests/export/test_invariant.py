@@ -24,7 +24,7 @@ from tests.helpers.servers import NatsServer
 from tests.helpers.stream_check import check_invariant, event_lines, read_stream
 from tests.helpers.trace import Trace, Worker, hot_file, unique_comm
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # the export, not the kernel
 
 
 def test_normal_run_stream_holds_exactly_what_was_traced(nats: NatsServer, tmp_path: Path) -> None:

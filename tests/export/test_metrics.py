@@ -19,7 +19,7 @@ from tests.helpers.paths import RINGTOOL, ROOT
 from tests.helpers.servers import NatsServer, Prometheus, free_port
 from tests.helpers.trace import Trace, hot_file, unique_comm
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # the export, not the kernel
 
 
 def by_label(result: list[dict[str, Any]], label: str) -> dict[str, float]:

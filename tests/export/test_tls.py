@@ -14,7 +14,7 @@ import pytest
 from tests.helpers.paths import RINGTOOL, ROOT
 from tests.helpers.servers import NatsServer
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # the export, not the kernel
 
 
 @pytest.fixture
