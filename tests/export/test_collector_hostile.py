@@ -273,6 +273,7 @@ def test_made_up_hosts_are_bounded(broker: NatsServer) -> None:
 
 
 @pytest.mark.kernel
+@pytest.mark.host_only  # the export, not the kernel
 def test_trace_exports_with_its_own_user(broker: NatsServer, tmp_path: Path) -> None:
     """``trace --export`` as web1 under docs/fleet.md's permissions: every event and the
     final summary reach the stream, and collect credits them to web1."""
