@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.trace.batches import pieces
 from ringtool.trace.cost import CostSampler
 from ringtool.trace.filters import NameFilter
+from ringtool.trace.held_writes import HeldWrites
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.outputs import RunConfig, close_sinks, make_output, open_sinks
 from ringtool.trace.session import TraceOptions, TraceSession
@@ -57,7 +58,9 @@ def run_trace(
     parts: RunParts | None = None,
 ) -> int:
     """Trace until the end condition; returns the exit status (0)."""
-    stream = stream or sys.stdout
+    # what the outputs write while the loop holds a read waits until it is consumed
+    held = HeldWrites(stream or sys.stdout)
+    stream = cast(TextIO, held)  # the stream's interface: writes, and the rest passed on
     parts = parts or RunParts()
     layout = load_layout()
     namer = syscall_namer()
@@ -81,7 +84,7 @@ def run_trace(
                                   on_step=out.step)  # fmt: skip
             notes = session.notes
             try:
-                _loop(session, stop, cfg, decoder, stream, sinks, parts, out)
+                _loop(session, stop, cfg, decoder, held, sinks, parts, out)
             finally:
                 session.close()
     finally:
@@ -98,11 +101,12 @@ def _loop(
     stop: StopSignals,
     cfg: RunConfig,
     decoder: Decoder,
-    stream: TextIO,
+    held: HeldWrites,
     sinks: list[Sink],
     parts: RunParts,
     out: Output,
 ) -> None:
+    stream = cast(TextIO, held)
     stats = parts.stats(decoder.types, possible_cpu_count(), session.active,
                         decoder.syscall_name)  # fmt: skip
     input_fd = out.input_fd
@@ -136,7 +140,7 @@ def _loop(
             ready = session.wait(until - now, extra_fds)
             if input_fd >= 0 and input_fd in ready:
                 quit_ = out.handle_input()
-            _ingest(session, stats, out, sinks, decoder, ordered, keep=keep)
+            _ingest(session, stats, out, sinks, decoder, ordered, held, keep=keep)
             if time.monotonic() >= next_tick:
                 _tick(session, stats, ordered, drill=out.drill_pid)
                 stats.cost = cost.sample()
@@ -149,7 +153,7 @@ def _loop(
                 )
         session.finish_rings()  # a ring switch in flight: sealed, so read to its end
         session.stopping()
-        _ingest(session, stats, out, sinks, decoder, ordered, final=True, keep=keep)
+        _ingest(session, stats, out, sinks, decoder, ordered, held, final=True, keep=keep)
         _tick(session, stats, ordered, drill=out.drill_pid)
         stats.cost = cost.sample()
         if stats.dropped_interval or stats.lost_interval:
@@ -207,6 +211,7 @@ def _ingest(
     sinks: list[Sink],
     decoder: Decoder,
     ordered: OrderedReader | None,
+    held: HeldWrites,
     *,
     final: bool = False,
     keep: NameFilter | None = None,
@@ -215,10 +220,11 @@ def _ingest(
     ticks under a flood) and hand it on to the stats, the output and the sinks, in
     pieces (:func:`ringtool.trace.batches.pieces`) that are mostly views of the mapped
     rings: each is valid during those calls only (whoever keeps records copies them),
-    and the read is consumed after them."""
+    and the read is consumed after them; what the output writes meanwhile is written
+    after that (``held``: a blocked write never keeps ring space from the producer)."""
     stats.observe_fill(session.ring_fill())
     for _ in range(64):
-        with _records(session, ordered, final) as arrays:
+        with held.hold(), _records(session, ordered, final) as arrays:
             got = sum(len(a) for a in arrays)
             raw_net = session.read_net()
             net: list[Event] = decoder.decode_net(raw_net) if raw_net else []
