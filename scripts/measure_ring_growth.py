@@ -4,8 +4,9 @@ grow against ``--no-grow``, in alternating rounds.
 
 Each run: a CPU hog pinned to the tracer's CPU, ``ringtool trace OUTPUT -d D`` pinned
 to that CPU (OUTPUT ``--json`` or ``--no-tui``, stdout to a file; with ``--comm``, as
-``ringtool bench trace``, ``-c rt_bench_loop``: only the producer's events, not those
-of whatever else runs on the machine), and, once it is
+``ringtool bench trace``, ``-c`` the producer's name, ``rt_bench_`` and six hex
+digits: only the producer's events, not those of whatever else runs on the machine),
+and, once it is
 attached, ``ringtool bench trace``'s C producer (``openat("/dev/null")`` + ``close`` at
 full speed) pinned to the other CPU for P seconds. From the trace's summary: events,
 drops, and the drops after the producer's first second (``drops_at``: the stats
@@ -27,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ringtool.bench.trace_proc import COMM, Loop, build_loop
+from ringtool.bench.trace_proc import Loop, build_loop
 
 TRACER_CPU, PRODUCER_CPU = 1, 0
 
@@ -44,7 +45,7 @@ def one_run(
     events = open(out_dir / "events.out", "w")  # noqa: SIM115 (closed below)
     argv = [sys.executable, "-m", "ringtool.cli.main", "trace", output,
             "-d", f"{seconds + 2:.0f}", *([] if grow else ["--no-grow"]),
-            *(["-c", COMM] if comm else [])]  # fmt: skip
+            *(["-c", binary.name] if comm else [])]  # fmt: skip
     if output == "--no-tui":
         argv.append("--wide")
     trace = _pinned(argv, TRACER_CPU, stdout=events, stderr=subprocess.PIPE)
@@ -101,7 +102,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--outputs", default="--json,--no-tui")
-    ap.add_argument("--comm", action="store_true", help=f"trace -c {COMM}")
+    ap.add_argument("--comm", action="store_true", help="trace -c the producer's name")
     args = ap.parse_args()
     results: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
