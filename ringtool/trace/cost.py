@@ -31,6 +31,18 @@ from ringtool.kernel.bpf import close_fd
 from ringtool.kernel.bpf_stats import ProgRunStats
 
 
+def program_label(func: str) -> str:
+    """A BCC function's hook as ``category:event``: ``tracepoint__syscalls__sys_enter_openat``
+    -> ``syscalls:sys_enter_openat``; a raw tracepoint's ``raw_tracepoint__sys_enter`` ->
+    ``raw_syscalls:sys_enter`` (the syscall hooks are the only raw ones); any other
+    function keeps its name."""
+    if func.startswith("tracepoint__"):
+        return func.removeprefix("tracepoint__").replace("__", ":", 1)
+    if func.startswith("raw_tracepoint__"):
+        return "raw_syscalls:" + func.removeprefix("raw_tracepoint__")
+    return func
+
+
 @dataclass(frozen=True, slots=True)
 class ProgCost:
     """One program's runs over ``seconds`` of wall time (``program``: the trace source
@@ -218,4 +230,4 @@ def _figures(a: _Reading, b: _Reading) -> CostFigures:
     return CostFigures(seconds, progs, b.user_s - a.user_s, b.sys_s - a.sys_s)
 
 
-__all__ = ["CostFigures", "CostReport", "CostSampler", "ProgCost"]
+__all__ = ["CostFigures", "CostReport", "CostSampler", "ProgCost", "program_label"]

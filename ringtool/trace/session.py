@@ -45,6 +45,7 @@ from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
+from ringtool.trace.cost import program_label
 from ringtool.trace.hist_maps import Hists, SyscallHists
 from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS, SUB_BITS
 from ringtool.trace.marks import MarkSource, check_user_ringbuf
@@ -290,7 +291,7 @@ class TraceSession:
         out: dict[str, int] = {}
         for source, obj in self.sources.items():
             for fn in obj.funcs.values():
-                name = _program_label(fn.name.decode())
+                name = program_label(fn.name.decode())
                 out[f"{source} {name}"] = fn.fd
         if self.net is not None:
             out.update({f"net {name}": fd for name, fd in self.net.prog_fds().items()})
@@ -395,18 +396,6 @@ class TraceSession:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def _program_label(func: str) -> str:
-    """A BCC function's hook as ``category:event``: ``tracepoint__syscalls__sys_enter_openat``
-    -> ``syscalls:sys_enter_openat``; a raw tracepoint's ``raw_tracepoint__sys_enter`` ->
-    ``raw_syscalls:sys_enter`` (the syscall hooks are the only raw ones); any other
-    function keeps its name."""
-    if func.startswith("tracepoint__"):
-        return func.removeprefix("tracepoint__").replace("__", ":", 1)
-    if func.startswith("raw_tracepoint__"):
-        return "raw_syscalls:" + func.removeprefix("raw_tracepoint__")
-    return func
 
 
 __all__ = ["ALL_EVENTS", "RING_SOURCES", "TraceOptions", "TraceSession"]

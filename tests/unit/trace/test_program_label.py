@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ringtool.trace.session import _program_label
+from ringtool.trace.cost import program_label
 
 
 def test_tracepoint_and_raw_tracepoint_names() -> None:
-    assert _program_label("tracepoint__syscalls__sys_enter_openat") == "syscalls:sys_enter_openat"
-    assert _program_label("raw_tracepoint__sys_exit") == "raw_syscalls:sys_exit"
-    assert _program_label("kprobe__tcp_connect") == "kprobe__tcp_connect"
+    assert program_label("tracepoint__syscalls__sys_enter_openat") == "syscalls:sys_enter_openat"
+    assert program_label("raw_tracepoint__sys_exit") == "raw_syscalls:sys_exit"
+    assert program_label("kprobe__tcp_connect") == "kprobe__tcp_connect"
