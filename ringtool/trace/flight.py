@@ -182,7 +182,7 @@ class FlightSession(TraceSession):
         return out
 
     @contextmanager
-    def lease_events(self, limit: int) -> Iterator[list[np.ndarray[Any, Any]]]:
+    def lease_events(self, limit: int | None = None) -> Iterator[list[np.ndarray[Any, Any]]]:
         """:meth:`read_events` as one array (a dump is a copy already)."""
         yield [self.read_events(limit)]
 

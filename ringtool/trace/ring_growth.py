@@ -91,18 +91,10 @@ class RingGrowth:
             out.append(frac)
         return out
 
-    def read_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
-        """Up to ``limit`` records: the retiring rings' first, then the consumer's."""
-        old = self.resizer.read_batch(dtype, limit)
-        if len(old) >= limit:
-            return old
-        new = self.rb.read_batch(dtype, limit - len(old))
-        return new if not len(old) else np.concatenate([old, new])
-
     @contextmanager
     def lease_batch(self, dtype: np.dtype[Any], limit: int) -> Iterator[list[np.ndarray[Any, Any]]]:
-        """Up to ``limit`` records as arrays, in :meth:`read_batch`'s order: the
-        retiring rings' as one copy, then the consumer's as views of the mapped rings
+        """Up to ``limit`` records as arrays: the retiring rings' first, as one copy,
+        then the consumer's as views of the mapped rings
         (:meth:`RingBuffer.lease_batch`), valid inside the ``with`` block only and
         consumed when it ends."""
         old = self.resizer.read_batch(dtype, limit)

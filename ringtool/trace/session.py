@@ -252,20 +252,18 @@ class TraceSession:
         return OrderedReader(self.rb, self.layout.event, window_us, resizer)
 
     def read_events(self, limit: int | None = None) -> np.ndarray[Any, Any]:
-        """The available RINGBUF records as a ``struct trace_event`` array (consumed)."""
-        if self.rb is None or self.growth is None:
-            return np.empty(0, dtype=self.layout.event)
-        self.growth.fills()  # the fill the reader finds: what the growth policy sees
-        arr = self.growth.read_batch(self.layout.event, check_limit("limit", limit))
-        self._pacer.read_done()
-        return arr
+        """The available RINGBUF records as a ``struct trace_event`` array of their own
+        (consumed): :meth:`lease_events`' arrays, copied into one."""
+        with self.lease_events(limit) as arrays:
+            return np.concatenate(arrays) if arrays else np.empty(0, dtype=self.layout.event)
 
     @contextmanager
-    def lease_events(self, limit: int) -> Iterator[list[np.ndarray[Any, Any]]]:
+    def lease_events(self, limit: int | None = None) -> Iterator[list[np.ndarray[Any, Any]]]:
         """The available RINGBUF records as ``struct trace_event`` arrays, most of them
         views of the mapped rings (no copy): valid inside the ``with`` block only, and
         consumed when it ends (see :meth:`RingGrowth.lease_batch`); copy what must
-        outlive it. The records and their order are :meth:`read_events`'s."""
+        outlive it. Ring order, then record order (a ring being replaced: its old ring
+        first)."""
         if self.rb is None or self.growth is None:
             yield []
             return
