@@ -117,18 +117,33 @@ _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
 
 /* Fill the common header for the current task, whose bpf_get_current_pid_tgid() the
  * caller has read already (`id`: one helper call less), every field: a reserved
- * record is not zeroed. */
-static __always_inline void trace_fill_hdr_id(struct trace_hdr *h, u32 type, u64 id)
+ * record is not zeroed. `accepted`: the filters accepted the task in this same call
+ * (at its syscall's entry), so under -c its comm is the filter's and is stored from
+ * the -D constants instead of read again (bpf_get_current_comm is one of the
+ * costliest steps of an event). A constant at every call site: the branch compiles
+ * away. */
+static __always_inline void trace_fill_hdr_task(struct trace_hdr *h, u32 type, u64 id,
+                                                int accepted)
 {
     h->ts = bpf_ktime_get_ns();
     h->type = type;
     h->cpu = bpf_get_smp_processor_id();
     h->pid = id >> 32;
     h->tid = (u32)id;
-    /* Zeroed first: a reserved record holds stale bytes, and 6.1's helper copies with
-     * strscpy (no padding: the VM's run found "python\0a..."); later kernels pad. */
-    __builtin_memset(&h->comm, 0, sizeof(h->comm));
-    bpf_get_current_comm(&h->comm, sizeof(h->comm));
+#ifdef TRACE_FILTER_COMM_LO
+    if (accepted) {
+        u64 *words = (u64 *)h->comm;
+        words[0] = TRACE_FILTER_COMM_LO;
+        words[1] = TRACE_FILTER_COMM_HI;
+    } else
+#endif
+    {
+        /* Zeroed first: a reserved record holds stale bytes, and 6.1's helper copies
+         * with strscpy (no padding: the VM's run found "python\0a..."); later kernels
+         * pad. */
+        __builtin_memset(&h->comm, 0, sizeof(h->comm));
+        bpf_get_current_comm(&h->comm, sizeof(h->comm));
+    }
 #ifdef TRACE_HDR_NO_CGROUP  /* a program type without the helper (trace_bench.c) */
     h->cgroup = 0;
 #else
@@ -136,29 +151,10 @@ static __always_inline void trace_fill_hdr_id(struct trace_hdr *h, u32 type, u64
 #endif
 }
 
-/* trace_fill_hdr_id for a task the filters accepted in this same call (at its
- * syscall's entry): under -c its comm is the filter's, so it is stored from the -D
- * constants instead of read again (bpf_get_current_comm is one of the costliest
- * steps of an event); without -c, as trace_fill_hdr_id. */
-static __always_inline void trace_fill_hdr_accepted(struct trace_hdr *h, u32 type, u64 id)
+/* trace_fill_hdr_task for a task whose comm is read here. */
+static __always_inline void trace_fill_hdr_id(struct trace_hdr *h, u32 type, u64 id)
 {
-#ifdef TRACE_FILTER_COMM_LO
-    h->ts = bpf_ktime_get_ns();
-    h->type = type;
-    h->cpu = bpf_get_smp_processor_id();
-    h->pid = id >> 32;
-    h->tid = (u32)id;
-    u64 *words = (u64 *)h->comm;
-    words[0] = TRACE_FILTER_COMM_LO;
-    words[1] = TRACE_FILTER_COMM_HI;
-#ifdef TRACE_HDR_NO_CGROUP
-    h->cgroup = 0;
-#else
-    h->cgroup = bpf_get_current_cgroup_id();
-#endif
-#else
-    trace_fill_hdr_id(h, type, id);
-#endif
+    trace_fill_hdr_task(h, type, id, 0);
 }
 
 /* Fill the common header for the current task (trace_fill_hdr_id). */

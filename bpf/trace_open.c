@@ -164,7 +164,7 @@ static __always_inline int open_exit(void *ctx, long ret)
         forget(tid, a);
         return 0;
     }
-    trace_fill_hdr_accepted(&e->h, TRACE_OPEN, id);  /* accepted at entry */
+    trace_fill_hdr_task(&e->h, TRACE_OPEN, id, 1);  /* accepted at entry */
     trace_fill_ids(e);
     e->value = a->flags;
     e->ppid = 0;
