@@ -115,6 +115,47 @@ _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
 #define TRACE_SELF_PID 0
 #endif
 
+/* `w` up to its first NUL byte, the bytes from there on zeroed; *ended set when it has
+ * one. The lowest byte the zero-byte test ((w - 0x01..) & ~w & 0x80..) flags is the
+ * first NUL (a borrow only flags bytes above a real zero): below it, the mask. */
+static __always_inline u64 trace_upto_nul(u64 w, int *ended)
+{
+    u64 z = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+    if (!z)
+        return w;
+    *ended = 1;
+    return w & (((z & -z) >> 7) - 1);
+}
+
+/* The current task's comm into `words` (16 bytes, NUL-padded).
+ *
+ * With TRACE_TASK_COMM_OFF (ringtool/programs/kernel_features.py: the offset of
+ * task_struct.comm in the running kernel's BTF, given where bpf_get_current_task_btf
+ * exists) the two words are loaded straight from the task: the verifier checks the
+ * loads against the kernel's BTF, and no bpf_get_current_comm call (its string copy
+ * is one of the costliest steps of an event; bpf_get_current_task_btf is a fraction
+ * of it). The bytes after the NUL are zeroed here: 6.1 sets a comm with strlcpy,
+ * which leaves the tail of a longer earlier name behind it. A rename on another CPU
+ * can race either way, as it races the helper's copy.
+ *
+ * Without it, zeroed first and then the helper: a reserved record holds stale bytes,
+ * and 6.1's helper copies with strscpy (no padding: the VM's run found
+ * "python\0a..."); later kernels pad. */
+static __always_inline void trace_task_comm(u64 words[2])
+{
+#ifdef TRACE_TASK_COMM_OFF
+    const char *task = (const char *)bpf_get_current_task_btf();
+    int ended = 0;
+    words[0] = trace_upto_nul(*(const u64 *)(task + TRACE_TASK_COMM_OFF), &ended);
+    words[1] = ended ? 0 : trace_upto_nul(*(const u64 *)(task + TRACE_TASK_COMM_OFF + 8),
+                                          &ended);
+#else
+    words[0] = 0;
+    words[1] = 0;
+    bpf_get_current_comm(words, 2 * sizeof(u64));
+#endif
+}
+
 /* Fill the common header for the current task, whose bpf_get_current_pid_tgid() the
  * caller has read already (`id`: one helper call less), every field: a reserved
  * record is not zeroed. `accepted`: the filters accepted the task in this same call
@@ -130,20 +171,14 @@ static __always_inline void trace_fill_hdr_task(struct trace_hdr *h, u32 type, u
     h->cpu = bpf_get_smp_processor_id();
     h->pid = id >> 32;
     h->tid = (u32)id;
+    u64 *words = (u64 *)h->comm;
 #ifdef TRACE_FILTER_COMM_LO
     if (accepted) {
-        u64 *words = (u64 *)h->comm;
         words[0] = TRACE_FILTER_COMM_LO;
         words[1] = TRACE_FILTER_COMM_HI;
     } else
 #endif
-    {
-        /* Zeroed first: a reserved record holds stale bytes, and 6.1's helper copies
-         * with strscpy (no padding: the VM's run found "python\0a..."); later kernels
-         * pad. */
-        __builtin_memset(&h->comm, 0, sizeof(h->comm));
-        bpf_get_current_comm(&h->comm, sizeof(h->comm));
-    }
+        trace_task_comm(words);
 #ifdef TRACE_HDR_NO_CGROUP  /* a program type without the helper (trace_bench.c) */
     h->cgroup = 0;
 #else
@@ -212,13 +247,13 @@ static __always_inline int trace_skip_task(void)
 }
 
 /* 1 when the -c filter excludes the current task's comm. The comm is read as two
- * u64 words (zeroed first: 6.1's bpf_get_current_comm does not pad), compared with the -D
- * constants; without -c this is a constant 0 and reads nothing. */
+ * NUL-padded u64 words (trace_task_comm), compared with the -D constants; without -c
+ * this is a constant 0 and reads nothing. */
 static __always_inline int trace_skip_comm(void)
 {
 #ifdef TRACE_FILTER_COMM_LO
-    u64 words[2] = {};
-    bpf_get_current_comm(words, sizeof(words));
+    u64 words[2];
+    trace_task_comm(words);
     if (words[0] != TRACE_FILTER_COMM_LO || words[1] != TRACE_FILTER_COMM_HI)
         return 1;
 #endif

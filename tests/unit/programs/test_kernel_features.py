@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ringtool.programs.kernel_features import feature_defines, has_task_storage, kernel_version
+from ringtool.programs.kernel_features import (
+    comm_offset,
+    feature_defines,
+    has_task_storage,
+    kernel_version,
+)
 
 
 def test_kernel_version() -> None:
@@ -23,5 +28,12 @@ def test_task_storage_needs_5_13_and_btf(tmp_path: Path) -> None:
 
 
 def test_defines_only_for_its_sources() -> None:
-    assert feature_defines("trace_exec.c") == {}
-    assert set(feature_defines("trace_open.c")) == {"TRACE_HAVE_TASK_STORAGE"}
+    assert set(feature_defines("trace_exec.c")) <= {"TRACE_TASK_COMM_OFF"}
+    assert set(feature_defines("trace_open.c")) - {"TRACE_TASK_COMM_OFF"} == {
+        "TRACE_HAVE_TASK_STORAGE"
+    }
+    assert feature_defines("trace_net.c") == {}  # TC programs: no task BTF helper
+
+
+def test_comm_offset_needs_the_task_helper(tmp_path: Path) -> None:
+    assert comm_offset(tmp_path / "none") is None
