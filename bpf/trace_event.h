@@ -127,7 +127,8 @@ static __always_inline u64 trace_upto_nul(u64 w, int *ended)
     return w & (((z & -z) >> 7) - 1);
 }
 
-/* The current task's comm into `words` (16 bytes, NUL-padded).
+/* The comm of `task`, the current task's TRACE_CURRENT_TASK(), into `words` (16 bytes,
+ * NUL-padded).
  *
  * With TRACE_TASK_COMM_OFF (ringtool/programs/kernel_features.py: the offset of
  * task_struct.comm in the running kernel's BTF, given where bpf_get_current_task_btf
@@ -141,13 +142,13 @@ static __always_inline u64 trace_upto_nul(u64 w, int *ended)
  * Without it, zeroed first and then the helper: a reserved record holds stale bytes,
  * and 6.1's helper copies with strscpy (no padding: the VM's run found
  * "python\0a..."); later kernels pad. */
-static __always_inline void trace_task_comm(u64 words[2])
+static __always_inline void trace_task_comm_of(const void *task, u64 words[2])
 {
 #ifdef TRACE_TASK_COMM_OFF
-    const char *task = (const char *)bpf_get_current_task_btf();
+    const char *t = (const char *)task;
     int ended = 0;
-    words[0] = trace_upto_nul(*(const u64 *)(task + TRACE_TASK_COMM_OFF), &ended);
-    words[1] = ended ? 0 : trace_upto_nul(*(const u64 *)(task + TRACE_TASK_COMM_OFF + 8),
+    words[0] = trace_upto_nul(*(const u64 *)(t + TRACE_TASK_COMM_OFF), &ended);
+    words[1] = ended ? 0 : trace_upto_nul(*(const u64 *)(t + TRACE_TASK_COMM_OFF + 8),
                                           &ended);
 #else
     words[0] = 0;
@@ -156,15 +157,31 @@ static __always_inline void trace_task_comm(u64 words[2])
 #endif
 }
 
+/* The current task's BTF pointer where the program may have it (the comm offset is
+ * known, or task storage: both need bpf_get_current_task_btf), else 0. A program that
+ * needs it twice (the filter, then its task storage) calls this once: each helper call
+ * costs. */
+#if defined(TRACE_TASK_COMM_OFF) || (defined(TRACE_HAVE_TASK_STORAGE) && TRACE_HAVE_TASK_STORAGE)
+#define TRACE_CURRENT_TASK() ((void *)bpf_get_current_task_btf())
+#else
+#define TRACE_CURRENT_TASK() ((void *)0)
+#endif
+
+/* trace_task_comm_of the current task. */
+static __always_inline void trace_task_comm(u64 words[2])
+{
+    trace_task_comm_of(TRACE_CURRENT_TASK(), words);
+}
+
 /* Fill the common header for the current task, whose bpf_get_current_pid_tgid() the
  * caller has read already (`id`: one helper call less), every field: a reserved
  * record is not zeroed. `accepted`: the filters accepted the task in this same call
  * (at its syscall's entry), so under -c its comm is the filter's and is stored from
- * the -D constants instead of read again (bpf_get_current_comm is one of the
- * costliest steps of an event). A constant at every call site: the branch compiles
- * away. */
+ * the -D constants instead of read again (a comm read is one of the costlier steps
+ * of an event). A constant at every call site: the branch compiles away. `task`: the
+ * current task's TRACE_CURRENT_TASK(), whose comm is read otherwise. */
 static __always_inline void trace_fill_hdr_task(struct trace_hdr *h, u32 type, u64 id,
-                                                int accepted)
+                                                int accepted, const void *task)
 {
     h->ts = bpf_ktime_get_ns();
     h->type = type;
@@ -178,7 +195,7 @@ static __always_inline void trace_fill_hdr_task(struct trace_hdr *h, u32 type, u
         words[1] = TRACE_FILTER_COMM_HI;
     } else
 #endif
-        trace_task_comm(words);
+        trace_task_comm_of(task, words);
 #ifdef TRACE_HDR_NO_CGROUP  /* a program type without the helper (trace_bench.c) */
     h->cgroup = 0;
 #else
@@ -186,10 +203,10 @@ static __always_inline void trace_fill_hdr_task(struct trace_hdr *h, u32 type, u
 #endif
 }
 
-/* trace_fill_hdr_task for a task whose comm is read here. */
+/* trace_fill_hdr_task for the current task, whose comm is read here. */
 static __always_inline void trace_fill_hdr_id(struct trace_hdr *h, u32 type, u64 id)
 {
-    trace_fill_hdr_task(h, type, id, 0);
+    trace_fill_hdr_task(h, type, id, 0, TRACE_CURRENT_TASK());
 }
 
 /* Fill the common header for the current task (trace_fill_hdr_id). */
@@ -246,25 +263,32 @@ static __always_inline int trace_skip_task(void)
     return 0;
 }
 
-/* 1 when the -c filter excludes the current task's comm. The comm is read as two
- * NUL-padded u64 words (trace_task_comm), compared with the -D constants; without -c
- * this is a constant 0 and reads nothing. */
-static __always_inline int trace_skip_comm(void)
+/* 1 when the -c filter excludes the comm of `task` (TRACE_CURRENT_TASK()). The comm
+ * is read as two NUL-padded u64 words (trace_task_comm_of), compared with the -D
+ * constants; without -c this is a constant 0 and reads nothing. */
+static __always_inline int trace_skip_comm_of(const void *task)
 {
 #ifdef TRACE_FILTER_COMM_LO
     u64 words[2];
-    trace_task_comm(words);
+    trace_task_comm_of(task, words);
     if (words[0] != TRACE_FILTER_COMM_LO || words[1] != TRACE_FILTER_COMM_HI)
         return 1;
 #endif
     return 0;
 }
 
-/* 1 when any filter (self, -p, -t, -u, --cgroup, -c) rejects the current task with
- * tgid `pid`; the cheap ones first. */
+/* 1 when any filter (self, -p, -t, -u, --cgroup, -c) rejects the current task, with
+ * tgid `pid` and pointer `task` (TRACE_CURRENT_TASK()); the cheap ones first. */
+static __always_inline int trace_skip_current_of(u32 pid, const void *task)
+{
+    return trace_skip_pid(pid) || trace_skip_task() || trace_skip_comm_of(task);
+}
+
+/* trace_skip_current_of the current task; its pointer is taken only for -c, after
+ * the other filters accepted it. */
 static __always_inline int trace_skip_current(u32 pid)
 {
-    return trace_skip_pid(pid) || trace_skip_task() || trace_skip_comm();
+    return trace_skip_pid(pid) || trace_skip_task() || trace_skip_comm_of(TRACE_CURRENT_TASK());
 }
 
 #endif

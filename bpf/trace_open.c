@@ -61,11 +61,11 @@ BPF_HASH(inflight, u32, struct open_args, 10240);
 #endif
 BPF_PERCPU_ARRAY(drops, u64, 1);
 
-/* The remembered call of the current thread `tid`, or NULL. */
-static __always_inline struct open_args *recalled(u32 tid)
+/* The remembered call of the current thread `tid` (`task`), or NULL. */
+static __always_inline struct open_args *recalled(u32 tid, void *task)
 {
 #if TRACE_HAVE_TASK_STORAGE
-    struct open_args *a = inflight.task_storage_get(bpf_get_current_task_btf(), 0, 0);
+    struct open_args *a = inflight.task_storage_get(task, 0, 0);
     return a && a->call ? a : 0;
 #else
     return inflight.lookup(&tid);
@@ -89,24 +89,23 @@ static __always_inline void count_drop(void)
     drops.increment(0);
 }
 
-/* This thread's tid when the filters accept the current task, else 0 (tid 0, the
- * idle task, makes no syscalls). */
-static __always_inline u32 accepted_tid(void)
+/* This thread's tid when the filters accept the current task (`task`:
+ * TRACE_CURRENT_TASK()), else 0 (tid 0, the idle task, makes no syscalls). */
+static __always_inline u32 accepted_tid(const void *task)
 {
     u64 id = bpf_get_current_pid_tgid();
-    if (trace_skip_current(id >> 32))
+    if (trace_skip_current_of(id >> 32, task))
         return 0;
     return (u32)id;
 }
 
-/* Store the call of thread `tid` in `inflight`; nonzero when it could not be (no
- * memory for the task's entry, or the hash full). */
-static __always_inline int store_call(u32 tid, u32 call, const void *filename, u64 flags,
-                                      u32 mode)
+/* Store the call of thread `tid` (`task`) in `inflight`; nonzero when it could not be
+ * (no memory for the task's entry, or the hash full). */
+static __always_inline int store_call(u32 tid, void *task, u32 call, const void *filename,
+                                      u64 flags, u32 mode)
 {
 #if TRACE_HAVE_TASK_STORAGE
-    struct open_args *a = inflight.task_storage_get(bpf_get_current_task_btf(), 0,
-                                                    BPF_LOCAL_STORAGE_GET_F_CREATE);
+    struct open_args *a = inflight.task_storage_get(task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
     if (!a)
         return -1;
     a->filename = (u64)filename;
@@ -124,11 +123,11 @@ static __always_inline int store_call(u32 tid, u32 call, const void *filename, u
 #endif
 }
 
-/* Remember the accepted call of thread `tid` until its exit. */
-static __always_inline int remember(u32 tid, u32 call, const void *filename, u64 flags,
-                                    u32 mode)
+/* Remember the accepted call of thread `tid` (`task`) until its exit. */
+static __always_inline int remember(u32 tid, void *task, u32 call, const void *filename,
+                                    u64 flags, u32 mode)
 {
-    if (store_call(tid, call, filename, flags, mode)) {  /* this call's event is lost */
+    if (store_call(tid, task, call, filename, flags, mode)) {  /* this call's event is lost */
 #ifndef TRACE_FILTER_FAILED
         count_drop();
 #endif  /* with -x: counted at exit if the call fails */
@@ -141,7 +140,8 @@ static __always_inline int open_exit(void *ctx, long ret)
 {
     u64 id = bpf_get_current_pid_tgid();
     u32 tid = (u32)id;
-    struct open_args *a = recalled(tid);
+    void *task = TRACE_CURRENT_TASK();  /* once: the storage and the header's comm */
+    struct open_args *a = recalled(tid, task);
 #ifdef TRACE_FILTER_FAILED
     if (ret >= 0) {  /* succeeded: not an event under -x */
         if (a)
@@ -149,7 +149,7 @@ static __always_inline int open_exit(void *ctx, long ret)
         return 0;
     }
     if (!a) {  /* failed, not remembered: a drop if the filters accept the task */
-        if (!trace_skip_current(id >> 32))
+        if (!trace_skip_current_of(id >> 32, task))
             count_drop();
         return 0;
     }
@@ -164,7 +164,7 @@ static __always_inline int open_exit(void *ctx, long ret)
         forget(tid, a);
         return 0;
     }
-    trace_fill_hdr_task(&e->h, TRACE_OPEN, id, 1);  /* accepted at entry */
+    trace_fill_hdr_task(&e->h, TRACE_OPEN, id, 1, task);  /* accepted at entry */
     trace_fill_ids(e);
     e->value = a->flags;
     e->ppid = 0;
@@ -188,12 +188,13 @@ static __always_inline int open_exit(void *ctx, long ret)
 
 /* The entry and exit programs of open-family syscall `name`, whose entry remembers
  * `call` with `path`, `flags` and `mode` (expressions of its tracepoint's `args`). */
-#define OPEN_CALL(name, call, path, flags, mode)                     \
-    TRACEPOINT_PROBE(syscalls, sys_enter_##name)                     \
-    {                                                                \
-        u32 tid = accepted_tid();                                    \
-        return tid ? remember(tid, call, path, flags, mode) : 0;     \
-    }                                                                \
+#define OPEN_CALL(name, call, path, flags, mode)                       \
+    TRACEPOINT_PROBE(syscalls, sys_enter_##name)                       \
+    {                                                                  \
+        void *task = TRACE_CURRENT_TASK();                             \
+        u32 tid = accepted_tid(task);                                  \
+        return tid ? remember(tid, task, call, path, flags, mode) : 0; \
+    }                                                                  \
     OPEN_EXIT(name)
 
 OPEN_CALL(openat, TRACE_CALL_OPENAT, args->filename, args->flags, args->mode)
@@ -213,12 +214,13 @@ OPEN_CALL(open_by_handle_at, TRACE_CALL_OPEN_BY_HANDLE_AT, 0, args->flags, 0)
 #if TRACE_HAVE_OPENAT2
 TRACEPOINT_PROBE(syscalls, sys_enter_openat2)
 {
-    u32 tid = accepted_tid();
+    void *task = TRACE_CURRENT_TASK();
+    u32 tid = accepted_tid(task);
     if (!tid)
         return 0;
     u64 how[2] = {};  /* struct open_how's first members: flags, mode (uapi/linux/openat2.h) */
     bpf_probe_read_user(how, sizeof(how), (const void *)args->how);
-    return remember(tid, TRACE_CALL_OPENAT2, args->filename, how[0], (u32)how[1]);
+    return remember(tid, task, TRACE_CALL_OPENAT2, args->filename, how[0], (u32)how[1]);
 }
 
 OPEN_EXIT(openat2)
