@@ -115,6 +115,15 @@ _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
 #define TRACE_SELF_PID 0
 #endif
 
+/* Loads at byte offset `off` of a kernel object reached through the task's BTF pointer
+ * (the -D offsets of ringtool/programs/kernel_features.py). The verifier types each
+ * load from the kernel's BTF: a pointer member gives a BTF pointer to its struct, read
+ * again the same way; no NULL check is needed (such loads are PROBE_MEM: a fault
+ * reads 0). */
+#define TRACE_BTF_PTR(p, off) (*(void *const *)((const char *)(p) + (off)))
+#define TRACE_BTF_U32(p, off) (*(const u32 *)((const char *)(p) + (off)))
+#define TRACE_BTF_U64(p, off) (*(const u64 *)((const char *)(p) + (off)))
+
 /* `w` up to its first NUL byte, the bytes from there on zeroed; *ended set when it has
  * one. The lowest byte the zero-byte test ((w - 0x01..) & ~w & 0x80..) flags is the
  * first NUL (a borrow only flags bytes above a real zero): below it, the mask. */
@@ -147,9 +156,8 @@ static __always_inline void trace_task_comm_of(const void *task, u64 words[2])
 #ifdef TRACE_TASK_COMM_OFF
     const char *t = (const char *)task;
     int ended = 0;
-    words[0] = trace_upto_nul(*(const u64 *)(t + TRACE_TASK_COMM_OFF), &ended);
-    words[1] = ended ? 0 : trace_upto_nul(*(const u64 *)(t + TRACE_TASK_COMM_OFF + 8),
-                                          &ended);
+    words[0] = trace_upto_nul(TRACE_BTF_U64(t, TRACE_TASK_COMM_OFF), &ended);
+    words[1] = ended ? 0 : trace_upto_nul(TRACE_BTF_U64(t, TRACE_TASK_COMM_OFF + 8), &ended);
 #else
     words[0] = 0;
     words[1] = 0;
@@ -161,11 +169,26 @@ static __always_inline void trace_task_comm_of(const void *task, u64 words[2])
  * known, or task storage: both need bpf_get_current_task_btf), else 0. A program that
  * needs it twice (the filter, then its task storage) calls this once: each helper call
  * costs. */
-#if defined(TRACE_TASK_COMM_OFF) || (defined(TRACE_HAVE_TASK_STORAGE) && TRACE_HAVE_TASK_STORAGE)
+#if (defined(TRACE_HAVE_TASK_BTF) && TRACE_HAVE_TASK_BTF) || \
+    (defined(TRACE_HAVE_TASK_STORAGE) && TRACE_HAVE_TASK_STORAGE)
 #define TRACE_CURRENT_TASK() ((void *)bpf_get_current_task_btf())
 #else
 #define TRACE_CURRENT_TASK() ((void *)0)
 #endif
+
+/* The cgroup v2 id of `task` (TRACE_CURRENT_TASK()), as bpf_get_current_cgroup_id:
+ * task->cgroups->dfl_cgrp->kn->id where the offsets are known, else the helper. */
+static __always_inline u64 trace_task_cgroup(const void *task)
+{
+#ifdef TRACE_TASK_CGROUPS_OFF
+    const void *cset = TRACE_BTF_PTR(task, TRACE_TASK_CGROUPS_OFF);
+    const void *cgrp = TRACE_BTF_PTR(cset, TRACE_CSS_SET_DFL_CGRP_OFF);
+    const void *kn = TRACE_BTF_PTR(cgrp, TRACE_CGROUP_KN_OFF);
+    return TRACE_BTF_U64(kn, TRACE_KERNFS_NODE_ID_OFF);
+#else
+    return bpf_get_current_cgroup_id();
+#endif
+}
 
 /* trace_task_comm_of the current task. */
 static __always_inline void trace_task_comm(u64 words[2])
@@ -199,7 +222,7 @@ static __always_inline void trace_fill_hdr_task(struct trace_hdr *h, u32 type, u
 #ifdef TRACE_HDR_NO_CGROUP  /* a program type without the helper (trace_bench.c) */
     h->cgroup = 0;
 #else
-    h->cgroup = bpf_get_current_cgroup_id();
+    h->cgroup = trace_task_cgroup(task);
 #endif
 }
 
@@ -215,12 +238,27 @@ static __always_inline void trace_fill_hdr(struct trace_hdr *h, u32 type)
     trace_fill_hdr_id(h, type, bpf_get_current_pid_tgid());
 }
 
-/* The uid and gid of the current task into a RINGBUF record (every source). */
-static __always_inline void trace_fill_ids(struct trace_event *e)
+/* The real uid and gid of `task` (TRACE_CURRENT_TASK()) into a RINGBUF record (every
+ * source): task->cred->uid/gid where the offsets are known (the values
+ * bpf_get_current_uid_gid returns: ids as the initial user namespace sees them, which
+ * a kuid's value is), else the helper. */
+static __always_inline void trace_fill_ids_of(struct trace_event *e, const void *task)
 {
+#ifdef TRACE_TASK_CRED_OFF
+    const void *cred = TRACE_BTF_PTR(task, TRACE_TASK_CRED_OFF);
+    e->uid = TRACE_BTF_U32(cred, TRACE_CRED_UID_OFF);
+    e->gid = TRACE_BTF_U32(cred, TRACE_CRED_GID_OFF);
+#else
     u64 ids = bpf_get_current_uid_gid();
     e->uid = (u32)ids;
     e->gid = ids >> 32;
+#endif
+}
+
+/* trace_fill_ids_of the current task. */
+static __always_inline void trace_fill_ids(struct trace_event *e)
+{
+    trace_fill_ids_of(e, TRACE_CURRENT_TASK());
 }
 
 /* The filters run BEFORE anything is reserved: a rejected event must

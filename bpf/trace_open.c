@@ -165,7 +165,7 @@ static __always_inline int open_exit(void *ctx, long ret)
         return 0;
     }
     trace_fill_hdr_task(&e->h, TRACE_OPEN, id, 1, task);  /* accepted at entry */
-    trace_fill_ids(e);
+    trace_fill_ids_of(e, task);
     e->value = a->flags;
     e->ppid = 0;
     e->ret = ret;

@@ -24,7 +24,7 @@ from pathlib import Path
 VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 
 BTF_MAGIC = 0xEB9F
-_KIND_INT, _KIND_ARRAY, _KIND_STRUCT, _KIND_UNION, _KIND_ENUM = 1, 3, 4, 5, 6
+_KIND_INT, _KIND_PTR, _KIND_ARRAY, _KIND_STRUCT, _KIND_UNION, _KIND_ENUM = 1, 2, 3, 4, 5, 6
 _KIND_FUNC_PROTO, _KIND_VAR, _KIND_DATASEC, _KIND_DECL_TAG, _KIND_ENUM64 = 13, 14, 15, 17, 19
 _TYPEDEF, _VOLATILE, _CONST, _RESTRICT, _TYPE_TAG = 8, 9, 10, 11, 18
 
@@ -72,6 +72,7 @@ class Btf:
             offsets.append(pos)
             pos = after
         self._offsets = offsets
+        self._structs: dict[str, int] | None = None  # name -> id, built when first asked
 
     def name(self, name_off: int) -> str:
         """The string at ``name_off`` of the string section."""
@@ -85,17 +86,15 @@ class Btf:
         return pos, name_off, (info >> 24) & 0x1F, info & 0xFFFF, size
 
     def find_struct(self, name: str) -> int | None:
-        """The id of the struct called ``name`` (the first one), or None."""
-        want = name.encode()
-        for type_id in range(1, len(self._offsets)):
-            _pos, name_off, kind, vlen, _size = self._type(type_id)
-            if kind == _KIND_STRUCT and vlen and self._name_is(name_off, want):
-                return type_id
-        return None
-
-    def _name_is(self, name_off: int, want: bytes) -> bool:
-        start = self._strs_at + name_off
-        return self._data[start : start + len(want)] == want and self._data[start + len(want)] == 0
+        """The id of the struct called ``name`` (the first one with members), or None."""
+        if self._structs is None:
+            structs: dict[str, int] = {}
+            for type_id in range(1, len(self._offsets)):
+                _pos, name_off, kind, vlen, _size = self._type(type_id)
+                if kind == _KIND_STRUCT and vlen and name_off:
+                    structs.setdefault(self.name(name_off), type_id)
+            self._structs = structs
+        return self._structs.get(name)
 
     def member(self, struct_id: int, member: str) -> tuple[int, int] | None:
         """(byte offset, type id) of ``member``, a direct member of struct
@@ -127,6 +126,22 @@ class Btf:
         type_id = self._resolve(type_id)
         _pos, _name_off, kind, _vlen, size = self._type(type_id)
         return size if kind == _KIND_INT else None
+
+    def pointee(self, type_id: int) -> int | None:
+        """The type a pointer ``type_id`` points to (after typedefs and qualifiers on
+        both sides), or None when it is not a pointer."""
+        _pos, _name_off, kind, _vlen, target = self._type(self._resolve(type_id))
+        return self._resolve(target) if kind == _KIND_PTR else None
+
+    def struct_name(self, type_id: int) -> str | None:
+        """The name of struct ``type_id`` (after typedefs), or None: not a struct."""
+        _pos, name_off, kind, _vlen, _size = self._type(self._resolve(type_id))
+        return self.name(name_off) if kind == _KIND_STRUCT else None
+
+    def size_of(self, type_id: int) -> int | None:
+        """The byte size of an integer or struct ``type_id`` (after typedefs), else None."""
+        _pos, _name_off, kind, _vlen, size = self._type(self._resolve(type_id))
+        return size if kind in (_KIND_INT, _KIND_STRUCT) else None
 
     def _resolve(self, type_id: int) -> int:
         for _ in range(32):  # typedef/qualifier chains are short; no cycles in BTF
@@ -164,4 +179,31 @@ def char_array_offset(struct_name: str, member: str, length: int,
     return offset
 
 
-__all__ = ["VMLINUX_BTF", "Btf", "BtfError", "char_array_offset"]
+def field_offsets(steps: list[str], size: int, path: Path = VMLINUX_BTF) -> list[int] | None:
+    """The byte offsets of a chain of direct members, ``steps`` as ``"struct.member"``
+    (for instance ``["task_struct.cred", "cred.uid"]``), in the running kernel: every
+    member but the last must be a pointer to the next step's struct, the last one an
+    integer or struct of ``size`` bytes. None when the kernel has no BTF or any step
+    does not hold."""
+    btf = _vmlinux(path)
+    if btf is None:
+        return None
+    offsets = []
+    for i, step in enumerate(steps):
+        struct_name, _, member = step.partition(".")
+        sid = btf.find_struct(struct_name)
+        found = None if sid is None else btf.member(sid, member)
+        if found is None:
+            return None
+        offset, mtype = found
+        if i + 1 < len(steps):
+            to = btf.pointee(mtype)
+            if to is None or btf.struct_name(to) != steps[i + 1].partition(".")[0]:
+                return None
+        elif btf.size_of(mtype) != size:
+            return None
+        offsets.append(offset)
+    return offsets
+
+
+__all__ = ["VMLINUX_BTF", "Btf", "BtfError", "char_array_offset", "field_offsets"]

@@ -12,12 +12,16 @@ as a drop for an open, as a full hash map is). The sources
 (bpf/trace_open.c, bpf/trace_syscalls.c) keep their per-thread state there when this
 is 1 and in hash maps keyed by tid when it is 0.
 
-``TRACE_TASK_COMM_OFF``: where ``task_struct.comm`` lies in the running kernel, from
-its BTF (:func:`ringtool.kernel.btf.char_array_offset`), on kernels with
-``bpf_get_current_task_btf`` (the task storage bound above covers it): the sources
-that read a task's comm (bpf/trace_event.h, ``trace_task_comm``) load it straight
-from the task instead of calling ``bpf_get_current_comm``. Absent (no BTF, or no
-``char comm[16]`` member): they call the helper.
+``TRACE_HAVE_TASK_BTF`` and the offsets of the fields the sources read straight from
+the current task (bpf/trace_event.h), from the running kernel's BTF
+(:mod:`ringtool.kernel.btf`), on kernels with ``bpf_get_current_task_btf`` (the task
+storage bound above covers it): ``TRACE_TASK_COMM_OFF`` (``task_struct.comm``),
+``TRACE_TASK_CRED_OFF`` with ``TRACE_CRED_UID_OFF``/``TRACE_CRED_GID_OFF`` (the real
+uid and gid, as ``bpf_get_current_uid_gid``), and ``TRACE_TASK_CGROUPS_OFF`` with
+``TRACE_CSS_SET_DFL_CGRP_OFF``, ``TRACE_CGROUP_KN_OFF``, ``TRACE_KERNFS_NODE_ID_OFF``
+(the cgroup v2 id, as ``bpf_get_current_cgroup_id``: task -> css_set -> default
+cgroup -> its kernfs node's id). Each group is given whole or not at all; the sources
+call the helper for a group that is absent.
 """
 
 from __future__ import annotations
@@ -26,18 +30,32 @@ import os
 import re
 from pathlib import Path
 
-from ringtool.kernel.btf import char_array_offset
+from ringtool.kernel.btf import char_array_offset, field_offsets
 
 #: The first kernel (major, minor) whose tracepoint programs may call bpf_task_storage_get.
 TASK_STORAGE_SINCE = (5, 13)
 VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 #: The sources that read TRACE_HAVE_TASK_STORAGE.
 SOURCES = ("trace_open.c", "trace_syscalls.c")
-#: The sources given TRACE_TASK_COMM_OFF: tracing programs all (the helper it needs
-#: is not callable from the networking program types).
-COMM_SOURCES = ("trace_exec.c", "trace_open.c", "trace_syscalls.c")
+#: The sources given TRACE_HAVE_TASK_BTF and the field offsets: tracing programs all
+#: (bpf_get_current_task_btf is not callable from the networking program types).
+TASK_BTF_SOURCES = ("trace_exec.c", "trace_open.c", "trace_syscalls.c")
 #: The kernel's TASK_COMM_LEN (include/linux/sched.h), the length of TRACE_COMM_LEN.
 TASK_COMM_LEN = 16
+#: Groups of -D names, each the offsets of one chain of members (every member but the
+#: last a pointer to the next struct) and the last member's size.
+FIELD_CHAINS: tuple[tuple[tuple[str, ...], tuple[str, ...], int], ...] = (
+    (("TRACE_TASK_CRED_OFF", "TRACE_CRED_UID_OFF"), ("task_struct.cred", "cred.uid"), 4),
+    (("TRACE_TASK_CRED_OFF", "TRACE_CRED_GID_OFF"), ("task_struct.cred", "cred.gid"), 4),
+    (
+        ("TRACE_TASK_CGROUPS_OFF", "TRACE_CSS_SET_DFL_CGRP_OFF", "TRACE_CGROUP_KN_OFF",
+         "TRACE_KERNFS_NODE_ID_OFF"),
+        ("task_struct.cgroups", "css_set.dfl_cgrp", "cgroup.kn", "kernfs_node.id"),
+        8,
+    ),
+)  # fmt: skip
+#: Which chains belong together (the uid and the gid: both or neither).
+FIELD_GROUPS = ((0, 1), (2,))
 
 
 def kernel_version(release: str) -> tuple[int, int]:
@@ -63,19 +81,40 @@ def comm_offset(btf: Path = VMLINUX_BTF) -> int | None:
     return char_array_offset("task_struct", "comm", TASK_COMM_LEN, btf)
 
 
-def feature_defines(source: str | None = None) -> dict[str, int | str]:
-    """For the running kernel: ``TRACE_HAVE_TASK_STORAGE`` -> 1 or 0 (the sources in
-    :data:`SOURCES`) and ``TRACE_TASK_COMM_OFF`` where known (:data:`COMM_SOURCES`);
-    ``source`` None: both."""
-    out: dict[str, int | str] = {}
-    if source is None or source in SOURCES:
-        out["TRACE_HAVE_TASK_STORAGE"] = int(has_task_storage())
-    if source is None or source in COMM_SOURCES:
-        offset = comm_offset()
-        if offset is not None:
-            out["TRACE_TASK_COMM_OFF"] = offset
+def task_field_defines(btf: Path = VMLINUX_BTF) -> dict[str, int | str]:
+    """``TRACE_HAVE_TASK_BTF`` and the offsets of the task fields the sources read
+    directly (see the module doc); {} where the kernel lacks the helper."""
+    if not has_task_storage(btf=btf):
+        return {}
+    out: dict[str, int | str] = {"TRACE_HAVE_TASK_BTF": 1}
+    comm = comm_offset(btf)
+    if comm is not None:
+        out["TRACE_TASK_COMM_OFF"] = comm
+    for group in FIELD_GROUPS:
+        found: dict[str, int | str] = {}
+        for index in group:
+            names, steps, size = FIELD_CHAINS[index]
+            offsets = field_offsets(list(steps), size, btf)
+            if offsets is None:
+                break
+            found.update(zip(names, offsets, strict=True))
+        else:
+            out.update(found)
     return out
 
 
-__all__ = ["COMM_SOURCES", "SOURCES", "TASK_STORAGE_SINCE", "comm_offset", "feature_defines",
-           "has_task_storage", "kernel_version"]  # fmt: skip
+def feature_defines(source: str | None = None) -> dict[str, int | str]:
+    """For the running kernel: ``TRACE_HAVE_TASK_STORAGE`` -> 1 or 0 (the sources in
+    :data:`SOURCES`) and :func:`task_field_defines` (:data:`TASK_BTF_SOURCES`);
+    ``source`` None: all."""
+    out: dict[str, int | str] = {}
+    if source is None or source in SOURCES:
+        out["TRACE_HAVE_TASK_STORAGE"] = int(has_task_storage())
+    if source is None or source in TASK_BTF_SOURCES:
+        out.update(task_field_defines())
+    return out
+
+
+__all__ = ["SOURCES", "TASK_BTF_SOURCES", "TASK_STORAGE_SINCE", "comm_offset",
+           "feature_defines", "has_task_storage", "kernel_version",
+           "task_field_defines"]  # fmt: skip

@@ -12,5 +12,6 @@ never from each other (fixtures shared by several modules live in the nearest co
 * tmux: a real terminal for the TUI.
 * stats, records: hand-filled TraceStats; random event records with hostile bytes.
 * hotplug: CPU 1 offline and back (test VM only).
+* cgroups: the cgroup2 mount, a fresh cgroup directory removed afterwards.
 * builders: hand-built RINGBUF and perf rings (the kernel's side played in Python).
 """

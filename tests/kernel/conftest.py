@@ -29,7 +29,7 @@ ALL_KERNELS_FILES = (
     "trace/test_latency_maps.py",  # an mmapable ARRAY (5.5+) beside the hash
     "trace/test_mark.py",  # USER_RINGBUF (6.1+) and its drain program
     "trace/test_ring_growth.py",  # swapping a ring of an ARRAY_OF_MAPS under load
-    "trace/test_comm_read.py",  # task_struct.comm at its BTF offset; 6.1 leaves a tail
+    "trace/test_task_fields.py",  # comm, uid, cgroup read at their BTF offsets
 )
 
 

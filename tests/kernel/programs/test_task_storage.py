@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 
 import ringtool.programs.loader as loader
-from ringtool.programs.kernel_features import COMM_SOURCES, SOURCES, comm_offset, has_task_storage
+from ringtool.programs.kernel_features import (
+    SOURCES,
+    TASK_BTF_SOURCES,
+    has_task_storage,
+    task_field_defines,
+)
 from ringtool.trace.options import TraceOptions
+from tests.helpers.cgroups import cgroup2_mount
 from tests.helpers.trace import Worker, counts, hot_file, traced, unique_comm
 
 pytestmark = pytest.mark.kernel
@@ -22,25 +28,21 @@ OPENAT_NR = 257  # x86-64's openat (arch/x86/entry/syscalls/syscall_64.tbl)
 
 
 @pytest.mark.parametrize(
-    ("storage", "direct_comm"), [(1, True), (1, False), (0, False)],
-    ids=["task-storage,btf-comm", "task-storage,comm-helper", "hash,comm-helper"],
+    ("storage", "direct"), [(1, True), (1, False), (0, False)],
+    ids=["task-storage,btf-fields", "task-storage,helpers", "hash,helpers"],
 )  # fmt: skip
-def test_same_events_either_way(storage: int, direct_comm: bool, tmp_path: Path,
+def test_same_events_either_way(storage: int, direct: bool, tmp_path: Path,
                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     if storage and not has_task_storage():
         pytest.skip("this kernel has no task storage for tracing programs")
     if os.uname().machine != "x86_64":
         pytest.skip("the openat number below is x86-64's")
-    offset = comm_offset() if direct_comm else None
-    if direct_comm and offset is None:
-        pytest.skip("this kernel's BTF has no task_struct.comm")
+    fields = task_field_defines() if direct else {}  # comm, uid/gid, cgroup offsets
 
     def defines(source: str | None = None) -> dict[str, int | str]:
-        out: dict[str, int | str] = {}
+        out: dict[str, int | str] = dict(fields) if source in TASK_BTF_SOURCES else {}
         if source in SOURCES:
             out["TRACE_HAVE_TASK_STORAGE"] = storage
-        if source in COMM_SOURCES and offset is not None:
-            out["TRACE_TASK_COMM_OFF"] = offset
         return out
 
     monkeypatch.setattr(loader, "feature_defines", defines)
@@ -59,4 +61,9 @@ def test_same_events_either_way(storage: int, direct_comm: bool, tmp_path: Path,
     assert {bytes(p).rstrip(b"\0") for p in opens["data"]} == {str(target).encode()}
     assert (opens["ret"] >= 0).all() and (opens["h"]["pid"] == worker.pid).all()
     assert {bytes(c) for c in opens["h"]["comm"]} == {name.encode()}
+    assert set(opens["uid"].tolist()) == {os.getuid()} and set(opens["gid"].tolist()) == {
+        os.getgid()
+    }
+    own = Path("/proc/self/cgroup").read_text().split("::", 1)[1].strip()  # the worker's too
+    assert set(opens["h"]["cgroup"].tolist()) == {(cgroup2_mount() / own.lstrip("/")).stat().st_ino}
     assert sum(hist.get(OPENAT_NR, {}).values()) >= N

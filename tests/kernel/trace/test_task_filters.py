@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import pytest
 
 from ringtool.trace.filters import resolve_cgroup
 from ringtool.trace.session import TraceOptions
+from tests.helpers.cgroups import fresh_cgroup
 from tests.helpers.trace import Trace, Worker, counts, traced, unique_comm
 
 pytestmark = pytest.mark.kernel
@@ -134,28 +134,11 @@ def test_failed_only_is_exact_and_never_counts_a_successful_open() -> None:
     assert {bytes(p).decode() for p in records["data"]} == {"/nonexistent-rtc/x"}
 
 
-def cgroup2_mount() -> Path:
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        _dev, mnt, fstype = line.split()[:3]
-        if fstype == "cgroup2":
-            return Path(mnt)
-    raise AssertionError("no cgroup2 mount")
-
-
 @pytest.fixture
 def cgroup() -> Iterator[Path]:
     """A fresh cgroup v2 directory (with a child ``sub``), removed afterwards."""
-    path = cgroup2_mount() / f"rtc-test-{secrets.token_hex(4)}"
-    path.mkdir()
-    (path / "sub").mkdir()
-    try:
+    with fresh_cgroup() as path:
         yield path
-    finally:
-        for d in (path / "sub", path):
-            procs = (d / "cgroup.procs").read_text().split()
-            for pid in procs:  # a worker left behind: back to the root
-                (cgroup2_mount() / "cgroup.procs").write_text(pid)
-            d.rmdir()
 
 
 def test_cgroup_filter_is_exact_under_load_and_takes_the_subtree(cgroup: Path) -> None:

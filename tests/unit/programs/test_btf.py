@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ringtool.kernel.btf import VMLINUX_BTF, Btf, BtfError, char_array_offset
+from ringtool.kernel.btf import VMLINUX_BTF, Btf, BtfError, char_array_offset, field_offsets
 
 INT, PTR, ARRAY, STRUCT, ENUM, TYPEDEF, CONST, FUNC_PROTO = 1, 2, 3, 4, 6, 8, 10, 13
 
@@ -113,3 +113,22 @@ def test_truncated_or_foreign_data_is_refused(tmp_path: Path, cut: int) -> None:
 def test_the_running_kernel_has_a_task_comm() -> None:
     off = char_array_offset("task_struct", "comm", 16)
     assert off is not None and 0 < off < 16384
+
+
+def test_a_chain_of_pointer_members(tmp_path: Path) -> None:
+    blob = Blob()
+    u32 = blob.integer("unsigned int", 4)
+    kuid = blob.add("kuid_t", TYPEDEF, 0, blob.struct("", 4, [("val", u32, 0)]))
+    cred = blob.struct("cred", 64, [("usage", u32, 0), ("uid", kuid, 8 * 8), ("gid", u32, 12 * 8)])
+    cred_ptr = blob.add("", PTR, 0, blob.add("", CONST, 0, cred))
+    other = blob.struct("other", 8, [("x", u32, 0)])
+    blob.struct("task_struct", 4096, [("cred", cred_ptr, 1736 * 8), ("real_cred", other, 8 * 8)])
+    path = tmp_path / "btf"
+    path.write_bytes(blob.data())
+    assert field_offsets(["task_struct.cred", "cred.uid"], 4, path) == [1736, 8]
+    assert field_offsets(["task_struct.cred", "cred.gid"], 4, path) == [1736, 12]
+    assert field_offsets(["task_struct.cred", "cred.uid"], 8, path) is None  # size
+    assert field_offsets(["task_struct.cred", "other.x"], 4, path) is None  # pointee
+    assert field_offsets(["task_struct.real_cred", "cred.uid"], 4, path) is None  # no ptr
+    assert field_offsets(["task_struct.cred", "cred.euid"], 4, path) is None
+    assert field_offsets(["task_struct.cred", "cred.uid"], 4, tmp_path / "none") is None
