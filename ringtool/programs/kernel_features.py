@@ -21,7 +21,8 @@ uid and gid, as ``bpf_get_current_uid_gid``), and ``TRACE_TASK_CGROUPS_OFF`` wit
 ``TRACE_CSS_SET_DFL_CGRP_OFF``, ``TRACE_CGROUP_KN_OFF``, ``TRACE_KERNFS_NODE_ID_OFF``
 (the cgroup v2 id, as ``bpf_get_current_cgroup_id``: task -> css_set -> default
 cgroup -> its kernfs node's id). Each group is given whole or not at all; the sources
-call the helper for a group that is absent.
+call the helper for a group that is absent, and for all of them on kernels before
+6.1 (``TASK_FIELDS_SINCE``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ from ringtool.kernel.btf import char_array_offset, field_offsets
 #: The first kernel (major, minor) whose tracepoint programs may call bpf_task_storage_get.
 TASK_STORAGE_SINCE = (5, 13)
 VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
+#: The first kernel the direct task-field reads are given on: the oldest one CI runs
+#: them on (Debian 12's 6.1); older kernels with BTF get the helpers, so a verifier
+#: that judged those loads differently there cannot keep the sources from loading.
+TASK_FIELDS_SINCE = (6, 1)
 #: The sources that read TRACE_HAVE_TASK_STORAGE.
 SOURCES = ("trace_open.c", "trace_syscalls.c")
 #: The sources given TRACE_HAVE_TASK_BTF and the field offsets: tracing programs all
@@ -81,10 +86,12 @@ def comm_offset(btf: Path = VMLINUX_BTF) -> int | None:
     return char_array_offset("task_struct", "comm", TASK_COMM_LEN, btf)
 
 
-def task_field_defines(btf: Path = VMLINUX_BTF) -> dict[str, int | str]:
+def task_field_defines(btf: Path = VMLINUX_BTF, release: str | None = None) -> dict[str, int | str]:
     """``TRACE_HAVE_TASK_BTF`` and the offsets of the task fields the sources read
-    directly (see the module doc); {} where the kernel lacks the helper."""
-    if not has_task_storage(btf=btf):
+    directly (see the module doc); {} where the kernel lacks the helper, and below
+    :data:`TASK_FIELDS_SINCE` (``release``: ``os.uname().release`` unless given)."""
+    rel = os.uname().release if release is None else release
+    if kernel_version(rel) < TASK_FIELDS_SINCE or not has_task_storage(rel, btf):
         return {}
     out: dict[str, int | str] = {"TRACE_HAVE_TASK_BTF": 1}
     comm = comm_offset(btf)
@@ -115,6 +122,6 @@ def feature_defines(source: str | None = None) -> dict[str, int | str]:
     return out
 
 
-__all__ = ["SOURCES", "TASK_BTF_SOURCES", "TASK_STORAGE_SINCE", "comm_offset",
-           "feature_defines", "has_task_storage", "kernel_version",
+__all__ = ["SOURCES", "TASK_BTF_SOURCES", "TASK_FIELDS_SINCE", "TASK_STORAGE_SINCE",
+           "comm_offset", "feature_defines", "has_task_storage", "kernel_version",
            "task_field_defines"]  # fmt: skip

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ringtool.programs.kernel_features import (
     comm_offset,
     feature_defines,
@@ -33,6 +35,12 @@ def test_defines_only_for_its_sources() -> None:
     assert set(feature_defines("trace_exec.c")) == fields
     assert set(feature_defines("trace_open.c")) == fields | {"TRACE_HAVE_TASK_STORAGE"}
     assert feature_defines("trace_net.c") == {}  # TC programs: no task BTF helper
+
+
+@pytest.mark.skipif(not Path("/sys/kernel/btf/vmlinux").exists(), reason="no BTF here")
+def test_task_fields_from_6_1_on() -> None:
+    assert task_field_defines(release="5.15.0-91-generic") == {}
+    assert task_field_defines(release="6.1.0-18-amd64")["TRACE_HAVE_TASK_BTF"] == 1
 
 
 def test_no_task_fields_without_btf(tmp_path: Path) -> None:
