@@ -140,8 +140,8 @@ static __always_inline u64 trace_upto_nul(u64 w, int *ended)
  * NUL-padded).
  *
  * With TRACE_TASK_COMM_OFF (ringtool/programs/kernel_features.py: the offset of
- * task_struct.comm in the running kernel's BTF, given where bpf_get_current_task_btf
- * exists) the two words are loaded straight from the task: the verifier checks the
+ * task_struct.comm in the running kernel's BTF, given from 6.1 on where
+ * bpf_get_current_task_btf exists) the two words are loaded straight from the task: the verifier checks the
  * loads against the kernel's BTF, and no bpf_get_current_comm call (its string copy
  * is one of the costliest steps of an event; bpf_get_current_task_btf is a fraction
  * of it). The bytes after the NUL are zeroed here: 6.1 sets a comm with strlcpy,
@@ -165,10 +165,10 @@ static __always_inline void trace_task_comm_of(const void *task, u64 words[2])
 #endif
 }
 
-/* The current task's BTF pointer where the program may have it (the comm offset is
- * known, or task storage: both need bpf_get_current_task_btf), else 0. A program that
- * needs it twice (the filter, then its task storage) calls this once: each helper call
- * costs. */
+/* The current task's BTF pointer where the program may have it (TRACE_HAVE_TASK_BTF,
+ * given with the field offsets, or task storage: both come with
+ * bpf_get_current_task_btf), else 0. A program that needs it twice (the filter, then
+ * its task storage and its header) calls this once: each helper call costs. */
 #if (defined(TRACE_HAVE_TASK_BTF) && TRACE_HAVE_TASK_BTF) || \
     (defined(TRACE_HAVE_TASK_STORAGE) && TRACE_HAVE_TASK_STORAGE)
 #define TRACE_CURRENT_TASK() ((void *)bpf_get_current_task_btf())

@@ -140,7 +140,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 {
     u64 id = bpf_get_current_pid_tgid();
     u32 tid = (u32)id;
-    void *task = TRACE_CURRENT_TASK();  /* once: the storage and the header's comm */
+    void *task = TRACE_CURRENT_TASK();  /* once: the storage and the header's fields */
     struct open_args *a = recalled(tid, task);
 #ifdef TRACE_FILTER_FAILED
     if (ret >= 0) {  /* succeeded: not an event under -x */
