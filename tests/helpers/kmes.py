@@ -86,7 +86,7 @@ def bridge(tmp: Path, capacity: int = 1 << 20, name: str = "kmes.sock") -> Itera
         b.close()
 
 
-def wait_for_socket(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+def wait_for_socket(path: Path, proc: subprocess.Popen[str], timeout: float = 240) -> None:
     """Until the bridge ``proc`` created its socket ``path`` (it failing fails the test)."""
     end = time.monotonic() + timeout
     while not path.exists():

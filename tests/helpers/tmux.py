@@ -71,7 +71,7 @@ class Terminal:
         self,
         *needles: str,
         absent: tuple[str, ...] = (),
-        timeout: float = 60,
+        timeout: float = 180,  # a first screen waits for BCC: minutes when emulated
         match: Callable[[str], bool] | None = None,
     ) -> str:
         """The first screen with every needle, none of ``absent`` and, given ``match``,

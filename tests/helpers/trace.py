@@ -25,9 +25,10 @@ from tests.helpers.procs import Lines
 class Trace(Lines):
     """``ringtool trace ARGS`` (see :class:`Lines`), started: its start line came (on
     stderr: stdout carries events only). ``start_timeout``: seconds to wait for it (BCC
-    compiles each source first: tens of seconds under one-thread emulation)."""
+    compiles each source first: over a minute for the three default sources under
+    one-thread emulation on a loaded machine)."""
 
-    def __init__(self, *args: str, start_timeout: float = 60) -> None:
+    def __init__(self, *args: str, start_timeout: float = 240) -> None:
         super().__init__([*RINGTOOL, "trace", *args])
         ready = ("--json" in args and '"type": "start"') or "Tracing... Ctrl-C to end."
         deadline = time.monotonic() + start_timeout

@@ -145,15 +145,27 @@ def test_consume_n_takes_at_most_n(ring_producer: RingProducer) -> None:
 def test_close_and_wakeup_unblock_a_waiting_poll(ring_producer: RingProducer) -> None:
     rb = ringtool.RingBuffer(ring_producer.events, lambda d: None)
     results: list[int] = []
-    t = threading.Thread(target=lambda: results.append(rb.poll(-1)))
-    t.start()
-    time.sleep(0.2)
+
+    def waiting_poll() -> threading.Thread:
+        """A thread in rb.poll(-1): started, about to call it, and 0.2 s more (an
+        emulated guest's stall could otherwise let close() come first)."""
+        calling = threading.Event()
+
+        def run() -> None:
+            calling.set()
+            results.append(rb.poll(-1))
+
+        t = threading.Thread(target=run)
+        t.start()
+        assert calling.wait(60)
+        time.sleep(0.2)
+        return t
+
+    t = waiting_poll()
     rb.wakeup()
     t.join(5)
     assert not t.is_alive() and results == [0]
-    t = threading.Thread(target=lambda: results.append(rb.poll(-1)))
-    t.start()
-    time.sleep(0.2)
+    t = waiting_poll()
     rb.close()
     t.join(5)
     assert not t.is_alive() and results == [0, 0]

@@ -70,7 +70,7 @@ def test_csv_of_hostile_names_reads_back_like_json(tmp_path: Path) -> None:
     )  # fmt: skip
     tracers = [_Tracer(child.pid, "--csv"), _Tracer(child.pid, "--json")]
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 240  # two compiles at once: minutes when emulated
         while not all(b"/sync" in t.out for t in tracers):  # both attached and reading
             assert all(t.proc.poll() is None for t in tracers), "a tracer ended"
             assert time.monotonic() < deadline, "the tracers saw no open"

@@ -76,9 +76,10 @@ def test_with_growth_drops_stop_after_the_switches(tmp_path: Path) -> None:
                         max_buffer_bytes=256 << 20)  # fmt: skip
     drops = []
     parts: list[np.ndarray] = []  # type: ignore[type-arg]
+    cpu = min(os.sched_getaffinity(0))  # growth is per CPU: every burst on the same one
     with session(opts) as s:
         for _ in range(5):
-            worker = _burst(tmp_path, comm, 4000)
+            worker = _burst(tmp_path, comm, 4000, pin=cpu)
             worker.go()
             worker.wait()
             before = sum(s.dropped_per_cpu())

@@ -1,9 +1,16 @@
 """``ringtool trace`` with growing rings: the note of a switch on stderr and the
-rings' sizes and switches per CPU in the JSON summary (the real CLI as a process)."""
+rings' sizes and switches per CPU in the JSON summary (the real CLI as a process).
+
+The worker is started (and waits) before the trace, pinned to one CPU, and the trace
+is stopped with SIGINT once the worker is done: a fixed ``-d`` could end the trace
+before an emulated guest's worker had made all its opens (those would be neither
+events nor drops), and the ordered check is about switches, not about CPUs."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,14 +20,25 @@ from tests.helpers.trace import Trace, Worker, told_json, unique_comm
 pytestmark = pytest.mark.kernel
 
 
-def test_json_summary_and_notes_tell_the_switches(tmp_path: Path) -> None:
-    comm = unique_comm()
-    trace = Trace("--json", "--events", "open", "-c", comm, "--buffer-pages", "8",
-                  "--max-buffer-mb", "64", "-d", "4")  # fmt: skip
-    worker = Worker(comm, "seq", tmp_path / "n", 20_000)
+def _pinned(comm: str, path: Path, n: int) -> Worker:
+    worker = Worker(comm, "seq", path, n)
+    os.sched_setaffinity(worker.pid, {min(os.sched_getaffinity(0))})
+    return worker
+
+
+def _run(trace: Trace, worker: Worker) -> tuple[list[str], str]:
     worker.go()
     worker.wait()
-    lines, err = trace.finish()
+    trace.signal(signal.SIGINT)  # the trace reads what is left, then the summary
+    return trace.finish()
+
+
+def test_json_summary_and_notes_tell_the_switches(tmp_path: Path) -> None:
+    comm = unique_comm()
+    worker = _pinned(comm, tmp_path / "n", 20_000)
+    trace = Trace("--json", "--events", "open", "-c", comm, "--buffer-pages", "8",
+                  "--max-buffer-mb", "64")  # fmt: skip
+    lines, err = _run(trace, worker)
     summary = json.loads(lines[-1])
     assert summary["type"] == "summary"
     events = sum(1 for line in lines[:-1] if json.loads(line)["type"] == "open")
@@ -35,12 +53,10 @@ def test_json_summary_and_notes_tell_the_switches(tmp_path: Path) -> None:
 
 def test_no_grow_keeps_the_rings(tmp_path: Path) -> None:
     comm = unique_comm()
+    worker = _pinned(comm, tmp_path / "n", 5000)
     trace = Trace("--json", "--events", "open", "-c", comm, "--buffer-pages", "8",
-                  "--no-grow", "-d", "3")  # fmt: skip
-    worker = Worker(comm, "seq", tmp_path / "n", 5000)
-    worker.go()
-    worker.wait()
-    lines, err = trace.finish()
+                  "--no-grow")  # fmt: skip
+    lines, err = _run(trace, worker)
     rings = json.loads(lines[-1])["rings"]
     assert not rings["growth"] and rings["switches"] == 0 and rings["max_bytes"] is None
     assert all(r["bytes"] == 8 * 4096 for r in rings["per_cpu"])
@@ -51,12 +67,10 @@ def test_ordered_output_keeps_order_and_count_across_switches(tmp_path: Path) ->
     """``--ordered``: the worker (one thread) opens path/0, path/1, ...; its events come
     out in that order across the switches of its rings, each once or counted dropped."""
     comm = unique_comm()
+    worker = _pinned(comm, tmp_path / "n", 20_000)
     trace = Trace("--json", "--ordered", "--events", "open", "-c", comm, "--buffer-pages",
-                  "8", "-d", "4")  # fmt: skip
-    worker = Worker(comm, "seq", tmp_path / "n", 20_000)
-    worker.go()
-    worker.wait()
-    lines, _err = trace.finish()
+                  "8")  # fmt: skip
+    lines, _err = _run(trace, worker)
     summary = json.loads(lines[-1])
     names = [json.loads(line)["path"] for line in lines[:-1]]
     seen = [int(n.rsplit("/", 1)[-1]) for n in names]
