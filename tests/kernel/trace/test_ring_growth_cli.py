@@ -1,10 +1,12 @@
 """``ringtool trace`` with growing rings: the note of a switch on stderr and the
 rings' sizes and switches per CPU in the JSON summary (the real CLI as a process).
 
-The worker is started (and waits) before the trace, pinned to one CPU, and the trace
-is stopped with SIGINT once the worker is done: a fixed ``-d`` could end the trace
-before an emulated guest's worker had made all its opens (those would be neither
-events nor drops), and the ordered check is about switches, not about CPUs."""
+The worker is started (and waits) before the trace and the trace is stopped with
+SIGINT once the worker is done: a fixed ``-d`` could end the trace before an emulated
+guest's worker had made all its opens (those would be neither events nor drops). The
+worker and the trace share one CPU: the trace then falls behind the worker, its ring
+fills and grows (on a CPU of its own the reader may keep up with the worker, and no
+ring ever needs to grow), and the ordered check is about switches, not about CPUs."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ def _pinned(comm: str, path: Path, n: int) -> Worker:
 
 
 def _run(trace: Trace, worker: Worker) -> tuple[list[str], str]:
+    os.sched_setaffinity(trace.proc.pid, os.sched_getaffinity(worker.pid))  # one CPU
     worker.go()
     worker.wait()
     trace.signal(signal.SIGINT)  # the trace reads what is left, then the summary
