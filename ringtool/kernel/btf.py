@@ -96,6 +96,11 @@ class Btf:
             self._structs = structs
         return self._structs.get(name)
 
+    def struct_member(self, struct_name: str, member: str) -> tuple[int, int] | None:
+        """:meth:`member` of the struct called ``struct_name`` (:meth:`find_struct`)."""
+        sid = self.find_struct(struct_name)
+        return None if sid is None else self.member(sid, member)
+
     def member(self, struct_id: int, member: str) -> tuple[int, int] | None:
         """(byte offset, type id) of ``member``, a direct member of struct
         ``struct_id`` (not a bit field), or None."""
@@ -168,8 +173,7 @@ def char_array_offset(struct_name: str, member: str, length: int,
     btf = _vmlinux(path)
     if btf is None:
         return None
-    sid = btf.find_struct(struct_name)
-    found = None if sid is None else btf.member(sid, member)
+    found = btf.struct_member(struct_name, member)
     if found is None:
         return None
     offset, mtype = found
@@ -191,8 +195,7 @@ def field_offsets(steps: list[str], size: int, path: Path = VMLINUX_BTF) -> list
     offsets = []
     for i, step in enumerate(steps):
         struct_name, _, member = step.partition(".")
-        sid = btf.find_struct(struct_name)
-        found = None if sid is None else btf.member(sid, member)
+        found = btf.struct_member(struct_name, member)
         if found is None:
             return None
         offset, mtype = found

@@ -31,11 +31,10 @@ import os
 import re
 from pathlib import Path
 
-from ringtool.kernel.btf import char_array_offset, field_offsets
+from ringtool.kernel.btf import VMLINUX_BTF, char_array_offset, field_offsets
 
 #: The first kernel (major, minor) whose tracepoint programs may call bpf_task_storage_get.
 TASK_STORAGE_SINCE = (5, 13)
-VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 #: The first kernel the direct task-field reads are given on: the oldest one CI runs
 #: them on (Debian 12's 6.1); older kernels with BTF get the helpers, so a verifier
 #: that judged those loads differently there cannot keep the sources from loading.

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ringtool.kernel.btf import VMLINUX_BTF
 from ringtool.programs.kernel_features import (
     comm_offset,
     feature_defines,
@@ -37,7 +38,7 @@ def test_defines_only_for_its_sources() -> None:
     assert feature_defines("trace_net.c") == {}  # TC programs: no task BTF helper
 
 
-@pytest.mark.skipif(not Path("/sys/kernel/btf/vmlinux").exists(), reason="no BTF here")
+@pytest.mark.skipif(not VMLINUX_BTF.exists(), reason="no BTF here")
 def test_task_fields_from_6_1_on() -> None:
     assert task_field_defines(release="5.15.0-91-generic") == {}
     assert task_field_defines(release="6.1.0-18-amd64")["TRACE_HAVE_TASK_BTF"] == 1
