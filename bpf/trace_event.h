@@ -190,12 +190,6 @@ static __always_inline u64 trace_task_cgroup(const void *task)
 #endif
 }
 
-/* trace_task_comm_of the current task. */
-static __always_inline void trace_task_comm(u64 words[2])
-{
-    trace_task_comm_of(TRACE_CURRENT_TASK(), words);
-}
-
 /* Fill the common header for the current task, whose bpf_get_current_pid_tgid() the
  * caller has read already (`id`: one helper call less), every field: a reserved
  * record is not zeroed. `accepted`: the filters accepted the task in this same call
