@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ringtool.event.columns import code_counts
 from ringtool.event.decode import cstr
 from ringtool.trace.cost import CostReport
 from ringtool.trace.latency_buckets import approx, quantile
@@ -173,8 +174,7 @@ class TraceStats:
         if (t_col == t_col[0]).all():  # one type (the common case): no sort
             types, counts = [int(t_col[0])], [n]
         else:
-            uniq, per = np.unique(t_col, return_counts=True)
-            types, counts = uniq.tolist(), per.tolist()
+            types, counts = code_counts(t_col)
         for t, c in zip(types, counts, strict=True):
             name = self.type_names.get(t, str(t))
             self.by_type[name] = self.by_type.get(name, 0) + c
