@@ -20,6 +20,7 @@ examples:
   sudo ringtool bench perfbuf --json       # perf buffer consumers, JSON lines
   sudo ringtool bench trace --seconds 5    # end-to-end trace: delivered, dropped, CPU
   sudo ringtool bench peers --repeats 5    # vs bpftrace, opensnoop (scripts/setup-peers.sh)
+  sudo ringtool bench peers --share-cpu    # the same, a busy loop on the tracers' CPU
   sudo ringtool bench merge                # merge algorithms: synthetic and real rings
   sudo ringtool bench all --quick          # every benchmark, small sizes
 """
@@ -49,6 +50,10 @@ def register(subs: Any) -> None:
         help="bench trace: seconds per phase (default 3, 1 with --quick); bench peers: "
         "seconds per tracer and round (default 2, 0.5 with --quick)",
     )  # fmt: skip
+    p.add_argument(
+        "--share-cpu", action="store_true",
+        help="bench peers: a busy loop spins on the tracers' CPU throughout",
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -72,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
     names = BENCHMARKS if args.which == "all" else (args.which,)
     for name in names:
         module = importlib.import_module(f"ringtool.bench.{name}")
-        extra = {"seconds": args.seconds} if name in ("trace", "peers") else {}
+        extra: dict[str, Any] = {"seconds": args.seconds} if name in ("trace", "peers") else {}
+        if name == "peers":
+            extra["share_cpu"] = args.share_cpu
         rows: list[dict[str, Any]] = module.run(repeats=args.repeats, quick=args.quick, **extra)
         if args.json:
             for row in rows:

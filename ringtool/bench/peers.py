@@ -18,7 +18,9 @@ over the rounds, with their ranges:
   calls, summed over the rounds, and ``missed_pct``.
 
 The baseline runs first in every round; the tracers' order rotates from round to
-round, so none is always the one right after the baseline.
+round, so none is always the one right after the baseline. With ``--share-cpu`` a busy
+loop spins on the tracers' CPU for the whole run: each tracer then gets about half a
+CPU and waits for it, as on a busy machine (``tracer_cpu_shared`` in every row).
 
 A tracer counts as attached once the kernel lists a program of its process on
 ``syscalls:sys_exit_openat`` (:mod:`ringtool.kernel.task_fd_query`, what ``bpftool
@@ -29,13 +31,16 @@ them (``scripts/setup-peers.sh``). Only numbers; nothing here is asserted.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,9 +143,30 @@ def _stats(values: list[float], digits: int = 1) -> dict[str, Any]:
             "range": [round(min(values), digits), round(max(values), digits)]}  # fmt: skip
 
 
-def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict[str, Any]]:
+@contextlib.contextmanager
+def busy_loop(cpu: int | None) -> Iterator[None]:
+    """With ``cpu``: a process spinning on that CPU for the block (what a busy machine
+    gives a tracer: half a CPU, and waits for it); None: nothing."""
+    if cpu is None:
+        yield
+        return
+    spin = subprocess.Popen(
+        [sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        spin.kill()
+        spin.wait()
+
+
+def run(
+    *, repeats: int, quick: bool, seconds: float | None = None, share_cpu: bool = False
+) -> list[dict[str, Any]]:
     """``repeats`` alternating rounds of ``seconds`` (default 2, 0.5 with ``quick``)
-    per tracer; one row per tracer (see the module doc)."""
+    per tracer; one row per tracer (see the module doc). ``share_cpu``: a busy loop
+    runs on the tracers' CPU throughout (:func:`busy_loop`)."""
     require_bpf_privileges("ringtool bench peers")
     secs = seconds if seconds is not None else (0.5 if quick else 2.0)
     todo = [t for t in tracers() if t.missing() is None]
@@ -148,7 +174,10 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
                                   for t in tracers() if t.missing() is not None]  # fmt: skip
     load_before = os.getloadavg()
     samples = {t.name: Samples() for t in todo}
-    with tempfile.TemporaryDirectory(prefix="rt-bench-peers-") as d:
+    with (
+        tempfile.TemporaryDirectory(prefix="rt-bench-peers-") as d,
+        busy_loop(TRACER_CPU if share_cpu else None),
+    ):
         tmp = Path(d)
         # a comm of its own: other runs of the bench producer (rt_bench_XXXXXX) on the
         # machine are not this one's events
@@ -171,7 +200,8 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
     for t in todo:
         s = samples[t.name]
         row: dict[str, Any] = {"bench": "peers", "tracer": t.name, "rounds": repeats,
-                               "seconds": secs, "producer_per_s": _stats(s.rate, 0)}  # fmt: skip
+                               "seconds": secs, "tracer_cpu_shared": share_cpu,
+                               "producer_per_s": _stats(s.rate, 0)}  # fmt: skip
         if t.argv:
             row |= {"added_ns": _stats(s.added_ns),
                     "tracer_cpu_ns_per_event": _stats(s.cpu_per_event),

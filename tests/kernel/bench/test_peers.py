@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -27,14 +28,31 @@ def _spread(stat: object) -> tuple[float, float, float]:
     return float(lo), float(stat["median"]), float(hi)
 
 
-def test_bench_peers_json_rows() -> None:
-    proc = subprocess.run([*RINGTOOL, "bench", "peers", "--json", "--repeats", "1",
-                           "--seconds", "0.3"], capture_output=True, text=True, timeout=900,
-                          check=False)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    rows = {r["tracer"]: r for r in map(json.loads, proc.stdout.splitlines())}
+def _spinners() -> list[str]:
+    """Pids of the share-CPU busy loops now running."""
+    out = subprocess.run(["pgrep", "-f", "^[^ ]*python[^ ]* -c while True: pass$"],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["alone", "share-cpu"])
+def test_bench_peers_json_rows(share: bool) -> None:
+    before = _spinners()
+    proc = subprocess.Popen([*RINGTOOL, "bench", "peers", "--json", "--repeats", "1",
+                             "--seconds", "0.3", *(["--share-cpu"] if share else [])],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    if share:  # the busy loop runs while the bench does, and is gone after it
+        deadline = time.monotonic() + 60
+        while len(_spinners()) <= len(before) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no busy loop started"
+            time.sleep(0.05)
+    stdout, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, stderr[-2000:]
+    assert _spinners() == before
+    rows = {r["tracer"]: r for r in map(json.loads, stdout.splitlines())}
     assert set(rows) == {t.name for t in tracers()}
     assert all(r["bench"] == "peers" for r in rows.values())
+    assert all(r["tracer_cpu_shared"] is share for r in rows.values() if "skipped" not in r)
     for name, row in rows.items():
         if "skipped" in row:
             assert SETUP_SCRIPT in row["skipped"] and "apt-get install" in row["skipped"], row
