@@ -176,6 +176,17 @@ static __always_inline void trace_task_comm_of(const void *task, u64 words[2])
 #define TRACE_CURRENT_TASK() ((void *)0)
 #endif
 
+/* bpf_get_current_pid_tgid() of the current task `task` (TRACE_CURRENT_TASK()): its
+ * tgid << 32 | pid, the helper's value (task->tgid, task->pid: ids in the initial pid
+ * namespace), read from the task at TRACE_TASK_TGID_OFF / TRACE_TASK_PID_OFF where
+ * the offsets are known (two loads instead of a helper call), else the helper. */
+#if defined(TRACE_TASK_PID_OFF) && defined(TRACE_TASK_TGID_OFF)
+#define TRACE_PID_TGID_OF(task) \
+    (((u64)TRACE_BTF_U32(task, TRACE_TASK_TGID_OFF) << 32) | TRACE_BTF_U32(task, TRACE_TASK_PID_OFF))
+#else
+#define TRACE_PID_TGID_OF(task) bpf_get_current_pid_tgid()
+#endif
+
 /* The cgroup v2 id of `task` (TRACE_CURRENT_TASK()), as bpf_get_current_cgroup_id:
  * task->cgroups->dfl_cgrp->kn->id where the offsets are known, else the helper. */
 static __always_inline u64 trace_task_cgroup(const void *task)

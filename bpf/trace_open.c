@@ -93,7 +93,7 @@ static __always_inline void count_drop(void)
  * TRACE_CURRENT_TASK()), else 0 (tid 0, the idle task, makes no syscalls). */
 static __always_inline u32 accepted_tid(const void *task)
 {
-    u64 id = bpf_get_current_pid_tgid();
+    u64 id = TRACE_PID_TGID_OF(task);
     if (trace_skip_current_of(id >> 32, task))
         return 0;
     return (u32)id;
@@ -138,9 +138,9 @@ static __always_inline int remember(u32 tid, void *task, u32 call, const void *f
 /* At any open-family exit: the event of the remembered call, with result `ret`. */
 static __always_inline int open_exit(void *ctx, long ret)
 {
-    u64 id = bpf_get_current_pid_tgid();
-    u32 tid = (u32)id;
     void *task = TRACE_CURRENT_TASK();  /* once: the storage and the header's fields */
+    u64 id = TRACE_PID_TGID_OF(task);
+    u32 tid = (u32)id;
     struct open_args *a = recalled(tid, task);
 #ifdef TRACE_FILTER_FAILED
     if (ret >= 0) {  /* succeeded: not an event under -x */

@@ -94,10 +94,9 @@ BPF_HASH(drill_hist, u64, u64, 16384);
 
 RAW_TRACEPOINT_PROBE(sys_enter)  /* args: (struct pt_regs *regs, long id) */
 {
-    u64 id = bpf_get_current_pid_tgid();
 #if TRACE_HAVE_TASK_STORAGE
-    void *task = TRACE_CURRENT_TASK();  /* once: for the -c filter and the storage */
-    if (trace_skip_current_of(id >> 32, task))  /* sys_exit only sees threads started here */
+    void *task = TRACE_CURRENT_TASK();  /* once: for the filters and the storage */
+    if (trace_skip_current_of(TRACE_PID_TGID_OF(task) >> 32, task))  /* sys_exit only sees threads started here */
         return 0;
     struct sys_start *cur = started.task_storage_get(task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
     if (cur) {  /* NULL: no memory for this task's entry; its exit finds none */
@@ -105,6 +104,7 @@ RAW_TRACEPOINT_PROBE(sys_enter)  /* args: (struct pt_regs *regs, long id) */
         cur->nr = ctx->args[1];
     }
 #else
+    u64 id = bpf_get_current_pid_tgid();
     if (trace_skip_current(id >> 32))
         return 0;
     u32 tid = (u32)id;

@@ -21,7 +21,13 @@ from ringtool.event.fields import FIELD_NAMES
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
-from ringtool.trace.growth_policy import MIB, default_max_bytes, size_text
+from ringtool.trace.growth_policy import (
+    MIB,
+    default_cap,
+    default_max_bytes,
+    default_start_pages,
+    size_text,
+)
 
 EVENTS = ("exec", "open", "syscalls", "net")
 DEFAULT_EVENTS = ("exec", "open", "syscalls")
@@ -111,8 +117,9 @@ def register(subs: Any) -> None:
         help="packet bytes captured (default 96)",
     )  # fmt: skip
     p.add_argument(
-        "--buffer-pages", type=v.power_of_two(MAX_BUFFER_PAGES), default=128,
-        help="pages per CPU ring buffer, a power of two (default 128)",
+        "--buffer-pages", type=v.power_of_two(MAX_BUFFER_PAGES), default=None,
+        help="pages per CPU ring buffer at start, a power of two (default: 1024 where "
+        "the memory allows, fewer on many CPUs, at least 128)",
     )  # fmt: skip
     p.add_argument(
         "--max-buffer-mb", type=v.number(above=0, hi=ram_bytes() // MIB, unit="MiB"),
@@ -221,9 +228,19 @@ def check(args: argparse.Namespace) -> None:
         require_interface(args.iface)  # a typo is an error, not a trace without packets
 
 
+def buffer_pages(args: argparse.Namespace) -> int:
+    """``--buffer-pages``, or its default for the cap (``--max-buffer-mb`` or the
+    machine's default) and the CPUs
+    (:func:`~ringtool.trace.growth_policy.default_start_pages`)."""
+    if args.buffer_pages is not None:
+        return int(args.buffer_pages)
+    cap = default_cap(ram_bytes()) if args.max_buffer_mb is None else args.max_buffer_mb * MIB
+    return default_start_pages(int(cap), len(online_cpus()))
+
+
 def start_bytes(args: argparse.Namespace) -> int:
     """What the rings take at start: one ring of ``--buffer-pages`` per online CPU."""
-    return len(online_cpus()) * int(args.buffer_pages) * 4096
+    return len(online_cpus()) * buffer_pages(args) * 4096
 
 
 def check_growth(args: argparse.Namespace) -> None:
@@ -239,7 +256,7 @@ def check_growth(args: argparse.Namespace) -> None:
     if args.max_buffer_mb * MIB < start:
         raise UsageError(
             f"--max-buffer-mb {args.max_buffer_mb:g} is less than the rings take at start "
-            f"({len(online_cpus())} CPUs x {size_text(args.buffer_pages * 4096)} = "
+            f"({len(online_cpus())} CPUs x {size_text(buffer_pages(args) * 4096)} = "
             f"{size_text(start)}): give at least {start / MIB:g}, or fewer --buffer-pages"
         )
 
@@ -285,7 +302,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         mode = "tui"
     width = None if args.wide or not sys.stdout.isatty() else shutil.get_terminal_size().columns
     opts = TraceOptions(
-        events=events, pid=args.pid, comm=args.comm, buffer_pages=args.buffer_pages,
+        events=events, pid=args.pid, comm=args.comm, buffer_pages=buffer_pages(args),
         slow_ms=args.slow_ms, iface=args.iface, snaplen=args.snaplen, tid=args.tid,
         uid=args.uid, cgroup=args.cgroup, failed_only=args.failed,
         max_buffer_bytes=None if args.flight_recorder is not None else max_buffer_bytes(args),

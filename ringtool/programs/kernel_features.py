@@ -20,7 +20,9 @@ storage bound above covers it): ``TRACE_TASK_COMM_OFF`` (``task_struct.comm``),
 uid and gid, as ``bpf_get_current_uid_gid``), and ``TRACE_TASK_CGROUPS_OFF`` with
 ``TRACE_CSS_SET_DFL_CGRP_OFF``, ``TRACE_CGROUP_KN_OFF``, ``TRACE_KERNFS_NODE_ID_OFF``
 (the cgroup v2 id, as ``bpf_get_current_cgroup_id``: task -> css_set -> default
-cgroup -> its kernfs node's id). Each group is given whole or not at all; the sources
+cgroup -> its kernfs node's id), and ``TRACE_TASK_PID_OFF`` with
+``TRACE_TASK_TGID_OFF`` (``task_struct.pid``/``tgid``, what
+``bpf_get_current_pid_tgid`` returns). Each group is given whole or not at all; the sources
 call the helper for a group that is absent, and for all of them on kernels before
 6.1 (``TASK_FIELDS_SINCE``).
 """
@@ -57,9 +59,12 @@ FIELD_CHAINS: tuple[tuple[tuple[str, ...], tuple[str, ...], int], ...] = (
         ("task_struct.cgroups", "css_set.dfl_cgrp", "cgroup.kn", "kernfs_node.id"),
         8,
     ),
+    (("TRACE_TASK_PID_OFF",), ("task_struct.pid",), 4),
+    (("TRACE_TASK_TGID_OFF",), ("task_struct.tgid",), 4),
 )  # fmt: skip
-#: Which chains belong together (the uid and the gid: both or neither).
-FIELD_GROUPS = ((0, 1), (2,))
+#: Which chains belong together (the uid and the gid, the pid and the tgid: both or
+#: neither).
+FIELD_GROUPS = ((0, 1), (2,), (3, 4))
 
 
 def kernel_version(release: str) -> tuple[int, int]:

@@ -13,9 +13,14 @@ from ringtool.trace.growth_policy import (
     GROW_FILL,
     MAX_RING_BYTES,
     SHRINK_FILL,
+    START_CAP_SHARE,
+    START_PAGES_MAX,
+    START_PAGES_MIN,
     BufferSample,
     GrowthPolicy,
+    default_cap,
     default_max_bytes,
+    default_start_pages,
     size_text,
 )
 
@@ -178,3 +183,20 @@ def test_size_text() -> None:
     assert [size_text(n) for n in (512, 4096, BASE, 1 << 20, 3 << 19, 1 << 30)] == [
         "512 B", "4 KiB", "512 KiB", "1 MiB", "1.5 MiB", "1 GiB",
     ]  # fmt: skip
+
+
+@given(cap=st.integers(0, 1 << 40), ncpus=st.integers(1, 4096))
+def test_default_start_pages_fits_an_eighth_of_the_cap(cap: int, ncpus: int) -> None:
+    pages = default_start_pages(cap, ncpus)
+    assert START_PAGES_MIN <= pages <= START_PAGES_MAX and pages & (pages - 1) == 0
+    fits = ncpus * pages * 4096 <= cap // START_CAP_SHARE
+    assert fits or pages == START_PAGES_MIN  # only the floor may exceed the share
+    if pages < START_PAGES_MAX:  # and it is the largest that fits
+        assert ncpus * 2 * pages * 4096 > cap // START_CAP_SHARE
+
+
+def test_default_start_pages_examples() -> None:
+    gib = 1 << 30
+    assert default_start_pages(default_cap(24 * gib), 2) == 1024  # 4 MiB per CPU
+    assert default_start_pages(default_cap(gib), 2) == 256  # a 16 MiB cap
+    assert default_start_pages(default_cap(256 * gib), 64) == 128  # many CPUs
