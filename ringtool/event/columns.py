@@ -64,9 +64,10 @@ SMALL_CODES = 4096
 def code_counts(col: Array) -> tuple[list[int], list[int]]:
     """The distinct values of the integer column ``col``, ascending, and how often each
     occurs. Codes in ``[0, SMALL_CODES)`` (every type and call code) take one
-    ``np.bincount`` over the column: no sort, and not ``np.unique``, whose first call
-    in a process imports ``numpy.ma`` (~10 ms: the first batch of a trace waited for
-    it while its ring filled). Other values fall back to ``np.unique``."""
+    ``np.bincount`` over the column: no sort, and not ``np.unique(col)``, which on its
+    first call in a process imports ``numpy.ma`` (numpy 2.x, integers, no ``return_*``
+    flag: ~10 ms; the first mixed batch of a trace waited for it while its ring
+    filled). Other values fall back to ``np.unique`` with ``return_counts``."""
     if len(col) == 0:
         return [], []
     if col.dtype.kind in "iu" and int(col.min()) >= 0 and int(col.max()) < SMALL_CODES:
