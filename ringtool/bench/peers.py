@@ -143,15 +143,27 @@ def _stats(values: list[float], digits: int = 1) -> dict[str, Any]:
             "range": [round(min(values), digits), round(max(values), digits)]}  # fmt: skip
 
 
+#: The busy loop's program (argv[1]: the bench's pid): it dies with the bench, also
+#: when the bench is killed before its cleanup (:mod:`ringtool.kernel.parent_death`).
+SPIN = (
+    "import sys\n"
+    "from ringtool.kernel.parent_death import die_with_parent\n"
+    "die_with_parent(int(sys.argv[1]))\n"
+    "while True:\n"
+    "    pass\n"
+)
+
+
 @contextlib.contextmanager
 def busy_loop(cpu: int | None) -> Iterator[None]:
     """With ``cpu``: a process spinning on that CPU for the block (what a busy machine
-    gives a tracer: half a CPU, and waits for it); None: nothing."""
+    gives a tracer: half a CPU, and waits for it), killed after it, and by the kernel
+    if this process dies first; None: nothing."""
     if cpu is None:
         yield
         return
     spin = subprocess.Popen(
-        [sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
+        [sys.executable, "-c", SPIN, str(os.getpid())], stdin=subprocess.DEVNULL,
         preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
     )  # fmt: skip
     try:

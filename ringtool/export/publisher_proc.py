@@ -7,15 +7,15 @@ batches the trace hands over, so encoding and publishing never take the GIL of t
 process that drains the rings.
 
 Lifetime: a session of its own (Ctrl-C in the terminal is the trace's to handle: the
-trace then closes it), ``SIGINT`` ignored, and ``PR_SET_PDEATHSIG`` (prctl(2)) so the
-kernel kills it when the trace dies by any means. It reports its counters a few times
-a second, drains and publishes the summary on ``close``, reports its final counters
-and exits; the end of its stdin without a close (the trace died) ends it at once.
+trace then closes it), ``SIGINT`` ignored, and ``PR_SET_PDEATHSIG``
+(:mod:`ringtool.kernel.parent_death`) so the kernel kills it when the trace dies by
+any means. It reports its counters a few times a second, drains and publishes the
+summary on ``close``, reports its final counters and exits; the end of its stdin
+without a close (the trace died) ends it at once.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -31,21 +31,12 @@ from ringtool.export.proc_wire import frame, merge, read_frame, write_all
 from ringtool.export.publisher import Publisher
 from ringtool.export.wire import Encoder, Message
 from ringtool.kernel.cpus import parse_cpu_list
+from ringtool.kernel.parent_death import die_with_parent
 
-PR_SET_PDEATHSIG = 1
 #: The child's GIL switch interval (Python's default: 5 ms), see :func:`main`.
 SWITCH_S = 0.0005
 #: Seconds between two counter reports.
 REPORT_S = 0.2
-
-
-def _die_with_parent(ppid: int) -> None:
-    """PR_SET_PDEATHSIG (prctl(2)): SIGKILL when the parent thread exits; then check
-    the parent did not exit before the call (getppid(2) is no longer ``ppid``)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != ppid:
-        os._exit(0)
 
 
 class _Child:
@@ -125,7 +116,7 @@ def _any_cpu() -> None:
 
 
 def main(argv: list[str]) -> int:
-    _die_with_parent(int(argv[0]))
+    die_with_parent(int(argv[0]))
     _any_cpu()
     # the frame reader waits for the GIL after every pipe read while the publisher
     # thread encodes: a short switch interval keeps the pipe from backing up

@@ -30,7 +30,7 @@ def _spread(stat: object) -> tuple[float, float, float]:
 
 def _spinners() -> list[str]:
     """Pids of the share-CPU busy loops now running."""
-    out = subprocess.run(["pgrep", "-f", "^[^ ]*python[^ ]* -c while True: pass$"],
+    out = subprocess.run(["pgrep", "-f", "ringtool.kernel.parent_death import die_with_parent"],
                          capture_output=True, text=True, check=False)  # fmt: skip
     return out.stdout.split()
 
