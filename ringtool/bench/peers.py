@@ -49,6 +49,8 @@ from ringtool.bench.cbuild import build_c
 from ringtool.bench.peer_tracers import Tracer, tracers
 from ringtool.bench.trace_proc import SOURCE, run_loop, task_cpu_ns
 from ringtool.errors import BenchError
+from ringtool.kernel.libc import libc
+from ringtool.kernel.parent_death import die_with_parent
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.kernel.task_fd_query import attached_events
 
@@ -66,16 +68,30 @@ def attached(pid: int) -> bool:
     return READY_EVENT in attached_events(pid).values()
 
 
+def _start_pinned(
+    argv: list[str] | tuple[str, ...], cpu: int, **popen: Any
+) -> subprocess.Popen[bytes]:
+    """``argv`` started pinned to ``cpu`` and killed by the kernel if the bench dies
+    without stopping it (SIGKILL, or a SIGTERM with no handler:
+    :mod:`ringtool.kernel.parent_death`)."""
+    bench = os.getpid()
+    libc()  # loaded here: the child, between fork and exec, only calls it
+
+    def child() -> None:
+        os.sched_setaffinity(0, {cpu})
+        die_with_parent(bench)
+
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=child, **popen)
+
+
 class Running:
-    """A tracer started pinned to :data:`TRACER_CPU`, stdout into ``out``."""
+    """A tracer started pinned to :data:`TRACER_CPU`, stdout into ``out``; it dies with
+    the bench (:mod:`ringtool.kernel.parent_death`)."""
 
     def __init__(self, tracer: Tracer, out: Path) -> None:
         self.out = out
         with open(out, "wb") as f, open(out.with_suffix(".err"), "wb") as err:
-            self.proc = subprocess.Popen(
-                tracer.argv, stdout=f, stderr=err, stdin=subprocess.DEVNULL,
-                preexec_fn=lambda: os.sched_setaffinity(0, {TRACER_CPU}),
-            )  # fmt: skip
+            self.proc = _start_pinned(tracer.argv, TRACER_CPU, stdout=f, stderr=err)
         self.name = tracer.name
 
     def wait_attached(self) -> None:
@@ -143,17 +159,6 @@ def _stats(values: list[float], digits: int = 1) -> dict[str, Any]:
             "range": [round(min(values), digits), round(max(values), digits)]}  # fmt: skip
 
 
-#: The busy loop's program (argv[1]: the bench's pid): it dies with the bench, also
-#: when the bench is killed before its cleanup (:mod:`ringtool.kernel.parent_death`).
-SPIN = (
-    "import sys\n"
-    "from ringtool.kernel.parent_death import die_with_parent\n"
-    "die_with_parent(int(sys.argv[1]))\n"
-    "while True:\n"
-    "    pass\n"
-)
-
-
 @contextlib.contextmanager
 def busy_loop(cpu: int | None) -> Iterator[None]:
     """With ``cpu``: a process spinning on that CPU for the block (what a busy machine
@@ -162,10 +167,7 @@ def busy_loop(cpu: int | None) -> Iterator[None]:
     if cpu is None:
         yield
         return
-    spin = subprocess.Popen(
-        [sys.executable, "-c", SPIN, str(os.getpid())], stdin=subprocess.DEVNULL,
-        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
-    )  # fmt: skip
+    spin = _start_pinned([sys.executable, "-c", "while True: pass"], cpu)
     try:
         yield
     finally:

@@ -163,3 +163,44 @@ def spawn_execs(dirpath: Path, comm: str, count: int, rate: float) -> subprocess
 
 def fd_count() -> int:
     return len(os.listdir("/proc/self/fd"))
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the comm (state, ppid, ...), or None."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def children_of(ppid: int, argv: list[str] | None = None) -> list[int]:
+    """Pids of the processes whose parent is ``ppid`` (and whose command line is
+    ``argv``, when given)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        fields = _stat_fields(int(d.name)) if d.name.isdigit() else None
+        if fields is None or int(fields[1]) != ppid:
+            continue
+        if argv is not None:
+            try:
+                cmdline = (d / "cmdline").read_bytes().split(b"\0")[:-1]
+            except OSError:
+                continue
+            if [a.decode(errors="replace") for a in cmdline] != argv:
+                continue
+        out.append(int(d.name))
+    return out
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def gone_within(pid: int, timeout: float) -> bool:
+    """Waits up to ``timeout`` s for ``pid`` to end (or be a zombie); whether it did."""
+    deadline = time.monotonic() + timeout
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not running(pid)

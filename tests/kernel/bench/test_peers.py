@@ -11,7 +11,8 @@ import time
 import pytest
 
 from ringtool.bench.peer_tracers import SETUP_SCRIPT, tracers
-from tests.helpers.paths import RINGTOOL
+from tests.helpers.paths import PY, RINGTOOL
+from tests.helpers.procs import children_of, running
 
 # host_only: the peer bench's output; its peers are not installed in the VM (CI runs
 # it on the host, not again in the emulated VM).
@@ -28,27 +29,26 @@ def _spread(stat: object) -> tuple[float, float, float]:
     return float(lo), float(stat["median"]), float(hi)
 
 
-def _spinners() -> list[str]:
-    """Pids of the share-CPU busy loops now running."""
-    out = subprocess.run(["pgrep", "-f", "ringtool.kernel.parent_death import die_with_parent"],
-                         capture_output=True, text=True, check=False)  # fmt: skip
-    return out.stdout.split()
+#: The busy loop's command line (ringtool.bench.peers.busy_loop).
+SPIN = [PY, "-c", "while True: pass"]
 
 
 @pytest.mark.parametrize("share", [False, True], ids=["alone", "share-cpu"])
 def test_bench_peers_json_rows(share: bool) -> None:
-    before = _spinners()
     proc = subprocess.Popen([*RINGTOOL, "bench", "peers", "--json", "--repeats", "1",
                              "--seconds", "0.3", *(["--share-cpu"] if share else [])],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    if share:  # the busy loop runs while the bench does, and is gone after it
+    spinners: list[int] = []
+    if share:  # the bench's busy loop runs while the bench does, and is gone after it
         deadline = time.monotonic() + 60
-        while len(_spinners()) <= len(before) and proc.poll() is None:
+        while not spinners and proc.poll() is None:
             assert time.monotonic() < deadline, "no busy loop started"
+            spinners = children_of(proc.pid, SPIN)
             time.sleep(0.05)
     stdout, stderr = proc.communicate(timeout=900)
     assert proc.returncode == 0, stderr[-2000:]
-    assert _spinners() == before
+    assert len(spinners) == share
+    assert not any(running(pid) for pid in spinners)
     rows = {r["tracer"]: r for r in map(json.loads, stdout.splitlines())}
     assert set(rows) == {t.name for t in tracers()}
     assert all(r["bench"] == "peers" for r in rows.values())
