@@ -48,28 +48,27 @@ def test_the_busy_loop_ends_with_its_block() -> None:
     assert children_of(bench.pid) == []
 
 
-def test_the_busy_loop_dies_with_a_killed_bench() -> None:
-    bench = subprocess.Popen([sys.executable, "-c", _BENCH, "kill"], stdout=subprocess.PIPE,
+def _child_of_killed_bench(*argv: str) -> int:
+    """Runs a bench stand-in (``python -c ARGV...``) until it says ready, checks it has
+    one child, SIGKILLs it, and gives the child's pid."""
+    bench = subprocess.Popen([sys.executable, "-c", *argv], stdout=subprocess.PIPE,
                              text=True)  # fmt: skip
     try:
         assert bench.stdout is not None and bench.stdout.readline() == "ready\n"
-        spinners = children_of(bench.pid)
-        assert len(spinners) == 1 and running(spinners[0])
+        children = children_of(bench.pid)
+        assert len(children) == 1 and running(children[0])
     finally:
         os.kill(bench.pid, signal.SIGKILL)
         bench.wait()
-    assert gone_within(spinners[0], 30), "the busy loop outlived the killed bench"
+    return children[0]
+
+
+def test_the_busy_loop_dies_with_a_killed_bench() -> None:
+    spinner = _child_of_killed_bench(_BENCH, "kill")
+    assert gone_within(spinner, 30), "the busy loop outlived the killed bench"
 
 
 @pytest.mark.skipif(TRACER_CPU not in os.sched_getaffinity(0), reason="no CPU 1 here")
 def test_a_running_tracer_dies_with_a_killed_bench(tmp_path: Path) -> None:
-    bench = subprocess.Popen([sys.executable, "-c", _TRACING, str(tmp_path)],
-                             stdout=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        assert bench.stdout is not None and bench.stdout.readline() == "ready\n"
-        tracers = children_of(bench.pid)
-        assert len(tracers) == 1 and running(tracers[0])
-    finally:
-        os.kill(bench.pid, signal.SIGKILL)
-        bench.wait()
-    assert gone_within(tracers[0], 30), "the tracer outlived the killed bench"
+    tracer = _child_of_killed_bench(_TRACING, str(tmp_path))
+    assert gone_within(tracer, 30), "the tracer outlived the killed bench"
