@@ -49,7 +49,6 @@ from ringtool.bench.cbuild import build_c
 from ringtool.bench.peer_tracers import Tracer, tracers
 from ringtool.bench.trace_proc import SOURCE, run_loop, task_cpu_ns
 from ringtool.errors import BenchError
-from ringtool.kernel.libc import libc
 from ringtool.kernel.parent_death import die_with_parent
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.kernel.task_fd_query import attached_events
@@ -75,7 +74,6 @@ def _start_pinned(
     without stopping it (SIGKILL, or a SIGTERM with no handler:
     :mod:`ringtool.kernel.parent_death`)."""
     bench = os.getpid()
-    libc()  # loaded here: the child, between fork and exec, only calls it
 
     def child() -> None:
         os.sched_setaffinity(0, {cpu})
