@@ -21,6 +21,7 @@ examples:
   sudo ringtool bench trace --seconds 5    # end-to-end trace: delivered, dropped, CPU
   sudo ringtool bench peers --repeats 5    # vs bpftrace, opensnoop (scripts/setup-peers.sh)
   sudo ringtool bench peers --share-cpu    # the same, a busy loop on the tracers' CPU
+  sudo ringtool bench primitives           # what each BPF building block costs here
   sudo ringtool bench merge                # merge algorithms: synthetic and real rings
   sudo ringtool bench all --quick          # every benchmark, small sizes
 """
@@ -58,8 +59,14 @@ def register(subs: Any) -> None:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'bench':<18} {'consumer':<20} {'records':>10} {'ns/rec':>9} {'ratio':>7}"]
+    lines: list[str] = []
+    if any("ns_per_record" in r for r in rows):
+        lines.append(f"{'bench':<18} {'consumer':<20} {'records':>10} {'ns/rec':>9} {'ratio':>7}")
     for r in rows:
+        if "primitive" in r:  # bench primitives: ns per run, added to the empty program
+            lines.append(f"{r['bench']:<18} {r['primitive']:<13} {r['ns_per_run']:>8.1f} ns "
+                         f"{r['added_ns']:>+8.1f}  {r['does']}")  # fmt: skip
+            continue
         if "ns_per_record" not in r:
             extra = " ".join(f"{k}={v}" for k, v in r.items() if k != "bench")
             lines.append(f"{r['bench']:<18} {extra}")

@@ -1,0 +1,170 @@
+"""``ringtool bench primitives``: what each building block of a trace program costs
+on this machine, per run, from the kernel's BPF run-time statistics.
+
+``bpf/bench_primitives.c`` holds one program per block (:data:`PRIMITIVES`). The
+producer (``csrc/syscall_loop.c``, :mod:`ringtool.bench.trace_proc`) makes ``openat``
++ ``close`` calls pinned to CPU 0; each program in turn is attached to
+``syscalls:sys_enter_openat`` for one slice with the statistics on
+(``BPF_ENABLE_STATS``), and its ns per run is Δ``run_time_ns`` / Δ``run_cnt`` over
+the slice. ``repeats`` alternating rounds; per block the median, its range, and
+``added_ns`` = median − the ``empty`` program's median.
+
+The statistics put two clock reads around every run, so ``empty`` is not 0: a block's
+``added_ns`` is what it adds to every event. It depends on the CPU and its
+mitigations (return thunks and retpolines make every helper call dearer), which is
+why it is measured rather than quoted. The trace sources are made of these blocks
+(``bpf/trace_open.c``, ``bpf/trace_syscalls.c``): the figures read the per-program
+times of ``ringtool trace``'s cost panel and the ``trace-overhead`` row of
+``ringtool bench trace``.
+
+The ``ringbuf`` block's records are drained by a thread with ringtool's
+:class:`~ringtool.readers.ringbuf.RingBuffer` while it runs, and the row's
+``undelivered`` (runs − records read) says whether any reservation failed (a failed
+one would make the block look cheaper); 0 is expected.
+
+Rows: ``{"bench": "bpf-primitive", "primitive": ..., "does": ..., "ns_per_run": x,
+"added_ns": x - empty, "min_ns": ..., "max_ns": ..., "runs": N}``. Only numbers;
+nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from ringtool.bench.trace_proc import build_loop, run_loop
+from ringtool.event.layout import load_layout
+from ringtool.kernel import bpf_stats
+from ringtool.kernel.privileges import require_bpf_privileges
+from ringtool.programs.loader import compile_program, load_function
+from ringtool.programs.tracepoints import TracepointFormatError, parse_format, read_format
+from ringtool.readers.ringbuf import RingBuffer
+
+#: block -> what its program does (``prim_<block>`` in bpf/bench_primitives.c)
+PRIMITIVES: dict[str, str] = {
+    "empty": "nothing: the baseline (the statistics' own clock reads)",
+    "helper": "one helper call that does almost nothing (bpf_get_current_pid_tgid)",
+    "task_btf": "the current task's BTF pointer (bpf_get_current_task_btf)",
+    "ktime": "the clock (bpf_ktime_get_ns)",
+    "task_storage": "task pointer + per-task storage (bpf_task_storage_get)",
+    "hash_tid": "tid + hash lookup keyed by it (update on a miss)",
+    "array": "array lookup (inlined by the verifier) + atomic add",
+    "user_str": "the path from user memory (bpf_probe_read_user_str)",
+    "ringbuf": "ring buffer reserve + submit of one trace record",
+    "comm_helper": "the comm by helper (bpf_get_current_comm)",
+}
+CATEGORY, EVENT = "syscalls", "sys_enter_openat"
+PRODUCER_CPU = 0
+DRAIN_CPU = 1
+
+
+def filename_offset() -> int:
+    """The offset of the ``filename`` field in ``syscalls:sys_enter_openat``'s record
+    (tracefs); a :class:`TracepointFormatError` when the kernel lacks it."""
+    field = parse_format(read_format(CATEGORY, EVENT)).get("filename")
+    if field is None:
+        raise TracepointFormatError(f"{CATEGORY}:{EVENT} has no filename field")
+    return field.offset
+
+
+class _Drain:
+    """A thread reading the ``records`` ring while the ``ringbuf`` block runs; after
+    :meth:`stop`, :attr:`records` is every record the block submitted until then."""
+
+    def __init__(self, ring: RingBuffer, record: Any) -> None:
+        self._ring, self._record = ring, record
+        self._stop = threading.Event()
+        self.records = 0
+        self._thread = threading.Thread(target=self._run, name="primitives-drain", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> int:
+        n = len(self._ring.read_batch(self._record))
+        self.records += n
+        return n
+
+    def _run(self) -> None:
+        if (os.cpu_count() or 1) > DRAIN_CPU:
+            with contextlib.suppress(OSError):  # this thread only: off the producer's CPU
+                os.sched_setaffinity(0, {DRAIN_CPU})
+        while not self._stop.is_set():
+            if not self._read():
+                self._stop.wait(0.001)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        while self._read():
+            pass
+        return self.records
+
+
+class _Bench:
+    """The compiled blocks, attached one at a time while the producer runs."""
+
+    def __init__(self, binary: Path, slice_s: float) -> None:
+        self.binary, self.slice_s = binary, slice_s
+        self.obj = compile_program("bench_primitives.c",
+                                   defines={"PRIM_FILENAME_OFF": filename_offset()})  # fmt: skip
+        self.fds = {n: load_function(self.obj, f"prim_{n}", "TRACEPOINT").fd for n in PRIMITIVES}
+        self.ring = RingBuffer(self.obj[b"records"])
+        self.record = load_layout().event
+        self.undelivered = 0
+
+    def close(self) -> None:
+        self.ring.close()
+        self.obj.cleanup()
+
+    def measure(self, name: str) -> tuple[float, int]:
+        """One slice of block ``name``: (ns per run, runs)."""
+        tp = f"{CATEGORY}:{EVENT}".encode()
+        before = bpf_stats.prog_run_stats(self.fds[name])
+        drain = _Drain(self.ring, self.record) if name == "ringbuf" else None
+        self.obj.attach_tracepoint(tp=tp, fn_name=f"prim_{name}".encode())
+        try:
+            run_loop(self.binary, "open", PRODUCER_CPU, self.slice_s)
+        finally:
+            self.obj.detach_tracepoint(tp)
+            after = bpf_stats.prog_run_stats(self.fds[name])
+            records = drain.stop() if drain else 0
+        runs = after.run_cnt - before.run_cnt
+        if drain:
+            self.undelivered += runs - records
+        return (after.run_time_ns - before.run_time_ns) / max(1, runs), runs
+
+
+def run(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
+    """Every block in ``repeats`` alternating rounds (see the module doc)."""
+    require_bpf_privileges("ringtool bench primitives")
+    times: dict[str, list[float]] = {n: [] for n in PRIMITIVES}
+    runs = dict.fromkeys(PRIMITIVES, 0)
+    with tempfile.TemporaryDirectory(prefix="ringtool-bench-prim-") as d, bpf_stats.enable():
+        bench = _Bench(build_loop(Path(d)), 0.2 if quick else 0.5)
+        try:
+            for _ in range(repeats):
+                for name in PRIMITIVES:
+                    ns, n = bench.measure(name)
+                    times[name].append(ns)
+                    runs[name] += n
+        finally:
+            bench.close()
+    base = statistics.median(times["empty"])
+    rows: list[dict[str, Any]] = []
+    for name, does in PRIMITIVES.items():
+        med = statistics.median(times[name])
+        rows.append({
+            "bench": "bpf-primitive", "primitive": name, "does": does,
+            "ns_per_run": round(med, 1), "added_ns": round(med - base, 1),
+            "min_ns": round(min(times[name]), 1), "max_ns": round(max(times[name]), 1),
+            "runs": runs[name],
+            **({"undelivered": bench.undelivered} if name == "ringbuf" else {}),
+        })  # fmt: skip
+    return rows
+
+
+__all__ = ["PRIMITIVES", "filename_offset", "run"]
