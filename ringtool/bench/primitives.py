@@ -35,7 +35,7 @@ import statistics
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ringtool.bench.trace_proc import build_loop, run_loop
 from ringtool.event.layout import load_layout
@@ -44,6 +44,9 @@ from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.programs.loader import compile_program, load_function
 from ringtool.programs.tracepoints import TracepointFormatError, parse_format, read_format
 from ringtool.readers.ringbuf import RingBuffer
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: block -> what its program does (``prim_<block>`` in bpf/bench_primitives.c)
 PRIMITIVES: dict[str, str] = {
@@ -74,11 +77,13 @@ def filename_offset() -> int:
 
 class _Drain:
     """A thread reading the ``records`` ring while the ``ringbuf`` block runs; after
-    :meth:`stop`, :attr:`records` is every record the block submitted until then."""
+    :meth:`stop`, :attr:`records` is every record the block submitted until then. An
+    error of the thread's read is raised by :meth:`stop`."""
 
-    def __init__(self, ring: RingBuffer, record: Any) -> None:
+    def __init__(self, ring: RingBuffer, record: np.dtype[Any]) -> None:
         self._ring, self._record = ring, record
         self._stop = threading.Event()
+        self._error: Exception | None = None
         self.records = 0
         self._thread = threading.Thread(target=self._run, name="primitives-drain", daemon=True)
         self._thread.start()
@@ -92,13 +97,18 @@ class _Drain:
         if (os.cpu_count() or 1) > DRAIN_CPU:
             with contextlib.suppress(OSError):  # this thread only: off the producer's CPU
                 os.sched_setaffinity(0, {DRAIN_CPU})
-        while not self._stop.is_set():
-            if not self._read():
-                self._stop.wait(0.001)
+        try:
+            while not self._stop.is_set():
+                if not self._read():
+                    self._stop.wait(0.001)
+        except Exception as exc:  # raised again in the bench's thread by stop()
+            self._error = exc
 
     def stop(self) -> int:
         self._stop.set()
         self._thread.join()
+        if self._error is not None:
+            raise self._error
         while self._read():
             pass
         return self.records
