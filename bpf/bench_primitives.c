@@ -11,25 +11,32 @@
  * path from user memory, a ring buffer reservation and submit, the comm helper.
  *
  * ctx: the record of the syscall's enter tracepoint (struct syscall_trace_enter in
- * include/trace/syscall.h: the common header, the number, then one unsigned long per
- * argument); its `filename` field's offset comes from tracefs as
- * -DPRIM_FILENAME_OFF (ringtool/programs/tracepoints.py).
+ * kernel/trace/trace.h: the common header, the number, then one unsigned long per
+ * argument); its `filename` field's offset, read from tracefs, comes as
+ * -DPRIM_FILENAME_OFF (ringtool/bench/primitives.py). PRIM_HAVE_TASK_STORAGE (1 or 0:
+ * kernel BTF and per-task storage for tracing programs,
+ * ringtool/programs/kernel_features.py) says whether prim_task_btf and
+ * prim_task_storage exist. prim_ringbuf counts the reservations that failed in
+ * `reserve_failed` (per CPU), so runs = records read + failed, exactly.
  */
 #include "trace_event.h"
 
-#ifndef PRIM_FILENAME_OFF
-#error "bench_primitives.c: compile with -DPRIM_FILENAME_OFF (the filename field's offset)"
+#if !defined(PRIM_FILENAME_OFF) || !defined(PRIM_HAVE_TASK_STORAGE)
+#error "bench_primitives.c: compile with -DPRIM_FILENAME_OFF and -DPRIM_HAVE_TASK_STORAGE"
 #endif
 
 struct path_buf {
     char d[TRACE_DATA_LEN];
 };
 
+#if PRIM_HAVE_TASK_STORAGE
 BPF_TASK_STORAGE(task_vals, u64);
+#endif
 BPF_HASH(tid_vals, u32, u64, 10240);
 BPF_ARRAY(counter, u64, 1);
 BPF_PERCPU_ARRAY(path, struct path_buf, 1);
 BPF_RINGBUF_OUTPUT(records, 1024);  /* 4 MiB, drained by the bench */
+BPF_PERCPU_ARRAY(reserve_failed, u64, 1);
 
 /* A use of `v` the compiler cannot drop: the result decides the return value. */
 #define PRIM_KEEP(v) return (v) == 0x5eed ? 1 : 0
@@ -44,14 +51,15 @@ int prim_helper(void *ctx)
     PRIM_KEEP(bpf_get_current_pid_tgid());
 }
 
-int prim_task_btf(void *ctx)
-{
-    PRIM_KEEP((u64)bpf_get_current_task_btf());
-}
-
 int prim_ktime(void *ctx)
 {
     PRIM_KEEP(bpf_ktime_get_ns());
+}
+
+#if PRIM_HAVE_TASK_STORAGE
+int prim_task_btf(void *ctx)
+{
+    PRIM_KEEP((u64)bpf_get_current_task_btf());
 }
 
 int prim_task_storage(void *ctx)
@@ -62,6 +70,7 @@ int prim_task_storage(void *ctx)
         *v += 1;
     return 0;
 }
+#endif
 
 int prim_hash_tid(void *ctx)
 {
@@ -98,8 +107,10 @@ int prim_user_str(void *ctx)
 int prim_ringbuf(void *ctx)
 {
     struct trace_event *e = records.ringbuf_reserve(sizeof(struct trace_event));
-    if (!e)
+    if (!e) {
+        reserve_failed.increment(0);
         return 0;
+    }
     e->h.type = 0;
     records.ringbuf_submit(e, BPF_RB_NO_WAKEUP);
     return 0;

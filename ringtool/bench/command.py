@@ -58,14 +58,24 @@ def register(subs: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _primitive_line(r: dict[str, Any]) -> str:
+    head = f"{r['bench']:<18} {r['primitive']:<13}"
+    if "skipped" in r:
+        return f"{head} skipped: {r['skipped']}"
+    line = f"{head} {r['ns_per_run']:>8.1f} ns {r['added_ns']:>+8.1f}  {r['does']}"
+    if "records" in r:
+        line += (f" (records {r['records']}, failed reservations {r['reserve_failed']}, "
+                 f"unaccounted {r['unaccounted']})")  # fmt: skip
+    return line
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     if any("ns_per_record" in r for r in rows):
         lines.append(f"{'bench':<18} {'consumer':<20} {'records':>10} {'ns/rec':>9} {'ratio':>7}")
     for r in rows:
         if "primitive" in r:  # bench primitives: ns per run, added to the empty program
-            lines.append(f"{r['bench']:<18} {r['primitive']:<13} {r['ns_per_run']:>8.1f} ns "
-                         f"{r['added_ns']:>+8.1f}  {r['does']}")  # fmt: skip
+            lines.append(_primitive_line(r))
             continue
         if "ns_per_record" not in r:
             extra = " ".join(f"{k}={v}" for k, v in r.items() if k != "bench")

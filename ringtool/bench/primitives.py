@@ -9,18 +9,21 @@ producer (``csrc/syscall_loop.c``, :mod:`ringtool.bench.trace_proc`) makes ``ope
 the slice. ``repeats`` alternating rounds; per block the median, its range, and
 ``added_ns`` = median − the ``empty`` program's median.
 
-The statistics put two clock reads around every run, so ``empty`` is not 0: a block's
-``added_ns`` is what it adds to every event. It depends on the CPU and its
-mitigations (return thunks and retpolines make every helper call dearer), which is
-why it is measured rather than quoted. The trace sources are made of these blocks
-(``bpf/trace_open.c``, ``bpf/trace_syscalls.c``): the figures read the per-program
-times of ``ringtool trace``'s cost panel and the ``trace-overhead`` row of
-``ringtool bench trace``.
+The statistics put two clock reads around every run, and calling a program costs
+too, so ``empty`` is not 0: a block's ``added_ns`` is what it adds to every event. It
+depends on the CPU and its mitigations (return thunks and retpolines make every
+helper call dearer), which is why it is measured rather than quoted. The trace
+sources are made of these blocks (``bpf/trace_open.c``, ``bpf/trace_syscalls.c``):
+the figures read the per-program times of ``ringtool trace``'s cost panel and the
+``trace-overhead`` row of ``ringtool bench trace``. The ``task_btf`` and
+``task_storage`` blocks need kernel BTF and per-task storage for tracing programs
+(Linux 5.13+); elsewhere their rows say ``skipped``.
 
-The ``ringbuf`` block's records are drained by a thread with ringtool's
-:class:`~ringtool.readers.ringbuf.RingBuffer` while it runs, and the row's
-``undelivered`` (runs − records read) says whether any reservation failed (a failed
-one would make the block look cheaper); 0 is expected.
+The ``ringbuf`` block's records are read by a thread with ringtool's
+:class:`~ringtool.readers.ringbuf.RingBuffer` while it runs, and its program counts
+the reservations that failed (a failed one would make the block look cheaper): its
+row has ``records``, ``reserve_failed`` and ``unaccounted`` = runs − records −
+failed, which is 0 when every run is accounted for.
 
 Rows: ``{"bench": "bpf-primitive", "primitive": ..., "does": ..., "ns_per_run": x,
 "added_ns": x - empty, "min_ns": ..., "max_ns": ..., "runs": N}``. Only numbers;
@@ -38,10 +41,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ringtool.bench.trace_proc import build_loop, run_loop
+from ringtool.errors import BenchError
 from ringtool.event.layout import load_layout
 from ringtool.kernel import bpf_stats
 from ringtool.kernel.privileges import require_bpf_privileges
-from ringtool.programs.loader import compile_program, load_function
+from ringtool.programs.kernel_features import has_task_storage
+from ringtool.programs.loader import BpfCompileError, compile_program, load_function
 from ringtool.programs.tracepoints import TracepointFormatError, parse_format, read_format
 from ringtool.readers.ringbuf import RingBuffer
 
@@ -50,7 +55,7 @@ if TYPE_CHECKING:
 
 #: block -> what its program does (``prim_<block>`` in bpf/bench_primitives.c)
 PRIMITIVES: dict[str, str] = {
-    "empty": "nothing: the baseline (the statistics' own clock reads)",
+    "empty": "nothing: the baseline (a program run and the statistics' clock reads)",
     "helper": "one helper call that does almost nothing (bpf_get_current_pid_tgid)",
     "task_btf": "the current task's BTF pointer (bpf_get_current_task_btf)",
     "ktime": "the clock (bpf_ktime_get_ns)",
@@ -61,6 +66,9 @@ PRIMITIVES: dict[str, str] = {
     "ringbuf": "ring buffer reserve + submit of one trace record",
     "comm_helper": "the comm by helper (bpf_get_current_comm)",
 }
+#: the blocks that need kernel BTF and per-task storage for tracing programs
+NEED_TASK_STORAGE = ("task_btf", "task_storage")
+SKIPPED = "needs kernel BTF and per-task storage for tracing programs (Linux 5.13+)"
 CATEGORY, EVENT = "syscalls", "sys_enter_openat"
 PRODUCER_CPU = 0
 DRAIN_CPU = 1
@@ -119,38 +127,59 @@ class _Bench:
 
     def __init__(self, binary: Path, slice_s: float) -> None:
         self.binary, self.slice_s = binary, slice_s
-        self.obj = compile_program("bench_primitives.c",
-                                   defines={"PRIM_FILENAME_OFF": filename_offset()})  # fmt: skip
-        self.fds = {n: load_function(self.obj, f"prim_{n}", "TRACEPOINT").fd for n in PRIMITIVES}
+        have = has_task_storage()
+        self.blocks = [n for n in PRIMITIVES if have or n not in NEED_TASK_STORAGE]
+        self.obj = compile_program("bench_primitives.c", defines={
+            "PRIM_FILENAME_OFF": filename_offset(), "PRIM_HAVE_TASK_STORAGE": int(have),
+        })  # fmt: skip
+        self.fds = {n: load_function(self.obj, f"prim_{n}", "TRACEPOINT").fd for n in self.blocks}
         self.ring = RingBuffer(self.obj[b"records"])
         self.record = load_layout().event
-        self.undelivered = 0
+        self.records = 0  # read from the ring while the ringbuf block ran
 
     def close(self) -> None:
         self.ring.close()
         self.obj.cleanup()
 
+    def reserve_failed(self) -> int:
+        """The ringbuf block's failed reservations so far (all CPUs)."""
+        return int(self.obj[b"reserve_failed"].sum(0).value)
+
     def measure(self, name: str) -> tuple[float, int]:
-        """One slice of block ``name``: (ns per run, runs)."""
+        """One slice of block ``name``: (ns per run, runs). A :class:`BenchError` when
+        the program did not run at all; a BpfCompileError when it cannot attach."""
         tp = f"{CATEGORY}:{EVENT}".encode()
         before = bpf_stats.prog_run_stats(self.fds[name])
+        try:
+            self.obj.attach_tracepoint(tp=tp, fn_name=f"prim_{name}".encode())
+        except Exception as exc:  # BCC raises bare Exception
+            raise BpfCompileError(
+                f"could not attach prim_{name} to {CATEGORY}:{EVENT}: {exc}"
+            ) from exc
         drain = _Drain(self.ring, self.record) if name == "ringbuf" else None
-        self.obj.attach_tracepoint(tp=tp, fn_name=f"prim_{name}".encode())
         try:
             run_loop(self.binary, "open", PRODUCER_CPU, self.slice_s)
-        finally:
+        except BaseException:
             self.obj.detach_tracepoint(tp)
-            after = bpf_stats.prog_run_stats(self.fds[name])
-            records = drain.stop() if drain else 0
+            if drain:
+                with contextlib.suppress(Exception):  # the loop's error is the one to tell
+                    drain.stop()
+            raise
+        self.obj.detach_tracepoint(tp)  # returns once no run of it is left
+        after = bpf_stats.prog_run_stats(self.fds[name])
+        self.records += drain.stop() if drain else 0
         runs = after.run_cnt - before.run_cnt
-        if drain:
-            self.undelivered += runs - records
-        return (after.run_time_ns - before.run_time_ns) / max(1, runs), runs
+        if runs == 0:
+            raise BenchError(f"prim_{name} never ran in its {self.slice_s} s on {CATEGORY}:"
+                             f"{EVENT} while the producer opened files")  # fmt: skip
+        return (after.run_time_ns - before.run_time_ns) / runs, runs
 
 
 def run(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
     """Every block in ``repeats`` alternating rounds (see the module doc)."""
     require_bpf_privileges("ringtool bench primitives")
+    with bpf_stats.enable():  # fails now, before any compile, where they cannot be had
+        pass
     times: dict[str, list[float]] = {n: [] for n in PRIMITIVES}
     runs = dict.fromkeys(PRIMITIVES, 0)
     with tempfile.TemporaryDirectory(prefix="ringtool-bench-prim-") as d:
@@ -158,23 +187,28 @@ def run(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
         try:
             with bpf_stats.enable():  # on for the measurements only (every program pays)
                 for _ in range(repeats):
-                    for name in PRIMITIVES:
+                    for name in bench.blocks:
                         ns, n = bench.measure(name)
                         times[name].append(ns)
                         runs[name] += n
+            failed = bench.reserve_failed()
         finally:
             bench.close()
     base = statistics.median(times["empty"])
     rows: list[dict[str, Any]] = []
     for name, does in PRIMITIVES.items():
+        row: dict[str, Any] = {"bench": "bpf-primitive", "primitive": name, "does": does}
+        if not times[name]:
+            rows.append(row | {"skipped": SKIPPED})
+            continue
         med = statistics.median(times[name])
-        rows.append({
-            "bench": "bpf-primitive", "primitive": name, "does": does,
-            "ns_per_run": round(med, 1), "added_ns": round(med - base, 1),
-            "min_ns": round(min(times[name]), 1), "max_ns": round(max(times[name]), 1),
-            "runs": runs[name],
-            **({"undelivered": bench.undelivered} if name == "ringbuf" else {}),
-        })  # fmt: skip
+        row |= {"ns_per_run": round(med, 1), "added_ns": round(med - base, 1),
+                "min_ns": round(min(times[name]), 1), "max_ns": round(max(times[name]), 1),
+                "runs": runs[name]}  # fmt: skip
+        if name == "ringbuf":  # every run submitted a record or counted a failure
+            row |= {"records": bench.records, "reserve_failed": failed,
+                    "unaccounted": runs[name] - bench.records - failed}  # fmt: skip
+        rows.append(row)
     return rows
 
 
