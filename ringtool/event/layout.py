@@ -73,6 +73,14 @@ class TraceLayout:
         """dtype of ``struct trace_net`` (net sample header; packet bytes follow)."""
         return self.dtypes["trace_net"]
 
+    @property
+    def net_ts_offset(self) -> int:
+        """Where ``h.ts`` is in a ``struct trace_net``: a raw net sample's stamp (u64)."""
+        net, hdr = self.net.fields, self.dtypes["trace_hdr"].fields
+        if net is None or hdr is None:  # parse_layout makes structured dtypes only
+            raise LayoutError("struct trace_net or struct trace_hdr has no fields")
+        return int(net["h"][1]) + int(hdr["ts"][1])
+
     def type_id(self, name: str) -> int:
         """``"exec"`` -> the value of TRACE_EXEC."""
         return self.constants[TYPE_PREFIX + name.upper()]

@@ -186,8 +186,9 @@ class FlightSession(TraceSession):
         """:meth:`read_events` as one array (a dump is a copy already)."""
         yield [self.read_events(limit)]
 
-    def read_net(self) -> list[tuple[int, bytes]]:
-        """The dump's packets (taken by :meth:`read_events`), oldest first; else none."""
+    def read_net(self, *, final: bool = False) -> list[tuple[int, bytes]]:
+        """The dump's packets (taken by :meth:`read_events`), oldest first; else none
+        (``final`` changes nothing: a dump holds nothing back)."""
         out, self._pending_net = self._pending_net, []
         return out
 

@@ -16,11 +16,14 @@ Samples are ``struct trace_net`` + the first ``captured`` packet bytes (see
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 from ringtool.errors import RingtoolError
+from ringtool.event.layout import load_layout
 from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.perfbuf import PerfBuffer
+from ringtool.trace.net_order import NetReorder
 
 TC_INGRESS = "ffff:fff2"  # clsact parents (TC_H_MIN_INGRESS / TC_H_MIN_EGRESS)
 TC_EGRESS = "ffff:fff3"
@@ -45,6 +48,7 @@ class NetSource:
         self.iface = iface
         self.overwrite = overwrite
         self._pending: list[tuple[int, bytes]] = []
+        self._order = NetReorder(load_layout().net_ts_offset)
         self._obj: Any = None
         self._pb: PerfBuffer | None = None
         self._index = 0
@@ -98,13 +102,22 @@ class NetSource:
         assert self._pb is not None
         return self._pb.epoll_fd()
 
-    def read(self) -> list[tuple[int, bytes]]:
-        """The samples available now, as ``(cpu, raw bytes)`` (consumed)."""
+    def read(self, *, final: bool = False) -> list[tuple[int, bytes]]:
+        """The samples available now, as ``(cpu, raw bytes)`` (consumed), in timestamp
+        order across CPUs (:mod:`ringtool.trace.net_order`: a sample can wait for a
+        later read); ``final``: the last read, which releases every sample."""
         if self._pb is None:
             return []
+        began = time.monotonic_ns()  # bpf_ktime_get_ns's clock, before any buffer is read
         self._pb.consume()
         out, self._pending = self._pending, []
-        return out
+        return self._order.flush(out) if final else self._order.add(began, out)
+
+    def release_in(self) -> float | None:
+        """Seconds until a read would release a sample held back for ordering (0: now;
+        None: none is held): how long the reader may sleep without delaying it."""
+        at = self._order.release_at()
+        return None if at is None else max(0.0, (at - time.monotonic_ns()) / 1e9)
 
     def snapshot(self) -> dict[int, list[bytes]]:
         """``overwrite=True``: per CPU the samples its perf buffer holds now, oldest first

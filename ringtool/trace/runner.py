@@ -226,7 +226,7 @@ def _ingest(
     for _ in range(64):
         with held.hold(), _records(session, ordered, final) as arrays:
             got = sum(len(a) for a in arrays)
-            raw_net = session.read_net()
+            raw_net = session.read_net(final=final)
             net: list[Event] = decoder.decode_net(raw_net) if raw_net else []
             stats.malformed = decoder.malformed
             if got == 0 and not net:

@@ -215,10 +215,14 @@ class TraceSession:
 
         Each call also follows CPU hotplug (:meth:`check_cpus`: cheap, the online list
         is read at most once per second); changes reach ``on_note``. And it moves
-        rings that drop or fill to bigger ones (:mod:`ringtool.trace.ring_growth`)."""
+        rings that drop or fill to bigger ones (:mod:`ringtool.trace.ring_growth`).
+        It returns in time for a net sample held back for ordering to go out
+        (:mod:`ringtool.trace.net_order`: about a millisecond after its stamp)."""
         self.check_cpus()
         if self.growth is not None:
             self.growth.check()
+        if self.net is not None and (due := self.net.release_in()) is not None:
+            timeout_s = min(timeout_s, due)  # net samples held for ordering go out on time
         if self.rb is not None and self.opts.wakeup_fill is not None:
             timeout_s = min(timeout_s, self.opts.max_latency_s)
             ready = self._pacer.pause(timeout_s, extra_fds)  # see ringtool.trace.pacing
@@ -278,9 +282,10 @@ class TraceSession:
         if self.growth is not None:
             self.growth.finish()
 
-    def read_net(self) -> list[tuple[int, bytes]]:
-        """The available net samples as ``(cpu, raw sample)`` (consumed)."""
-        return [] if self.net is None else self.net.read()
+    def read_net(self, *, final: bool = False) -> list[tuple[int, bytes]]:
+        """The available net samples as ``(cpu, raw sample)`` (consumed), in timestamp
+        order (some may wait for a later read; ``final``: the last read, all of them)."""
+        return [] if self.net is None else self.net.read(final=final)
 
     def prog_fds(self) -> dict[str, int]:
         """Every loaded BPF program of the running sources: ``"source event"`` (the
