@@ -15,12 +15,15 @@ and has been taken by it or an earlier read. The rest wait for a later read, whi
 takes its own time; :meth:`NetReorder.flush` releases everything (the last read).
 What comes out is in timestamp order (equal stamps in the order read), each sample
 once; a sample waits at most until the first read that begins :data:`COMMIT_NS`
-after its stamp.
+after its stamp, and never more than :data:`MAX_HOLD_NS` of the reader's clock (the
+stamps' clock is the reader's CLOCK_MONOTONIC except in a time namespace that shifts
+it; there the order is kept per read).
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
 import struct
 
 #: Bound on the time from a sample's stamp to its commit in the perf buffer: far more
@@ -29,6 +32,11 @@ COMMIT_NS = 1_000_000
 
 #: The stamp of a sample too short to hold one: before any horizon.
 _SHORT = -(1 << 64)
+
+#: The longest a sample is held, by the reader's clock, whatever its stamp says: the
+#: stamps are bpf_ktime_get_ns, and a reader in a time namespace whose monotonic clock
+#: is set back would otherwise hold every sample until the end.
+MAX_HOLD_NS = 100_000_000
 
 Sample = tuple[int, bytes]  # (cpu, raw sample: struct trace_net + packet bytes)
 
@@ -44,6 +52,7 @@ class NetReorder:
         self._commit_ns = commit_ns
         self._held: list[tuple[int, int, Sample]] = []  # (stamp, arrival no., sample)
         self._seq = 0
+        self._reads: collections.deque[tuple[int, int]] = collections.deque()  # (began, max stamp)
 
     def _stamp(self, raw: bytes) -> int:
         if len(raw) < self._offset + self._ts.size:
@@ -53,14 +62,24 @@ class NetReorder:
     def add(self, began_ns: int, samples: list[Sample]) -> list[Sample]:
         """Take the samples of a read that began at ``began_ns`` (``time.monotonic_ns()``
         before the buffers were read); returns those that can go out now, in order."""
+        newest = _SHORT
         for sample in samples:
-            self._held.append((self._stamp(sample[1]), self._seq, sample))
+            stamp = self._stamp(sample[1])
+            self._held.append((stamp, self._seq, sample))
             self._seq += 1
+            newest = max(newest, stamp)
+        if samples:
+            self._reads.append((began_ns, newest))
         if not self._held:
             return []
+        horizon = began_ns - self._commit_ns
+        while self._reads and self._reads[0][0] <= began_ns - MAX_HOLD_NS:
+            horizon = max(horizon, self._reads.popleft()[1])  # held long enough: out
         self._held.sort()  # mostly sorted already: each CPU's samples are
-        cut = bisect.bisect_right(self._held, (began_ns - self._commit_ns, self._seq))
+        cut = bisect.bisect_right(self._held, (horizon, self._seq))
         out, self._held = self._held[:cut], self._held[cut:]
+        if not self._held:
+            self._reads.clear()
         return [s for _, _, s in out]
 
     def flush(self, samples: list[Sample]) -> list[Sample]:
@@ -68,6 +87,7 @@ class NetReorder:
         self.add(0, samples)
         out = sorted(self._held)
         self._held = []
+        self._reads.clear()
         return [s for _, _, s in out]
 
     @property
@@ -78,7 +98,10 @@ class NetReorder:
     def release_at(self) -> int | None:
         """The monotonic ns after which a read that begins releases the oldest held
         sample (None: nothing is held); the reader should not sleep past it."""
-        return self._held[0][0] + self._commit_ns if self._held else None
+        if not self._held:
+            return None
+        due = self._held[0][0] + self._commit_ns
+        return min(due, self._reads[0][0] + MAX_HOLD_NS) if self._reads else due
 
 
-__all__ = ["COMMIT_NS", "NetReorder"]
+__all__ = ["COMMIT_NS", "MAX_HOLD_NS", "NetReorder"]

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.net_order import NetReorder
+from ringtool.trace.net_order import MAX_HOLD_NS, NetReorder
 
 COMMIT = 1_000
 
@@ -102,3 +102,17 @@ def test_release_at_says_when_the_oldest_held_sample_can_go() -> None:
     assert order.release_at() == 5_000 + COMMIT
     order.flush([])
     assert order.release_at() is None
+
+
+def test_a_reader_clock_behind_the_stamps_still_releases_within_max_hold() -> None:
+    """In a time namespace whose monotonic clock is set back, every stamp looks like the
+    future: the samples go out once the reader's clock says MAX_HOLD_NS passed."""
+    order = NetReorder(load_layout().net_ts_offset, commit_ns=COMMIT)
+    future = 10**15
+    first = [(1, _sample(future + 20, 1)), (0, _sample(future + 10, 2))]
+    assert order.add(1_000, first) == []
+    assert order.release_at() == 1_000 + MAX_HOLD_NS
+    assert order.add(1_000 + MAX_HOLD_NS - 1, [(0, _sample(future + 30, 3))]) == []
+    out = order.add(1_000 + MAX_HOLD_NS, [])
+    assert [_stamp(r) for _, r in out] == [future + 10, future + 20]  # that read, sorted
+    assert order.held == 1 and order.release_at() == 1_000 + 2 * MAX_HOLD_NS - 1
