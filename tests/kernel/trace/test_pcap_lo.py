@@ -25,6 +25,7 @@ import socket
 import struct
 import subprocess
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,12 +51,19 @@ def total_retrans(sock: socket.socket) -> int:
     return int(TOTAL_RETRANS.unpack_from(info, TOTAL_RETRANS_OFF)[0])
 
 
-def pin_thread(cpu: int) -> None:
-    """This thread on ``cpu`` when the machine has it: the client on one CPU and the
-    server on another, so each answer is captured on another CPU than its request."""
-    if cpu in os.sched_getaffinity(0) or cpu < (os.cpu_count() or 1):
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {cpu})
+@contextlib.contextmanager
+def pinned(cpu: int) -> Iterator[None]:
+    """This thread on ``cpu`` (when the machine lets it) inside the block, and back on
+    the CPUs it had after it: the client on one CPU and the server on another, so each
+    answer is captured on another CPU than its request. (The client is pytest's own
+    thread: left pinned, every later test would run on one CPU.)"""
+    before = os.sched_getaffinity(0)
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 @dataclass(frozen=True)
@@ -74,17 +82,16 @@ def echo_exchange() -> Exchange:
     server_retrans: list[int] = []
 
     def serve() -> None:
-        pin_thread(1)
-        conn, _ = srv.accept()
-        with conn:
-            while data := conn.recv(65536):
-                conn.sendall(data.upper())
-            server_retrans.append(total_retrans(conn))
+        with pinned(1):
+            conn, _ = srv.accept()
+            with conn:
+                while data := conn.recv(65536):
+                    conn.sendall(data.upper())
+                server_retrans.append(total_retrans(conn))
 
     t = threading.Thread(target=serve, daemon=True)
     t.start()
-    pin_thread(0)
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+    with pinned(0), socket.create_connection(("127.0.0.1", port), timeout=10) as c:
         for i in range(ROUNDS):
             msg = b"ringtool %03d\n" % i
             c.sendall(msg)
