@@ -62,14 +62,7 @@ class NetReorder:
     def add(self, began_ns: int, samples: list[Sample]) -> list[Sample]:
         """Take the samples of a read that began at ``began_ns`` (``time.monotonic_ns()``
         before the buffers were read); returns those that can go out now, in order."""
-        newest = _SHORT
-        for sample in samples:
-            stamp = self._stamp(sample[1])
-            self._held.append((stamp, self._seq, sample))
-            self._seq += 1
-            newest = max(newest, stamp)
-        if samples:
-            self._reads.append((began_ns, newest))
+        self._take(began_ns, samples)
         if not self._held:
             return []
         horizon = began_ns - self._commit_ns
@@ -82,9 +75,19 @@ class NetReorder:
             self._reads.clear()
         return [s for _, _, s in out]
 
+    def _take(self, began_ns: int, samples: list[Sample]) -> None:
+        newest = _SHORT
+        for sample in samples:
+            stamp = self._stamp(sample[1])
+            self._held.append((stamp, self._seq, sample))
+            self._seq += 1
+            newest = max(newest, stamp)
+        if samples:
+            self._reads.append((began_ns, newest))
+
     def flush(self, samples: list[Sample]) -> list[Sample]:
         """The last read's ``samples`` and everything held, in order."""
-        self.add(0, samples)
+        self._take(0, samples)
         out = sorted(self._held)
         self._held = []
         self._reads.clear()

@@ -116,3 +116,10 @@ def test_a_reader_clock_behind_the_stamps_still_releases_within_max_hold() -> No
     out = order.add(1_000 + MAX_HOLD_NS, [])
     assert [_stamp(r) for _, r in out] == [future + 10, future + 20]  # that read, sorted
     assert order.held == 1 and order.release_at() == 1_000 + 2 * MAX_HOLD_NS - 1
+
+
+def test_the_last_read_releases_a_short_sample_too() -> None:
+    order = NetReorder(load_layout().net_ts_offset, commit_ns=COMMIT)
+    good = _sample(10, 1)
+    assert order.flush([(0, good), (1, b"\x01")]) == [(1, b"\x01"), (0, good)]
+    assert order.held == 0
