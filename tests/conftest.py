@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
@@ -39,6 +40,23 @@ HOST_ONLY = (
     "host_only: needs root but nothing of the kernel's version (packaging, the export "
     "to NATS, two real CPUs shared); CI runs it on the host, not again in the emulated VM"
 )
+
+
+@pytest.fixture(autouse=True)
+def _cpu_affinity_kept() -> Iterator[None]:
+    """Every test leaves pytest's thread on the CPUs it found it on. A test that pinned
+    it and did not restore it ran every later test on one CPU, and one of them (the ring
+    growth cap, sized from the process's CPUs) failed far from the cause: such a test
+    now fails itself, and the CPUs are restored for the rest."""
+    before = os.sched_getaffinity(0)
+    yield
+    after = os.sched_getaffinity(0)
+    if after != before:
+        os.sched_setaffinity(0, before)
+        pytest.fail(
+            f"the test left pytest's thread on CPUs {sorted(after)}, not {sorted(before)}: "
+            "restore the affinity it changed"
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

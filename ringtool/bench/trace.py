@@ -14,9 +14,12 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   process minus that of an idle run of the same ``-d D`` (no producer), so loading
   and idle polling cancel out;
 * ``trace-overhead``: ns per syscall of the producer untraced, traced (default
-  sources, ``-c rt_bench_XXXXXX``, ``--json`` to ``/dev/null``) and with
-  ``bpf/trace_empty.c`` (empty programs on the same tracepoints), in alternating
-  rounds; the median of each;
+  sources, ``-c rt_bench_XXXXXX``, ``--json`` to ``/dev/null``, ``--no-cost``), with
+  ``bpf/trace_empty.c`` (empty programs on the same tracepoints), and traced as
+  ``ringtool trace`` runs by default (the kernel's BPF run-time statistics on for the
+  cost panel: ``stats_*``), in alternating rounds; the median of each. The ratio is
+  the programs' (``--no-cost``): the statistics' clock reads are the kernel's, paid
+  by every BPF program while they are on, and shown apart;
 * ``trace-idle``: CPU% of ``trace -c no-such-comm`` (``/proc`` schedstat, exact
   ns) while the producer runs its ``openexec`` mode (opens plus a fork + exec every
   64 iterations);
@@ -116,9 +119,9 @@ def _empty_programs() -> Iterator[None]:
         obj.cleanup()
 
 
-def _traced(binary: Path, seconds: float) -> float:
+def _traced(binary: Path, seconds: float, *, bpf_stats: bool = False) -> float:
     args = ["-c", binary.name, "--buffer-pages", str(BUFFER_PAGES), "--json"]
-    child = TraceChild(args, TRACE_CPU)
+    child = TraceChild(args, TRACE_CPU, bpf_stats=bpf_stats)
     try:
         child.wait_ready()
         ns = run_loop(binary, "open", PRODUCER_CPU, seconds).ns_per_syscall
@@ -130,14 +133,16 @@ def _traced(binary: Path, seconds: float) -> float:
 
 def overhead(binary: Path, seconds: float) -> dict[str, Any]:
     slice_s = max(0.5, seconds / OVERHEAD_ROUNDS)
-    runs: dict[str, list[float]] = {"untraced": [], "empty": [], "traced": []}
+    runs: dict[str, list[float]] = {"untraced": [], "empty": [], "traced": [], "stats": []}
     for _ in range(OVERHEAD_ROUNDS):
         runs["untraced"].append(run_loop(binary, "open", PRODUCER_CPU, slice_s).ns_per_syscall)
         with _empty_programs():
             runs["empty"].append(run_loop(binary, "open", PRODUCER_CPU, slice_s).ns_per_syscall)
         runs["traced"].append(_traced(binary, slice_s))
+        runs["stats"].append(_traced(binary, slice_s, bpf_stats=True))
     med = {k: statistics.median(v) for k, v in runs.items()}
     added, empty_added = med["traced"] - med["untraced"], med["empty"] - med["untraced"]
+    stats_added = med["stats"] - med["untraced"]
     return {
         "bench": "trace-overhead",
         "untraced_ns_per_syscall": round(med["untraced"], 1),
@@ -145,6 +150,9 @@ def overhead(binary: Path, seconds: float) -> dict[str, Any]:
         "empty_ns_per_syscall": round(med["empty"], 1),
         "traced_added_ns": round(added, 1), "empty_added_ns": round(empty_added, 1),
         "added_ratio": round(added / empty_added, 2) if empty_added > 0 else None,
+        "stats_ns_per_syscall": round(med["stats"], 1),
+        "stats_added_ns": round(stats_added, 1),
+        "stats_ratio": round(stats_added / empty_added, 2) if empty_added > 0 else None,
         "rounds": OVERHEAD_ROUNDS, "slice_s": slice_s,
     }  # fmt: skip
 

@@ -117,12 +117,14 @@ class TraceChild:
     ``stdout`` (a file, a pipe, or None for ``/dev/null``)."""
 
     def __init__(self, args: list[str], cpu: int, *, headless_tui: bool = False,
-                 stdout: IO[Any] | int | None = None) -> None:  # fmt: skip
+                 stdout: IO[Any] | int | None = None, bpf_stats: bool = False) -> None:  # fmt: skip
         r, w = os.pipe()
-        # --no-cost: with the kernel's BPF run-time statistics on, every BPF program run
-        # pays two clock reads, which would be counted as the tracer's in-kernel cost
+        # --no-cost unless `bpf_stats`: with the kernel's BPF run-time statistics on,
+        # every BPF program run pays two clock reads, which would be counted as the
+        # programs' in-kernel cost (the overhead phase measures both ways)
+        cost = [] if bpf_stats else ["--no-cost"]
         cmd = [sys.executable, "-m", "ringtool.bench.trace_child", str(w),
-               *(["--headless-tui"] if headless_tui else []), "--", *args, "--no-cost"]  # fmt: skip
+               *(["--headless-tui"] if headless_tui else []), "--", *args, *cost]  # fmt: skip
         self.started = time.monotonic()
         # stderr into a file: the trace writes its stats lines there every interval, and
         # a pipe nobody reads until the end would stall it

@@ -54,7 +54,12 @@ def test_bench_trace_json_lines() -> None:
         assert isinstance(offered, int) and delivered + dropped >= offered, row
 
     (over,) = by_bench["trace-overhead"]
-    for key in ("untraced_ns_per_syscall", "traced_ns_per_syscall", "empty_ns_per_syscall"):
+    for key in (
+        "untraced_ns_per_syscall",
+        "traced_ns_per_syscall",
+        "empty_ns_per_syscall",
+        "stats_ns_per_syscall",
+    ):
         assert _number(over[key]) and float(over[key]) > 0, (key, over)  # type: ignore[arg-type]
     (idle,) = by_bench["trace-idle"]
     assert _number(idle["cpu_pct"]) and float(idle["cpu_pct"]) >= 0  # type: ignore[arg-type]
