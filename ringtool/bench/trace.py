@@ -143,16 +143,20 @@ def overhead(binary: Path, seconds: float) -> dict[str, Any]:
     med = {k: statistics.median(v) for k, v in runs.items()}
     added, empty_added = med["traced"] - med["untraced"], med["empty"] - med["untraced"]
     stats_added = med["stats"] - med["untraced"]
+
+    def ratio(to_empty: float) -> float | None:
+        return round(to_empty / empty_added, 2) if empty_added > 0 else None
+
     return {
         "bench": "trace-overhead",
         "untraced_ns_per_syscall": round(med["untraced"], 1),
         "traced_ns_per_syscall": round(med["traced"], 1),
         "empty_ns_per_syscall": round(med["empty"], 1),
         "traced_added_ns": round(added, 1), "empty_added_ns": round(empty_added, 1),
-        "added_ratio": round(added / empty_added, 2) if empty_added > 0 else None,
+        "added_ratio": ratio(added),
         "stats_ns_per_syscall": round(med["stats"], 1),
         "stats_added_ns": round(stats_added, 1),
-        "stats_ratio": round(stats_added / empty_added, 2) if empty_added > 0 else None,
+        "stats_ratio": ratio(stats_added),
         "rounds": OVERHEAD_ROUNDS, "slice_s": slice_s,
     }  # fmt: skip
 

@@ -16,6 +16,7 @@ from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.ringbuf_group import BPF_INCLUDE_DIR, RingBufGroup
+from tests.helpers.cpus import pinned
 
 TEST_EVENT = np.dtype([("seq", "<u8"), ("ts", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
 MAGIC = 0x52494E47
@@ -62,12 +63,8 @@ def seqs(records: list[bytes]) -> list[int]:
 
 def run_on(cpu: int, fd: int, n: int) -> None:
     """Run the loaded program ``fd`` ``n`` times with this thread pinned to ``cpu``."""
-    old = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {cpu})
-    try:
+    with pinned({cpu}):
         bpf.prog_test_run(fd, data=PACKET, repeat=n)
-    finally:
-        os.sched_setaffinity(0, old)
 
 
 #: A bpf/perf_test.c record: seq, cpu, magic.

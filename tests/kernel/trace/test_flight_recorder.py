@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from tests.helpers.cpus import pinned
 from tests.helpers.trace import Trace, told_json
 
 pytestmark = pytest.mark.kernel
@@ -36,14 +37,10 @@ def marked(lines: list[str], tag: str) -> list[int]:
 
 def run_marked(tag: str, numbers: range, cpu: int | None = None) -> None:
     """Exec ``/bin/true TAG-N`` for each N; with ``cpu``, every exec on that CPU."""
-    old = os.sched_getaffinity(0)
-    if cpu is not None:
-        os.sched_setaffinity(0, {cpu})  # the children inherit it, exec balancing too
-    try:
+    # the children inherit the CPU, exec balancing too
+    with pinned(os.sched_getaffinity(0) if cpu is None else {cpu}):
         for i in numbers:
             subprocess.run(["/bin/true", f"{tag}-{i}"], check=True)
-    finally:
-        os.sched_setaffinity(0, old)
 
 
 def wait_for(trace: Trace, tag: str, n: int) -> list[int]:

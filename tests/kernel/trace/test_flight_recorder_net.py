@@ -14,13 +14,13 @@ import socket
 import struct
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from ringtool.trace.pcapng import read_pcapng
+from tests.helpers.cpus import pinned
 from tests.helpers.trace import Trace, told_json
 
 pytestmark = pytest.mark.kernel
@@ -37,16 +37,10 @@ def udp4(i: int) -> bytes:
     return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + udp + payload
 
 
-@contextmanager
-def one_cpu() -> Iterator[None]:
+def one_cpu() -> AbstractContextManager[None]:
     """This process on one CPU meanwhile: its packets' egress hook runs there, so one
     per-CPU ring holds them all (which ones are the newest is then well defined)."""
-    old = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(old)})
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, old)
+    return pinned({min(os.sched_getaffinity(0))})
 
 
 def send(iface: str, numbers: range) -> None:

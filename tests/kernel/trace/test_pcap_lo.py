@@ -16,22 +16,20 @@ written twice is looked for directly: the same bytes at the same timestamp."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import signal
 import socket
 import struct
 import subprocess
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from ringtool.trace.pcapng import read_pcapng
+from tests.helpers.cpus import pinned
 from tests.helpers.trace import Trace
 
 pytestmark = [
@@ -51,21 +49,6 @@ def total_retrans(sock: socket.socket) -> int:
     return int(TOTAL_RETRANS.unpack_from(info, TOTAL_RETRANS_OFF)[0])
 
 
-@contextlib.contextmanager
-def pinned(cpu: int) -> Iterator[None]:
-    """This thread on ``cpu`` (when the machine lets it) inside the block, and back on
-    the CPUs it had after it: the client on one CPU and the server on another, so each
-    answer is captured on another CPU than its request. (The client is pytest's own
-    thread: left pinned, every later test would run on one CPU.)"""
-    before = os.sched_getaffinity(0)
-    with contextlib.suppress(OSError):
-        os.sched_setaffinity(0, {cpu})
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
-
-
 @dataclass(frozen=True)
 class Exchange:
     port: int  # the server's
@@ -82,7 +65,7 @@ def echo_exchange() -> Exchange:
     server_retrans: list[int] = []
 
     def serve() -> None:
-        with pinned(1):
+        with pinned({1}, required=False):  # the server on another CPU than the client
             conn, _ = srv.accept()
             with conn:
                 while data := conn.recv(65536):
@@ -91,7 +74,8 @@ def echo_exchange() -> Exchange:
 
     t = threading.Thread(target=serve, daemon=True)
     t.start()
-    with pinned(0), socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+    client = pinned({0}, required=False)
+    with client, socket.create_connection(("127.0.0.1", port), timeout=10) as c:
         for i in range(ROUNDS):
             msg = b"ringtool %03d\n" % i
             c.sendall(msg)
