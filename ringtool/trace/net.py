@@ -20,7 +20,6 @@ import time
 from typing import Any
 
 from ringtool.errors import RingtoolError
-from ringtool.event.layout import load_layout
 from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.perfbuf import PerfBuffer
 from ringtool.trace.net_order import NetReorder
@@ -35,7 +34,9 @@ class NetSourceError(RingtoolError):
 
 
 class NetSource:
-    """TC capture on ``iface`` into per-CPU perf buffers of ``pages`` pages."""
+    """TC capture on ``iface`` into per-CPU perf buffers of ``pages`` pages;
+    ``ts_offset``: where a sample's stamp is
+    (:attr:`ringtool.event.layout.TraceLayout.net_ts_offset`)."""
 
     def __init__(
         self,
@@ -43,12 +44,13 @@ class NetSource:
         snaplen: int,
         pages: int,
         defines: dict[str, int | str],
+        ts_offset: int,
         overwrite: bool = False,
     ) -> None:
         self.iface = iface
         self.overwrite = overwrite
         self._pending: list[tuple[int, bytes]] = []
-        self._order = NetReorder(load_layout().net_ts_offset)
+        self._order = NetReorder(ts_offset)
         self._obj: Any = None
         self._pb: PerfBuffer | None = None
         self._index = 0

@@ -176,6 +176,7 @@ class TraceSession:
         self._step(f"compiling the net source (TC on {self.opts.iface})")
         try:
             self.net = NetSource(self.opts.iface, self.opts.snaplen, self.opts.perf_pages, defines,
+                                 self.layout.net_ts_offset,
                                  overwrite=self.net_overwrite)  # fmt: skip
         except RingtoolError as exc:
             self._note(f"source net disabled: {_first_line(exc)}")
