@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ringtool.event.records import Records
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.privileges import require_bpf_privileges
 
@@ -142,10 +143,10 @@ def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
         while len(arr := load.rb.read_batch(layout.event, BATCH)):
             stats.add_batch(arr)
             if sink is not None:
-                sink.publish(arr, [])
+                sink.publish(Records(arr))
             else:
                 if out is not None:
-                    out.batch(arr, [])
+                    out.batch(Records(arr))
                 ts = arr["h"]["ts"].astype(np.int64) + decoder.offset_ns
                 lat.append(time.time_ns() - ts)  # kernel stamp -> written (or drained)
         if done:

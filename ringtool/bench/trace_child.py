@@ -30,7 +30,7 @@ import resource
 import sys
 from typing import Any, TextIO
 
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
 from ringtool.trace.sink import OutputBase, Records
 from ringtool.trace.stats import TraceStats
 
@@ -51,8 +51,8 @@ class HeadlessTui(OutputBase):
     def start(self, sources: list[str], notes: list[str]) -> None:
         self.tui.start(sources, notes)
 
-    def batch(self, arr: Records, net: list[Event]) -> None:
-        self.tui.batch(arr, net)
+    def batch(self, records: Records) -> None:
+        self.tui.batch(records)
 
     def stats(self, stats: TraceStats) -> None:
         self.tui.stats(stats)

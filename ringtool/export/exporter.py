@@ -21,10 +21,9 @@ import time
 from collections import deque
 from typing import Any
 
-import numpy as np
-
 from ringtool.errors import ExportError
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.export.accounting import ExportCounters, TraceTotals
 from ringtool.export.batcher import Batcher
@@ -86,8 +85,8 @@ class ExportSink:
                 "events count as export_dropped until it answers (--export-optional)"
             )
 
-    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        for batch in self.batcher.split(arr, net):
+    def publish(self, records: Records) -> None:
+        for batch in self.batcher.split(records):
             self.publisher.offer(batch)
 
     def notes(self) -> list[str]:

@@ -31,10 +31,9 @@ import threading
 from collections import deque
 from typing import Any
 
-import numpy as np
-
 from ringtool.errors import ExportError
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.export.accounting import ExportCounters, TraceTotals
 from ringtool.export.batcher import Batcher
@@ -123,8 +122,8 @@ class ProcExportSink:
 
     # --- the drain's side ----------------------------------------------------------------
 
-    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        for batch in self.batcher.split(arr, net):
+    def publish(self, records: Records) -> None:
+        for batch in self.batcher.split(records):
             self.counters.hand(batch.cpu, batch.count)
             if self._dead:
                 self.counters.drop(batch.cpu, batch.count, DIED)

@@ -12,9 +12,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
+from ringtool.event.records import Records
 from ringtool.export.accounting import TraceTotals
 from ringtool.export.cli_args import export_config
 from ringtool.export.config import ExportConfig, default_host
@@ -71,9 +70,9 @@ class TraceHook:
             export = sink.record() if sink is not None else None
             trace_families(fams, self.opts.host, self._stats, export)
 
-    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+    def publish(self, records: Records) -> None:
         if self.sink is not None:
-            self.sink.publish(arr, net)
+            self.sink.publish(records)
 
     def tick(self, stats: TraceTotals) -> list[str]:
         """Once per interval, after the kernel counters were taken: notes to show."""

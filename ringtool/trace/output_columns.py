@@ -37,6 +37,7 @@ from ringtool.event.detail import DETAIL, detail_split
 from ringtool.event.fields import fields_of
 from ringtool.event.group_values import group_values
 from ringtool.event.line_pieces import Piece, lines_of, text_of
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.trace.growth_policy import size_text
 from ringtool.trace.latency_buckets import approx_duration
@@ -187,7 +188,7 @@ def _group_pieces(
     and rest of the detail (the last two pieces)."""
     cols, shown = group_values(decoder, g.rec, fields_of(g.name))
     clock = clocks(wall_seconds(g.rec["h"]["ts"], decoder.offset_ns))
-    comm = shown["comm"]
+    comm = [shown_comm(c, g.name) for c in shown["comm"]] if g.name == "net" else shown["comm"]
     path_key, rest_of, rest_keys = DETAIL.get(g.name, (None, None, ()))
     path: Piece = _texts(shown[path_key], "%s") if path_key else ""
     rest: Piece = ""
@@ -198,7 +199,7 @@ def _group_pieces(
             rest = _printable_all(rest_of(cols))
     pieces: list[Piece] = [
         _texts(clock, "%-8s "), _texts(cols["cpu"], "%3d "), _texts(cols["pid"], "%-7d "),
-        _texts(cols["uid"], "%-6d "),
+        _texts(cols["uid"], "%-6d ") if "uid" in cols else f"{'-':<6} ",  # net: no task
         _texts(comm if width is None else [c[:16] for c in comm], "%-16s "),
         f"{g.name:<7} ", path, rest,
     ]  # fmt: skip
@@ -220,8 +221,8 @@ def group_lines(decoder: Decoder, g: TypeGroup, width: int | None) -> list[str]:
 
 
 def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None) -> list[str]:
-    """One column line per record, in array order: :func:`format_event` of each
-    decoded event, computed a column at a time."""
+    """One column line per record of ``arr`` (events or packets), in array order:
+    :func:`format_event` of each decoded event, computed a column at a time."""
     return in_array_order(arr, decoder.types, lambda g: group_lines(decoder, g, width))
 
 
@@ -248,16 +249,17 @@ class ColumnOutput(OutputBase):
         lines.append("Tracing... Ctrl-C to end.")
         return lines
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+    def batch(self, records: Records) -> None:
         w = self.width
-        groups = by_type(arr, self.decoder.types)
-        if w is None and not net and len(groups) == 1 and groups[0].positions is None:
-            pieces, _, _ = _group_pieces(self.decoder, groups[0], None)  # one type, uncut
-            self.stream.write(text_of(pieces, len(arr)))
-            self.stream.flush()
-            return
-        lines = column_lines(self.decoder, arr, w)
-        lines.extend(format_event(ev, w) for ev in net)
+        arrays = records.arrays()
+        if w is None and len(arrays) == 1:
+            groups = by_type(arrays[0], self.decoder.types)
+            if len(groups) == 1 and groups[0].positions is None:
+                pieces, _, _ = _group_pieces(self.decoder, groups[0], None)  # one type, uncut
+                self.stream.write(text_of(pieces, len(arrays[0])))
+                self.stream.flush()
+                return
+        lines = [line for arr in arrays for line in column_lines(self.decoder, arr, w)]
         if lines:
             self._write(lines)
 

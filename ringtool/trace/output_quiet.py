@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
-import numpy as np
-
-from ringtool.event.decode import Event
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
@@ -28,7 +26,7 @@ class QuietOutput(OutputBase):
     def start(self, sources: list[str], notes: list[str]) -> None:
         pass
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+    def batch(self, records: Records) -> None:
         pass
 
     def stats(self, stats: TraceStats) -> None:

@@ -90,7 +90,8 @@ def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> lis
         if cfg.pcap is not None:
             from ringtool.trace.output_pcap import PcapSink
 
-            sinks.append(PcapSink.open(cfg.pcap, snaplen, force=cfg.force))
+            sinks.append(PcapSink.open(cfg.pcap, snaplen, force=cfg.force,
+                                       realtime_offset_ns=decoder.offset_ns))  # fmt: skip
         if cfg.kmes is not None:
             from ringtool.trace.kmes_sink import KmesSink
 

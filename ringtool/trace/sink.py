@@ -8,22 +8,19 @@ The loop (:mod:`ringtool.trace.runner`) calls both in this order: ``open`` (outp
 ``tick`` (sinks, whose notes go to the output) and ``stats``, and at the end ``close``
 (sinks first, so their final counts are in the summary) and ``summary``.
 
-``Records`` is a numpy structured array of ``bpf/trace_event.h``'s ``struct
-trace_event`` (:mod:`ringtool.event.layout`); it is valid only during the call (the
-loop reuses nothing, but a sink that keeps records must copy them).
+Both get a batch as one :class:`~ringtool.event.records.Records`: the ``struct
+trace_event`` records and the net packets (``struct trace_net`` and their bytes) as
+structured arrays of ``bpf/trace_event.h`` (:mod:`ringtool.event.layout`). It is
+valid only during the call (its events are often a view of a mapped ring, consumed
+after it): whatever keeps records past the call copies them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-import numpy as np
-
-from ringtool.event.decode import Event
+from ringtool.event.records import Records
 from ringtool.trace.stats import TraceStats
-
-#: A batch of trace records (see the module doc).
-Records = np.ndarray[Any, Any]
 
 
 class Output(Protocol):
@@ -39,9 +36,9 @@ class Output(Protocol):
     def open(self) -> None: ...
     def close(self) -> None: ...
     def start(self, sources: list[str], notes: list[str]) -> None: ...
-    def batch(self, arr: Records, net: list[Event]) -> None:
-        """A batch of records: ``arr`` is often a view of a mapped ring, valid during
-        the call only (the loop then consumes the read): copy what is kept."""
+    def batch(self, records: Records) -> None:
+        """A batch of records: often a view of a mapped ring, valid during the call
+        only (the loop then consumes the read): copy what is kept."""
         ...
 
     def stats(self, stats: TraceStats) -> None: ...
@@ -86,8 +83,8 @@ class Sink(Protocol):
     :meth:`close` is called once, with the final stats (None when the run failed
     before it had any), and may raise the same for a write it could not complete."""
 
-    def publish(self, arr: Records, net: list[Event]) -> None:
-        """As :meth:`Output.batch`: ``arr`` is valid during the call only."""
+    def publish(self, records: Records) -> None:
+        """As :meth:`Output.batch`: ``records`` are valid during the call only."""
         ...
 
     def tick(self, stats: TraceStats) -> list[str]:

@@ -1,7 +1,7 @@
 """Aggregation for ``ringtool trace``: totals, rates, top processes, syscall latency.
 
 :class:`TraceStats` is fed record batches (:meth:`add_batch`, vectorised with numpy),
-decoded net events (:meth:`add_events`), ring fill samples (:meth:`observe_fill`) and,
+net packets (:meth:`add_net`), ring fill samples (:meth:`observe_fill`) and,
 once per interval, the kernel counters (:meth:`tick`). It never touches the kernel.
 
 Drops and losses are kernel totals taken at each tick; the ticks where they grew are
@@ -19,15 +19,16 @@ Histograms are the syscalls source's log-linear buckets
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ringtool.event.columns import code_counts
+from ringtool.event.columns import code_counts, cstrings
 from ringtool.event.decode import cstr
+from ringtool.event.records import NetRecords
 from ringtool.trace.cost import CostReport
 from ringtool.trace.latency_buckets import approx, quantile
 from ringtool.trace.proc_names import latest_names, shown_comm
@@ -187,14 +188,22 @@ class TraceStats:
             self._count_proc(pid, cstr(comm), c, ts)
         self.tree.add_batch(arr)
 
-    def add_events(self, events: list[dict[str, Any]]) -> None:
-        """Count already-decoded events (the net source)."""
-        for ev in events:
-            self.total += 1
-            self.by_type[ev["type"]] = self.by_type.get(ev["type"], 0) + 1
-            if 0 <= ev["cpu"] < self.ncpu:
-                self.per_cpu[ev["cpu"]] += 1
-            self._count_proc(ev["pid"], shown_comm(ev["comm"], ev["type"]), 1, None)
+    def add_net(self, net: NetRecords) -> None:
+        """Count a batch's packets (the net source; in timestamp order: each pid's
+        name is that of its last packet)."""
+        n = len(net)
+        if n == 0:
+            return
+        h = net.rec["h"]
+        self.total += n
+        self.by_type["net"] = self.by_type.get("net", 0) + n
+        cpus = np.bincount(h["cpu"], minlength=self.ncpu).tolist()
+        for cpu, c in enumerate(cpus[: self.ncpu]):
+            self.per_cpu[cpu] += c
+        pids = h["pid"].tolist()
+        last = dict(zip(pids, cstrings(h["comm"]).values, strict=True))  # each pid's last comm
+        for pid, c in Counter(pids).items():  # in order of first packet, as counted one by one
+            self._count_proc(pid, shown_comm(last[pid], "net"), c, None)
 
     def _count_proc(self, pid: int, comm: str, n: int, ts: int | None = None) -> None:
         """Count ``n`` events of ``pid``; ``comm`` is its name at ``ts`` (``h.ts`` ns),

@@ -51,6 +51,7 @@ from rich.live import Live
 from rich.text import Text
 
 from ringtool.event.decode import Decoder, Event
+from ringtool.event.records import NO_PACKETS, Records
 from ringtool.trace import tui_panels as panels
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_cost import cost_panel
@@ -85,6 +86,9 @@ class TraceTui:
         self.console = console or Console()
         #: decoded events (net), beside the per-process raw records of ``recent``
         self.tail: deque[Event] = deque(maxlen=TAIL_KEEP)
+        #: the newest packets not yet decoded into ``tail`` (an owned copy; decoded
+        #: through the field table when a frame is drawn)
+        self._net = NO_PACKETS
         lay = decoder.layout
         self.recent = RecentEvents(lay.event, [lay.type_id(t) for t in TAIL_TYPES if t != "net"])
         exit_ids = [t for t, name in lay.type_names.items() if name == "exit"]
@@ -212,14 +216,17 @@ class TraceTui:
         self.notes = list(notes)
         self._draw()
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+    def batch(self, records: Records) -> None:
         """Keep each process's newest exec/open records (vectorised, not decoded), the
-        exits, and the net events; also while paused (the frozen copy is drawn)."""
+        exits, and a copy of the newest packets (decoded when drawn); also while paused
+        (the frozen copy is drawn)."""
+        arr, net = records.events, records.net
         if len(arr):
             self.recent.add_batch(arr)
             self.exits.add_batch(arr)
-        if net:
-            self.tail.extend(net[-TAIL_KEEP:])
+        if len(net):
+            kept = self._net.concat(net.take(slice(-TAIL_KEEP, None)))
+            self._net = kept.take(slice(-TAIL_KEEP, None)) if len(kept) > TAIL_KEEP else kept
 
     def stats(self, stats: TraceStats) -> None:
         self._stats = stats
@@ -286,6 +293,9 @@ class TraceTui:
 
     def _shown(self) -> tuple[TraceStats | None, RecentEvents, list[Event]]:
         """What a frame draws: now, or (paused) the copy taken when it paused."""
+        if len(self._net):  # the packets kept since the last frame join the tail
+            self.tail.extend(self.decoder.decode(self._net.rec))
+            self._net = NO_PACKETS
         if not self.view.paused:
             self._frozen = None
             return self._stats, self.recent, list(self.tail)

@@ -9,6 +9,7 @@ import pytest
 
 from ringtool.event.layout import load_layout
 from ringtool.trace.stats import DROP_LOG, TraceStats, percentile_from_log2
+from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.records import header_records
 
 
@@ -36,7 +37,7 @@ def test_counts_rates_top_and_summary() -> None:
     lay = load_layout()
     st = TraceStats(lay.type_names, 2, ["exec", "open"], start=100.0)
     st.add_batch(_batch([("open", 0, 10, b"a"), ("open", 1, 10, b"a"), ("exec", 1, 11, b"b")]))
-    st.add_events([{"type": "net", "cpu": 0, "pid": 0, "comm": ""}])
+    st.add_net(net_records([net_sample(cpu=0, pid=0, comm=b"")]))
     st.observe_fill({0: 0.5, 1: 0.1})
     st.observe_fill({0: 0.2})
     st.tick(drops_cpu=[3, 4], drops_source={"open": [3, 4]}, lost_cpu={0: 2}, now=102.0,
@@ -68,10 +69,10 @@ def test_short_net_samples_are_counted_not_dropped_silently() -> None:
     lay = load_layout()
     dec = Decoder(lay)
     whole = bytes(lay.net.itemsize)
-    events = dec.decode_net([(0, b"\x01" * 7), (1, whole), (0, b"")])
+    events = dec.net_records([(0, b"\x01" * 7), (1, whole), (0, b"")])
     assert len(events) == 1 and dec.malformed == 2
     st = TraceStats(lay.type_names, 2, ["net"])
-    st.add_events(events)
+    st.add_net(events)
     st.malformed = dec.malformed
     assert st.summary_record()["malformed"] == 2
     assert st.stats_record()["malformed"] == 2
