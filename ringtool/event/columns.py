@@ -210,9 +210,12 @@ def addresses(rec: Array, col: Array) -> list[str]:
     """The packet addresses of the ``u8[16]`` column ``col`` as text, by the records'
     ``family`` (``addr`` in :mod:`ringtool.event.fields`): each distinct (family,
     address) is written once."""
-    if len(col) == 0:
+    n = len(col)
+    if n == 0:
         return []
-    keys = np.empty((len(col), 17), np.uint8)
+    if (col == col[0]).all() and (rec["family"] == rec["family"][0]).all():  # one address
+        return [_addr_text(int(rec["family"][0]), col[0].tobytes())] * n
+    keys = np.empty((n, 17), np.uint8)
     keys[:, 0] = rec["family"]
     keys[:, 1:] = col
     uniq, inverse = np.unique(keys.view(np.dtype((np.void, 17))).reshape(-1), return_inverse=True)

@@ -38,6 +38,9 @@ from ringtool.event.records import Records
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
 _str = encode_basestring  # a JSON string literal (C implementation)
+#: Field kinds whose values are strings from a small set (a packet's addresses,
+#: protocol, direction).
+NAMES = frozenset(("addr", "proto", "direction"))
 
 
 def _escape_char(ch: str) -> str:
@@ -90,6 +93,12 @@ def _texts(decoder: Decoder, rec: np.ndarray[Any, Any], f: Field) -> tuple[list[
         if texts.plain:
             return values, True
         return (_str(values) if isinstance(values, str) else list(map(_str, values))), False
+    if f.kind in NAMES:  # a few distinct strings: each written once
+        names = decoder.values(rec, f)
+        literals = {v: _str(v) for v in set(names)}
+        if len(literals) == 1:
+            return literals[names[0]], False
+        return [literals[v] for v in names], False
     if f.kind == "call" and (column(rec, f.column) == column(rec, f.column)[0]).all():
         return _value(decoder.values(rec[:1], f)[0]), False  # one syscall for all
     jsons = list(map(_value, decoder.values(rec, f)))
