@@ -10,7 +10,7 @@ With ``overwrite=True`` (a flight recorder) the perf buffers are opened with
 the newest samples.
 
 Samples are ``struct trace_net`` + the first ``captured`` packet bytes (see
-:meth:`ringtool.event.decode.Decoder.decode_net`).
+:class:`ringtool.event.records.NetRecords`).
 """
 
 from __future__ import annotations
