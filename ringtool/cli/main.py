@@ -10,6 +10,9 @@ Exit status:
 * 1 any other :class:`ringtool.errors.RingtoolError` or OS error, as its first line
   (a missing privilege: ``ringtool trace needs root ...``);
 * 130 Ctrl-C before the subcommand could stop cleanly, silently;
+  SIGINT/SIGTERM/SIGUSR1 from the first line of :func:`main` are held
+  (:class:`ringtool.trace.signals.StartSignals`): ``trace`` acts on them once it is
+  ready, the other subcommands get SIGINT/SIGTERM back before they start;
 * 141 stdout closed by the reader (``ringtool trace --json | head -1``), silently,
   after the subcommand unwound (BPF programs and TC filters are detached).
 
@@ -30,6 +33,7 @@ from ringtool.cli.std_streams import whole_writes
 from ringtool.cli.validate import ArgumentParser
 from ringtool.errors import PrivilegeError, RingtoolError, UsageError
 from ringtool.event.safe_text import printable
+from ringtool.trace.signals import StartSignals
 
 # Each module has ``register(subparsers)`` which adds its parser and sets ``func``
 # (a callable taking the parsed args and returning the exit status) and optionally
@@ -50,6 +54,9 @@ SUBCOMMAND_MODULES = tuple(SUBCOMMANDS.values())
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell shows for a killed writer
+#: The subcommands that take the start-up's SIGINT/SIGTERM/SIGUSR1 themselves
+#: (:class:`ringtool.trace.signals.StartSignals`); the others get them back at once.
+TAKE_SIGNALS = frozenset({"trace"})
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -119,20 +126,24 @@ def _settle_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    whole_writes()  # nothing lost on an unbuffered stdout (PYTHONUNBUFFERED, -u)
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv[0] if argv and isinstance(argv[0], str) else None)
-    args = parser.parse_args(argv)
-    check = getattr(args, "check", None)
+    # first: a SIGUSR1/SIGTERM/SIGINT while starting is recorded, not fatal
+    with StartSignals() as held:
+        whole_writes()  # nothing lost on an unbuffered stdout (PYTHONUNBUFFERED, -u)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(argv[0] if argv and isinstance(argv[0], str) else None)
+        args = parser.parse_args(argv)
+        check = getattr(args, "check", None)
 
-    def call() -> int | None:
-        if check is not None:
-            check(args)
-        return args.func(args)  # type: ignore[no-any-return]
+        def call() -> int | None:
+            if args.command not in TAKE_SIGNALS:
+                held.release()  # a Ctrl-C while parsing: KeyboardInterrupt here
+            if check is not None:
+                check(args)
+            return args.func(args)  # type: ignore[no-any-return]
 
-    if os.environ.get("RINGTOOL_DEBUG"):
-        return int(call() or 0)
-    return guarded(f"ringtool {args.command}", call)
+        if os.environ.get("RINGTOOL_DEBUG"):
+            return int(call() or 0)
+        return guarded(f"ringtool {args.command}", call)
 
 
 def guarded(name: str, call: Callable[[], int | None]) -> int:

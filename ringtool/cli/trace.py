@@ -192,7 +192,7 @@ MAX_BUFFER_HELP = (
     "a ring idle for 30 s steps back down"
 )
 PCAP_HELP = "write net packets as pcapng to a new file (0600; a symlink is never followed)"
-FORCE_HELP = "--pcap may overwrite an existing file (made 0600 and ours; never a symlink)"
+FORCE_HELP = "--pcap may replace an existing file (by a new 0600 one; never a symlink)"
 
 
 def events_of(args: argparse.Namespace) -> tuple[str, ...]:

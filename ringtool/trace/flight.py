@@ -22,7 +22,9 @@ go to the output and to ``--pcap``.
 A dump writes the events recorded since the previous dump that the kernel still holds,
 oldest first (timestamp order across CPUs), through the run's output (``--json``, CSV
 or columns); the packets likewise, after the events. SIGUSR1
-sets a flag; the signal wakes the loop through the wakeup pipe of
+sets a flag (one received while ringtool started, held by
+:class:`~ringtool.trace.signals.StartSignals`, sets it once the sources are attached:
+the first dump comes on the loop's first turn); the signal wakes the loop through the wakeup pipe of
 :class:`~ringtool.trace.signals.StopSignals`, which :meth:`FlightSession.wait` empties.
 :func:`backend` says which ring this kernel gets (``ringtool doctor`` says it too).
 """
@@ -47,6 +49,7 @@ from ringtool.readers.perfbuf import PerfBuffer
 from ringtool.trace.flight_net import NetDumps, ts_offset
 from ringtool.trace.options import PAGE, RING_SOURCES
 from ringtool.trace.session import TraceSession
+from ringtool.trace.signals import claimed
 
 
 def backend() -> str:
@@ -86,6 +89,8 @@ class FlightSession(TraceSession):
         super()._setup()
         if threading.current_thread() is threading.main_thread():
             self._old_usr1 = signal.signal(signal.SIGUSR1, self._on_usr1)
+            # a SIGUSR1 while ringtool started: the first turn of the loop dumps
+            self._dump = claimed(self._old_usr1, signal.SIGUSR1)
         self._note(f"flight recorder: {size >> 10} KiB a CPU in the kernel ({self._what()}); "
                    f"kill -USR1 {os.getpid()} writes the newest events")  # fmt: skip
 

@@ -181,6 +181,8 @@ class TraceSession:
         except RingtoolError as exc:
             self._note(f"source net disabled: {_first_line(exc)}")
             return
+        for note in self.net.notes:
+            self._note(f"source net: {note}")
         o = self.opts
         if o.pid is not None or o.comm or o.tid is not None or o.uid is not None or o.cgroup:
             # TC programs run without a task: no pid, comm, uid or cgroup to filter on
