@@ -47,6 +47,13 @@ class BpfSyscallError(RingtoolError, OSError):
         return str(self.strerror)
 
 
+class UnsafeDirectoryError(RingtoolError):
+    """A directory ringtool would create, lock or delete in (the bpffs pin root of
+    ``ringtool mark``) is one another user could have made or may change: a symbolic
+    link, not a directory, owned by another user, or writable by group or others.
+    Nothing in it is used or deleted; the message names the path and the fix."""
+
+
 class MapTypeError(RingtoolError, TypeError):
     """A map of the wrong type was given (e.g. a HASH map to RingBuffer)."""
 
