@@ -1,4 +1,5 @@
-"""Layer 2: thin wrappers over Linux system calls. Only this package imports ctypes.
+"""Layer 2: thin wrappers over Linux system calls. Only this package imports ctypes
+(pyproject.toml's import-linter contract "ctypes: only ringtool.kernel imports it").
 
 Each wrapper raises a specific :mod:`ringtool.errors` exception that says what failed
 and what to do about it.
