@@ -10,23 +10,28 @@ The loop (:mod:`ringtool.trace.runner`) calls both in this order: ``open`` (outp
 
 ``Records`` is a numpy structured array of ``bpf/trace_event.h``'s ``struct
 trace_event`` (:mod:`ringtool.event.layout`); it is valid only during the call (the
-loop reuses nothing, but a sink that keeps records must copy them).
+loop reuses nothing, but a sink that keeps records must copy them). Both protocols are
+generic in the statistics they are given (``S``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ringtool.event.decode import Event
-from ringtool.trace.stats import TraceStats
 
 #: A batch of trace records (see the module doc).
 Records = np.ndarray[Any, Any]
 
+#: The run's statistics as the loop hands them on: the protocols take any type (the
+#: loop's is :class:`ringtool.trace.stats.TraceStats`: ``Output[TraceStats]``), so
+#: this module depends on no statistics of its own.
+S = TypeVar("S", contravariant=True)
 
-class Output(Protocol):
+
+class Output(Protocol[S]):
     """What the user watches. ``input_fd`` is a file descriptor the loop waits on for
     keys (-1: none; then :meth:`handle_input` is never called); ``drill_pid`` the
     process the user drilled into (None: none), whose syscalls the loop also counts per
@@ -44,8 +49,8 @@ class Output(Protocol):
         the call only (the loop then consumes the read): copy what is kept."""
         ...
 
-    def stats(self, stats: TraceStats) -> None: ...
-    def summary(self, stats: TraceStats) -> None: ...
+    def stats(self, stats: S) -> None: ...
+    def summary(self, stats: S) -> None: ...
     def note(self, text: str) -> None: ...
     def step(self, text: str) -> None:
         """Start-up: what is being done now (compiling a source, attaching)."""
@@ -80,7 +85,7 @@ class OutputBase:
         pass
 
 
-class Sink(Protocol):
+class Sink(Protocol[S]):
     """Where records go besides the output. :meth:`publish` may raise
     :class:`~ringtool.errors.RingtoolError` (the trace ends with its message);
     :meth:`close` is called once, with the final stats (None when the run failed
@@ -90,11 +95,11 @@ class Sink(Protocol):
         """As :meth:`Output.batch`: ``arr`` is valid during the call only."""
         ...
 
-    def tick(self, stats: TraceStats) -> list[str]:
+    def tick(self, stats: S) -> list[str]:
         """Once per interval, after the kernel counters were taken: notes to show."""
         ...
 
-    def close(self, stats: TraceStats | None) -> None: ...
+    def close(self, stats: S | None) -> None: ...
 
 
 __all__ = ["Output", "OutputBase", "Records", "Sink"]
