@@ -100,7 +100,7 @@ def main(argv: list[str]) -> int:
             super().__init__(*args, **kwargs)
             seen.append(self)
 
-    def make_headless(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
+    def make_headless(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[TraceStats]:
         return HeadlessTui(decoder, cfg.interval)
 
     args = build_parser("trace").parse_args(["trace", *trace_args])

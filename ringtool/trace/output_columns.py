@@ -39,17 +39,12 @@ from ringtool.event.group_values import group_values
 from ringtool.event.line_pieces import Piece, lines_of, text_of
 from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
-from ringtool.trace.growth_policy import size_text
-from ringtool.trace.latency_buckets import approx_duration
 from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
+from ringtool.trace.summary import ELLIPSIS, cut, format_summary
 
 HEADER = f"{'TIME':<8} {'CPU':>3} {'PID':<7} {'UID':<6} {'COMM':<16} {'EVENT':<7} DETAIL"
-
-
-#: What marks cut text (the TUI's mark too).
-ELLIPSIS = "…"
 
 
 def fit(text: str, width: int) -> str:
@@ -59,13 +54,6 @@ def fit(text: str, width: int) -> str:
     if width <= 0:
         return ""
     return ELLIPSIS + text[len(text) - width + 1 :]
-
-
-def cut(line: str, width: int | None) -> str:
-    """``line`` cut to ``width`` characters (None: whole), ending in ``…`` when cut."""
-    if width is None or len(line) <= width:
-        return line
-    return line[: width - 1] + ELLIPSIS if width > 0 else ""
 
 
 def fit_detail(ev: Event, width: int | None) -> str:
@@ -104,41 +92,6 @@ def format_stats(stats: TraceStats, width: int | None = 80) -> str:
     if stats.export is not None:  # --export: the export drops first, before the cut
         line = line.replace(" ev/s (", f" ev/s xdrop {stats.export['export_dropped']} (", 1)
     return cut(line, width)
-
-
-def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
-    lines = [
-        f"{stats.total} events in {stats.uptime:.1f}s, {stats.dropped} dropped, {stats.lost} lost"
-        + (f", {stats.malformed} malformed" if stats.malformed else ""),
-        "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(stats.by_type.items())) or "-"),
-    ]
-    if stats.drops_source and any(stats.drops_source.values()):
-        lines.append(
-            "dropped by source: " + ", ".join(f"{k} {v}" for k, v in stats.drops_source.items())
-        )
-    if stats.export is not None:
-        x = stats.export
-        why = ", ".join(f"{k} {v}" for k, v in x["export_dropped_by_reason"].items() if v)
-        lines.append(f"export: {x['exported']} exported, {x['export_dropped']} export_dropped"
-                     + (f" ({why})" if why else ""))  # fmt: skip
-    if stats.ordering is not None:
-        o = stats.ordering
-        lines.append(
-            f"ordered: {o['out_of_order']} out of order "
-            f"(per CPU ring {o['out_of_order_per_buffer']}), max {o['max_lateness_us']} us late"
-        )
-    if stats.cost is not None:
-        lines.append(stats.cost.line())
-    if stats.rings is not None and stats.rings["switches"]:
-        lines.append("rings: " + ", ".join(
-            f"cpu {r['cpu']} {size_text(r['bytes'])} ({r['grown']} grown, {r['shrunk']} "
-            f"shrunk, peak {size_text(r['peak_bytes'])})"
-            for r in stats.rings["per_cpu"] if r["grown"] or r["shrunk"]))  # fmt: skip
-    for row in stats.top_syscalls(5):
-        lines.append(
-            f"  {row.name:<20} {row.count:>10} calls  p99 {approx_duration(row.p99_ns):>6}"
-        )
-    return [cut(line, width) for line in lines]
 
 
 def _printable_all(texts: list[str]) -> list[str]:

@@ -49,7 +49,7 @@ class RunParts:
 
     session: type[TraceSession] = TraceSession
     stats: type[TraceStats] = TraceStats
-    output: Callable[[RunConfig, Decoder, TextIO], Output] = make_output
+    output: Callable[[RunConfig, Decoder, TextIO], Output[TraceStats]] = make_output
 
 
 def run_trace(
@@ -103,9 +103,9 @@ def _loop(
     cfg: RunConfig,
     decoder: Decoder,
     held: HeldWrites,
-    sinks: list[Sink],
+    sinks: list[Sink[TraceStats]],
     parts: RunParts,
-    out: Output,
+    out: Output[TraceStats],
 ) -> None:
     stream = cast(TextIO, held)
     stats = parts.stats(decoder.types, possible_cpu_count(), session.active,
@@ -208,8 +208,8 @@ def _print_hist(stats: TraceStats, *, json_lines: bool, stream: TextIO) -> None:
 def _ingest(
     session: TraceSession,
     stats: TraceStats,
-    out: Output,
-    sinks: list[Sink],
+    out: Output[TraceStats],
+    sinks: list[Sink[TraceStats]],
     decoder: Decoder,
     ordered: OrderedReader | None,
     held: HeldWrites,

@@ -12,18 +12,23 @@ Both get a batch as one :class:`~ringtool.event.records.Records`: the ``struct
 trace_event`` records and the net packets (``struct trace_net`` and their bytes) as
 structured arrays of ``bpf/trace_event.h`` (:mod:`ringtool.event.layout`). It is
 valid only during the call (its events are often a view of a mapped ring, consumed
-after it): whatever keeps records past the call copies them.
+after it): whatever keeps records past the call copies them. Both protocols are
+generic in the statistics they are given (``S``).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ringtool.event.records import Records
-from ringtool.trace.stats import TraceStats
+
+#: The run's statistics as the loop hands them on: the protocols take any type (the
+#: loop's is :class:`ringtool.trace.stats.TraceStats`: ``Output[TraceStats]``), so
+#: this module depends on no statistics of its own.
+S = TypeVar("S", contravariant=True)
 
 
-class Output(Protocol):
+class Output(Protocol[S]):
     """What the user watches. ``input_fd`` is a file descriptor the loop waits on for
     keys (-1: none; then :meth:`handle_input` is never called); ``drill_pid`` the
     process the user drilled into (None: none), whose syscalls the loop also counts per
@@ -41,8 +46,8 @@ class Output(Protocol):
         only (the loop then consumes the read): copy what is kept."""
         ...
 
-    def stats(self, stats: TraceStats) -> None: ...
-    def summary(self, stats: TraceStats) -> None: ...
+    def stats(self, stats: S) -> None: ...
+    def summary(self, stats: S) -> None: ...
     def note(self, text: str) -> None: ...
     def step(self, text: str) -> None:
         """Start-up: what is being done now (compiling a source, attaching)."""
@@ -77,7 +82,7 @@ class OutputBase:
         pass
 
 
-class Sink(Protocol):
+class Sink(Protocol[S]):
     """Where records go besides the output. :meth:`publish` may raise
     :class:`~ringtool.errors.RingtoolError` (the trace ends with its message);
     :meth:`close` is called once, with the final stats (None when the run failed
@@ -87,11 +92,11 @@ class Sink(Protocol):
         """As :meth:`Output.batch`: ``records`` are valid during the call only."""
         ...
 
-    def tick(self, stats: TraceStats) -> list[str]:
+    def tick(self, stats: S) -> list[str]:
         """Once per interval, after the kernel counters were taken: notes to show."""
         ...
 
-    def close(self, stats: TraceStats | None) -> None: ...
+    def close(self, stats: S | None) -> None: ...
 
 
 __all__ = ["Output", "OutputBase", "Records", "Sink"]

@@ -237,7 +237,7 @@ class TraceTui:
             self._draw()
 
     def summary(self, stats: TraceStats) -> None:
-        from ringtool.trace.output_columns import format_summary
+        from ringtool.trace.summary import format_summary
 
         for line in format_summary(stats, None):
             print(line)
