@@ -40,6 +40,7 @@ from ringtool.kernel import bpf
 from ringtool.kernel.ringbuf_map import has_user_ringbuf
 from ringtool.programs.clang_loader import load_pinned
 from ringtool.readers.ringbuf_group import RingBufGroup
+from ringtool.trace.sources import SOURCE_NAMED
 
 #: Where every running trace pins its marker ring.
 PIN_ROOT = "/sys/fs/bpf/ringtool"
@@ -124,7 +125,7 @@ class MarkSource:
                 "RT_PCPU_CPUS_PER_BUF": group.layout.cpus_per_buffer,
             }
             load_pinned(
-                "trace_mark.bpf.c", self.path, defines=defines, prog_name="drain",
+                SOURCE_NAMED["mark"].bpf_file, self.path, defines=defines, prog_name="drain",
                 reuse={n: os.path.join(self.path, n) for n in (*_GROUP_PINS, "marks")},
                 pin_maps=False,
             )  # fmt: skip

@@ -58,13 +58,12 @@ from ringtool.trace.tui_exits import Exits
 from ringtool.trace.tui_freeze import frozen_stats
 from ringtool.trace.tui_keys import ESC_TIMEOUT, MOUSE_OFF, MOUSE_ON, KeyParser
 from ringtool.trace.tui_mouse import click_target
-from ringtool.trace.tui_panels import data, sparkline
+from ringtool.trace.tui_panels import TAIL_TYPES, data, sparkline
 from ringtool.trace.tui_recent import RecentEvents
 from ringtool.trace.tui_view import SORTS, ViewState
 
 #: The smallest terminal the dashboard draws in; below it a one-line message says so.
 MIN_WIDTH, MIN_HEIGHT = 80, 24
-TAIL_TYPES = ("exec", "open", "net", "mark")
 TAIL_KEEP = 200
 
 
