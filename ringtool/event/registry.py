@@ -113,7 +113,7 @@ EVENT_TYPES: tuple[EventType, ...] = (
          Field("argv_truncated", "aux2", "truncated"), Field("ppid", "ppid", "int"),
          Field("ret", "ret", "int"), Field("syscall", "call", "call")),
         Detail("filename", ("argv", "argv_truncated", "ppid", "uid", "ret")),
-        _TAIL, TASK_HEADER,
+        panels=_TAIL, needs=TASK_HEADER,
     ),
     EventType(
         "exit", "exec",
@@ -136,9 +136,9 @@ EVENT_TYPES: tuple[EventType, ...] = (
          Field("mode", "mode", "int"), Field("ret", "ret", "int"),
          Field("syscall", "call", "call")),
         Detail("path", ("flags", "mode", "ret", "syscall")),
-        _TAIL,
+        panels=_TAIL,
         # open/creat: not on arm64; openat2: Linux 5.6; open_by_handle_at: CONFIG_FHANDLE
-        KernelNeeds.union([TASK_HEADER, _PER_THREAD, KernelNeeds(
+        needs=KernelNeeds.union([TASK_HEADER, _PER_THREAD, KernelNeeds(
             optional=_syscalls("open", "creat", "openat2", "open_by_handle_at"))]),
     ),
     EventType(
@@ -151,11 +151,11 @@ EVENT_TYPES: tuple[EventType, ...] = (
     EventType(
         "net", "net", (),
         Detail(None, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
-        _TAIL,  # TC programs: no task, so no task members
+        panels=_TAIL,  # TC programs: no task, so no task members
     ),
     EventType(
         "mark", "mark", (Field("text", "data", "str"),), Detail(None, ("text",)),
-        frozenset({RECENT}),  # built with clang (bpf/trace_mark.bpf.c): no -D needs
+        panels=frozenset({RECENT}),  # a clang-built program: no -D needs
     ),
 )  # fmt: skip
 
