@@ -36,6 +36,8 @@
 #define TRACE_ARGS_MISSING 0x40000000    /* argv not read (exec began before tracing) */
 #define TRACE_ARGC_MASK 0xffff
 
+/* The event types (struct trace_hdr's `type`), all of them and nothing else, up to the
+ * blank line: ringtool/event/registry.py has one entry for each (a test checks it). */
 #define TRACE_EXEC 1
 #define TRACE_EXIT 2
 #define TRACE_FORK 3

@@ -293,14 +293,15 @@ def _kprobes() -> Check:
 def _tracepoint_layouts() -> list[Check]:
     """One line per tracepoint field whose layout ringtool picks for this kernel, and
     one saying which optional tracepoints it has (the syscalls traced where they exist)."""
+    from ringtool.event.registry import NEEDS  # what every event type needs
     from ringtool.programs.tp_presence import presence_defines
     from ringtool.programs.tracepoints import TracepointFormatError, layout_choices
 
     try:
-        choices = layout_choices()
+        choices = layout_choices(NEEDS.string_fields, "ringtool trace")
     except TracepointFormatError as exc:
         return [Check("tracepoint layout", False, str(exc), "check the tracefs line above")]
-    have = presence_defines()
+    have = presence_defines(NEEDS.optional)
     missing = [k for k, v in have.items() if not v]
     detail = ", ".join(f"-D{k}={v}" for k, v in have.items())
     if missing:

@@ -21,6 +21,7 @@ from ringtool.event.fields import FIELD_NAMES
 from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
+from ringtool.trace import sources
 from ringtool.trace.growth_policy import (
     MIB,
     default_cap,
@@ -29,8 +30,8 @@ from ringtool.trace.growth_policy import (
     size_text,
 )
 
-EVENTS = ("exec", "open", "syscalls", "net")
-DEFAULT_EVENTS = ("exec", "open", "syscalls")
+EVENTS = sources.ALL_EVENTS  # the trace sources' table
+DEFAULT_EVENTS = sources.DEFAULT_EVENTS
 
 EPILOG = """\
 output: the live TUI when stdout is a terminal (keys: ? help, q quit, p pause,

@@ -10,6 +10,7 @@ from typing import Any
 
 from ringtool.event import open_flags
 from ringtool.event.decode import Event
+from ringtool.event.registry import EVENT_TYPES
 
 Columns = Mapping[str, list[Any]]
 
@@ -70,18 +71,20 @@ def _rest_net(c: Columns) -> list[str]:
     ]  # fmt: skip
 
 
+#: Per type, the code of the rest of its detail (the registry's
+#: :class:`~ringtool.event.registry.Detail` says what it reads).
+_REST: dict[str, Callable[[Columns], list[str]]] = {
+    "exec": _rest_exec, "open": _rest_open, "exit": _rest_exit, "fork": _rest_fork,
+    "syscall": _rest_syscall, "mark": _rest_mark, "net": _rest_net,
+}  # fmt: skip
+
 #: Per type: the key of its file name (None: no file name), the rest of its detail,
 #: built from columns of field values (one list per key) so that a batch formats a
 #: whole column at once (:func:`detail_split` runs the same code for one event), and
-#: the keys the rest reads (a batch where they are all constant builds it once).
+#: the keys the rest reads (a batch where they are all constant builds it once):
+#: each type's :attr:`~ringtool.event.registry.EventType.detail` with its code.
 DETAIL: dict[str, tuple[str | None, Callable[[Columns], list[str]], tuple[str, ...]]] = {
-    "exec": ("filename", _rest_exec, ("argv", "argv_truncated", "ppid", "uid", "ret")),
-    "open": ("path", _rest_open, ("flags", "mode", "ret", "syscall")),
-    "exit": (None, _rest_exit, ("exit_code", "ppid")),
-    "fork": (None, _rest_fork, ("child_pid", "child_comm")),
-    "syscall": (None, _rest_syscall, ("syscall", "latency_us", "ret")),
-    "mark": (None, _rest_mark, ("text",)),
-    "net": (None, _rest_net, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
+    t.name: (t.detail.path, _REST[t.name], t.detail.reads) for t in EVENT_TYPES
 }
 
 

@@ -2,7 +2,9 @@
 
 Every output (event dicts of :meth:`ringtool.event.decode.Decoder.decode`, JSON lines,
 ``--no-tui`` columns, ``--csv``, ``--fields``) is built from this table, so a field
-added here appears in all of them. Imports nothing heavy: the CLI validates
+added here appears in all of them. The fields of each type are its entry's in
+:mod:`ringtool.event.registry` (the one table of event types); this module adds the
+common ones. Imports nothing heavy: the CLI validates
 ``--fields`` against :data:`FIELD_NAMES` without loading numpy.
 
 A :class:`Field` names the output ``key``, the record ``column`` it is read from
@@ -43,16 +45,7 @@ a type of :data:`TASKLESS`), then its type's :data:`BY_TYPE` fields, in this ord
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-
-class Field(NamedTuple):
-    """One output field: ``key`` in the output, record ``column``, ``kind``."""
-
-    key: str
-    column: str
-    kind: str
-
+from ringtool.event.registry import EVENT_TYPES, Field
 
 #: Fields of the common header (``struct trace_hdr``) of every record, after ``type``.
 HEADER: tuple[Field, ...] = (
@@ -68,53 +61,14 @@ HEADER: tuple[Field, ...] = (
 COMMON: tuple[Field, ...] = (*HEADER, Field("uid", "uid", "int"), Field("gid", "gid", "int"))
 
 #: The types whose records have no task (no ``uid``/``gid``): :data:`HEADER` only.
-TASKLESS = frozenset(("net",))
+TASKLESS = frozenset(t.name for t in EVENT_TYPES if t.taskless)
 
 #: ``proto`` of a packet: IP protocol numbers by name (others: their digits).
 PROTOS = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmp6"}
 
-#: The type-specific fields of the RINGBUF event types, in output order.
-BY_TYPE: dict[str, tuple[Field, ...]] = {
-    "exec": (
-        Field("filename", "data", "str"),
-        Field("argv", "data", "argv"),
-        Field("argv_truncated", "aux2", "truncated"),
-        Field("ppid", "ppid", "int"),
-        Field("ret", "ret", "int"),
-        Field("syscall", "call", "call"),
-    ),
-    "exit": (Field("exit_code", "value", "exit_code"), Field("ppid", "ppid", "int")),
-    "fork": (
-        Field("child_pid", "aux", "int"),
-        Field("child_comm", "data", "str"),
-        Field("ppid", "ppid", "int"),
-    ),
-    "open": (
-        Field("path", "data", "str"),
-        Field("flags", "value", "int"),
-        Field("mode", "mode", "int"),
-        Field("ret", "ret", "int"),
-        Field("syscall", "call", "call"),
-    ),
-    "syscall": (
-        Field("syscall", "aux", "syscall"),
-        Field("nr", "aux", "int"),
-        Field("latency_us", "value", "latency_us"),
-        Field("ret", "ret", "int"),
-    ),
-    "mark": (Field("text", "data", "str"),),
-    "net": (
-        Field("src", "saddr", "addr"),
-        Field("dst", "daddr", "addr"),
-        Field("sport", "sport", "int"),
-        Field("dport", "dport", "int"),
-        Field("proto", "proto", "proto"),
-        Field("len", "len", "int"),
-        Field("ifindex", "ifindex", "int"),
-        Field("dir", "dir", "direction"),
-        Field("captured", "captured", "int"),
-    ),
-}
+#: The type-specific fields of the event types, in output order: each type's
+#: :attr:`~ringtool.event.registry.EventType.fields`.
+BY_TYPE: dict[str, tuple[Field, ...]] = {t.name: t.fields for t in EVENT_TYPES if t.fields}
 
 
 def fields_of(type_name: str) -> tuple[Field, ...]:

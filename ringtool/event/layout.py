@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.bpf_files import bpf_dir, require_bpf_dir
+from ringtool.event.registry import EVENT_TYPES, TYPE_PREFIX
 
 TRACE_HEADER = bpf_dir() / "trace_event.h"
 
@@ -41,10 +42,9 @@ _DEFINE = re.compile(r"^\s*#define\s+(TRACE_\w+)\s+(0x[0-9a-fA-F]+|\d+)\s*$", re
 _STRUCT = re.compile(r"\bstruct\s+(trace_\w+)\s*\{(.*?)\}\s*;", re.S)
 _FIELD = re.compile(r"^(struct\s+\w+|\w+)\s+(\w+)\s*(?:\[\s*(\w+)\s*\])?$")
 
-#: Event type constant name -> the ``type`` string used in output (TRACE_EXEC -> exec).
-TYPE_PREFIX = "TRACE_"
-TYPE_CONSTANTS = ("TRACE_EXEC", "TRACE_EXIT", "TRACE_FORK", "TRACE_OPEN", "TRACE_SYSCALL",
-                  "TRACE_NET", "TRACE_MARK")  # fmt: skip
+#: Event type constant name -> the ``type`` string used in output (TRACE_EXEC -> exec):
+#: the constants of :data:`ringtool.event.registry.EVENT_TYPES`.
+TYPE_CONSTANTS = tuple(t.constant for t in EVENT_TYPES)
 #: Prefix of the constants that name an open or exec event's syscall (``call``).
 CALL_PREFIX = "TRACE_CALL_"
 

@@ -120,7 +120,8 @@ class BridgeHook:
         return self.encoder.stats(rec, self._stats_n)
 
     def _families(self, fams: Any) -> None:
-        from ringtool.export.metrics import SOURCE_OF, export_families
+        from ringtool.event.registry import SOURCE_OF
+        from ringtool.export.metrics import export_families
 
         host = self.opts.host
         fams.add(

@@ -17,10 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ringtool.errors import ExportError
+from ringtool.event.registry import SOURCE_OF  # type -> source: the ``source`` label
 from ringtool.export.accounting import TraceTotals
-
-SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
-             "syscall": "syscalls", "net": "net", "mark": "mark"}  # fmt: skip
 
 
 class Families:

@@ -8,9 +8,9 @@ Enable task local storage for tracing programs" opened it to every tracing progr
 bound; it needs the kernel's BTF (``/sys/kernel/btf/vmlinux``) for the task pointer.
 ``bpf_task_storage_get`` may return NULL (no memory, or the storage busy with another
 BPF program on the CPU): the sources then treat the call as not remembered (counted
-as a drop for an open, as a full hash map is). The sources
-(bpf/trace_open.c, bpf/trace_syscalls.c) keep their per-thread state there when this
-is 1 and in hash maps keyed by tid when it is 0.
+as a drop for an open, as a full hash map is). The sources that need it
+(:attr:`ringtool.kernel.needs.KernelNeeds.task_storage`) keep their per-thread state
+there when this is 1 and in hash maps keyed by tid when it is 0.
 
 ``TRACE_HAVE_TASK_BTF`` and the offsets of the fields the sources read straight from
 the current task (bpf/trace_event.h), from the running kernel's BTF
@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from ringtool.kernel.btf import VMLINUX_BTF, char_array_offset, field_offsets
+from ringtool.kernel.needs import KernelNeeds
 
 #: The first kernel (major, minor) whose tracepoint programs may call bpf_task_storage_get.
 TASK_STORAGE_SINCE = (5, 13)
@@ -41,11 +43,6 @@ TASK_STORAGE_SINCE = (5, 13)
 #: them on (Debian 12's 6.1); older kernels with BTF get the helpers, so a verifier
 #: that judged those loads differently there cannot keep the sources from loading.
 TASK_FIELDS_SINCE = (6, 1)
-#: The sources that read TRACE_HAVE_TASK_STORAGE.
-SOURCES = ("trace_open.c", "trace_syscalls.c")
-#: The sources given TRACE_HAVE_TASK_BTF and the field offsets: tracing programs all
-#: (bpf_get_current_task_btf is not callable from the networking program types).
-TASK_BTF_SOURCES = ("trace_exec.c", "trace_open.c", "trace_syscalls.c")
 #: The kernel's TASK_COMM_LEN (include/linux/sched.h), the length of TRACE_COMM_LEN.
 TASK_COMM_LEN = 16
 #: Groups of -D names, each the offsets of one chain of members (every member but the
@@ -90,18 +87,25 @@ def comm_offset(btf: Path = VMLINUX_BTF) -> int | None:
     return char_array_offset("task_struct", "comm", TASK_COMM_LEN, btf)
 
 
-def task_field_defines(btf: Path = VMLINUX_BTF, release: str | None = None) -> dict[str, int | str]:
+def task_field_defines(
+    btf: Path = VMLINUX_BTF, release: str | None = None, members: Iterable[str] | None = None
+) -> dict[str, int | str]:
     """``TRACE_HAVE_TASK_BTF`` and the offsets of the task fields the sources read
     directly (see the module doc); {} where the kernel lacks the helper, and below
-    :data:`TASK_FIELDS_SINCE` (``release``: ``os.uname().release`` unless given)."""
+    :data:`TASK_FIELDS_SINCE` (``release``: ``os.uname().release`` unless given).
+    ``members``: the ``task_struct`` members wanted (``task_struct.comm``, and the first
+    member of each chain of :data:`FIELD_CHAINS`); None: all; empty: {}."""
+    wanted = None if members is None else set(members)
     rel = os.uname().release if release is None else release
-    if kernel_version(rel) < TASK_FIELDS_SINCE or not has_task_storage(rel, btf):
+    if wanted == set() or kernel_version(rel) < TASK_FIELDS_SINCE or not has_task_storage(rel, btf):
         return {}
     out: dict[str, int | str] = {"TRACE_HAVE_TASK_BTF": 1}
-    comm = comm_offset(btf)
+    comm = comm_offset(btf) if wanted is None or "task_struct.comm" in wanted else None
     if comm is not None:
         out["TRACE_TASK_COMM_OFF"] = comm
     for group in FIELD_GROUPS:
+        if wanted is not None and not all(FIELD_CHAINS[i][1][0] in wanted for i in group):
+            continue
         found: dict[str, int | str] = {}
         for index in group:
             names, steps, size = FIELD_CHAINS[index]
@@ -114,18 +118,19 @@ def task_field_defines(btf: Path = VMLINUX_BTF, release: str | None = None) -> d
     return out
 
 
-def feature_defines(source: str | None = None) -> dict[str, int | str]:
-    """For the running kernel: ``TRACE_HAVE_TASK_STORAGE`` -> 1 or 0 (the sources in
-    :data:`SOURCES`) and :func:`task_field_defines` (:data:`TASK_BTF_SOURCES`);
-    ``source`` None: all."""
+def feature_defines(needs: KernelNeeds) -> dict[str, int | str]:
+    """For the running kernel and a program's ``needs``: ``TRACE_HAVE_TASK_STORAGE`` ->
+    1 or 0 (when it keeps per-thread state) and :func:`task_field_defines` of its
+    task members (tracing programs: bpf_get_current_task_btf is not callable from the
+    networking program types, whose needs name no member)."""
     out: dict[str, int | str] = {}
-    if source is None or source in SOURCES:
+    if needs.task_storage:
         out["TRACE_HAVE_TASK_STORAGE"] = int(has_task_storage())
-    if source is None or source in TASK_BTF_SOURCES:
-        out.update(task_field_defines())
+    if needs.task_members:
+        out.update(task_field_defines(members=needs.task_members))
     return out
 
 
-__all__ = ["SOURCES", "TASK_BTF_SOURCES", "TASK_FIELDS_SINCE", "TASK_STORAGE_SINCE",
+__all__ = ["TASK_FIELDS_SINCE", "TASK_STORAGE_SINCE",
            "comm_offset", "feature_defines", "has_task_storage", "kernel_version",
            "task_field_defines"]  # fmt: skip

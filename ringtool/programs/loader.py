@@ -13,6 +13,7 @@ from typing import Any
 
 from ringtool.bpf_files import bpf_dir, bpf_file
 from ringtool.errors import KernelFeatureError, RingtoolError
+from ringtool.kernel.needs import NO_NEEDS, KernelNeeds
 from ringtool.programs.kernel_features import feature_defines
 from ringtool.programs.tp_presence import presence_defines
 from ringtool.programs.tracepoints import layout_choices, layout_defines
@@ -50,7 +51,11 @@ def cflags_for(defines: Mapping[str, int | str] | None = None) -> list[str]:
 
 
 def compile_program(
-    filename: str, *, defines: Mapping[str, int | str] | None = None, attach: bool = True
+    filename: str,
+    *,
+    defines: Mapping[str, int | str] | None = None,
+    attach: bool = True,
+    needs: KernelNeeds = NO_NEEDS,
 ) -> Any:
     """Compile ``bpf/<filename>`` with BCC; returns the ``bcc.BPF`` object (its maps
     are ``obj["name"]``; programs are loaded with ``obj.load_func``).
@@ -60,18 +65,18 @@ def compile_program(
     programs (the verifier runs now: a refusal is a BpfCompileError here) but attaches
     nothing until :func:`attach_programs`, so a reader can be ready first.
 
-    The tracepoint field layouts the file depends on are read from the running
-    kernel's tracefs and added as ``-D`` constants
+    What the program ``needs`` from the kernel (the caller's plain data) becomes ``-D``
+    constants for the running kernel: the tracepoint field layouts, read from tracefs
     (:func:`ringtool.programs.tracepoints.layout_choices`; a
     :class:`~ringtool.programs.tracepoints.TracepointFormatError` when they can't be);
-    and so is which optional tracepoints exist
-    (:func:`ringtool.programs.tp_presence.presence_defines`) and which BPF features
+    which optional tracepoints exist
+    (:func:`ringtool.programs.tp_presence.presence_defines`); and which BPF features
     it has (:func:`ringtool.programs.kernel_features.feature_defines`);
     an entry of ``defines`` with the same name overrides the kernel's choice."""
     bcc = import_bcc()
     path = bpf_file(filename)
-    tp_defines = (layout_defines(layout_choices(filename)) | presence_defines(filename)
-                  | feature_defines(filename))  # fmt: skip
+    tp_defines = (layout_defines(layout_choices(needs.string_fields, filename))
+                  | presence_defines(needs.optional) | feature_defines(needs))  # fmt: skip
     try:
         obj = (bcc.BPF if attach else _deferred_class())(
             src_file=str(path).encode(), cflags=cflags_for(tp_defines | dict(defines or {}))

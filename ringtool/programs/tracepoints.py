@@ -6,9 +6,10 @@ kernels: ``sched_process_fork``'s ``child_comm`` is a fixed ``char child_comm[16
 on 6.1 and a ``__data_loc char[] child_comm`` (a u32 ``offset | length << 16`` into the
 record) on 6.18. A BPF program reads the two differently, so the choice is made from
 the running kernel's ``events/<category>/<name>/format`` file and given to the C code
-as a ``-D`` constant (no C is generated): :data:`STRING_FIELDS` lists each string
-field ringtool reads whose layout varies and the macro that selects the code path
-(``1`` = ``__data_loc``, ``0`` = fixed ``char[N]`` array).
+as a ``-D`` constant (no C is generated): a program's needs
+(:class:`ringtool.kernel.needs.StringField`, given by the caller) name each string
+field it reads whose layout varies and the macro that selects the code path (``1`` =
+``__data_loc``, ``0`` = fixed ``char[N]`` array).
 
 BCC builds the ``args`` struct of a ``TRACEPOINT_PROBE`` from the very same format
 file, so the path the macro selects is the one whose member exists
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringtool.errors import KernelFeatureError
+from ringtool.kernel.needs import StringField
 
 #: Where tracefs is mounted, in the order tried.
 TRACEFS_DIRS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
@@ -107,31 +109,6 @@ def read_format(category: str, event: str, tracefs: Iterable[Path] = TRACEFS_DIR
 
 
 @dataclass(frozen=True, slots=True)
-class StringField:
-    """A string field a BPF source reads whose layout differs between kernels;
-    ``define`` selects the source's code path (1: __data_loc, 0: char[N])."""
-
-    category: str
-    event: str
-    field: str
-    define: str
-    sources: tuple[str, ...]  # the bpf/ files that read it
-
-
-#: Every such field ringtool reads. (Fields with one layout on all supported kernels,
-#: e.g. sched_process_exec's filename, always __data_loc, are read directly.)
-STRING_FIELDS: tuple[StringField, ...] = (
-    StringField(
-        "sched",
-        "sched_process_fork",
-        "child_comm",
-        "TRACE_FORK_CHILD_COMM_DATA_LOC",
-        ("trace_exec.c",),
-    ),
-)
-
-
-@dataclass(frozen=True, slots=True)
 class LayoutChoice:
     """What :func:`choose` picked for one :class:`StringField`."""
 
@@ -148,14 +125,15 @@ class LayoutChoice:
                 f"-> -D{self.spec.define}={self.value}")  # fmt: skip
 
 
-def choose(spec: StringField, fields: Mapping[str, TpField]) -> LayoutChoice:
-    """The code path for ``spec`` given its tracepoint's parsed ``fields``."""
+def choose(spec: StringField, fields: Mapping[str, TpField], reader: str) -> LayoutChoice:
+    """The code path for ``spec`` given its tracepoint's parsed ``fields``; ``reader``
+    names the program that reads it (for the error)."""
     where = f"tracepoint {spec.category}:{spec.event}"
     f = fields.get(spec.field)
     if f is None:
         raise TracepointFormatError(
             f"{where} has no field {spec.field!r} (has: {', '.join(fields)}): this kernel "
-            f"is not supported by {', '.join(spec.sources)}"
+            f"is not supported by {reader}"
         )
     if f.data_loc:
         return LayoutChoice(spec, f, 1)
@@ -163,22 +141,20 @@ def choose(spec: StringField, fields: Mapping[str, TpField]) -> LayoutChoice:
         return LayoutChoice(spec, f, 0)
     raise TracepointFormatError(
         f"{where} field {spec.field!r} is {f.ctype!r} (size {f.size}): neither "
-        f"__data_loc char[] nor char[N]; {', '.join(spec.sources)} cannot read it"
+        f"__data_loc char[] nor char[N]; {reader} cannot read it"
     )
 
 
 def layout_choices(
-    source: str | None = None, tracefs: Iterable[Path] = TRACEFS_DIRS
+    specs: Iterable[StringField], reader: str, tracefs: Iterable[Path] = TRACEFS_DIRS
 ) -> list[LayoutChoice]:
-    """The choices for every :data:`STRING_FIELDS` entry (of ``source`` only, when
-    given), from the running kernel's format files."""
+    """The choices for ``specs`` (a program's needs; ``reader`` names it for the
+    errors), from the running kernel's format files."""
     roots = tuple(tracefs)
-    out = []
-    for spec in STRING_FIELDS:
-        if source is None or source in spec.sources:
-            text = read_format(spec.category, spec.event, roots)
-            out.append(choose(spec, parse_format(text)))
-    return out
+    return [
+        choose(spec, parse_format(read_format(spec.category, spec.event, roots)), reader)
+        for spec in specs
+    ]
 
 
 def layout_defines(choices: Iterable[LayoutChoice]) -> dict[str, int | str]:
@@ -187,9 +163,7 @@ def layout_defines(choices: Iterable[LayoutChoice]) -> dict[str, int | str]:
 
 
 __all__ = [
-    "STRING_FIELDS",
     "LayoutChoice",
-    "StringField",
     "TpField",
     "TracepointFormatError",
     "choose",

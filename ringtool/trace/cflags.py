@@ -1,10 +1,12 @@
-"""The ``-D`` constants the trace sources are compiled with: filters, wakeup sizes."""
+"""The ``-D`` constants the trace sources are compiled with: filters, the RINGBUF
+sources' ring group, threshold and histogram buckets, wakeup sizes."""
 
 from __future__ import annotations
 
 from ringtool.errors import ArgumentError
 from ringtool.trace.filters import kernel_defines
-from ringtool.trace.options import TraceOptions
+from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS, SUB_BITS
+from ringtool.trace.options import PAGE, TraceOptions
 
 
 def comm_words(comm: str) -> tuple[int, int]:
@@ -35,6 +37,22 @@ def wakeup_bytes(ring_bytes: int, fill: float) -> int:
     return max(1, int(ring_bytes * fill))
 
 
+def ring_defines(opts: TraceOptions, group_cflags: list[str]) -> dict[str, int | str]:
+    """The ``-D`` constants of the RINGBUF sources beyond the filters: the ring group's
+    (its ``cflags()``), the slow-syscall threshold, the latency histograms' buckets
+    (:mod:`ringtool.trace.latency_buckets`) and, with adaptive wakeups, the bytes from
+    which a record wakes the reader."""
+    out = defines_of(group_cflags)
+    out["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
+    out["TRACE_LAT_SUB_BITS"] = SUB_BITS
+    out["TRACE_LAT_KEY_BITS"] = KEY_BITS
+    out["TRACE_LAT_NRS"] = FAST_NRS
+    out["TRACE_LAT_FAST_BUCKETS"] = FAST_BUCKETS
+    if opts.wakeup_fill is not None:
+        out["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(opts.buffer_pages * PAGE, opts.wakeup_fill)
+    return out
+
+
 def defines_of(cflags: list[str]) -> dict[str, int | str]:
     """``-DKEY=VALUE`` flags as a dict (the loader adds ``-I`` itself)."""
     out: dict[str, int | str] = {}
@@ -45,4 +63,4 @@ def defines_of(cflags: list[str]) -> dict[str, int | str]:
     return out
 
 
-__all__ = ["comm_words", "defines_of", "filter_defines", "wakeup_bytes"]
+__all__ = ["comm_words", "defines_of", "filter_defines", "ring_defines", "wakeup_bytes"]

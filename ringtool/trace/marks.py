@@ -52,6 +52,7 @@ from ringtool.kernel.pin_root import (
 from ringtool.kernel.ringbuf_map import has_user_ringbuf
 from ringtool.programs.clang_loader import load_pinned
 from ringtool.readers.ringbuf_group import RingBufGroup
+from ringtool.trace.sources import SOURCE_NAMED
 
 #: The marker ring: 16 pages, room for 240 markers the trace has not drained.
 MARK_RING_BYTES = 16 * 4096
@@ -156,9 +157,9 @@ class MarkSource:
                 "RT_PCPU_CPUS_PER_BUF": group.layout.cpus_per_buffer,
             }
             load_pinned(
-                "trace_mark.bpf.c", fd_path(dir_fd), defines=defines, prog_name="drain",
-                reuse={n: pin(n) for n in (*_GROUP_PINS, "marks")}, pin_maps=False,
-                pass_fds=(dir_fd,),
+                SOURCE_NAMED["mark"].bpf_file, fd_path(dir_fd), defines=defines,
+                prog_name="drain", reuse={n: pin(n) for n in (*_GROUP_PINS, "marks")},
+                pin_maps=False, pass_fds=(dir_fd,),
             )  # fmt: skip
             for name in _GROUP_PINS:
                 os.unlink(name, dir_fd=dir_fd)

@@ -30,6 +30,7 @@ from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.perfbuf import PerfBuffer
 from ringtool.trace.net_filters import FILTER_PRIO, classify, filter_name, read_filters
 from ringtool.trace.net_order import NetReorder
+from ringtool.trace.sources import SOURCE_NAMED
 
 TC_INGRESS = "ffff:fff2"  # clsact parents (TC_H_MIN_INGRESS / TC_H_MIN_EGRESS)
 TC_EGRESS = "ffff:fff3"
@@ -81,7 +82,9 @@ class NetSource:
         if not found:
             raise NetSourceError(f"no network interface {self.iface!r} (see `ip link`)")
         self._index = found[0]
-        self._obj = compile_program("trace_net.c", defines={**defines, "TRACE_SNAPLEN": snaplen})
+        net = SOURCE_NAMED["net"]
+        self._obj = compile_program(net.bpf_file, defines={**defines, "TRACE_SNAPLEN": snaplen},
+                                    needs=net.needs)  # fmt: skip
         progs = {
             TC_INGRESS: load_function(self._obj, "trace_net_ingress", "SCHED_CLS"),
             TC_EGRESS: load_function(self._obj, "trace_net_egress", "SCHED_CLS"),

@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ringtool.trace.filters import CgroupFilter
+from ringtool.trace.sources import ALL_EVENTS, DEFAULT_EVENTS, RING_SOURCES
 
-#: RINGBUF sources: name -> BPF file.
-RING_SOURCES = {"exec": "trace_exec.c", "open": "trace_open.c", "syscalls": "trace_syscalls.c"}
-ALL_EVENTS = ("exec", "open", "syscalls", "net")
 PAGE = 4096
 
 
@@ -28,7 +26,7 @@ class TraceOptions:
     this (:mod:`ringtool.trace.ring_growth`); None: they keep ``buffer_pages``.
     ``ring_quiet_s``: a grown ring idle this long steps down (halves)."""
 
-    events: tuple[str, ...] = ("exec", "open", "syscalls")
+    events: tuple[str, ...] = DEFAULT_EVENTS
     pid: int | None = None
     comm: str | None = None
     #: in-kernel filters of :mod:`ringtool.trace.filters`: ``-t``, ``-u``, ``--cgroup``,

@@ -44,16 +44,16 @@ from ringtool.programs.loader import attach_programs, compile_program, detach_al
 from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
-from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
+from ringtool.trace.cflags import filter_defines, ring_defines
 from ringtool.trace.cost import program_label
 from ringtool.trace.hist_maps import Hists, SyscallHists
-from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS, SUB_BITS
 from ringtool.trace.marks import MarkSource, check_user_ringbuf
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
 from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.pacing import BatchPacer
 from ringtool.trace.parents import seed_parents
 from ringtool.trace.ring_growth import RingGrowth
+from ringtool.trace.sources import SOURCE_NAMED
 
 
 class TraceSession:
@@ -124,21 +124,14 @@ class TraceSession:
             self.group = RingBufGroup(
                 cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE, ring_flags=self.ring_flags
             )
-            defines.update(defines_of(self.group.cflags()))
+            defines.update(ring_defines(opts, self.group.cflags()))
             defines.update(self._extra_defines())
-            defines["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
-            defines["TRACE_LAT_SUB_BITS"] = SUB_BITS  # the histograms' buckets
-            defines["TRACE_LAT_KEY_BITS"] = KEY_BITS
-            defines["TRACE_LAT_NRS"] = FAST_NRS
-            defines["TRACE_LAT_FAST_BUCKETS"] = FAST_BUCKETS
-            if opts.wakeup_fill is not None:
-                ring = opts.buffer_pages * PAGE
-                defines["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(ring, opts.wakeup_fill)
         for name in ring_names:
-            self._step(f"compiling bpf/{RING_SOURCES[name]} (source {name})")
+            source = SOURCE_NAMED[name]
+            self._step(f"compiling bpf/{source.bpf_file} (source {name})")
             try:
                 self.sources[name] = compile_program(
-                    RING_SOURCES[name], defines=defines, attach=False
+                    source.bpf_file, defines=defines, attach=False, needs=source.needs
                 )
             except RingtoolError as exc:
                 self._note(f"source {name} disabled: {_first_line(exc)}")

@@ -12,8 +12,6 @@ happened instead of only as a total that never grows again.
 Histograms are the syscalls source's log-linear buckets
 (:mod:`ringtool.trace.latency_buckets`); a row's p99 is
 :func:`~ringtool.trace.latency_buckets.quantile`'s, within 1.6% of the true one.
-:func:`percentile_from_log2` is the same for bcc's log2 slots (slot ``s`` holds
-``[2**(s-1), 2**s)`` ns), interpolating linearly inside the bucket of the rank.
 """
 
 from __future__ import annotations
@@ -29,36 +27,15 @@ import numpy as np
 from ringtool.event.columns import code_counts, cstrings
 from ringtool.event.decode import cstr
 from ringtool.event.records import NetRecords
+from ringtool.event.registry import SOURCE_OF
 from ringtool.trace.cost import CostReport
 from ringtool.trace.latency_buckets import approx, quantile
 from ringtool.trace.proc_names import latest_names, shown_comm
 from ringtool.trace.proctree import ProcessTree
 
-#: Event type -> the source that produces it.
-SOURCE_OF = {"exec": "exec", "exit": "exec", "fork": "exec", "open": "open",
-             "syscall": "syscalls", "net": "net", "mark": "mark"}  # fmt: skip
 HISTORY = 120
 #: Intervals with drops or losses remembered (the oldest are forgotten first).
 DROP_LOG = 1000
-
-
-def percentile_from_log2(hist: Mapping[int, int], q: float = 0.99) -> float:
-    """The ``q`` quantile (ns) of a log2 histogram ``{slot: count}``; 0.0 if empty."""
-    total = sum(hist.values())
-    if total <= 0:
-        return 0.0
-    rank = q * total
-    seen = 0.0
-    for slot in sorted(hist):
-        n = hist[slot]
-        if n <= 0:
-            continue
-        if seen + n >= rank:
-            low = float(1 << (slot - 1)) if slot >= 1 else 0.0
-            high = float(1 << slot) if slot >= 1 else 1.0
-            return low + (high - low) * max(0.0, rank - seen) / n
-        seen += n
-    return float(1 << max(hist))
 
 
 @dataclass(frozen=True)
@@ -418,4 +395,4 @@ class TraceStats:
         }
 
 
-__all__ = ["DROP_LOG", "SOURCE_OF", "DropMark", "SyscallRow", "TraceStats", "percentile_from_log2"]
+__all__ = ["DROP_LOG", "DropMark", "SyscallRow", "TraceStats"]

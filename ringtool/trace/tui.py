@@ -44,7 +44,6 @@ from collections import deque
 from types import TracebackType
 from typing import Any
 
-import numpy as np
 from rich.console import Console, Group, RenderableType
 from rich.layout import Layout
 from rich.live import Live
@@ -59,13 +58,12 @@ from ringtool.trace.tui_exits import Exits
 from ringtool.trace.tui_freeze import frozen_stats
 from ringtool.trace.tui_keys import ESC_TIMEOUT, MOUSE_OFF, MOUSE_ON, KeyParser
 from ringtool.trace.tui_mouse import click_target
-from ringtool.trace.tui_panels import data, sparkline
-from ringtool.trace.tui_recent import RecentEvents
+from ringtool.trace.tui_panels import TAIL_TYPES, data, sparkline
+from ringtool.trace.tui_recent import RecentEvents, shown_events
 from ringtool.trace.tui_view import SORTS, ViewState
 
 #: The smallest terminal the dashboard draws in; below it a one-line message says so.
 MIN_WIDTH, MIN_HEIGHT = 80, 24
-TAIL_TYPES = ("exec", "open", "net", "mark")
 TAIL_KEEP = 200
 
 
@@ -304,25 +302,6 @@ class TraceTui:
             self._frozen = (s, self.recent.frozen(), list(self.tail))
         return self._frozen
 
-    def _events(
-        self, s: TraceStats | None, recent: RecentEvents, tail: list[Event], rows: int
-    ) -> tuple[list[Event], int]:
-        """The recent events a frame of ``rows`` rows shows (decoded here, only
-        those) and how many the filter or drill-down has in all."""
-        v = self.view
-        pids = v.shown_pids()
-        rec = recent.select(pids)
-        extra = v.matching(tail)  # the decoded ones (net) of the filter
-        keys = np.concatenate(
-            ((rec["h"]["ts"] + self.decoder.offset_ns) / 1e9, [e["ts"] for e in extra])
-        )
-        order = np.argsort(keys, kind="stable")
-        start, end = v.event_window(keys[order].tolist(), rows)
-        pick = order[start:end]
-        decoded = iter(self.decoder.decode(rec[pick[pick < len(rec)]]))
-        shown = [next(decoded) if i < len(rec) else extra[i - len(rec)] for i in pick.tolist()]
-        return shown, len(keys)
-
     def render(self) -> RenderableType:
         """The whole screen for the console's current size (below
         :data:`MIN_WIDTH` x :data:`MIN_HEIGHT`, a message asking for more room)."""
@@ -356,7 +335,7 @@ class TraceTui:
         procs = panels.procs_table(s, v, rows_a)  # first: it picks the rows of the filter
         self._forget_gone()
         top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
-        shown, total = self._events(s, recent, tail, rows_tail)
+        shown, total = shown_events(self.view, self.decoder, recent, tail, rows_tail)
         uid = width >= panels.UID_WIDTH
         layout.split_column(
             top,

@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ringtool.event.detail import detail_split
+from ringtool.event.registry import RECENT, RECENT_TITLE, types_in
 from ringtool.event.safe_text import printable
 from ringtool.trace.hist import SPARKS, spark
 from ringtool.trace.latency_buckets import approx_duration, to_log2
@@ -35,6 +36,10 @@ from ringtool.trace.tui_view import KEYS, PROC_COLUMNS, SORTS, ViewState
 from ringtool.trace.units import count
 
 Column = tuple[str, str] | tuple[str, str, int]
+#: The types the recent-events tail keeps (exec, open, net, mark) and its title ("recent
+#: exec/open/net"): the registry's panels (:mod:`ringtool.event.registry`).
+TAIL_TYPES = types_in(RECENT)
+TAIL_TITLE = "recent " + "/".join(types_in(RECENT_TITLE))
 
 
 def sparkline(values: list[float], width: int) -> str:
@@ -248,7 +253,7 @@ def events_table(
     tail: Iterable[dict[str, Any]], view: ViewState, rows: int, *, uid: bool = True,
     total: int | None = None, width: int | None = None,
 ) -> Table:  # fmt: skip
-    """The recent exec/open/net events of the filter (or of the drill-down's process),
+    """The recent events (:data:`TAIL_TYPES`) of the filter (or of the drill-down's process),
     newest last; scrolled back, the title says which ones. ``uid``: with a UID column
     (the task's real uid; ``-`` for net events). ``total`` given: ``tail`` is already
     the rows to show (:meth:`ViewState.event_window`) of ``total``. ``width``: the
@@ -260,7 +265,7 @@ def events_table(
         shown = list(tail)
     focus = "▸ " if view.focus == "events" else ""
     what = f"process {view.drill}: " if view.drill is not None else ""
-    title = Text(f"{focus}{what}recent exec/open/net")
+    title = Text(f"{focus}{what}{TAIL_TITLE}")
     if view.back and total:
         first = total - view.back - len(shown) + 1
         title.append(f"  {first}-{total - view.back}/{total}")
@@ -347,6 +352,7 @@ def footer(view: ViewState) -> Text:
 
 
 __all__ = [
-    "SPARKS", "data", "footer", "header", "help_table", "shorten_middle", "sparkline",
+    "SPARKS", "TAIL_TITLE", "TAIL_TYPES", "data", "footer", "header", "help_table",
+    "shorten_middle", "sparkline",
     "startup", "table",
 ]  # fmt: skip

@@ -36,7 +36,9 @@ def test_doctor_as_nobody_fails_with_fixes_and_no_traceback() -> None:
 
 def test_doctor_reports_each_tracepoint_layout_choice() -> None:
     """One line per layout-dependent field, agreeing with the raw format file."""
-    from ringtool.programs.tracepoints import STRING_FIELDS
+    from ringtool.event.registry import NEEDS
+
+    STRING_FIELDS = NEEDS.string_fields  # what every event type reads
 
     res = subprocess.run([*RINGTOOL, "doctor"], capture_output=True, text=True, timeout=120)
     lines = [ln for ln in res.stdout.splitlines() if "tracepoint layout" in ln]

@@ -8,17 +8,18 @@ from ringtool.event.layout import load_layout
 from ringtool.programs.loader import BpfCompileError, compile_program
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of
-from ringtool.trace.options import RING_SOURCES
+from ringtool.trace.sources import SOURCES, Source
 
 pytestmark = pytest.mark.kernel
 
 
-@pytest.mark.parametrize("source", sorted(RING_SOURCES.values()))
-def test_sources_compile_with_the_python_sizes(source: str) -> None:
+@pytest.mark.parametrize("source", [s for s in SOURCES if s.ring and s.selectable],
+                         ids=lambda s: s.bpf_file)  # fmt: skip
+def test_sources_compile_with_the_python_sizes(source: Source) -> None:
     lay = load_layout()
     with RingBufGroup(cpus_per_buffer=1, ring_bytes=4096) as group:
-        obj = compile_program(source, defines={**defines_of(group.cflags()),
-                                               **lay.size_defines()})  # fmt: skip
+        obj = compile_program(source.bpf_file, defines={**defines_of(group.cflags()),
+                              **lay.size_defines()}, needs=source.needs)  # fmt: skip
         obj.cleanup()
 
 

@@ -11,12 +11,8 @@ from pathlib import Path
 import pytest
 
 import ringtool.programs.loader as loader
-from ringtool.programs.kernel_features import (
-    SOURCES,
-    TASK_BTF_SOURCES,
-    has_task_storage,
-    task_field_defines,
-)
+from ringtool.kernel.needs import KernelNeeds
+from ringtool.programs.kernel_features import has_task_storage, task_field_defines
 from ringtool.trace.options import TraceOptions
 from tests.helpers.cgroups import cgroup2_mount
 from tests.helpers.trace import Worker, counts, hot_file, traced, unique_comm
@@ -39,9 +35,9 @@ def test_same_events_either_way(storage: int, direct: bool, tmp_path: Path,
         pytest.skip("the openat number below is x86-64's")
     fields = task_field_defines() if direct else {}  # comm, uid/gid, cgroup offsets
 
-    def defines(source: str | None = None) -> dict[str, int | str]:
-        out: dict[str, int | str] = dict(fields) if source in TASK_BTF_SOURCES else {}
-        if source in SOURCES:
+    def defines(needs: KernelNeeds) -> dict[str, int | str]:
+        out: dict[str, int | str] = dict(fields) if needs.task_members else {}
+        if needs.task_storage:
             out["TRACE_HAVE_TASK_STORAGE"] = storage
         return out
 

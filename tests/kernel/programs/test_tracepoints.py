@@ -45,13 +45,15 @@ from ringtool.programs.loader import compile_program
 from ringtool.programs.tracepoints import layout_choices
 from ringtool.event.layout import load_layout
 from ringtool.trace.cflags import defines_of
+from ringtool.trace.sources import SOURCE_NAMED
 
 bcc.BPF._trace_autoload = lambda self: None  # compile + verify only (see the test doc)
-print(layout_choices("trace_exec.c")[0].describe(), flush=True)
+EXEC = SOURCE_NAMED["exec"]
+print(layout_choices(EXEC.needs.string_fields, EXEC.bpf_file)[0].describe(), flush=True)
 forced = {"TRACE_FORK_CHILD_COMM_DATA_LOC": sys.argv[1]} if sys.argv[1] else {}
 with RingBufGroup(cpus_per_buffer=1, ring_bytes=4096) as group:
     defines = {**defines_of(group.cflags()), **load_layout().size_defines(), **forced}
-    obj = compile_program("trace_exec.c", defines=defines)
+    obj = compile_program(EXEC.bpf_file, defines=defines, needs=EXEC.needs)
     obj.load_func(b"tracepoint__sched__sched_process_fork", bcc.BPF.TRACEPOINT)
     obj.cleanup()
 print("verified", flush=True)

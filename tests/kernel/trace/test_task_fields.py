@@ -32,6 +32,7 @@ from ringtool.programs.kernel_features import (
     task_field_defines,
 )
 from ringtool.trace.session import TraceOptions
+from ringtool.trace.sources import SOURCE_NAMED
 from tests.helpers.cgroups import fresh_cgroup
 from tests.helpers.trace import counts, traced
 
@@ -142,5 +143,5 @@ def test_the_offsets_are_found_where_the_kernel_has_btf() -> None:
                  "TRACE_TASK_CGROUPS_OFF", "TRACE_KERNFS_NODE_ID_OFF", "TRACE_TASK_PID_OFF",
                  "TRACE_TASK_TGID_OFF"):  # fmt: skip
         assert name in fields, fields
-    assert feature_defines("trace_exec.c") == fields
-    assert feature_defines("trace_net.c") == {}
+    assert feature_defines(SOURCE_NAMED["exec"].needs) == fields
+    assert feature_defines(SOURCE_NAMED["net"].needs) == {}

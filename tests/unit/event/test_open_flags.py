@@ -7,6 +7,9 @@ from pathlib import Path
 
 from ringtool.event.open_flags import flag_text, mode_text, names_of
 from ringtool.programs.tp_presence import presence_defines
+from ringtool.trace.sources import SOURCE_NAMED
+
+OPEN, EXEC = SOURCE_NAMED["open"].needs.optional, SOURCE_NAMED["exec"].needs.optional
 
 
 def test_flags_by_name_access_mode_first() -> None:
@@ -37,9 +40,9 @@ def test_presence_from_tracefs(tmp_path: Path) -> None:
     sys_dir = tmp_path / "events" / "syscalls"
     for name in ("sys_enter_openat2", "sys_exit_openat2", "sys_enter_creat"):
         (sys_dir / name).mkdir(parents=True)  # creat's exit is missing: not traced
-    assert presence_defines("trace_open.c", [tmp_path]) == {
+    assert presence_defines(OPEN, [tmp_path]) == {
         "TRACE_HAVE_OPEN": 0, "TRACE_HAVE_CREAT": 0, "TRACE_HAVE_OPENAT2": 1,
         "TRACE_HAVE_OPEN_BY_HANDLE_AT": 0,
     }  # fmt: skip
-    assert presence_defines("trace_exec.c", [tmp_path]) == {}
-    assert set(presence_defines("trace_open.c", [tmp_path / "none"]).values()) == {0}
+    assert presence_defines(EXEC, [tmp_path]) == {}
+    assert set(presence_defines(OPEN, [tmp_path / "none"]).values()) == {0}

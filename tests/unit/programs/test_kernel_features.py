@@ -14,6 +14,7 @@ from ringtool.programs.kernel_features import (
     kernel_version,
     task_field_defines,
 )
+from ringtool.trace.sources import SOURCE_NAMED
 
 
 def test_kernel_version() -> None:
@@ -33,9 +34,21 @@ def test_task_storage_needs_5_13_and_btf(tmp_path: Path) -> None:
 
 def test_defines_only_for_its_sources() -> None:
     fields = set(task_field_defines())  # the running kernel's: {} without BTF
-    assert set(feature_defines("trace_exec.c")) == fields
-    assert set(feature_defines("trace_open.c")) == fields | {"TRACE_HAVE_TASK_STORAGE"}
-    assert feature_defines("trace_net.c") == {}  # TC programs: no task BTF helper
+    assert set(feature_defines(SOURCE_NAMED["exec"].needs)) == fields
+    assert set(feature_defines(SOURCE_NAMED["open"].needs)) == fields | {"TRACE_HAVE_TASK_STORAGE"}
+    assert feature_defines(SOURCE_NAMED["net"].needs) == {}  # TC programs: no task BTF helper
+
+
+def test_only_the_members_asked_for(tmp_path: Path) -> None:
+    """A need naming some task members gets their offsets and no others (the running
+    kernel's BTF: skipped where it has none)."""
+    every = task_field_defines()
+    if not every:
+        pytest.skip("no task BTF fields on this kernel")
+    some = task_field_defines(members=("task_struct.comm", "task_struct.pid", "task_struct.tgid"))
+    assert set(some) == {"TRACE_HAVE_TASK_BTF", "TRACE_TASK_COMM_OFF", "TRACE_TASK_PID_OFF",
+                         "TRACE_TASK_TGID_OFF"}  # fmt: skip
+    assert task_field_defines(members=()) == {}
 
 
 @pytest.mark.skipif(not VMLINUX_BTF.exists(), reason="no BTF here")

@@ -14,7 +14,6 @@ import pytest
 
 from ringtool.errors import KernelFeatureError
 from ringtool.programs.tracepoints import (
-    STRING_FIELDS,
     TpField,
     TracepointFormatError,
     choose,
@@ -23,10 +22,12 @@ from ringtool.programs.tracepoints import (
     parse_format,
     read_format,
 )
+from ringtool.trace.sources import SOURCE_NAMED
 from tests.helpers.paths import ROOT
 
 TRACEFS = ROOT / "tests" / "fixtures" / "tracefs"
-FORK = STRING_FIELDS[0]
+EXEC, OPEN = SOURCE_NAMED["exec"], SOURCE_NAMED["open"]
+FORK = EXEC.needs.string_fields[0]
 
 
 def fork_text(version: str) -> str:
@@ -63,11 +64,11 @@ def test_6_18_fork_has_data_loc_comms() -> None:
     ],
 )  # fmt: skip
 def test_choice_per_kernel(version: str, value: int, line: str) -> None:
-    choices = layout_choices("trace_exec.c", tracefs=[TRACEFS / version])
+    choices = layout_choices(EXEC.needs.string_fields, EXEC.bpf_file, [TRACEFS / version])
     assert [c.value for c in choices] == [value]
     assert layout_defines(choices) == {"TRACE_FORK_CHILD_COMM_DATA_LOC": value}
     assert choices[0].describe() == line
-    assert layout_choices("trace_open.c", tracefs=[TRACEFS / version]) == []
+    assert layout_choices(OPEN.needs.string_fields, OPEN.bpf_file, [TRACEFS / version]) == []
 
 
 def test_read_format_takes_the_first_tracefs_that_has_the_file(tmp_path: Path) -> None:
@@ -105,7 +106,7 @@ def test_other_declarations_parse() -> None:
 )
 def test_unknown_layouts_are_refused_with_the_reason(decl: str, why: str) -> None:
     with pytest.raises(TracepointFormatError, match=why):
-        choose(FORK, parse_format("\t" + decl + "\n"))
+        choose(FORK, parse_format("\t" + decl + "\n"), EXEC.bpf_file)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.stats import DROP_LOG, TraceStats, percentile_from_log2
+from ringtool.trace.log_slots import percentile_from_log2
+from ringtool.trace.stats import DROP_LOG, TraceStats
 from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.records import header_records
 
