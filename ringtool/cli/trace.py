@@ -15,10 +15,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ringtool.cli import validate as v
+from ringtool.cli.export_args import add_export_args, add_metrics_arg
 from ringtool.cli.trace_targets import require_interface, target_notes
 from ringtool.errors import UsageError
 from ringtool.event.fields import FIELD_NAMES
-from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.trace.growth_policy import (

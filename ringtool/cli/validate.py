@@ -10,13 +10,20 @@ subcommand's ``check(args)`` (same line, same status; see :mod:`ringtool.cli.mai
 
 Numbers: NaN and infinities are refused everywhere; ranges are inclusive. Strings: a
 value that was not UTF-8 on the command line (Python keeps it as surrogate escapes)
-is refused where the kernel or a file format needs text. Paths: an output file must be
-a file (not a directory) in an existing, writable directory.
+is refused where the kernel or a file format needs text; a regular expression is
+compiled here, its every failure (a syntax error, a repeat count too large, nesting too
+deep) one line. Paths: an output file must be a file (not a directory) in an existing,
+writable directory; a file to read is read here, as
+:func:`ringtool.kernel.files.read_regular` reads (stat before open: a FIFO or a device
+is refused, never opened; at most a size limit), and checked by its parser, so every
+problem with it names the flag. A path in a message is cut to :data:`SHOWN_MAX`
+characters.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import os
 import re
@@ -24,10 +31,16 @@ import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
+
+from ringtool.errors import InputFileError, RingtoolError
+from ringtool.event.safe_text import printable
+from ringtool.kernel.files import read_regular
 
 if TYPE_CHECKING:
     from ringtool.trace.filters import CgroupFilter
+
+T = TypeVar("T")
 
 #: The kernel keeps 15 bytes of a task's name (TASK_COMM_LEN 16, with the NUL).
 COMM_MAX = 15
@@ -37,10 +50,38 @@ IFNAME_MAX = 15
 SOCKET_PATH_MAX = 107
 #: Linux's PID_MAX_LIMIT (4M) bounds every pid.
 PID_MAX = 4 * 1024 * 1024
+#: A regular expression's length at most (a process name has 15 bytes).
+REGEX_MAX = 4096
+#: A path or value quoted in a message: at most this many characters.
+SHOWN_MAX = 120
+#: Where ``--metrics PORT`` listens when no address is given: this machine only.
+LOCAL_HOST = "127.0.0.1"
 
 
 def _bad(message: str) -> NoReturn:
     raise argparse.ArgumentTypeError(message)
+
+
+def shown(text: str) -> str:
+    """``text`` as a message quotes it: printable, and cut in the middle to
+    :data:`SHOWN_MAX` characters (the length said) when longer."""
+    if len(text) > SHOWN_MAX:
+        half = SHOWN_MAX // 2
+        text = f"{text[:half]}...{text[-half:]} ({len(text):,} characters)"
+    return printable(text)
+
+
+def checked(check: Callable[[str], T]) -> Callable[[str], T]:
+    """A ``type=`` from ``check``, a function of a lower layer that raises a
+    :class:`~ringtool.errors.RingtoolError` (an ExportError, ...) for a bad value."""
+
+    def parse(text: str) -> T:
+        try:
+            return check(text)
+        except RingtoolError as exc:
+            _bad(str(exc))
+
+    return parse
 
 
 def _fmt(v: float) -> str:
@@ -71,13 +112,13 @@ def number(
         try:
             v: float = int(text, 10) if integer else float(text)
         except ValueError:
-            _bad(f"{text!r} is not {kind}: give {want}")
+            _bad(f"{shown(repr(text))} is not {kind}: give {want}")
         if not math.isfinite(v):
-            _bad(f"{text!r} is not finite: give {want}")
+            _bad(f"{shown(repr(text))} is not finite: give {want}")
         if (above is not None and v <= above) or (lo is not None and v < lo):
-            _bad(f"{text} is too small: give {want}")
+            _bad(f"{shown(text)} is too small: give {want}")
         if hi is not None and v > hi:
-            _bad(f"{text} is too large: give {want}")
+            _bad(f"{shown(text)} is too large: give {want}")
         return v
 
     parse.__name__ = "number"
@@ -118,11 +159,14 @@ def ring_bytes(lo: int, hi: int) -> Callable[[str], int]:
         t = text.strip().upper().removesuffix("B").removesuffix("I")
         unit = t[-1:] if t[-1:] in ("K", "M", "G") else ""
         digits = t[: len(t) - len(unit)]
-        if not digits.isdigit():
-            _bad(f"{text!r} is not a size: give bytes, e.g. 65536, 64K or 1M")
+        if not (digits.isascii() and digits.isdigit() and len(digits) <= 12):
+            _bad(f"{shown(repr(text))} is not a size: give bytes, e.g. 65536, 64K or 1M")
         n = int(digits) * _SUFFIX[unit]
         if not lo <= n <= hi or n & (n - 1):
-            _bad(f"{text} is not a power of two from {lo // 1024}K to {hi >> 20}M: e.g. 64K or 1M")
+            _bad(
+                f"{shown(text)} is not a power of two from {lo // 1024}K to {hi >> 20}M: "
+                "e.g. 64K or 1M"
+            )
         return n
 
     return parse
@@ -145,7 +189,7 @@ def comm(text: str) -> str:
     if len(raw) > COMM_MAX:
         cut = raw[:COMM_MAX].decode("utf-8", "ignore")
         _bad(
-            f"{text!r} is {len(raw)} bytes: the kernel keeps {COMM_MAX} bytes of a "
+            f"{shown(repr(text))} is {len(raw)} bytes: the kernel keeps {COMM_MAX} bytes of a "
             f"process name, so it never matches; give {cut!r}"
         )
     return text
@@ -158,9 +202,9 @@ UID_MAX = 2**32 - 2
 def uid(text: str) -> int:
     """A user: a uid ``0..UID_MAX`` or the name of a user known to this system."""
     if text.isascii() and text.isdigit():
-        n = int(text)
+        n = int(text) if len(text) <= 10 else UID_MAX + 1
         if n > UID_MAX:
-            _bad(f"{text} is too large: give a uid <= {UID_MAX:,} or a user name")
+            _bad(f"{shown(text)} is too large: give a uid <= {UID_MAX:,} or a user name")
         return n
     import pwd
 
@@ -168,15 +212,22 @@ def uid(text: str) -> int:
     try:
         return pwd.getpwnam(name).pw_uid
     except KeyError:
-        _bad(f"{text!r} is neither a uid nor a known user name")
+        _bad(f"{shown(repr(text))} is neither a uid nor a known user name")
 
 
 def regex(text: str) -> re.Pattern[str]:
-    """A Python regular expression (``re`` syntax), compiled."""
+    """A Python regular expression (``re`` syntax) of at most :data:`REGEX_MAX`
+    characters, compiled."""
+    if len(text) > REGEX_MAX:
+        _bad(f"the expression is {len(text):,} characters: give at most {REGEX_MAX:,}")
     try:
         return re.compile(text)
     except re.error as exc:
-        _bad(f"{text!r} is not a regular expression: {exc}")
+        _bad(f"{shown(repr(text))} is not a regular expression: {exc}")
+    except OverflowError as exc:  # a{99999999999}
+        _bad(f"{shown(repr(text))} is not a usable regular expression: {exc}")
+    except RecursionError:  # thousands of nested groups
+        _bad(f"{shown(repr(text))} nests too deeply: give a simpler expression")
 
 
 def cgroup_dir(text: str) -> CgroupFilter:
@@ -187,7 +238,8 @@ def cgroup_dir(text: str) -> CgroupFilter:
     try:
         return resolve_cgroup(text)
     except CgroupPathError as exc:
-        _bad(str(exc))
+        message = str(exc)  # "PATH: why", with PATH cut as messages show it
+        _bad(shown(text) + message[len(text) :] if message.startswith(text) else message)
 
 
 def ifname(text: str) -> str:
@@ -200,7 +252,10 @@ def ifname(text: str) -> str:
         or text in (".", "..")
         or any(c in text for c in "/: \t\n\r\v\f")
     ):
-        _bad(f"{text!r} is not an interface name (1..{IFNAME_MAX} bytes, no '/', ':' or space)")
+        _bad(
+            f"{shown(repr(text))} is not an interface name (1..{IFNAME_MAX} bytes, "
+            "no '/', ':' or space)"
+        )
     return text
 
 
@@ -227,32 +282,73 @@ def output_file(text: str) -> Path:
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        _bad(f"{text}: {exc.strerror}")
+        _bad(f"{shown(text)}: {exc.strerror}")
     if st is not None:
         if stat.S_ISDIR(st.st_mode):
-            _bad(f"{text} is a directory: give a file name")
+            _bad(f"{shown(text)} is a directory: give a file name")
         if not os.access(path, os.W_OK):
-            _bad(f"{text}: not writable")
+            _bad(f"{shown(text)}: not writable")
         return path
     parent = path.parent
-    if not parent.is_dir():
-        _bad(f"{text}: directory {str(parent)!r} does not exist")
+    try:
+        parent_st = parent.stat()
+    except OSError as exc:
+        _bad(f"{shown(text)}: directory {shown(str(parent))}: {exc.strerror}")
+    if not stat.S_ISDIR(parent_st.st_mode):
+        _bad(f"{shown(text)}: {shown(str(parent))} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
-        _bad(f"{text}: directory {str(parent)!r} is not writable")
+        _bad(f"{shown(text)}: directory {shown(str(parent))} is not writable")
     return path
 
 
-def input_file_optional(text: str) -> str:
-    """A file that is read when it exists (a missing file means defaults): not empty,
-    not a directory, readable if present."""
-    if not text:
-        _bad("the file name is empty")
-    path = Path(text)
-    if path.is_dir():
-        _bad(f"{text} is a directory: give a file name")
-    if path.exists() and not os.access(path, os.R_OK):
-        _bad(f"{text}: not readable")
-    return text
+def input_file(
+    limit: int, parse: Callable[[bytes, Path], object] | None = None, *, optional: bool = False
+) -> Callable[[str], Path]:
+    """A ``type=`` for a file that is read: a regular file (no FIFO, device or
+    directory; checked before it is opened) of at most ``limit`` bytes that this
+    process can read, whose contents ``parse(data, path)`` accepts (it raises a
+    RingtoolError for bad contents). With ``optional`` a missing file is allowed (it
+    means defaults)."""
+
+    def check(text: str) -> Path:
+        if not text:
+            _bad("the file name is empty")
+        path = Path(text)
+        try:
+            data = read_regular(path, limit)
+        except FileNotFoundError as exc:
+            if optional:
+                return path
+            _bad(f"{shown(text)}: {exc.strerror}")
+        except InputFileError as exc:
+            _bad(f"{shown(text)}: {exc.why}")
+        except OSError as exc:
+            _bad(f"{shown(text)}: {exc.strerror}")
+        if parse is not None:
+            try:
+                parse(data, Path(shown(text)))  # the path as the message shows it
+            except RingtoolError as exc:
+                _bad(str(exc))
+        return path
+
+    return check
+
+
+def addr_port(text: str) -> tuple[str, int]:
+    """``[ADDR:]PORT``: ``9464`` or ``:9464`` listen on 127.0.0.1 only; another address
+    is given explicitly (``0.0.0.0:9464`` for every IPv4 interface, ``[::1]:9464``)."""
+    host, _, port_s = text.rpartition(":")
+    if not (port_s.isascii() and port_s.isdigit() and len(port_s) <= 5) or not (
+        0 < int(port_s) < 65536
+    ):
+        _bad(f"{shown(repr(text))}: give [ADDR:]PORT, e.g. 9464 or 127.0.0.1:9464")
+    host = host.strip("[]") or LOCAL_HOST
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if host != "localhost":
+            _bad(f"{shown(repr(host))} is not an IP address: give [ADDR:]PORT")
+    return host, int(port_s)
 
 
 def kmes_capacity(text: str) -> int:
@@ -265,7 +361,7 @@ def kmes_capacity(text: str) -> int:
     try:
         size = parse_size(text)
     except ValueError:
-        _bad(f"{text!r} is not a size: give bytes, e.g. 1048576 or 1M")
+        _bad(f"{shown(repr(text))} is not a size: give bytes, e.g. 1048576 or 1M")
     try:
         return check_capacity(size)
     except KmesCapacityError as exc:
@@ -281,7 +377,8 @@ def name_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
         bad = [n for n in names if n not in choices]
         if bad or not names:
             _bad(
-                f"unknown {', '.join(map(repr, bad)) or '(none)'}: choose from {','.join(choices)}"
+                f"unknown {shown(', '.join(map(repr, bad))) or '(none)'}: choose from "
+                f"{','.join(choices)}"
             )
         return names
 
@@ -293,8 +390,6 @@ class ArgumentParser(argparse.ArgumentParser):
     is one ``--help`` away) and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        from ringtool.event.safe_text import printable
-
         self.exit(2, f"{self.prog}: {printable(message)}\n")
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
@@ -305,13 +400,18 @@ class ArgumentParser(argparse.ArgumentParser):
 
 __all__ = [
     "COMM_MAX",
+    "LOCAL_HOST",
     "PID_MAX",
+    "REGEX_MAX",
+    "SHOWN_MAX",
     "UID_MAX",
     "ArgumentParser",
+    "addr_port",
     "cgroup_dir",
+    "checked",
     "comm",
     "ifname",
-    "input_file_optional",
+    "input_file",
     "integer",
     "kmes_capacity",
     "name_list",
@@ -319,6 +419,7 @@ __all__ = [
     "output_file",
     "power_of_two",
     "regex",
+    "shown",
     "socket_path",
     "uid",
     "utf8",
