@@ -385,12 +385,21 @@ def name_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
     return parse
 
 
+#: A usage error's message at most (a value quoted whole could be megabytes).
+MESSAGE_MAX = 480
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (``PROG: MESSAGE``; the help
-    is one ``--help`` away) and exit status 2."""
+    """argparse, but a usage error is one line on stderr (``PROG: MESSAGE``, at most
+    :data:`MESSAGE_MAX` characters: a longer one is cut in the middle, keeping what is
+    wrong and the fix at its end; the help is one ``--help`` away) and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {printable(message)}\n")
+        text = printable(message)
+        if len(text) > MESSAGE_MAX:
+            half = MESSAGE_MAX // 2
+            text = f"{text[:half]}...{text[-half:]}"
+        self.exit(2, f"{self.prog}: {text}\n")
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
@@ -401,6 +410,7 @@ class ArgumentParser(argparse.ArgumentParser):
 __all__ = [
     "COMM_MAX",
     "LOCAL_HOST",
+    "MESSAGE_MAX",
     "PID_MAX",
     "REGEX_MAX",
     "SHOWN_MAX",
