@@ -29,8 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ringtool import __version__
+from ringtool.cli.parser import ArgumentParser
 from ringtool.cli.std_streams import whole_writes
-from ringtool.cli.validate import ArgumentParser
 from ringtool.errors import PrivilegeError, RingtoolError, UsageError
 from ringtool.event.safe_text import printable
 

@@ -2,7 +2,7 @@
 
 Each function here builds an argparse ``type=`` callable (or is one). A bad value raises
 :class:`argparse.ArgumentTypeError` with a message that says what is wrong and what is
-allowed; :class:`ArgumentParser` prints it as the single line
+allowed; :class:`ringtool.cli.parser.ArgumentParser` prints it as the single line
 ``ringtool SUBCOMMAND: argument FLAG: MESSAGE`` and exits with status 2. So every value
 is refused before a privilege check, an import of BCC or a BPF program load. Checks
 that involve more than one flag raise :class:`ringtool.errors.UsageError` from the
@@ -28,7 +28,6 @@ import math
 import os
 import re
 import stat
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeVar
@@ -385,37 +384,13 @@ def name_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
     return parse
 
 
-#: A usage error's message at most (a value quoted whole could be megabytes).
-MESSAGE_MAX = 480
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (``PROG: MESSAGE``, at most
-    :data:`MESSAGE_MAX` characters: a longer one is cut in the middle, keeping what is
-    wrong and the fix at its end; the help is one ``--help`` away) and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        text = printable(message)
-        if len(text) > MESSAGE_MAX:
-            half = MESSAGE_MAX // 2
-            text = f"{text[:half]}...{text[-half:]}"
-        self.exit(2, f"{self.prog}: {text}\n")
-
-    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-        if message:
-            sys.stderr.write(message)
-        sys.exit(status)
-
-
 __all__ = [
     "COMM_MAX",
     "LOCAL_HOST",
-    "MESSAGE_MAX",
     "PID_MAX",
     "REGEX_MAX",
     "SHOWN_MAX",
     "UID_MAX",
-    "ArgumentParser",
     "addr_port",
     "cgroup_dir",
     "checked",
