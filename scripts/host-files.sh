@@ -210,9 +210,9 @@ link_command() {  # VENV: `ringtool` on root's PATH (and sudo's secure_path)
 install_files() {  # VENV
     local venv="$1"
     # Shell completion and the man page ringtool(1), generated from the CLI's own parser
-    # (python -m ringtool.cli.completion / ringtool.cli.manpage); written when changed.
-    install_generated "$COMPLETION" "$venv/bin/python" -m ringtool.cli.completion bash
-    install_generated "$MANPAGE" "$venv/bin/python" -m ringtool.cli.manpage
+    # (ringtool --print-completion / --print-manpage); written when changed.
+    install_generated "$COMPLETION" "$venv/bin/python" -m ringtool --print-completion bash
+    install_generated "$MANPAGE" "$venv/bin/python" -m ringtool --print-manpage
     enable_completion
     link_command "$venv"
 }
