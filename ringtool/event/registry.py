@@ -67,7 +67,8 @@ class EventType:
     ``detail``: its one-line detail; ``panels``: the dashboard panels it appears in
     (:data:`PANELS`); ``needs``: what its program needs from the kernel to emit it;
     ``taskless``: its records have no task (no ``uid``/``gid``, only the common
-    header: packets seen by TC programs)."""
+    header: packets seen by TC programs); ``struct``: the ``bpf/trace_event.h``
+    struct of its records, whose members its fields' columns are."""
 
     name: str
     source: str
@@ -76,6 +77,7 @@ class EventType:
     panels: frozenset[str] = frozenset()
     needs: KernelNeeds = NO_NEEDS
     taskless: bool = False
+    struct: str = "trace_event"
 
     @property
     def constant(self) -> str:
@@ -158,7 +160,7 @@ EVENT_TYPES: tuple[EventType, ...] = (
          Field("ifindex", "ifindex", "int"), Field("dir", "dir", "direction"),
          Field("captured", "captured", "int")),
         Detail(None, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
-        panels=_TAIL, taskless=True,  # TC programs: no task, so no task members
+        panels=_TAIL, taskless=True, struct="trace_net",  # TC: no task, no task members
     ),
     EventType(
         "mark", "mark", (Field("text", "data", "str"),), Detail(None, ("text",)),
