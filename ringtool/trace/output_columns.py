@@ -100,6 +100,8 @@ def format_stats(stats: TraceStats, width: int | None = 80) -> str:
         f"-- {stats.uptime:6.1f}s {stats.rate_total:8.0f} ev/s ({per}) "
         f"drops {stats.dropped} lost {stats.lost}"
     )
+    if (ow := stats.overwritten) is not None:  # a flight recorder: as of its last dump
+        line += f" {ow.key} {ow.total}"
     if stats.export is not None:  # --export: the export drops first, before the cut
         line = line.replace(" ev/s (", f" ev/s xdrop {stats.export['export_dropped']} (", 1)
     return cut(line, width)
@@ -108,6 +110,7 @@ def format_stats(stats: TraceStats, width: int | None = 80) -> str:
 def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
     lines = [
         f"{stats.total} events in {stats.uptime:.1f}s, {stats.dropped} dropped, {stats.lost} lost"
+        + (f", {stats.overwritten.text()}" if stats.overwritten is not None else "")
         + (f", {stats.malformed} malformed" if stats.malformed else ""),
         "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(stats.by_type.items())) or "-"),
     ]

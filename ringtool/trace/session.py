@@ -46,6 +46,7 @@ from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import defines_of, filter_defines, wakeup_bytes
 from ringtool.trace.cost import program_label
+from ringtool.trace.flight_count import Overwritten
 from ringtool.trace.hist_maps import Hists, SyscallHists
 from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS, SUB_BITS
 from ringtool.trace.marks import MarkSource, check_user_ringbuf
@@ -346,6 +347,11 @@ class TraceSession:
     def lost_per_cpu(self) -> dict[int, int]:
         """Perf samples lost per CPU (net source; PERF_RECORD_LOST totals)."""
         return {} if self.net is None else self.net.lost()
+
+    def overwritten(self) -> Overwritten | None:
+        """Events the rings overwrote before they were read: None here (the reader
+        keeps up or the producer fails: a drop); a flight recorder's count."""
+        return None
 
     def syscall_hist(self) -> Hists:
         """Cumulative latency histograms: syscall nr -> {bucket: count} (log-linear

@@ -29,6 +29,7 @@ import numpy as np
 from ringtool.event.columns import code_counts
 from ringtool.event.decode import cstr
 from ringtool.trace.cost import CostReport
+from ringtool.trace.flight_count import Overwritten
 from ringtool.trace.latency_buckets import approx, quantile
 from ringtool.trace.proc_names import latest_names, shown_comm
 from ringtool.trace.proctree import ProcessTree
@@ -124,6 +125,8 @@ class TraceStats:
     cost: CostReport | None = None
     #: samples too short to decode (counted, never output; see Decoder.malformed)
     malformed: int = 0
+    #: a flight recorder's overwritten events (ringtool.trace.flight_count), else None
+    overwritten: Overwritten | None = None
     _sys_prev: dict[int, int] = field(default_factory=dict)
     _fill_max: dict[int, float] = field(default_factory=dict)
     #: the last interval's drops per CPU, drops and losses (the totals' growth)
@@ -220,6 +223,7 @@ class TraceStats:
         drops_cpu: list[int] | None = None,
         drops_source: Mapping[str, list[int]] | None = None,
         lost_cpu: Mapping[int, int] | None = None,
+        overwritten: Overwritten | None = None,
         syscall_hist: Mapping[int, Mapping[int, int]] | None = None,
         drill: tuple[int | None, Mapping[int, Mapping[int, int]]] | None = None,
         now: float | None = None,
@@ -259,6 +263,8 @@ class TraceStats:
             self.drops_source = {k: sum(v) for k, v in drops_source.items()}
         if lost_cpu is not None:
             self.lost_cpu = dict(lost_cpu)
+        if overwritten is not None:
+            self.overwritten = overwritten
         self.dropped_interval = max(0, self.dropped - dropped)
         self.lost_interval = max(0, self.lost - lost)
         if self.dropped_interval or self.lost_interval:
@@ -367,6 +373,7 @@ class TraceStats:
             "lost": self.lost,
             "dropped_interval": self.dropped_interval,
             "lost_interval": self.lost_interval,
+            **({o.key: o.total} if (o := self.overwritten) is not None else {}),
             "malformed": self.malformed,
             "top_syscalls": [
                 {"syscall": r.name, "count": r.count, "p99_us": approx(r.p99_ns / 1000)}
@@ -386,12 +393,15 @@ class TraceStats:
 
     def summary_record(self) -> dict[str, Any]:
         """The final ``{"type": "summary", ...}`` JSON object: ``events`` is the number
-        of events emitted, ``dropped``/``lost`` what the kernel could not deliver."""
+        of events emitted, ``dropped``/``lost`` what the kernel could not deliver, and
+        for a flight recorder ``overwritten`` (or, a lower bound, ``overwritten_min``)
+        what its rings overwrote before a dump wrote it (:class:`Overwritten`)."""
         return {
             "type": "summary",
             "events": self.total,
             "dropped": self.dropped,
             "lost": self.lost,
+            **(self.overwritten.record() if self.overwritten is not None else {}),
             "malformed": self.malformed,
             "duration_s": round(self.uptime, 3),
             "by_type": dict(sorted(self.by_type.items())),
