@@ -89,6 +89,8 @@ def format_stats(stats: TraceStats, width: int | None = 80) -> str:
         f"-- {stats.uptime:6.1f}s {stats.rate_total:8.0f} ev/s ({per}) "
         f"drops {stats.dropped} lost {stats.lost}"
     )
+    if (ow := stats.overwritten) is not None:  # a flight recorder: as of its last dump
+        line += f" {ow.key} {ow.total}"
     if stats.export is not None:  # --export: the export drops first, before the cut
         line = line.replace(" ev/s (", f" ev/s xdrop {stats.export['export_dropped']} (", 1)
     return cut(line, width)

@@ -21,6 +21,7 @@ from ringtool.event.json_lines import batch_text, object_line
 from ringtool.event.records import Records
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
+from ringtool.trace.stats_json import stats_record, summary_record
 
 
 class JsonOutput(OutputBase):
@@ -49,10 +50,10 @@ class JsonOutput(OutputBase):
             self.stream.flush()
 
     def stats(self, stats: TraceStats) -> None:
-        self._write([stats.stats_record()], self.err)
+        self._write([stats_record(stats)], self.err)
 
     def summary(self, stats: TraceStats) -> None:
-        self._write([stats.summary_record()], self.stream)
+        self._write([summary_record(stats)], self.stream)
 
     def note(self, text: str) -> None:
         self._write([{"type": "note", "text": text}], self.err)

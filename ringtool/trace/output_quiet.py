@@ -14,6 +14,7 @@ from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
+from ringtool.trace.stats_json import summary_record
 
 
 class QuietOutput(OutputBase):
@@ -33,7 +34,7 @@ class QuietOutput(OutputBase):
         pass
 
     def summary(self, stats: TraceStats) -> None:
-        self.stream.write(json.dumps(stats.summary_record()) + "\n")
+        self.stream.write(json.dumps(summary_record(stats)) + "\n")
         self.stream.flush()
 
     def note(self, text: str) -> None:

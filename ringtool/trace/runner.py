@@ -185,6 +185,7 @@ def _tick(
         drops_cpu=session.dropped_per_cpu(),
         drops_source=session.dropped_per_source(),
         lost_cpu=session.lost_per_cpu(),
+        overwritten=session.overwritten(),
         syscall_hist=session.syscall_hist(),
         drill=(drill, session.drill_hist()),
     )

@@ -23,6 +23,7 @@ def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
     """The summary's lines, each cut to ``width`` characters (None: whole)."""
     lines = [
         f"{stats.total} events in {stats.uptime:.1f}s, {stats.dropped} dropped, {stats.lost} lost"
+        + (f", {stats.overwritten.text()}" if stats.overwritten is not None else "")
         + (f", {stats.malformed} malformed" if stats.malformed else ""),
         "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(stats.by_type.items())) or "-"),
     ]
