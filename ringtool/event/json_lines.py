@@ -35,29 +35,13 @@ from ringtool.event.decode import Decoder
 from ringtool.event.fields import Field, fields_of
 from ringtool.event.line_pieces import Piece, lines_of, text_of
 from ringtool.event.records import Records
+from ringtool.event.safe_text import printable_json as printable_line
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
 _str = encode_basestring  # a JSON string literal (C implementation)
 #: Field kinds whose values are strings from a small set (a packet's addresses,
 #: protocol, direction).
 NAMES = frozenset(("addr", "proto", "direction"))
-
-
-def _escape_char(ch: str) -> str:
-    code = ord(ch)
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    code -= 0x10000  # JSON escapes a non-BMP character as a UTF-16 surrogate pair
-    return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
-
-
-def printable_line(line: str) -> str:
-    """A JSON text with each non-printable character escaped (see the module doc).
-    Outside strings JSON text is printable ASCII, so this only touches string
-    contents, where ``\\uXXXX`` means the same character."""
-    if line.isprintable():
-        return line
-    return "".join(ch if ch.isprintable() else _escape_char(ch) for ch in line)
 
 
 def _value(v: Any) -> str:

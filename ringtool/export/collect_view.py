@@ -1,7 +1,8 @@
 """The three outputs of ``ringtool collect``.
 
 * :class:`TableView`: the fleet view, one row per host (events/s, events, kernel drops,
-  lost, export drops, gaps, lag), redrawn once per interval: a rich live table on a
+  lost, export drops, gaps, read elsewhere by another ``collect`` on the durable
+  consumer, lag), redrawn once per interval: a rich live table on a
   terminal, plain text blocks otherwise.
 * :class:`JsonView` (``--json``): per interval one ``{"type": "host", ...}`` line per
   host and one ``{"type": "fleet", ...}``; at the end a ``{"type": "summary", ...}``.
@@ -28,7 +29,8 @@ from ringtool.event.safe_text import printable
 from ringtool.export.fleet import Fleet
 from ringtool.export.reading import Received
 
-COLUMNS = ("HOST", "EV/S", "EVENTS", "DROPPED", "LOST", "EXP_DROP", "GAPS", "LAG_S")
+COLUMNS = ("HOST", "EV/S", "EVENTS", "DROPPED", "LOST", "EXP_DROP", "GAPS", "ELSEWHERE",
+           "LAG_S")  # fmt: skip
 
 
 def fleet_record(fleet: Fleet) -> dict[str, Any]:
@@ -51,7 +53,8 @@ def summary_record(fleet: Fleet) -> dict[str, Any]:
 
 
 def _row(r: dict[str, Any]) -> list[str]:
-    nums = [f"{r[k]:,}" for k in ("events", "dropped", "lost", "export_dropped", "gaps")]
+    keys = ("events", "dropped", "lost", "export_dropped", "gaps", "read_elsewhere")
+    nums = [f"{r[k]:,}" for k in keys]
     return [printable(r["host"]), f"{r['events_per_s']:,.0f}", *nums, f"{r['lag_s']:.1f}"]
 
 

@@ -15,7 +15,10 @@ delivered again within a run (its acknowledgement was lost) is recognised by its
 stream sequence and not handed to the view twice; a collector stopped between taking
 and acknowledging sees up to one batch again on the next run (counted as duplicates).
 Once per interval it asks the consumer for its backlog (messages not yet delivered:
-the consumer lag). A lost connection is said in one line on stderr; the collector
+the consumer lag). Its info at bind and each delivery's consumer and stream sequences
+go to :class:`~ringtool.export.deliveries.Deliveries`, so what another ``collect`` on
+the same durable consumer read (before this one, or at the same time) is counted as
+*read elsewhere*, not as gaps. A lost connection is said in one line on stderr; the collector
 reconnects with backoff and binds the same durable consumer again, which resumes after
 the last acknowledged message.
 """
@@ -45,7 +48,7 @@ from ringtool.export.config import (
     quiet_callbacks,
     quiet_task_errors,
 )
-from ringtool.export.fleet import MAX_HOSTS, Fleet, SeqSet
+from ringtool.export.fleet import MAX_HOSTS, Fleet
 from ringtool.export.intake import UNDECODABLE, Intake
 from ringtool.export.reading import DecoderCache, Received
 
@@ -99,7 +102,6 @@ class Collector:
         self._errors: list[BaseException] = []
         self._end: float | None = None
         self._next_tick = 0.0
-        self._delivered = SeqSet()  # stream sequences handed to the view
 
     def stop(self) -> None:
         self._stop = True
@@ -195,7 +197,7 @@ class Collector:
         closes (messages not yet acknowledged come again: at least once)."""
         from nats.errors import TimeoutError as NatsTimeout
 
-        await self._backlog(psub)
+        await self._backlog(psub, bind=True)
         while not self._over():
             try:
                 msgs = await psub.fetch(FETCH, timeout=min(0.5, self.cfg.interval))
@@ -206,8 +208,9 @@ class Collector:
                     raise _FetchConnectionLost from exc
                 raise
             for msg in msgs:
-                if self._first_delivery(msg):
-                    self._take(msg)
+                at = self._first_delivery(msg)
+                if at is not None:
+                    self._take(msg, at)
             try:
                 for msg in msgs:
                     await msg.ack()
@@ -223,10 +226,11 @@ class Collector:
             if nc.is_closed:
                 raise _FetchConnectionLost
 
-    async def _backlog(self, psub: Any) -> None:
-        """The consumer's backlog into ``fleet.pending``; ExportError when the stream or
-        the durable consumer is gone (deleted by another client: fetches would time out
-        for ever, silently)."""
+    async def _backlog(self, psub: Any, *, bind: bool = False) -> None:
+        """The consumer's backlog into ``fleet.pending`` (``bind``: and its last
+        delivery into ``fleet.deliveries``, before the first fetch); ExportError when
+        the stream or the durable consumer is gone (deleted by another client: fetches
+        would time out for ever, silently)."""
         from nats.js.errors import NotFoundError
 
         try:
@@ -239,26 +243,33 @@ class Collector:
         except Exception:  # the backlog is a best-effort figure
             return
         self.fleet.pending = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+        if bind and info.delivered is not None:
+            delivered = info.delivered
+            self.fleet.deliveries.bind(int(delivered.consumer_seq or 0),
+                                       int(delivered.stream_seq or 0))  # fmt: skip
 
-    def _first_delivery(self, msg: Any) -> bool:
-        """False for a message this run already handed to the view (delivered again:
-        its acknowledgement was lost with a connection or a broker node)."""
+    def _first_delivery(self, msg: Any) -> int | None:
+        """The message's stream sequence (0: not a JetStream delivery, nothing to
+        recognise it by), or None for a message this run already handed to the view
+        (delivered again: its acknowledgement was lost with a connection or a broker
+        node)."""
         try:
-            seq = int(msg.metadata.sequence.stream)
-        except Exception:  # not a JetStream delivery: nothing to recognise it by
-            return True
-        before = self._delivered.duplicates
-        self._delivered.add(seq, seq)
-        return self._delivered.duplicates == before
+            meta = msg.metadata
+            cseq, sseq = int(meta.sequence.consumer), int(meta.sequence.stream)
+            new = int(meta.num_delivered) <= 1
+        except Exception:
+            return 0
+        return sseq if self.fleet.deliveries.take(cseq, sseq, new) else None
 
-    def _take(self, msg: Any) -> None:
-        """One message into the fleet and the view, or counted as refused with its
-        reason (the first of each reason said in one line). Never raises: whatever a
-        message holds, the batch it came in is acknowledged and the consumer moves on."""
+    def _take(self, msg: Any, at: int = 0) -> None:
+        """One message, seen at stream sequence ``at``, into the fleet and the view,
+        or counted as refused with its reason (the first of each reason said in one
+        line). Never raises: whatever a message holds, the batch it came in is
+        acknowledged and the consumer moves on."""
         subject = msg.subject if isinstance(msg.subject, str) else ""
         try:
             rec, ts = self.intake.take(subject, msg.headers, msg.data)
-            self.fleet.add(rec, len(msg.data), ts)
+            self.fleet.add(rec, len(msg.data), ts, at)
         except BadMessageError as exc:
             self._refuse(subject, exc.reason, exc.detail)
             return

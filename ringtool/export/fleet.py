@@ -3,59 +3,32 @@
 :class:`Fleet` is fed :class:`~ringtool.export.wire.Received` messages. Per host it
 keeps events received (per type), bytes, the newest event time (so the *lag*: how far
 behind real time the newest event read is), and per lane (boot, run, CPU, type) the
-sequence numbers seen, as intervals: ``gaps`` are numbers below the highest seen that
-never arrived (events the exporter counted as ``export_dropped``, or not read yet),
-``duplicates`` numbers seen twice (a redelivery). The host's own counters (kernel
-drops, lost, export drops, exported) come from its latest ``stats/1`` message of each
-run, summed over runs (checked counts: :func:`ringtool.export.reading.decode`).
+sequence numbers seen, as intervals (:class:`~ringtool.export.seqset.SeqSet`, with
+the stream sequence each end was seen at). A number below the highest seen that never
+arrived is either a *gap* (lost: an event the exporter counted as ``export_dropped``, a
+message deleted from the stream, or not read yet) or *read elsewhere* (another
+``collect`` on the same durable consumer had it): it is read elsewhere when the stream
+range around it holds a message the consumer may have delivered to another reader
+(:class:`~ringtool.export.deliveries.Deliveries`), so a second collector's gaps are
+only what neither could read. Per run, events the run's latest stats say were
+exported beyond what this collector read, read elsewhere and counted as gaps are read
+elsewhere too (the ones after the last this collector saw of a lane). ``duplicates``
+are numbers seen twice (a redelivery). The host's own counters (kernel drops, lost,
+export drops, exported) come from its latest ``stats/1`` message of each run, summed
+over runs (checked counts: :func:`ringtool.export.reading.decode`).
 """
 
 from __future__ import annotations
 
 import time
-from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
 from ringtool.errors import BadMessageError
 from ringtool.export.config import MAX_HOSTS
+from ringtool.export.deliveries import Deliveries
 from ringtool.export.reading import Received
-
-
-class SeqSet:
-    """Sequence numbers seen, as sorted disjoint ``[first, last]`` intervals."""
-
-    __slots__ = ("duplicates", "iv", "total")
-
-    def __init__(self) -> None:
-        self.iv: list[list[int]] = []
-        self.total = 0
-        self.duplicates = 0
-
-    def add(self, first: int, last: int) -> None:
-        """Record ``first..last``; numbers already present count as duplicates."""
-        iv = self.iv
-        i = bisect_left(iv, [first, first])
-        if i and iv[i - 1][1] >= first - 1:
-            i -= 1
-        a, b, merged = first, last, 0
-        j = i
-        while j < len(iv) and iv[j][0] <= b + 1:
-            lo, hi = iv[j]
-            self.duplicates += max(0, min(hi, last) - max(lo, first) + 1)
-            merged += hi - lo + 1
-            a, b = min(a, lo), max(b, hi)
-            j += 1
-        iv[i:j] = [[a, b]]
-        self.total += (b - a + 1) - merged
-
-    @property
-    def highest(self) -> int:
-        return self.iv[-1][1] if self.iv else 0
-
-    @property
-    def gaps(self) -> int:
-        return self.highest - self.total
+from ringtool.export.seqset import SeqSet
 
 
 @dataclass
@@ -73,14 +46,33 @@ class HostView:
     runs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     finished: set[tuple[str, str]] = field(default_factory=set)
     rate: float = 0.0
+    deliveries: Deliveries | None = None
     _mark: int = 0
 
     def run_total(self, key: str) -> int:
         return sum(int(r.get(key, 0)) for r in self.runs.values())
 
+    def accounting(self) -> tuple[int, int]:
+        """``(gaps, read_elsewhere)``: the numbers missing below each lane's highest,
+        split by where they may be (module doc), plus per run the exported events
+        neither read here nor missing in a lane (read elsewhere after the last seen)."""
+        per_run: dict[tuple[str, str], list[int]] = {}  # run: [read here, gaps, elsewhere]
+        for lane, seqs in self.lanes.items():
+            counts = per_run.setdefault(lane[:2], [0, 0, 0])
+            counts[0] += seqs.total
+            for n, after, before in seqs.holes():
+                gone = self.deliveries is not None and self.deliveries.elsewhere(after, before)
+                counts[2 if gone else 1] += n
+        gaps = sum(c[1] for c in per_run.values())
+        elsewhere = 0
+        for run, (here, lost, away) in per_run.items():
+            exported = int(self.runs.get(run, {}).get("exported", 0))
+            elsewhere += away + max(0, exported - here - lost - away)
+        return gaps, elsewhere
+
     @property
     def gaps(self) -> int:
-        return sum(s.gaps for s in self.lanes.values())
+        return self.accounting()[0]
 
     @property
     def duplicates(self) -> int:
@@ -90,13 +82,14 @@ class HostView:
         return max(0.0, now - self.newest_ts_ns / 1e9) if self.newest_ts_ns else 0.0
 
     def record(self, now: float) -> dict[str, Any]:
+        gaps, elsewhere = self.accounting()
         return {
             "host": self.host, "events": self.events, "events_per_s": round(self.rate, 1),
             "by_type": dict(sorted(self.by_type.items())), "bytes": self.bytes,
             "dropped": self.run_total("dropped"), "lost": self.run_total("lost"),
             "exported": self.run_total("exported"),
             "export_dropped": self.run_total("export_dropped"),
-            "gaps": self.gaps, "duplicates": self.duplicates,
+            "gaps": gaps, "read_elsewhere": elsewhere, "duplicates": self.duplicates,
             "lag_s": round(self.lag_s(now), 3), "runs": len(self.runs),
             "finished_runs": len(self.finished),
         }  # fmt: skip
@@ -113,7 +106,8 @@ MAX_INTERVALS = 65536
 
 class Fleet:
     """Every host seen (see module doc); ``pending`` is the consumer's backlog in
-    messages (set by the collector), ``bad`` the messages refused, by reason in
+    messages and ``deliveries`` what it delivered to this collector (both kept by the
+    collector), ``bad`` the messages refused, by reason in
     ``bad_reasons`` (a fixed set of phrases: :meth:`refuse`). At most ``max_hosts``
     hosts and, per host, :data:`MAX_RUNS` runs and :data:`MAX_LANES` lanes are kept: a
     message that would pass one is refused (:data:`OVER_LIMIT`), so memory is bounded
@@ -126,6 +120,7 @@ class Fleet:
         self.bad = 0
         self.bad_reasons: dict[str, int] = {}
         self.messages = 0
+        self.deliveries = Deliveries()
         self._mark_time = time.monotonic()
 
     def refuse(self, reason: str) -> bool:
@@ -157,12 +152,15 @@ class Fleet:
     def host(self, name: str) -> HostView:
         view = self.hosts.get(name)
         if view is None:
-            view = self.hosts[name] = HostView(name)
+            view = self.hosts[name] = HostView(name, deliveries=self.deliveries)
         return view
 
-    def add(self, rec: Received, nbytes: int, ts_ns: list[int] | None = None) -> HostView:
-        """Count one message; ``ts_ns`` (its events' wall-clock ns) when known.
-        BadMessageError (nothing counted) when it would pass a bound (class doc)."""
+    def add(
+        self, rec: Received, nbytes: int, ts_ns: list[int] | None = None, at: int = 0
+    ) -> HostView:
+        """Count one message, seen at stream sequence ``at`` (0: not known); ``ts_ns``
+        (its events' wall-clock ns) when known. BadMessageError (nothing counted) when
+        it would pass a bound (class doc)."""
         self._check(rec)
         self.messages += 1
         view = self.host(rec.host)
@@ -180,7 +178,7 @@ class Fleet:
         lane = view.lanes.get(rec.lane)
         if lane is None:
             lane = view.lanes[rec.lane] = SeqSet()
-        lane.add(rec.first, rec.first + rec.count - 1)
+        lane.add(rec.first, rec.first + rec.count - 1, at)
         if ts_ns:
             view.newest_ts_ns = max(view.newest_ts_ns, max(ts_ns))
         return view
@@ -199,4 +197,4 @@ class Fleet:
         return [self.hosts[h].record(now) for h in sorted(self.hosts)]
 
 
-__all__ = ["MAX_HOSTS", "OVER_LIMIT", "Fleet", "HostView", "SeqSet"]
+__all__ = ["MAX_HOSTS", "OVER_LIMIT", "Fleet", "HostView"]

@@ -17,7 +17,10 @@ and refuses, as :class:`~ringtool.errors.BadMessageError`, one
 
 For ``--merged`` each line is written back as a JSON object whose first key ``host`` is
 the verified host, once (a line's own ``host`` is dropped when it agrees); its other
-keys are the host's own data, passed on as it wrote them.
+keys are the host's own data, passed on as it wrote them but with every character a
+terminal would act on (C0/C1 controls, DEL, bidi overrides) as its JSON escape
+(:func:`ringtool.event.safe_text.printable_json`): the line is data, never terminal
+control, and parses to the same object.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 
 from ringtool.errors import BadMessageError
+from ringtool.event.safe_text import printable_json
 from ringtool.export.config import is_token
 from ringtool.export.reading import (
     BAD_BODY,
@@ -88,9 +92,11 @@ class Intake:
         first; BadMessageError when it is not a JSON object with a time, names another
         host or holds what JSON cannot write (NaN, Infinity, 1e400).
 
-        A line that is one JSON object from its first character, without ``host``, is
-        written back as it came with ``"host": ...`` put in front (the common case, one
-        parse); any other is written anew."""
+        A printable line that is one JSON object from its first character, without
+        ``host``, is written back as it came with ``"host": ...`` put in front (the
+        common case, one parse); any other is written anew, then made printable (a raw
+        control may only stand in a string once written anew: JSON whitespace outside
+        strings may be a tab or CR)."""
         obj = json_object(line)
         host = rec.host
         claimed = obj.pop("host", None)
@@ -98,10 +104,10 @@ class Intake:
             raise BadMessageError(FORGED, f"an event line says host {str(claimed)[:80]!r} on "
                                   f"the subject of host {host!r}")  # fmt: skip
         ts = line_ts_ns(obj)
-        if claimed is None and obj and line[0] == "{":
+        if claimed is None and obj and line[0] == "{" and line.isprintable():
             return ts, '{"host": "' + host + '", ' + line[1:]  # a token: nothing to escape
         try:
-            return ts, _dumps({"host": host, **obj})
+            return ts, printable_json(_dumps({"host": host, **obj}))
         except (ValueError, RecursionError):  # (parsed, so not expected)
             raise BadMessageError(BAD_BODY, "an event line cannot be written back") from None
 

@@ -1,7 +1,16 @@
 """The JetStream stream the exporter writes to: created when missing, checked when not.
 
 :func:`ensure_stream` makes sure ``cfg.stream`` exists and takes the exporter's
-subjects (``<prefix>.>``). A stream it creates has file storage, the ``limits``
+subjects (``<prefix>.>``). It asks first with a *probe*: a plain publish on the
+host's own subject ``<prefix>.<host>.open`` with the headers ``Nats-Expected-Stream:
+<stream>`` and ``Nats-Expected-Last-Sequence: 2**64-1``, which the stream checks before
+storing (JetStream's optimistic concurrency control): no stream's last sequence is
+2**64-1, so the stream that takes the subject refuses it with *wrong last sequence*
+(stored: nothing), another stream with *expected stream does not match*. So a host
+needs no JetStream API right at all, only its own subjects (docs/fleet.md gives hosts
+none: ``$JS.API.STREAM.INFO`` would show a host every host's subjects and counts).
+Only when nothing listens on the probe's subject (no stream takes it) does it use the
+stream API: ``STREAM.INFO``, ``STREAM.CREATE``. A stream it creates has file storage, the ``limits``
 retention, ``cfg.stream_replicas`` replicas (3 for a cluster of three: it keeps
 storing and answering with one node down) and a duplicate window of
 :data:`DUPLICATE_WINDOW_S` (the time within which a resend after a reconnect is
@@ -21,6 +30,12 @@ from ringtool.export.config import ExportConfig
 DUPLICATE_WINDOW_S = 600.0
 #: How long a JetStream API request (stream info, create) may wait for its answer.
 API_TIMEOUT_S = 5.0
+#: ``Nats-Expected-Last-Sequence`` of the probe: no stream is there, so none stores it.
+PROBE_LAST_SEQ = str(2**64 - 1)
+#: JetStream's error codes for the probe: the stream takes the subject (and stored
+#: nothing), another stream takes it.
+WRONG_LAST_SEQ = 10071
+WRONG_STREAM = 10060
 
 
 class StreamNotReady(ExportError):
@@ -62,6 +77,34 @@ def _not_ready(exc: Any, what: str) -> ExportError:
     return cls(f"{what}: {exc.description}")
 
 
+async def _probe(js: Any, cfg: ExportConfig, probe: str) -> bool:
+    """True when ``cfg.stream`` takes ``probe`` (module doc); False when nothing
+    listens on ``probe`` (no stream takes it, or a cluster is electing its leader);
+    ExportError when another stream takes it; :class:`StreamNotReady` when the answer
+    is 503 or does not come."""
+    from nats.errors import NoRespondersError
+    from nats.errors import TimeoutError as NatsTimeout
+    from nats.js.errors import APIError, NoStreamResponseError
+
+    headers = {"Nats-Expected-Stream": cfg.stream, "Nats-Expected-Last-Sequence": PROBE_LAST_SEQ}
+    try:
+        await js.publish(probe, b"", headers=headers, timeout=API_TIMEOUT_S)
+    except APIError as exc:
+        if exc.err_code == WRONG_LAST_SEQ:
+            return True
+        if exc.err_code == WRONG_STREAM:
+            raise ExportError(f"{probe} goes to another stream than {cfg.stream}: give "
+                              "--export-stream or --export-subject-prefix") from None  # fmt: skip
+        raise _not_ready(exc, f"stream {cfg.stream}") from None
+    except (NoStreamResponseError, NoRespondersError):
+        return False
+    except (TimeoutError, NatsTimeout):
+        raise StreamNotReady(f"stream {cfg.stream}: no answer to a publish on {probe} within "
+                             f"{API_TIMEOUT_S:.0f} s; if the stream does not exist, create it "
+                             "with a user allowed to (docs/fleet.md)") from None  # fmt: skip
+    return True  # stored: cannot be (no stream is at sequence 2**64-1)
+
+
 async def _ensure(nc: Any, cfg: ExportConfig, on_note: Callable[[str], None]) -> None:
     from nats.errors import TimeoutError as NatsTimeout
     from nats.js.api import StorageType, StreamConfig
@@ -69,10 +112,18 @@ async def _ensure(nc: Any, cfg: ExportConfig, on_note: Callable[[str], None]) ->
 
     js = nc.jetstream(timeout=API_TIMEOUT_S)
     probe = cfg.subject(cfg.host or "host", "open")
+    if await _probe(js, cfg, probe):
+        return
     # a request the user may not publish gets no answer (the broker says "permissions
     # violation" to the error callback): a timeout names the right that is missing
     try:
         info = await js.stream_info(cfg.stream)
+    except NatsTimeout:  # no right to ask (docs/fleet.md's hosts have none)
+        raise StreamNotReady(
+            f"no stream takes {probe} and no answer to stream info within "
+            f"{API_TIMEOUT_S:.0f} s: if stream {cfg.stream} does not exist, create it with "
+            "a user allowed to (docs/fleet.md)"
+        ) from None
     except NotFoundError:
         try:
             await js.add_stream(StreamConfig(
@@ -102,5 +153,5 @@ async def _ensure(nc: Any, cfg: ExportConfig, on_note: Callable[[str], None]) ->
         )
 
 
-__all__ = ["API_TIMEOUT_S", "DUPLICATE_WINDOW_S", "StreamNotReady", "ensure_stream",
-           "subject_matches"]  # fmt: skip
+__all__ = ["API_TIMEOUT_S", "DUPLICATE_WINDOW_S", "PROBE_LAST_SEQ", "StreamNotReady",
+           "ensure_stream", "subject_matches"]  # fmt: skip

@@ -8,8 +8,9 @@ import io
 import json
 
 from ringtool.export.collect_view import MergedView
-from ringtool.export.fleet import Fleet, SeqSet
+from ringtool.export.fleet import Fleet
 from ringtool.export.reading import Received
+from ringtool.export.seqset import SeqSet
 
 
 def message(host: str, first: int, ts: list[int], cpu: int = 0) -> Received:
@@ -48,4 +49,4 @@ def test_fleet_gaps_and_duplicates() -> None:
     s = SeqSet()
     s.add(5, 9)
     s.add(1, 4)
-    assert s.iv == [[1, 9]] and s.gaps == 0 and s.duplicates == 0
+    assert s.iv == [[1, 9, 0, 0]] and s.gaps == 0 and s.duplicates == 0

@@ -6,102 +6,26 @@ credentials cannot publish as another, read the stream, pre-empt another's
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ringtool.export.wire import H_CLOCK, H_HOST, H_ID, Encoder, Lines, Origin
-from tests.helpers.collect import (
-    FLEET_USERS,
-    ROOT,
-    Msg,
-    events,
-    fleet_conf,
-    good_stats,
-    headers,
-    stats,
+from tests.helpers.collect import FLEET_USERS, Msg, events, good_stats, headers, stats
+from tests.helpers.fleet_broker import (
+    as_user,
+    collect,
+    fleet_broker,
+    publish,
+    stream_messages,
+    url,
 )
-from tests.helpers.servers import NatsServer, nats_server
-
-RINGTOOL = [sys.executable, "-m", "ringtool.cli.main"]
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[NatsServer]:
-    """nats-server with docs/fleet.md's block; the stream made by its admin user."""
-    conf = tmp_path / "nats.conf"
-    conf.write_text(fleet_conf())
-    with nats_server(tmp_path / "nats", conf=conf) as server:
-
-        async def make(nc: Any) -> None:
-            from nats.js.api import StorageType, StreamConfig
-
-            await nc.jetstream().add_stream(StreamConfig(
-                name="RINGTOOL", subjects=["ringtool.>"], storage=StorageType.FILE,
-                duplicate_window=600,
-            ))  # fmt: skip
-
-        as_user(server, "admin", make)
-        yield server
-
-
-def url(server: NatsServer, user: str) -> str:
-    return f"nats://{user}:{FLEET_USERS[user]}@127.0.0.1:{server.port}"
-
-
-def as_user(server: NatsServer, user: str, fn: Any) -> tuple[Any, list[str]]:
-    """``fn(nc)`` on a connection of ``user`` (reply subjects ``_INBOX.host.<user>``,
-    as ringtool's exporter names them); its result and the errors the server sent."""
-
-    async def main() -> tuple[Any, list[str]]:
-        import nats
-
-        errors: list[str] = []
-
-        async def on_error(exc: BaseException) -> None:
-            errors.append(str(exc))
-
-        nc = await nats.connect(url(server, user), allow_reconnect=False, error_cb=on_error,
-                                inbox_prefix=f"_INBOX.host.{user}")  # fmt: skip
-        try:
-            result = await fn(nc)
-            await nc.flush()
-            await asyncio.sleep(0.2)  # the server's -ERR for a refused publish
-            return result, errors
-        finally:
-            await nc.close()
-
-    return asyncio.run(main())
-
-
-def publish(server: NatsServer, user: str, *msgs: Msg) -> list[str]:
-    """Publish ``msgs`` as ``user`` and wait for the stream's acknowledgements."""
-
-    async def send(nc: Any) -> None:
-        js = nc.jetstream()
-        for m in msgs:
-            await js.publish(m.subject, m.data, headers=m.headers, timeout=5)
-
-    return as_user(server, user, send)[1]
-
-
-def collect(server: NatsServer, *args: str) -> tuple[dict[str, Any], str]:
-    """``ringtool collect --json --drain`` as the collector user: its summary, stderr."""
-    p = subprocess.run([*RINGTOOL, "collect", url(server, "collector"), "--json", "--drain",
-                        "--interval", "0.3", *args],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert p.returncode == 0, p.stderr
-    assert "Traceback" not in p.stderr, p.stderr
-    for line in p.stdout.splitlines():
-        json.loads(line)
-    return json.loads(p.stdout.splitlines()[-1]), p.stderr
+from tests.helpers.servers import NatsServer
 
 
 def raw_publish(server: NatsServer, user: str, subject: bytes, head: bytes, body: bytes) -> None:
@@ -119,13 +43,6 @@ def raw_publish(server: NatsServer, user: str, subject: bytes, head: bytes, body
         while b"PONG" not in got and b"-ERR" not in got:
             got += s.recv(4096)
         assert b"-ERR" not in got, got
-
-
-def stream_messages(server: NatsServer) -> int:
-    async def count(nc: Any) -> int:
-        return int((await nc.jetstream().stream_info("RINGTOOL")).state.messages)
-
-    return int(as_user(server, "admin", count)[0])
 
 
 def test_poison_messages_are_refused_and_passed(broker: NatsServer) -> None:
@@ -311,9 +228,7 @@ def test_a_host_cannot_create_the_stream(tmp_path: Path) -> None:
     from ringtool.export.config import ExportConfig
     from ringtool.export.publisher import Publisher
 
-    conf = tmp_path / "nats.conf"
-    conf.write_text(fleet_conf())
-    with nats_server(tmp_path / "nats", conf=conf) as server:
+    with fleet_broker(tmp_path, stream=False) as server:
         origin = Origin("web1", "boot1", "run1", "trace", 0)
         encoder = Encoder(origin, "json", "ringtool", Decoder(load_layout()))
         pub = Publisher(ExportConfig(url=url(server, "web1"), host="web1"), encoder,

@@ -107,13 +107,25 @@ def strict_json(line: str) -> Any:
     return json.loads(line, object_pairs_hook=pairs, parse_constant=constant)
 
 
-def fleet_conf() -> str:
-    """The nats-server configuration block of docs/fleet.md ("One user per host")."""
+def _fleet_block(kind: str) -> str:
     text = (ROOT / "docs" / "fleet.md").read_text()
     section = text[text.index("## One user per host") :]
-    m = re.search(r"```conf\n(.*?)```", section, re.S)
-    assert m is not None, "docs/fleet.md: no ```conf block under 'One user per host'"
+    m = re.search(rf"```{kind}\n(.*?)```", section, re.S)
+    assert m is not None, f"docs/fleet.md: no ```{kind} block under 'One user per host'"
     return m.group(1)
+
+
+def fleet_conf() -> str:
+    """The nats-server configuration block of docs/fleet.md ("One user per host")."""
+    return _fleet_block("conf")
+
+
+def fleet_stream_config() -> bytes:
+    """The stream configuration (JSON) the admin creates the stream with in
+    docs/fleet.md ("One user per host"), as written there."""
+    text = _fleet_block("json")
+    json.loads(text)
+    return text.encode()
 
 
 #: The users of that block (user: password), as the tests use them.
