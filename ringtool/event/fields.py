@@ -27,7 +27,15 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
   ``TRACE_ARGS_TRUNCATED`` set: more arguments were passed than the record holds;
 * ``low32``/``high32``: the column's low/high 32 bits;
 * ``call``: an open's or exec's syscall (``openat``, ``creat``, ``execveat``, ...)
-  from the record's ``call`` (:mod:`ringtool.event.calls`), ``None`` when unknown.
+  from the record's ``call`` (:mod:`ringtool.event.calls`), ``None`` when unknown;
+* ``ip``: a 16-byte address as text, IPv4 (held as ``::ffff:a.b.c.d``) dotted;
+* ``flag``: ``True`` when the column is non-zero;
+* ``tcp_states``: the names of the TCP states whose bits the column has
+  (``["ESTABLISHED", "SYN_SENT", ...]``, :mod:`ringtool.event.tcp_data`);
+* ``tcp_failed``: ``True`` when those states lack ESTABLISHED.
+
+A type whose records are a struct of their own (tcp: ``struct trace_tcp``,
+:data:`ringtool.event.layout.RECORD_STRUCTS`) names that struct's fields.
 
 ``uid``/``gid`` (the task's real ids) are common to every RINGBUF event type; net
 events (TC programs, run without a task) have none.

@@ -138,7 +138,9 @@ def json_lines(
     """One JSON line per record, in array order; each parses to the record's
     :meth:`Decoder.decode` dict (restricted to ``keys``, in their order). Not yet
     made printable (see :func:`printable_line`)."""
-    return in_array_order(arr, decoder.types, lambda g: group_lines(decoder, g, keys))
+    return in_array_order(
+        arr, decoder.types, lambda g: group_lines(decoder, g, keys), decoder.views
+    )
 
 
 def batch_text(
@@ -147,7 +149,7 @@ def batch_text(
     """The printable JSON lines of a batch (records in array order, then the net
     events), each ending in a newline; ``""`` for an empty batch. ``keys``: only these
     keys, in this order (None: all; net events lose :data:`NET_PRIVATE`)."""
-    groups = by_type(arr, decoder.types)
+    groups = by_type(arr, decoder.types, decoder.views)
     if not net and len(groups) == 1 and groups[0].positions is None:  # one type, in order
         return _printable_text(group_text(decoder, groups[0], keys))
     lines = json_lines(decoder, arr, keys)

@@ -45,6 +45,12 @@ _FIELD = re.compile(r"^(struct\s+\w+|\w+)\s+(\w+)\s*(?:\[\s*(\w+)\s*\])?$")
 #: Event type constant name -> the ``type`` string used in output (TRACE_EXEC -> exec):
 #: the constants of :data:`ringtool.event.registry.EVENT_TYPES`.
 TYPE_CONSTANTS = tuple(t.constant for t in EVENT_TYPES)
+#: RINGBUF event types whose records are a struct of their own (of a ``struct
+#: trace_event``'s size: the rings' records all are): type constant -> struct name
+#: (:attr:`ringtool.event.registry.EventType.record`).
+RECORD_STRUCTS = {t.constant: t.record for t in EVENT_TYPES if t.record}
+#: The field that fills such a struct up to the size (nothing after it is data).
+RECORD_PAD = "pad"
 #: Prefix of the constants that name an open or exec event's syscall (``call``).
 CALL_PREFIX = "TRACE_CALL_"
 
@@ -62,6 +68,8 @@ class TraceLayout:
     type_names: dict[int, str] = field(default_factory=dict)
     #: ``TRACE_CALL_*`` value -> the syscall's name (TRACE_CALL_OPENAT -> openat)
     call_names: dict[int, str] = field(default_factory=dict)
+    #: type value -> the dtype its records are viewed as (:data:`RECORD_STRUCTS`)
+    views: dict[int, np.dtype[Any]] = field(default_factory=dict)
 
     @property
     def event(self) -> np.dtype[Any]:
@@ -84,6 +92,21 @@ class TraceLayout:
     def type_id(self, name: str) -> int:
         """``"exec"`` -> the value of TRACE_EXEC."""
         return self.constants[TYPE_PREFIX + name.upper()]
+
+    def data_kept(self, type_name: str) -> int | None:
+        """For a type with a record struct of its own (:data:`RECORD_STRUCTS`): how many
+        bytes from ``struct trace_event``'s ``data`` on its fields use (up to its
+        ``pad``); None for the others. What a consumer that keeps only the start of
+        ``data`` (a C string) must keep of such a record."""
+        view = self.views.get(self.type_id(type_name)) if type_name in self.names else None
+        if view is None or view.fields is None or self.event.fields is None:
+            return None
+        return int(view.fields[RECORD_PAD][1]) - int(self.event.fields["data"][1])
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The names of the event types (``exec``, ..., ``tcp``)."""
+        return frozenset(self.type_names.values())
 
     def size_defines(self) -> dict[str, int]:
         """``-D`` values that make the header's _Static_asserts check the sizes."""
@@ -143,9 +166,19 @@ def parse_layout(text: str) -> TraceLayout:
     call_names = {
         v: k[len(CALL_PREFIX) :].lower() for k, v in constants.items() if k.startswith(CALL_PREFIX)
     }
-    return TraceLayout(
-        constants=constants, dtypes=structs, type_names=type_names, call_names=call_names
-    )
+    views = {}
+    for const, name in RECORD_STRUCTS.items():
+        if const not in constants or name not in structs:
+            continue
+        view = structs[name]
+        if view.itemsize != structs["trace_event"].itemsize or RECORD_PAD not in (
+            view.fields or {}
+        ):
+            raise LayoutError(f"struct {name} must end in `{RECORD_PAD}` up to the size of struct "
+                              "trace_event (a RINGBUF record)")  # fmt: skip
+        views[constants[const]] = view
+    return TraceLayout(constants=constants, dtypes=structs, type_names=type_names,
+                       call_names=call_names, views=views)  # fmt: skip
 
 
 def load_layout(path: Path = TRACE_HEADER) -> TraceLayout:
@@ -156,4 +189,12 @@ def load_layout(path: Path = TRACE_HEADER) -> TraceLayout:
     return parse_layout(path.read_text())
 
 
-__all__ = ["TRACE_HEADER", "LayoutError", "TraceLayout", "load_layout", "parse_layout"]
+__all__ = [
+    "RECORD_PAD",
+    "RECORD_STRUCTS",
+    "TRACE_HEADER",
+    "LayoutError",
+    "TraceLayout",
+    "load_layout",
+    "parse_layout",
+]

@@ -21,7 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ringtool.kernel.needs import NO_NEEDS, KernelNeeds, OptionalTracepoints, StringField
+from ringtool.kernel.needs import (
+    NO_NEEDS,
+    BtfMember,
+    KernelNeeds,
+    OptionalTracepoints,
+    StringField,
+)
 
 
 class Field(NamedTuple):
@@ -66,7 +72,10 @@ class EventType:
     ``fields``: its own fields after the common ones, in output order (none for net:
     packets are decoded per sample, :data:`ringtool.event.fields.NET_KEYS`);
     ``detail``: its one-line detail; ``panels``: the dashboard panels it appears in
-    (:data:`PANELS`); ``needs``: what its program needs from the kernel to emit it."""
+    (:data:`PANELS`); ``needs``: what its program needs from the kernel to emit it;
+    ``record``: the ``struct trace_*`` of ``bpf/trace_event.h`` its records are, when
+    not ``struct trace_event`` (then of its size, ending in ``pad``: a RINGBUF record;
+    its ``fields`` name that struct's columns; :data:`ringtool.event.layout.RECORD_STRUCTS`)."""
 
     name: str
     source: str
@@ -74,6 +83,7 @@ class EventType:
     detail: Detail
     panels: frozenset[str] = frozenset()
     needs: KernelNeeds = NO_NEEDS
+    record: str | None = None
 
     @property
     def constant(self) -> str:
@@ -156,6 +166,26 @@ EVENT_TYPES: tuple[EventType, ...] = (
     EventType(
         "mark", "mark", (Field("text", "data", "str"),), Detail(None, ("text",)),
         panels=frozenset({RECENT}),  # a clang-built program: no -D needs
+    ),
+    EventType(
+        "tcp", "tcp",
+        (Field("family", "family", "int"), Field("laddr", "saddr", "ip"),
+         Field("lport", "sport", "int"), Field("raddr", "daddr", "ip"),
+         Field("rport", "dport", "int"), Field("active", "active", "flag"),
+         Field("tx_bytes", "tx_bytes", "int"), Field("rx_bytes", "rx_bytes", "int"),
+         Field("duration_us", "duration_ns", "latency_us"),
+         Field("states", "states", "tcp_states"), Field("failed", "states", "tcp_failed"),
+         Field("error", "error", "int")),
+        Detail(None, ("active", "laddr", "lport", "raddr", "rport", "tx_bytes", "rx_bytes",
+                      "duration_us", "failed", "error")),
+        panels=frozenset({RECENT}),
+        # the owner's header from the task; a socket's counters and error by address
+        needs=KernelNeeds.union([TASK_HEADER, KernelNeeds(members=(
+            BtfMember("tcp_sock.bytes_acked", 8, "TRACE_TCP_BYTES_ACKED_OFF"),
+            BtfMember("tcp_sock.bytes_received", 8, "TRACE_TCP_BYTES_RECEIVED_OFF"),
+            BtfMember("sock.sk_err", 4, "TRACE_SOCK_ERR_OFF"),
+        ))]),
+        record="trace_tcp",
     ),
 )  # fmt: skip
 

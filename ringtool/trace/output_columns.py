@@ -222,7 +222,9 @@ def group_lines(decoder: Decoder, g: TypeGroup, width: int | None) -> list[str]:
 def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None) -> list[str]:
     """One column line per record, in array order: :func:`format_event` of each
     decoded event, computed a column at a time."""
-    return in_array_order(arr, decoder.types, lambda g: group_lines(decoder, g, width))
+    return in_array_order(
+        arr, decoder.types, lambda g: group_lines(decoder, g, width), decoder.views
+    )
 
 
 class ColumnOutput(OutputBase):
@@ -250,7 +252,7 @@ class ColumnOutput(OutputBase):
 
     def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
         w = self.width
-        groups = by_type(arr, self.decoder.types)
+        groups = by_type(arr, self.decoder.types, self.decoder.views)
         if w is None and not net and len(groups) == 1 and groups[0].positions is None:
             pieces, _, _ = _group_pieces(self.decoder, groups[0], None)  # one type, uncut
             self.stream.write(text_of(pieces, len(arr)))

@@ -65,7 +65,7 @@ def field_rows(
     """One tuple of the ``keys`` values per event (records in array order, then
     ``net``); a key the event does not have is :data:`_MISSING`."""
     out: list[Any] = [None] * len(arr)
-    for g in by_type(arr, decoder.types):
+    for g in by_type(arr, decoder.types, decoder.views):
         n = len(g.rec)
         spec = {f.key: f for f in fields_of(g.name)}
         cols = [
