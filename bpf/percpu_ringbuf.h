@@ -34,7 +34,7 @@
  *                          writes to, even one that comes online later) skips the
  *                          CPU lookup
  *   RT_PCPU_WAKEUP_BYTES   optional: adaptive wakeups for rt_pcpu_submit (below)
- *   RT_PCPU_PERF_FD, RT_PCPU_SCRATCH_FD, RT_PCPU_SCRATCH_BYTES
+ *   RT_PCPU_PERF_FD, RT_PCPU_SCRATCH_FD, RT_PCPU_SCRATCH_BYTES, RT_PCPU_OUTPUTS_FD
  *                          optional: the perf flight-recorder mode (below); sources
  *                          submit with RT_PCPU_SUBMIT(ctx, p, size) (or
  *                          RT_PCPU_SUBMIT_TO(ctx, ring, p, size)) to support it
@@ -118,7 +118,14 @@ static __always_inline long rt_pcpu_output(void *data, u64 size, u64 flags)
  * buffers ringtool opened with write_backward, so the kernel keeps the newest ones.
  * rt_pcpu_reserve hands out this CPU's scratch record (RT_PCPU_SCRATCH_FD: a
  * PERCPU_ARRAY with one value of RT_PCPU_SCRATCH_BYTES) and RT_PCPU_SUBMIT copies it
- * out with bpf_perf_event_output, which needs the program's ctx. */
+ * out with bpf_perf_event_output, which needs the program's ctx. Each record the ring
+ * took is counted in RT_PCPU_OUTPUTS_FD (a PERCPU_ARRAY with one u64): what a dump
+ * did not find of them was overwritten (ringtool/trace/flight_count.py); a failed
+ * output is a drop. */
+#ifndef RT_PCPU_OUTPUTS_FD
+#error "percpu_ringbuf.h: the perf mode counts its outputs: define RT_PCPU_OUTPUTS_FD"
+#endif
+
 static __always_inline void *rt_pcpu_reserve(u64 size)
 {
     u32 zero = 0;
@@ -130,10 +137,24 @@ static __always_inline void *rt_pcpu_reserve(u64 size)
     return p;
 }
 
+/* Count one record the perf ring of this CPU took. An atomic add (the verifier
+ * inlines the PERCPU_ARRAY lookup): a program that interrupts another on this CPU
+ * between its load and store would otherwise lose a count, and this one must be
+ * exact. */
+static __always_inline void rt_pcpu_count_output(void)
+{
+    u32 zero = 0;
+    u64 *n = bpf_map_lookup_elem(RT_PCPU_MAP(RT_PCPU_OUTPUTS_FD), &zero);
+    if (n)
+        __sync_fetch_and_add(n, 1);
+}
+
 static __always_inline void rt_pcpu_perf_submit(void *ctx, void *p, u64 size)
 {
     if (bpf_perf_event_output(ctx, RT_PCPU_MAP(RT_PCPU_PERF_FD), BPF_F_CURRENT_CPU, p, size))
         rt_pcpu_count_drop();
+    else
+        rt_pcpu_count_output();
 }
 
 /* rt_pcpu_reserve; no ring here (*ring = NULL), for RT_PCPU_SUBMIT_TO. */

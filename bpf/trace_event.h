@@ -47,7 +47,7 @@
 #define TRACE_MARK 7  /* `ringtool mark TEXT`: data = the text (bpf/trace_mark.bpf.c) */
 #define TRACE_TCP 8   /* a TCP connection's life, at its close: a struct trace_tcp */
 
-/* open, exec: the syscall an event came from (`call`); ringtool/trace/layout.py names
+/* open, exec: the syscall an event came from (`call`); ringtool/event/layout.py names
  * them (TRACE_CALL_OPENAT -> "openat"). Numbers of ringtool's own, the same on every
  * architecture (syscall numbers are not). */
 #define TRACE_CALL_OPEN 1

@@ -59,10 +59,17 @@ struct {
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
 
+/* what `drain` tells the marker: did the last sample it drained reach the trace? */
+struct mark_drain {
+    u32 last_lost;
+};
+
 static long mark_one(struct bpf_dynptr *sample, void *ctx)
 {
+    struct mark_drain *d = ctx;
     struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
 
+    d->last_lost = !e;
     if (!e)
         return 0;  /* drop counted; the marker is consumed */
     trace_fill_hdr(&e->h, TRACE_MARK);
@@ -82,11 +89,18 @@ static long mark_one(struct bpf_dynptr *sample, void *ctx)
     return 0;
 }
 
+/* The return value (BPF_PROG_TEST_RUN's retval) is bpf_user_ringbuf_drain's error
+ * (negative: -EBUSY, -EINVAL on a corrupt ring, -E2BIG), else 1 when the last sample
+ * drained found the trace's ring full (dropped, counted in rt_drops), else 0. */
 SEC("raw_tp")
 int drain(void *ctx)
 {
-    bpf_user_ringbuf_drain(&marks, mark_one, NULL, 0);
-    return 0;
+    struct mark_drain d = {0};
+    long n = bpf_user_ringbuf_drain(&marks, mark_one, &d, 0);
+
+    if (n < 0)
+        return n;
+    return d.last_lost;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -22,7 +22,7 @@
  * openat is always traced; the others only where the running kernel has their
  * tracepoints (open and creat do not exist on arm64, openat2 came in 5.6): ringtool
  * reads tracefs and passes TRACE_HAVE_OPEN, _CREAT, _OPENAT2, _OPEN_BY_HANDLE_AT
- * (ringtool/sources/tp_presence.py).
+ * (ringtool/programs/tp_presence.py).
  *
  * TRACE_FILTER_FAILED (-x, like opensnoop's): only calls that failed (ret < 0) are
  * events. Whether a call fails is known at exit only, so entry remembers every
@@ -42,7 +42,7 @@
 #endif
 
 #ifndef TRACE_HAVE_OPEN
-#error "trace_open.c: compile with ringtool's tracepoint presence cflags (sources/tp_presence.py)"
+#error "trace_open.c: compile with ringtool's tracepoint presence cflags (programs/tp_presence.py)"
 #endif
 
 struct open_args {

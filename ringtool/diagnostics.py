@@ -175,6 +175,35 @@ def _bpffs() -> Check:
     )
 
 
+def _bpffs_access() -> Check:
+    """Whether another user could plant ringtool's pin root: a bpffs any user may write
+    (mode 1777, the kernel's default without ``-o mode=``), or a pin root already there
+    that ringtool would refuse (ringtool/kernel/pin_root.py)."""
+    from ringtool.errors import UnsafeDirectoryError
+    from ringtool.kernel.pin_root import PIN_ROOT, open_pin_root
+
+    bpffs = os.path.dirname(PIN_ROOT)
+    try:
+        fd = open_pin_root(PIN_ROOT, create=False)
+    except UnsafeDirectoryError as exc:
+        return Check("bpffs access", False, str(exc), required=False)  # names the fix
+    except OSError as exc:
+        return Check("bpffs access", False, f"{PIN_ROOT}: {exc.strerror}", required=False)
+    if fd is not None:
+        os.close(fd)
+    try:
+        mode = os.stat(bpffs).st_mode
+    except OSError:
+        return Check("bpffs access", False, f"{bpffs} missing", required=False)
+    if mode & 0o002:
+        return Check("bpffs access", False, f"{bpffs} is mode {mode & 0o7777:04o}: any user may "
+                     f"create entries there, {PIN_ROOT} too (ringtool refuses one it did not "
+                     "make: markers off)",
+                     f"chmod 1700 {bpffs}; mount bpffs with -o mode=700 (make setup does)",
+                     required=False)  # fmt: skip
+    return Check("bpffs access", True, f"{bpffs} is mode {mode & 0o7777:04o}", required=False)
+
+
 def _headers() -> Check:
     krel = platform.release()
     build = Path(f"/lib/modules/{krel}/build")
@@ -309,6 +338,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     _markers,
     _tracefs,
     _bpffs,
+    _bpffs_access,
     _headers,
     _bpf_sources,
     _tracepoint_layouts,
@@ -323,6 +353,7 @@ _NEEDS_PRIVILEGE = {
     "_perf_event",
     "_ringbuf_overwrite",
     "_markers",
+    "_bpffs_access",
     "_bcc",
     "_tracepoint_layouts",
 }

@@ -27,6 +27,18 @@ class CgroupPathError(UsageError):
     directory, not on cgroup2, or its level below the root cannot be known)."""
 
 
+class InputFileError(RingtoolError, ValueError):
+    """A file ringtool was given to read (credentials, a CA bundle, a config file) is
+    not a regular file (a FIFO, a device, a directory) or is larger than ringtool reads
+    of such a file. ``why`` is the reason without the path (the CLI names the flag and
+    the path itself)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+        self.why = why
+
+
 class KernelFeatureError(RingtoolError):
     """The running kernel lacks a feature (map type, helper, hook, tracefs, BTF)."""
 
@@ -45,6 +57,13 @@ class BpfSyscallError(RingtoolError, OSError):
 
     def __str__(self) -> str:
         return str(self.strerror)
+
+
+class UnsafeDirectoryError(RingtoolError):
+    """A directory ringtool would create, lock or delete in (the bpffs pin root of
+    ``ringtool mark``) is one another user could have made or may change: a symbolic
+    link, not a directory, owned by another user, or writable by group or others.
+    Nothing in it is used or deleted; the message names the path and the fix."""
 
 
 class MapTypeError(RingtoolError, TypeError):

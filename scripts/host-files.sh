@@ -11,7 +11,8 @@
 #                                 the marker says setup made them, the command link only
 #                                 when it points into VENV
 # Every step is idempotent and says what it changed. RINGTOOL_PREFIX (default: none, /)
-# is put before every path, so that the tests can run it in a temporary directory.
+# is put before every path, so that the tests can run it in a temporary directory;
+# RINGTOOL_BASHRC names the bash.bashrc to edit (default: $RINGTOOL_PREFIX/etc/bash.bashrc).
 set -euo pipefail
 
 PREFIX="${RINGTOOL_PREFIX:-}"
@@ -21,8 +22,9 @@ MARKER_NAME=".ringtool-linked-headers"
 BIN_LINK="$PREFIX/usr/local/bin/ringtool"
 COMPLETION="$PREFIX/etc/bash_completion.d/ringtool"
 MANPAGE="$PREFIX/usr/local/share/man/man1/ringtool.1"
-BASHRC="$PREFIX/etc/bash.bashrc"
+BASHRC="${RINGTOOL_BASHRC:-$PREFIX/etc/bash.bashrc}"
 BLOCK_BEGIN="# >>> ringtool: bash completion in interactive shells (scripts/host-files.sh) >>>"
+BLOCK_BEGIN_NL="$BLOCK_BEGIN (and the newline before this line)"
 BLOCK_END="# <<< ringtool <<<"
 WHO="$([[ "${1:-}" == uninstall ]] && echo uninstall || echo setup)"
 say() { printf '%s: %s\n' "$WHO" "$*"; }
@@ -85,13 +87,93 @@ install_generated() {  # TARGET COMMAND...: COMMAND's output as TARGET (mode 064
 # it; root's ~/.bashrc does not, and /etc/bash.bashrc (read by every interactive bash)
 # has the lines commented out. The block is Debian's commented one, guarded so that it
 # never loads bash-completion twice; users' files are not touched. It is added only
-# where no uncommented line of bash.bashrc loads bash-completion already.
+# where no uncommented line of bash.bashrc loads bash-completion's own loader already.
+#
+# The edit keeps any bash.bashrc valid and reversible: a file without a final newline
+# gets one before the block (the begin marker then says so, and uninstall takes it
+# away again: install + uninstall give back the original bytes); a second setup adds
+# nothing; a begin marker without its end is left alone (nothing after it is removed);
+# a symlink is followed and its target edited, never replaced by a file; the new
+# content is written to a temporary file in the same directory, checked with `bash -n`
+# when the original passed it, given the original's mode and owner, and renamed over
+# it. A block glued to the last line by an older setup is taken out the same way.
+BASHRC_LOADER='^[[:space:]]*(\.|source)[[:space:]]+["'"'"']?(/usr/share/bash-completion/bash_completion|/etc/bash_completion)["'"'"']?[[:space:]]*(;|#|$)'
+
+block_at() {  # FILE: "BEGIN END KIND" of its first ringtool block (END 0: no end)
+    awk -v b="$BLOCK_BEGIN" -v bn="$BLOCK_BEGIN_NL" -v e="$BLOCK_END" '
+        !start && $0 == b { start = NR; kind = "plain"; next }
+        !start && $0 == bn { start = NR; kind = "newline"; next }
+        !start && length($0) > length(b) && substr($0, length($0) - length(b) + 1) == b {
+            start = NR; kind = "glued"; next }
+        start && $0 == e { print start, NR, kind; found = 1; exit }
+        END { if (start && !found) print start, 0, kind }' "$1"
+}
+
+replace_file() {  # TARGET NEW: NEW's content as TARGET (mode, owner kept; bash -n)
+    local target="$1" new="$2"
+    if bash -n "$target" 2>/dev/null && ! bash -n "$new" 2>/dev/null; then
+        rm -f "$new"
+        say "left $target alone: the edit would not be valid bash"
+        return 1
+    fi
+    chmod --reference="$target" "$new"
+    chown --reference="$target" "$new" 2>/dev/null || true
+    mv -f "$new" "$target"
+}
+
+bashrc_target() {  # the file to edit: BASHRC, or where its symlink points
+    [[ -L "$BASHRC" ]] && { readlink -f "$BASHRC"; return; }
+    echo "$BASHRC"
+}
+
+without_block() {  # FILE BEGIN END KIND > stdout: FILE without that block, byte-exact
+    local file="$1" b="$2" e="$3" kind="$4" line
+    if [[ "$kind" == newline ]]; then
+        head -n "$((b - 1))" "$file" | head -c -1  # the newline setup added
+    else
+        head -n "$((b - 1))" "$file"
+    fi
+    if [[ "$kind" == glued ]]; then
+        line="$(sed -n "${b}p" "$file")"
+        printf '%s' "${line%"$BLOCK_BEGIN"}"
+    fi
+    tail -n "+$((e + 1))" "$file"
+}
+
+remove_block() {  # FILE: take out its first complete block; 1 when there is none
+    local file="$1" at tmp
+    at="$(block_at "$file")"
+    [[ -n "$at" ]] || return 1
+    set -- $at
+    if [[ "$2" == 0 ]]; then
+        say "left $file alone: a ringtool begin marker (line $1) has no end marker"
+        return 2
+    fi
+    tmp="$(mktemp "$(dirname "$file")/.bash.bashrc.XXXXXX")"
+    without_block "$file" "$1" "$2" "$3" > "$tmp"
+    replace_file "$file" "$tmp" || return 2
+}
+
 enable_completion() {
-    [[ -f "$BASHRC" ]] || return 0
-    grep -qxF "$BLOCK_BEGIN" "$BASHRC" && return 0
-    grep -Eq '^[^#]*(\.|source)[[:space:]]+[^#]*bash[-_]completion' "$BASHRC" && return 0
+    local file at tmp begin="$BLOCK_BEGIN"
+    file="$(bashrc_target)"
+    [[ -f "$file" ]] || return 0
+    at="$(block_at "$file")"
+    if [[ -n "$at" ]]; then
+        set -- $at
+        [[ "$2" == 0 ]] && { say "left $file alone: a ringtool begin marker (line $1) has no end marker"; return 0; }
+        [[ "$3" != glued ]] && return 0
+        remove_block "$file" || return 0  # an older setup's glued block: redone below
+    fi
+    grep -Eq "$BASHRC_LOADER" "$file" && return 0
+    tmp="$(mktemp "$(dirname "$file")/.bash.bashrc.XXXXXX")"
+    cat "$file" > "$tmp"
+    if [[ -s "$file" && -n "$(tail -c 1 "$file")" ]]; then
+        echo >> "$tmp"
+        begin="$BLOCK_BEGIN_NL"
+    fi
     {
-        echo "$BLOCK_BEGIN"
+        echo "$begin"
         echo 'if ! shopt -oq posix && [ -z "${BASH_COMPLETION_VERSINFO-}" ]; then'
         echo '  if [ -f /usr/share/bash-completion/bash_completion ]; then'
         echo '    . /usr/share/bash-completion/bash_completion'
@@ -100,19 +182,17 @@ enable_completion() {
         echo '  fi'
         echo 'fi'
         echo "$BLOCK_END"
-    } >> "$BASHRC"
-    say "enabled bash completion in $BASHRC"
+    } >> "$tmp"
+    replace_file "$file" "$tmp" && say "enabled bash completion in $file"
 }
 
-disable_completion() {  # exactly the block enable_completion added
-    [[ -f "$BASHRC" ]] && grep -qxF "$BLOCK_BEGIN" "$BASHRC" || return 0
-    local tmp
-    tmp="$(mktemp)"
-    awk -v b="$BLOCK_BEGIN" -v e="$BLOCK_END" '$0 == b {skip = 1} !skip {print} $0 == e {skip = 0}' \
-        "$BASHRC" > "$tmp"
-    cat "$tmp" > "$BASHRC"  # in place: the file keeps its owner and mode
-    rm -f "$tmp"
-    say "removed the bash completion block from $BASHRC"
+disable_completion() {  # exactly the block(s) enable_completion added
+    local file
+    file="$(bashrc_target)"
+    [[ -f "$file" ]] || return 0
+    while remove_block "$file"; do
+        say "removed the bash completion block from $file"
+    done
 }
 
 link_command() {  # VENV: `ringtool` on root's PATH (and sudo's secure_path)
@@ -130,9 +210,9 @@ link_command() {  # VENV: `ringtool` on root's PATH (and sudo's secure_path)
 install_files() {  # VENV
     local venv="$1"
     # Shell completion and the man page ringtool(1), generated from the CLI's own parser
-    # (python -m ringtool.cli.completion / ringtool.cli.manpage); written when changed.
-    install_generated "$COMPLETION" "$venv/bin/python" -m ringtool.cli.completion bash
-    install_generated "$MANPAGE" "$venv/bin/python" -m ringtool.cli.manpage
+    # (ringtool --print-completion / --print-manpage); written when changed.
+    install_generated "$COMPLETION" "$venv/bin/python" -m ringtool --print-completion bash
+    install_generated "$MANPAGE" "$venv/bin/python" -m ringtool --print-manpage
     enable_completion
     link_command "$venv"
 }

@@ -70,7 +70,9 @@ bash "$REPO/scripts/host-files.sh" headers
 mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null \
     || say "could not mount tracefs (tracepoint sources will be disabled)"
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
-mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf 2>/dev/null \
+# bpffs with mode=700: the kernel's default (1777) lets any user create entries, such as
+# /sys/fs/bpf/ringtool before ringtool does (ringtool then refuses to use it).
+mountpoint -q /sys/fs/bpf || mount -t bpf -o mode=700 bpf /sys/fs/bpf 2>/dev/null \
     || say "could not mount bpffs"
 
 # 4. The venv: from Debian's python3 (BCC is importable only there), with system site

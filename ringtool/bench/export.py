@@ -11,7 +11,7 @@ a temporary file store; stopped at the end), each *path* gets the same load:
 * ``drain-only``: nothing more (the baseline for kernel drops: what the ring drain
   alone loses at this rate);
 * ``file-json``: JSON lines to a file (what ``trace --json > file`` does);
-* ``nats-json`` / ``nats-rows``: :class:`~ringtool.export.exporter.ExportSink` (the
+* ``nats-json`` / ``nats-rows``: :class:`~ringtool.bench.export_sink.ExportSink` (the
   publisher in the drain's process: one GIL for both, the baseline) with
   ``--export-format json`` / ``rows``, published to JetStream with acknowledgements; a
   plain subscriber in another process (:mod:`ringtool.bench.export_sub`) reads the
@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ringtool.event.records import Records
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.privileges import require_bpf_privileges
 
@@ -107,9 +108,9 @@ def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
              tmp: Path, round_no: int = 0) -> dict[str, Any]:  # fmt: skip
     """One path (see the module doc), into a stream of its own for the round (the
     subscriber reads the stream from its start); returns its row."""
+    from ringtool.bench.export_sink import ExportSink
     from ringtool.event.decode import Decoder
     from ringtool.export.config import ExportConfig
-    from ringtool.export.exporter import ExportSink
     from ringtool.export.proc_sink import ProcExportSink
     from ringtool.trace.output_json import JsonOutput
     from ringtool.trace.stats import TraceStats
@@ -142,10 +143,10 @@ def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
         while len(arr := load.rb.read_batch(layout.event, BATCH)):
             stats.add_batch(arr)
             if sink is not None:
-                sink.publish(arr, [])
+                sink.publish(Records(arr))
             else:
                 if out is not None:
-                    out.batch(arr, [])
+                    out.batch(Records(arr))
                 ts = arr["h"]["ts"].astype(np.int64) + decoder.offset_ns
                 lat.append(time.time_ns() - ts)  # kernel stamp -> written (or drained)
         if done:
@@ -203,7 +204,7 @@ def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def run(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
     """``repeats`` alternating rounds of every path (module doc); a row per path."""
     require_bpf_privileges("ringtool bench export")
-    from ringtool.export.local_server import LocalNats
+    from ringtool.bench.local_server import LocalNats
 
     seconds = 2.0 if quick else 5.0
     rate = 200_000.0 if quick else 600_000.0

@@ -202,8 +202,8 @@ def startup(binary: Path) -> dict[str, Any]:
 
 
 def _export_url(stack: contextlib.ExitStack, tmp: Path) -> tuple[str | None, str]:
+    from ringtool.bench.local_server import LocalNats
     from ringtool.errors import ExportError
-    from ringtool.export.local_server import LocalNats
 
     try:
         server = stack.enter_context(LocalNats(tmp / "nats"))

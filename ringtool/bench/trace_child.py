@@ -10,8 +10,9 @@ usage: ``python -m ringtool.bench.trace_child FD [--headless-tui] -- TRACE-ARGS.
 about to read: what follows is the reading loop), CPU_S its user + system CPU seconds
 so far (``getrusage``), and at the end one JSON line
 ``{"summary": ..., "cpu_s": ...}``: the run's summary record
-(:meth:`TraceStats.summary_record`: events delivered, kernel drops; the same for every
-output, also those that print no summary on stdout) and the CPU seconds at the end.
+(:func:`ringtool.trace.stats_json.summary_record`: events delivered, kernel drops; the
+same for every output, also those that print no summary on stdout) and the CPU seconds
+at the end.
 
 ``--headless-tui``: the output is :class:`HeadlessTui`, the TUI's per-batch path
 (:meth:`TraceTui.batch`) and its whole screen rendered once per interval into a
@@ -30,9 +31,10 @@ import resource
 import sys
 from typing import Any, TextIO
 
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
 from ringtool.trace.sink import OutputBase, Records
 from ringtool.trace.stats import TraceStats
+from ringtool.trace.stats_json import summary_record
 
 
 class HeadlessTui(OutputBase):
@@ -51,8 +53,8 @@ class HeadlessTui(OutputBase):
     def start(self, sources: list[str], notes: list[str]) -> None:
         self.tui.start(sources, notes)
 
-    def batch(self, arr: Records, net: list[Event]) -> None:
-        self.tui.batch(arr, net)
+    def batch(self, records: Records) -> None:
+        self.tui.batch(records)
 
     def stats(self, stats: TraceStats) -> None:
         self.tui.stats(stats)
@@ -100,7 +102,7 @@ def main(argv: list[str]) -> int:
             super().__init__(*args, **kwargs)
             seen.append(self)
 
-    def make_headless(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
+    def make_headless(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[TraceStats]:
         return HeadlessTui(decoder, cfg.interval)
 
     args = build_parser("trace").parse_args(["trace", *trace_args])
@@ -113,7 +115,7 @@ def main(argv: list[str]) -> int:
 
     status = guarded("ringtool trace", call)  # the CLI's handling of errors and exits
     if seen:
-        summary = seen[-1].summary_record()
+        summary = summary_record(seen[-1])
         report.write(json.dumps({"summary": summary, "cpu_s": _cpu_s()}) + "\n")
     report.close()
     return status

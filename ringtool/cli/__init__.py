@@ -1,1 +1,5 @@
-"""Layer 4: the ``ringtool`` command line."""
+"""The ``ringtool`` command line: argument parsing and the one-line error handling of
+every subcommand (`cli/main.py`).
+
+Layer: cli (docs/ARCHITECTURE.md).
+"""

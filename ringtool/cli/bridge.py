@@ -23,14 +23,15 @@ from typing import Any
 from ringtool.bridge.consumers import ConsumerLog
 from ringtool.bridge.core import KmesBridge
 from ringtool.cli import validate as v
+from ringtool.cli import validate_paths as vp
+from ringtool.cli.export_args import add_export_args, add_metrics_arg
 from ringtool.errors import KmesError, RingtoolError
 from ringtool.event.safe_text import printable
-from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.kmes import layout as L
 from ringtool.kmes.attach import DEFAULT_SOCKET
-from ringtool.kmes.config import DEFAULT_CONFIG
+from ringtool.kmes.config import CONFIG_MAX, DEFAULT_CONFIG, parse_config
 from ringtool.kmes.events import BRIDGE_PREFIX, EVENT_EXEC, EVENT_EXIT, EVENT_LOST
 
 EVENTS = {"exec": EVENT_EXEC, "exit": EVENT_EXIT}
@@ -67,7 +68,7 @@ def register(subs: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "--socket", type=v.socket_path, default=DEFAULT_SOCKET, metavar="PATH",
+        "--socket", type=vp.socket_path, default=DEFAULT_SOCKET, metavar="PATH",
         help=f"attach socket ({DEFAULT_SOCKET})",
     )  # fmt: skip
     p.add_argument(
@@ -78,7 +79,8 @@ def register(subs: Any) -> None:
         f"file's capacity, else {L.DEFAULT_CAPACITY}",
     )
     p.add_argument(
-        "--config", type=v.input_file_optional, default=DEFAULT_CONFIG, metavar="FILE",
+        "--config", type=vp.input_file(CONFIG_MAX, parse_config, optional=True),
+        default=DEFAULT_CONFIG, metavar="FILE",
         help=f"config file ({DEFAULT_CONFIG})",
     )  # fmt: skip
     p.add_argument(

@@ -9,22 +9,14 @@ privileges (it never touches BPF).
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 import sys
+from functools import partial
 from typing import Any
 
-from ringtool.export.cli_args import add_metrics_arg, checked, readable_file
-from ringtool.export.config import (
-    DEFAULT_PREFIX,
-    DEFAULT_STREAM,
-    MAX_HOSTS,
-    check_prefix,
-    check_stream,
-    check_token,
-    check_url,
-    display_url,
-)
+from ringtool.cli import validate as v
+from ringtool.cli.export_args import add_broker_args, add_metrics_arg, broker_url
+from ringtool.export.config import MAX_HOSTS, check_token, display_url
 
 DESCRIPTION = """\
 The fleet view of what 'ringtool trace --export' and 'ringtool bridge --export'
@@ -44,32 +36,6 @@ examples:
 """
 
 
-def _seconds(flag: str, minimum: float = 0.0) -> Any:
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            v = math.nan
-        if not math.isfinite(v) or v <= minimum:
-            raise argparse.ArgumentTypeError(f"{flag} {text!r}: a number > {minimum:g}")
-        return v
-
-    return parse
-
-
-def _count(flag: str) -> Any:
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            v = 0
-        if not 1 <= v <= 1_000_000:
-            raise argparse.ArgumentTypeError(f"{flag} {text!r}: a whole number from 1 to 1000000")
-        return v
-
-    return parse
-
-
 def register(subs: Any) -> None:
     p = subs.add_parser(
         "collect", help="read many hosts' exported events from NATS JetStream (fleet view)",
@@ -77,67 +43,37 @@ def register(subs: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     p.add_argument(
-        "url",
-        type=checked(check_url),
-        metavar="URL",
+        "url", type=broker_url, metavar="URL",
         help="nats://[user:pass@]HOST:PORT or tls://...; a cluster's servers separated by commas",
-    )
+    )  # fmt: skip
+    add_broker_args(p, "")
     p.add_argument(
-        "--stream",
-        type=checked(lambda t: check_stream(t, "--stream")),
-        default=DEFAULT_STREAM,
-        help=f"stream name ({DEFAULT_STREAM})",
-    )
-    p.add_argument(
-        "--subject-prefix",
-        type=checked(lambda t: check_prefix(t, "--subject-prefix")),
-        default=DEFAULT_PREFIX,
-        metavar="PREFIX",
-        help=f"subjects PREFIX.<host>.<type> ({DEFAULT_PREFIX})",
-    )
-    p.add_argument(
-        "--durable",
-        type=checked(lambda t: check_token(t, "--durable")),
+        "--durable", type=v.checked(partial(check_token, what="--durable")),
         default="ringtool-collect",
         help="durable consumer name: a later run resumes where this one stopped",
-    )
-    p.add_argument(
-        "--creds",
-        type=readable_file("--creds"),
-        metavar="FILE",
-        help="file whose first line is user:password",
-    )
-    p.add_argument(
-        "--tls-ca",
-        type=readable_file("--tls-ca"),
-        metavar="FILE",
-        help="CA bundle that verifies the broker's TLS certificate",
-    )
+    )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON lines: hosts per interval")
     out.add_argument(
         "--merged", action="store_true", help="all hosts' events as JSON lines, in timestamp order"
     )
     p.add_argument(
-        "--window-ms",
-        type=_seconds("--window-ms", -1e-9),
-        default=2000.0,
+        "--window-ms", type=v.number(0, unit="ms"), default=2000.0,
         help="--merged: reorder window in ms of event time (2000)",
-    )
+    )  # fmt: skip
     p.add_argument(
-        "-d", "--duration", type=_seconds("--duration"), metavar="SECONDS", help="stop after this"
-    )
+        "-d", "--duration", type=v.number(above=0, unit="seconds"), metavar="SECONDS",
+        help="stop after this",
+    )  # fmt: skip
     p.add_argument("--drain", action="store_true", help="stop once the backlog is read")
     p.add_argument(
-        "--max-hosts",
-        type=_count("--max-hosts"),
-        default=MAX_HOSTS,
-        metavar="N",
+        "--max-hosts", type=v.integer(1, 1_000_000), default=MAX_HOSTS, metavar="N",
         help=f"hosts kept at most; messages of more hosts are refused ({MAX_HOSTS})",
-    )
+    )  # fmt: skip
     p.add_argument(
-        "--interval", type=_seconds("--interval"), default=1.0, help="refresh interval, s (1)"
-    )
+        "--interval", type=v.number(above=0, unit="seconds"), default=1.0,
+        help="refresh interval, s (1)",
+    )  # fmt: skip
     add_metrics_arg(p)
     p.set_defaults(func=run)  # fmt: skip
 

@@ -1,7 +1,7 @@
 """Shell completion for ``ringtool``, generated from its argparse parser by shtab.
 
-``python -m ringtool.cli.completion [bash|zsh|tcsh]`` prints the script (setup installs
-the bash one as ``/etc/bash_completion.d/ringtool``). Subcommands, flags and the values
+``ringtool --print-completion [bash|zsh|tcsh]`` prints the script (setup installs the
+bash one as ``/etc/bash_completion.d/ringtool``). Subcommands, flags and the values
 of flags with ``choices`` complete from the parser itself, so the script is never out
 of step with the code it was generated from. Flags whose value is a path (metavar
 ``FILE``, ``PATH`` or ``SOCKET``) complete file names; ``-i/--iface`` completes the
@@ -11,8 +11,7 @@ network interfaces (``/sys/class/net``).
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 SHELLS = ("bash", "zsh", "tcsh")
 PATH_METAVARS = {"FILE", "PATH", "SOCKET"}
@@ -46,28 +45,14 @@ def mark_paths(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def script(shell: str = "bash") -> str:
-    """The completion script for ``shell`` (one of :data:`SHELLS`)."""
+def script(parser: argparse.ArgumentParser, shell: str = "bash") -> str:
+    """The completion script of the root ``parser`` for ``shell`` (one of
+    :data:`SHELLS`)."""
     import shtab
 
-    from ringtool.cli.main import build_parser
-
-    parser = mark_paths(build_parser())
     preamble = _IFACES_BASH if shell == "bash" else ""
-    text: str = shtab.complete(parser, shell=shell, preamble=preamble)
+    text: str = shtab.complete(mark_paths(parser), shell=shell, preamble=preamble)
     return text
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m ringtool.cli.completion",
-        description="Print ringtool's shell completion script (generated from its parser).",
-    )
-    p.add_argument("shell", nargs="?", default="bash", choices=SHELLS)
-    args = p.parse_args(argv)
-    sys.stdout.write(script(args.shell))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["PATH_METAVARS", "SHELLS", "mark_paths", "script"]

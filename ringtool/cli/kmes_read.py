@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from ringtool.cli.validate import socket_path
+from ringtool.cli.validate_paths import socket_path
 from ringtool.errors import KmesBridgeDiedError, KmesError, RingtoolError
 from ringtool.event.kmes_types import TracePayloads
 from ringtool.event.safe_text import printable

@@ -1,5 +1,8 @@
-"""``ringtool`` entry point: parses the subcommand and turns every problem the user can
-fix into one line on stderr, never a traceback.
+"""The CLI's entry: parses the subcommand and turns every problem the user can fix into
+one line on stderr, never a traceback. The ``ringtool`` program
+(:mod:`ringtool.__main__`, the console script) is :func:`main` with the table of
+subcommands that includes the layers above the CLI (``ringtool bench``);
+``python -m ringtool.cli.main`` runs the CLI layer's own subcommands.
 
 Exit status:
 
@@ -10,6 +13,9 @@ Exit status:
 * 1 any other :class:`ringtool.errors.RingtoolError` or OS error, as its first line
   (a missing privilege: ``ringtool trace needs root ...``);
 * 130 Ctrl-C before the subcommand could stop cleanly, silently;
+  SIGINT/SIGTERM/SIGUSR1 from the first line of :func:`main` are held
+  (:class:`ringtool.trace.signals.StartSignals`): ``trace`` acts on them once it is
+  ready, the other subcommands get SIGINT/SIGTERM back before they start;
 * 141 stdout closed by the reader (``ringtool trace --json | head -1``), silently,
   after the subcommand unwound (BPF programs and TC filters are detached).
 
@@ -19,61 +25,132 @@ Exit status:
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import select
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ringtool import __version__
+from ringtool.cli.parser import ArgumentParser
 from ringtool.cli.std_streams import whole_writes
-from ringtool.cli.validate import ArgumentParser
 from ringtool.errors import PrivilegeError, RingtoolError, UsageError
 from ringtool.event.safe_text import printable
+from ringtool.trace.signals import StartSignals
 
-# Each module has ``register(subparsers)`` which adds its parser and sets ``func``
-# (a callable taking the parsed args and returning the exit status) and optionally
-# ``check`` (raises UsageError for a bad flag combination; runs before ``func``).
-# Subcommand name -> its module: ``ringtool NAME ...`` imports NAME's module alone
-# (the others pull in the KMES, export and bench code: startup time); the full parser
-# (``ringtool --help``, a mistyped name, completion) imports them all.
-SUBCOMMANDS = {
-    "trace": "ringtool.cli.trace",
-    "bridge": "ringtool.cli.bridge",
-    "kmes-read": "ringtool.cli.kmes_read",
-    "bench": "ringtool.bench.command",
-    "collect": "ringtool.cli.collect",
-    "doctor": "ringtool.cli.doctor",
-    "mark": "ringtool.cli.mark",
+#: ``register(subs)`` of one subcommand: adds its parser to ``subs`` (argparse's
+#: subparsers) and sets ``func`` (a callable taking the parsed args and returning the
+#: exit status) and optionally ``check`` (raises UsageError for a bad flag combination;
+#: runs before ``func``).
+Register = Callable[[Any], None]
+
+
+# Each function imports its subcommand's module when called: ``ringtool NAME ...``
+# imports NAME's module alone (the others pull in the KMES, export and bench code:
+# startup time); the full parser (``ringtool --help``, a mistyped name) imports them all.
+def _trace(subs: Any) -> None:
+    from ringtool.cli import trace
+
+    trace.register(subs)
+
+
+def _bridge(subs: Any) -> None:
+    from ringtool.cli import bridge
+
+    bridge.register(subs)
+
+
+def _kmes_read(subs: Any) -> None:
+    from ringtool.cli import kmes_read
+
+    kmes_read.register(subs)
+
+
+def _collect(subs: Any) -> None:
+    from ringtool.cli import collect
+
+    collect.register(subs)
+
+
+def _doctor(subs: Any) -> None:
+    from ringtool.cli import doctor
+
+    doctor.register(subs)
+
+
+def _mark(subs: Any) -> None:
+    from ringtool.cli import mark
+
+    mark.register(subs)
+
+
+#: The CLI layer's subcommands. The ``ringtool`` program (:mod:`ringtool.__main__`)
+#: adds the layers above (``ringtool bench``) by passing a larger table to
+#: :func:`main`.
+SUBCOMMANDS: dict[str, Register] = {
+    "trace": _trace,
+    "bridge": _bridge,
+    "kmes-read": _kmes_read,
+    "collect": _collect,
+    "doctor": _doctor,
+    "mark": _mark,
 }
-SUBCOMMAND_MODULES = tuple(SUBCOMMANDS.values())
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell shows for a killed writer
+#: The subcommands that take the start-up's SIGINT/SIGTERM/SIGUSR1 themselves
+#: (:class:`ringtool.trace.signals.StartSignals`); the others get them back at once.
+TAKE_SIGNALS = frozenset({"trace"})
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The ``ringtool`` parser with every subcommand, or with subcommand ``only``
-    alone (when it is one: parsing its arguments gives the same result and messages,
-    without importing the other subcommands' modules)."""
+class _PrintGenerated(argparse.Action):
+    """``--print-completion SHELL`` / ``--print-manpage``: the completion script or the
+    man page, generated from the root parser (so with every subcommand registered),
+    printed; exit 0. For setup (scripts/host-files.sh), hidden from ``--help``."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+        values: Any, option_string: str | None = None,
+    ) -> None:  # fmt: skip
+        if option_string == "--print-manpage":
+            from ringtool.cli.manpage import render
+
+            text = render(parser)
+        else:
+            from ringtool.cli.completion import script
+
+            text = script(parser, str(values))
+        sys.stdout.write(text)
+        parser.exit(0)
+
+
+def build_parser(
+    only: str | None = None, commands: Mapping[str, Register] = SUBCOMMANDS
+) -> argparse.ArgumentParser:
+    """The ``ringtool`` parser with every subcommand of ``commands``, or with
+    subcommand ``only`` alone (when it is one: parsing its arguments gives the same
+    result and messages, without importing the other subcommands' modules)."""
+    from ringtool.cli.completion import SHELLS
+
+    examples = "  sudo ringtool doctor\n  sudo ringtool trace -d 10 --json\n"
+    if "bench" in commands:
+        examples += "  sudo ringtool bench ringbuf\n"
     parser = ArgumentParser(
         prog="ringtool",
         description="eBPF tracing with ringtool's own ring buffer and perf buffer consumers.",
-        epilog="examples:\n  sudo ringtool doctor\n  sudo ringtool trace -d 10 --json\n"
-        "  sudo ringtool bench ringbuf",
+        epilog="examples:\n" + examples,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ringtool {__version__}")
+    parser.add_argument(
+        "--print-completion", action=_PrintGenerated, choices=SHELLS, help=argparse.SUPPRESS
+    )
+    parser.add_argument("--print-manpage", action=_PrintGenerated, nargs=0, help=argparse.SUPPRESS)
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    modules = [SUBCOMMANDS[only]] if only in SUBCOMMANDS else SUBCOMMAND_MODULES
-    for name in modules:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # not written yet
-                continue
-            raise
-        module.register(subs)
+    for name, register in commands.items():
+        if only in commands and name != only:
+            continue
+        register(subs)
     return parser
 
 
@@ -118,21 +195,26 @@ def _settle_stdout() -> None:
         os.close(devnull)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    whole_writes()  # nothing lost on an unbuffered stdout (PYTHONUNBUFFERED, -u)
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv[0] if argv and isinstance(argv[0], str) else None)
-    args = parser.parse_args(argv)
-    check = getattr(args, "check", None)
+def main(argv: Sequence[str] | None = None, commands: Mapping[str, Register] = SUBCOMMANDS) -> int:
+    """``ringtool`` with the subcommands of ``commands`` (see the module doc)."""
+    # first: a SIGUSR1/SIGTERM/SIGINT while starting is recorded, not fatal
+    with StartSignals() as held:
+        whole_writes()  # nothing lost on an unbuffered stdout (PYTHONUNBUFFERED, -u)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(argv[0] if argv and isinstance(argv[0], str) else None, commands)
+        args = parser.parse_args(argv)
+        check = getattr(args, "check", None)
 
-    def call() -> int | None:
-        if check is not None:
-            check(args)
-        return args.func(args)  # type: ignore[no-any-return]
+        def call() -> int | None:
+            if args.command not in TAKE_SIGNALS:
+                held.release()  # a Ctrl-C while parsing: KeyboardInterrupt here
+            if check is not None:
+                check(args)
+            return args.func(args)  # type: ignore[no-any-return]
 
-    if os.environ.get("RINGTOOL_DEBUG"):
-        return int(call() or 0)
-    return guarded(f"ringtool {args.command}", call)
+        if os.environ.get("RINGTOOL_DEBUG"):
+            return int(call() or 0)
+        return guarded(f"ringtool {args.command}", call)
 
 
 def guarded(name: str, call: Callable[[], int | None]) -> int:

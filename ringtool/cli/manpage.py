@@ -1,7 +1,8 @@
 """The ``ringtool(1)`` man page, generated from the argparse parser.
 
-``python -m ringtool.cli.manpage > ringtool.1`` (setup installs it as
-``/usr/local/share/man/man1/ringtool.1``). One page: NAME, SYNOPSIS, DESCRIPTION,
+``ringtool --print-manpage > ringtool.1`` (setup installs it as
+``/usr/local/share/man/man1/ringtool.1``; the date in its title line is today's, or
+``SOURCE_DATE_EPOCH``'s when set, for a reproducible page). One page: NAME, SYNOPSIS, DESCRIPTION,
 then one section per subcommand with its usage, description, every option (flags,
 value name, help, choices) and its examples, then EXIT STATUS. Everything comes from
 the parser the CLI itself uses, so the page cannot list a flag the code lacks.
@@ -15,8 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import sys
-from collections.abc import Sequence
+import os
 
 from ringtool import __version__
 
@@ -109,9 +109,20 @@ def _section(name: str, sub: argparse.ArgumentParser, summary: str) -> list[str]
     return out
 
 
+def _today() -> datetime.date:
+    """Today, or the day of ``SOURCE_DATE_EPOCH`` (reproducible builds) when it is set."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if epoch.isascii() and epoch.isdigit():
+        try:
+            return datetime.datetime.fromtimestamp(int(epoch), datetime.UTC).date()
+        except (OverflowError, OSError, ValueError):
+            pass  # beyond the calendar: today
+    return datetime.date.today()
+
+
 def render(parser: argparse.ArgumentParser, date: datetime.date | None = None) -> str:
     """The whole page for the ``ringtool`` parser (``date`` in the title line)."""
-    day = (date or datetime.date.today()).isoformat()
+    day = (date or _today()).isoformat()
     subs = _subparsers(parser)
     summaries = _summaries(parser)
     out = [
@@ -148,18 +159,4 @@ def render(parser: argparse.ArgumentParser, date: datetime.date | None = None) -
     return "\n".join(out) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m ringtool.cli.manpage",
-        description="Print the ringtool(1) man page (roff), generated from the parser.",
-    )
-    p.add_argument("--date", type=datetime.date.fromisoformat, help="date in the title line")
-    args = p.parse_args(argv)
-    from ringtool.cli.main import build_parser
-
-    sys.stdout.write(render(build_parser(), args.date))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["render", "roff"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -13,7 +14,8 @@ def register(subs: Any) -> None:
         description="Write TEXT as a mark event into every running ringtool trace: "
         "it is stamped with the kernel's clock as it goes in, so the dashboard, --json, "
         "--kmes and --export show it in order with the kernel's events. Needs Linux 6.1 "
-        "(BPF_MAP_TYPE_USER_RINGBUF) and root.",
+        "(BPF_MAP_TYPE_USER_RINGBUF) and root. Exits 0 only when every running trace "
+        "took the marker; otherwise one line says which did not and why.",
         epilog="examples:\n  sudo ringtool mark 'load test starts'\n"
         "  sudo ringtool mark before; make; sudo ringtool mark after",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -25,5 +27,8 @@ def register(subs: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ringtool.trace.mark_send import send_mark
 
-    send_mark(" ".join(args.text))
+    def note(line: str) -> None:
+        print(f"ringtool mark: note: {line}", file=sys.stderr)
+
+    send_mark(" ".join(args.text), note=note)
     return 0

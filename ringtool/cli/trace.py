@@ -15,10 +15,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ringtool.cli import validate as v
+from ringtool.cli import validate_paths as vp
+from ringtool.cli.export_args import add_export_args, add_metrics_arg
 from ringtool.cli.trace_targets import require_interface, target_notes
 from ringtool.errors import UsageError
 from ringtool.event.fields import FIELD_NAMES
-from ringtool.export.cli_args import add_export_args, add_metrics_arg
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.trace import sources
@@ -87,7 +88,7 @@ def register(subs: Any) -> None:
         "-u", "--uid", type=v.uid, metavar="UID", help="only tasks of this user (real uid or name)"
     )
     p.add_argument(
-        "--cgroup", type=v.cgroup_dir, metavar="PATH",
+        "--cgroup", type=vp.cgroup_dir, metavar="PATH",
         help="only tasks in this cgroup v2 directory or below it (e.g. a container's)",
     )  # fmt: skip
     p.add_argument(
@@ -157,7 +158,7 @@ def register(subs: Any) -> None:
     p.add_argument(
         "-w", "--wide", action="store_true", help="columns: never cut lines, also on a terminal"
     )
-    p.add_argument("--pcap", type=v.output_file, metavar="FILE", help=PCAP_HELP)
+    p.add_argument("--pcap", type=vp.output_file, metavar="FILE", help=PCAP_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
     p.add_argument(
@@ -180,7 +181,7 @@ def register(subs: Any) -> None:
         "while tracing",
     )  # fmt: skip
     p.add_argument(
-        "--kmes", type=v.socket_path, metavar="SOCKET",
+        "--kmes", type=vp.socket_path, metavar="SOCKET",
         help="also publish events via a KMES bridge",
     )  # fmt: skip
     add_export_args(p, quiet_group=out)
@@ -194,7 +195,7 @@ MAX_BUFFER_HELP = (
     "a ring idle for 30 s steps back down"
 )
 PCAP_HELP = "write net packets as pcapng to a new file (0600; a symlink is never followed)"
-FORCE_HELP = "--pcap may overwrite an existing file (made 0600 and ours; never a symlink)"
+FORCE_HELP = "--pcap may replace an existing file (by a new 0600 one; never a symlink)"
 
 
 def events_of(args: argparse.Namespace) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 
 Each function here builds an argparse ``type=`` callable (or is one). A bad value raises
 :class:`argparse.ArgumentTypeError` with a message that says what is wrong and what is
-allowed; :class:`ArgumentParser` prints it as the single line
+allowed; :class:`ringtool.cli.parser.ArgumentParser` prints it as the single line
 ``ringtool SUBCOMMAND: argument FLAG: MESSAGE`` and exits with status 2. So every value
 is refused before a privilege check, an import of BCC or a BPF program load. Checks
 that involve more than one flag raise :class:`ringtool.errors.UsageError` from the
@@ -10,24 +10,26 @@ subcommand's ``check(args)`` (same line, same status; see :mod:`ringtool.cli.mai
 
 Numbers: NaN and infinities are refused everywhere; ranges are inclusive. Strings: a
 value that was not UTF-8 on the command line (Python keeps it as surrogate escapes)
-is refused where the kernel or a file format needs text. Paths: an output file must be
-a file (not a directory) in an existing, writable directory.
+is refused where the kernel or a file format needs text; a regular expression is
+compiled here, its every failure (a syntax error, a repeat count too large, nesting too
+deep) one line. Paths are :mod:`ringtool.cli.validate_paths`'s. A value in a message
+is cut to :data:`SHOWN_MAX` characters.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import os
 import re
-import stat
-import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn, TypeVar
 
-if TYPE_CHECKING:
-    from ringtool.trace.filters import CgroupFilter
+from ringtool.errors import RingtoolError
+from ringtool.event.safe_text import printable
+
+T = TypeVar("T")
 
 #: The kernel keeps 15 bytes of a task's name (TASK_COMM_LEN 16, with the NUL).
 COMM_MAX = 15
@@ -37,10 +39,38 @@ IFNAME_MAX = 15
 SOCKET_PATH_MAX = 107
 #: Linux's PID_MAX_LIMIT (4M) bounds every pid.
 PID_MAX = 4 * 1024 * 1024
+#: A regular expression's length at most (a process name has 15 bytes).
+REGEX_MAX = 4096
+#: A path or value quoted in a message: at most this many characters.
+SHOWN_MAX = 120
+#: Where ``--metrics PORT`` listens when no address is given: this machine only.
+LOCAL_HOST = "127.0.0.1"
 
 
-def _bad(message: str) -> NoReturn:
+def bad(message: str) -> NoReturn:
     raise argparse.ArgumentTypeError(message)
+
+
+def shown(text: str) -> str:
+    """``text`` as a message quotes it: printable, and cut in the middle to
+    :data:`SHOWN_MAX` characters (the length said) when longer."""
+    if len(text) > SHOWN_MAX:
+        half = SHOWN_MAX // 2
+        text = f"{text[:half]}...{text[-half:]} ({len(text):,} characters)"
+    return printable(text)
+
+
+def checked(check: Callable[[str], T]) -> Callable[[str], T]:
+    """A ``type=`` from ``check``, a function of a lower layer that raises a
+    :class:`~ringtool.errors.RingtoolError` (an ExportError, ...) for a bad value."""
+
+    def parse(text: str) -> T:
+        try:
+            return check(text)
+        except RingtoolError as exc:
+            bad(str(exc))
+
+    return parse
 
 
 def _fmt(v: float) -> str:
@@ -71,13 +101,13 @@ def number(
         try:
             v: float = int(text, 10) if integer else float(text)
         except ValueError:
-            _bad(f"{text!r} is not {kind}: give {want}")
+            bad(f"{shown(repr(text))} is not {kind}: give {want}")
         if not math.isfinite(v):
-            _bad(f"{text!r} is not finite: give {want}")
+            bad(f"{shown(repr(text))} is not finite: give {want}")
         if (above is not None and v <= above) or (lo is not None and v < lo):
-            _bad(f"{text} is too small: give {want}")
+            bad(f"{shown(text)} is too small: give {want}")
         if hi is not None and v > hi:
-            _bad(f"{text} is too large: give {want}")
+            bad(f"{shown(text)} is too large: give {want}")
         return v
 
     parse.__name__ = "number"
@@ -101,7 +131,7 @@ def power_of_two(hi: int, unit: str = "pages") -> Callable[[str], int]:
     def parse(text: str) -> int:
         n = check(text)
         if n & (n - 1):
-            _bad(f"{n} is not a power of two: give 1, 2, 4, ... {hi:,} {unit}")
+            bad(f"{n} is not a power of two: give 1, 2, 4, ... {hi:,} {unit}")
         return n
 
     return parse
@@ -118,11 +148,14 @@ def ring_bytes(lo: int, hi: int) -> Callable[[str], int]:
         t = text.strip().upper().removesuffix("B").removesuffix("I")
         unit = t[-1:] if t[-1:] in ("K", "M", "G") else ""
         digits = t[: len(t) - len(unit)]
-        if not digits.isdigit():
-            _bad(f"{text!r} is not a size: give bytes, e.g. 65536, 64K or 1M")
+        if not (digits.isascii() and digits.isdigit() and len(digits) <= 12):
+            bad(f"{shown(repr(text))} is not a size: give bytes, e.g. 65536, 64K or 1M")
         n = int(digits) * _SUFFIX[unit]
         if not lo <= n <= hi or n & (n - 1):
-            _bad(f"{text} is not a power of two from {lo // 1024}K to {hi >> 20}M: e.g. 64K or 1M")
+            bad(
+                f"{shown(text)} is not a power of two from {lo // 1024}K to {hi >> 20}M: "
+                "e.g. 64K or 1M"
+            )
         return n
 
     return parse
@@ -133,7 +166,7 @@ def utf8(text: str, what: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        _bad(f"{what} {os.fsencode(text)!r} is not UTF-8 text")
+        bad(f"{what} {os.fsencode(text)!r} is not UTF-8 text")
 
 
 def comm(text: str) -> str:
@@ -141,11 +174,11 @@ def comm(text: str) -> str:
     would never match: the kernel cuts names to 15 bytes)."""
     raw = utf8(text, "the name")
     if not raw:
-        _bad("the name is empty")
+        bad("the name is empty")
     if len(raw) > COMM_MAX:
         cut = raw[:COMM_MAX].decode("utf-8", "ignore")
-        _bad(
-            f"{text!r} is {len(raw)} bytes: the kernel keeps {COMM_MAX} bytes of a "
+        bad(
+            f"{shown(repr(text))} is {len(raw)} bytes: the kernel keeps {COMM_MAX} bytes of a "
             f"process name, so it never matches; give {cut!r}"
         )
     return text
@@ -158,9 +191,9 @@ UID_MAX = 2**32 - 2
 def uid(text: str) -> int:
     """A user: a uid ``0..UID_MAX`` or the name of a user known to this system."""
     if text.isascii() and text.isdigit():
-        n = int(text)
+        n = int(text) if len(text) <= 10 else UID_MAX + 1
         if n > UID_MAX:
-            _bad(f"{text} is too large: give a uid <= {UID_MAX:,} or a user name")
+            bad(f"{shown(text)} is too large: give a uid <= {UID_MAX:,} or a user name")
         return n
     import pwd
 
@@ -168,26 +201,22 @@ def uid(text: str) -> int:
     try:
         return pwd.getpwnam(name).pw_uid
     except KeyError:
-        _bad(f"{text!r} is neither a uid nor a known user name")
+        bad(f"{shown(repr(text))} is neither a uid nor a known user name")
 
 
 def regex(text: str) -> re.Pattern[str]:
-    """A Python regular expression (``re`` syntax), compiled."""
+    """A Python regular expression (``re`` syntax) of at most :data:`REGEX_MAX`
+    characters, compiled."""
+    if len(text) > REGEX_MAX:
+        bad(f"the expression is {len(text):,} characters: give at most {REGEX_MAX:,}")
     try:
         return re.compile(text)
     except re.error as exc:
-        _bad(f"{text!r} is not a regular expression: {exc}")
-
-
-def cgroup_dir(text: str) -> CgroupFilter:
-    """A cgroup v2 directory (:func:`ringtool.trace.filters.resolve_cgroup`)."""
-    from ringtool.errors import CgroupPathError
-    from ringtool.trace.filters import resolve_cgroup
-
-    try:
-        return resolve_cgroup(text)
-    except CgroupPathError as exc:
-        _bad(str(exc))
+        bad(f"{shown(repr(text))} is not a regular expression: {exc}")
+    except OverflowError as exc:  # a{99999999999}
+        bad(f"{shown(repr(text))} is not a usable regular expression: {exc}")
+    except RecursionError:  # thousands of nested groups
+        bad(f"{shown(repr(text))} nests too deeply: give a simpler expression")
 
 
 def ifname(text: str) -> str:
@@ -200,59 +229,28 @@ def ifname(text: str) -> str:
         or text in (".", "..")
         or any(c in text for c in "/: \t\n\r\v\f")
     ):
-        _bad(f"{text!r} is not an interface name (1..{IFNAME_MAX} bytes, no '/', ':' or space)")
+        bad(
+            f"{shown(repr(text))} is not an interface name (1..{IFNAME_MAX} bytes, "
+            "no '/', ':' or space)"
+        )
     return text
 
 
-def socket_path(text: str) -> str:
-    """A UNIX socket path: not empty, at most 107 bytes (sun_path)."""
-    raw = os.fsencode(text)
-    if not raw:
-        _bad("the socket path is empty")
-    if len(raw) > SOCKET_PATH_MAX:
-        _bad(f"the socket path is {len(raw)} bytes: a UNIX socket path holds {SOCKET_PATH_MAX}")
-    if b"\0" in raw:
-        _bad("the socket path contains a NUL byte")
-    return text
-
-
-def output_file(text: str) -> Path:
-    """A file to create or overwrite: not a directory, in an existing directory that this
-    process may write to (an existing file must be writable)."""
-    if not text:
-        _bad("the file name is empty")
-    path = Path(text)
+def addr_port(text: str) -> tuple[str, int]:
+    """``[ADDR:]PORT``: ``9464`` or ``:9464`` listen on 127.0.0.1 only; another address
+    is given explicitly (``0.0.0.0:9464`` for every IPv4 interface, ``[::1]:9464``)."""
+    host, _, port_s = text.rpartition(":")
+    if not (port_s.isascii() and port_s.isdigit() and len(port_s) <= 5) or not (
+        0 < int(port_s) < 65536
+    ):
+        bad(f"{shown(repr(text))}: give [ADDR:]PORT, e.g. 9464 or 127.0.0.1:9464")
+    host = host.strip("[]") or LOCAL_HOST
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        _bad(f"{text}: {exc.strerror}")
-    if st is not None:
-        if stat.S_ISDIR(st.st_mode):
-            _bad(f"{text} is a directory: give a file name")
-        if not os.access(path, os.W_OK):
-            _bad(f"{text}: not writable")
-        return path
-    parent = path.parent
-    if not parent.is_dir():
-        _bad(f"{text}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        _bad(f"{text}: directory {str(parent)!r} is not writable")
-    return path
-
-
-def input_file_optional(text: str) -> str:
-    """A file that is read when it exists (a missing file means defaults): not empty,
-    not a directory, readable if present."""
-    if not text:
-        _bad("the file name is empty")
-    path = Path(text)
-    if path.is_dir():
-        _bad(f"{text} is a directory: give a file name")
-    if path.exists() and not os.access(path, os.R_OK):
-        _bad(f"{text}: not readable")
-    return text
+        ipaddress.ip_address(host)
+    except ValueError:
+        if host != "localhost":
+            bad(f"{shown(repr(host))} is not an IP address: give [ADDR:]PORT")
+    return host, int(port_s)
 
 
 def kmes_capacity(text: str) -> int:
@@ -265,11 +263,11 @@ def kmes_capacity(text: str) -> int:
     try:
         size = parse_size(text)
     except ValueError:
-        _bad(f"{text!r} is not a size: give bytes, e.g. 1048576 or 1M")
+        bad(f"{shown(repr(text))} is not a size: give bytes, e.g. 1048576 or 1M")
     try:
         return check_capacity(size)
     except KmesCapacityError as exc:
-        _bad(str(exc))
+        bad(str(exc))
 
 
 def name_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
@@ -278,48 +276,36 @@ def name_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
 
     def parse(text: str) -> tuple[str, ...]:
         names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-        bad = [n for n in names if n not in choices]
-        if bad or not names:
-            _bad(
-                f"unknown {', '.join(map(repr, bad)) or '(none)'}: choose from {','.join(choices)}"
+        unknown = [n for n in names if n not in choices]
+        if unknown or not names:
+            bad(
+                f"unknown {shown(', '.join(map(repr, unknown))) or '(none)'}: choose from "
+                f"{','.join(choices)}"
             )
         return names
 
     return parse
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (``PROG: MESSAGE``; the help
-    is one ``--help`` away) and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        from ringtool.event.safe_text import printable
-
-        self.exit(2, f"{self.prog}: {printable(message)}\n")
-
-    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-        if message:
-            sys.stderr.write(message)
-        sys.exit(status)
-
-
 __all__ = [
     "COMM_MAX",
+    "LOCAL_HOST",
     "PID_MAX",
+    "REGEX_MAX",
+    "SHOWN_MAX",
     "UID_MAX",
-    "ArgumentParser",
-    "cgroup_dir",
+    "addr_port",
+    "bad",
+    "checked",
     "comm",
     "ifname",
-    "input_file_optional",
     "integer",
     "kmes_capacity",
     "name_list",
     "number",
-    "output_file",
     "power_of_two",
     "regex",
-    "socket_path",
+    "shown",
     "uid",
     "utf8",
 ]

@@ -14,6 +14,7 @@ the outputs skip their per-string escaping. The result equals
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -21,7 +22,7 @@ import numpy as np
 import orjson
 
 from ringtool.event import calls, exec_data, tcp_data
-from ringtool.event.fields import Field
+from ringtool.event.fields import PROTOS, Field
 
 Array = np.ndarray[Any, Any]
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
@@ -212,6 +213,38 @@ def _argvs(data: Array, aux2: Array) -> list[list[str] | None]:
     return out
 
 
+def _addr_text(family: int, raw: bytes) -> str:
+    if family == 4:
+        return str(ipaddress.IPv4Address(raw[:4]))
+    if family == 6:
+        return str(ipaddress.IPv6Address(raw[:16]))
+    return ""
+
+
+def addresses(rec: Array, col: Array) -> list[str]:
+    """The packet addresses of the ``u8[16]`` column ``col`` as text, by the records'
+    ``family`` (``addr`` in :mod:`ringtool.event.fields`): each distinct (family,
+    address) is written once."""
+    n = len(col)
+    if n == 0:
+        return []
+    if (col == col[0]).all() and (rec["family"] == rec["family"][0]).all():  # one address
+        return [_addr_text(int(rec["family"][0]), col[0].tobytes())] * n
+    keys = np.empty((n, 17), np.uint8)
+    keys[:, 0] = rec["family"]
+    keys[:, 1:] = col
+    uniq, inverse = np.unique(keys.view(np.dtype((np.void, 17))).reshape(-1), return_inverse=True)
+    texts = [_addr_text(k[0], k[1:]) for k in uniq.tolist()]
+    return [texts[i] for i in inverse.reshape(-1).tolist()]
+
+
+def _named(col: Array, name: Callable[[int], str]) -> list[str]:
+    """``name(code)`` of each integer of ``col``, called once per distinct code."""
+    codes = col.tolist()
+    names = {c: name(c) for c in set(codes)}
+    return [names[c] for c in codes]
+
+
 def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], str]) -> list[Any]:
     """Field ``f`` of every record of ``rec``, as Python values."""
     col = column(rec, f.column)
@@ -238,6 +271,12 @@ def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], s
         return (col >> 32).tolist()  # type: ignore[no-any-return]
     if kind == "call":
         return calls.call_names(col)
+    if kind == "addr":
+        return addresses(rec, col)
+    if kind == "proto":
+        return _named(col, lambda p: PROTOS.get(p, str(p)))
+    if kind == "direction":
+        return _named(col, lambda d: "egress" if d else "ingress")
     if kind == "ip":
         return [tcp_data.address(bytes(a)) for a in col.tolist()]
     if kind == "flag":
@@ -267,6 +306,7 @@ def float_texts(x: Array) -> list[str]:
 __all__ = [
     "Texts",
     "TypeGroup",
+    "addresses",
     "by_type",
     "column",
     "cstr",

@@ -13,9 +13,9 @@ An event dict always has ``type`` (``exec``/``exit``/``fork``/``open``/``syscall
 * open: ``path``, ``flags``, ``mode``, ``ret`` (fd or -errno), ``syscall`` (``open``,
   ``openat``, ``openat2``, ``creat`` or ``open_by_handle_at``)
 * syscall (slower than the threshold): ``syscall``, ``nr``, ``latency_us``, ``ret``
-* net: ``src``, ``dst``, ``sport``, ``dport``, ``proto``, ``len``, ``ifindex``, ``dir``,
-  ``captured`` (and, dropped from JSON output: the packet bytes in ``payload``, the
-  whole sample in ``raw``, the timestamp in ns in ``ts_ns``)
+* net (``struct trace_net`` records, :class:`ringtool.event.records.NetRecords`):
+  ``src``, ``dst``, ``sport``, ``dport``, ``proto``, ``len``, ``ifindex``, ``dir``,
+  ``captured`` (the packet bytes stay in the records: :meth:`NetRecords.payload`)
 
 Strings (``comm``, paths, names) are the process's bytes: UTF-8 where they are, and
 ``\\xNN`` (four characters) for each byte that is not (see :func:`cstr`). They may hold
@@ -30,9 +30,8 @@ dict per record.
 
 from __future__ import annotations
 
-import ipaddress
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,9 +40,9 @@ from ringtool.event import columns as batch
 from ringtool.event.columns import cstr
 from ringtool.event.fields import Field, fields_of
 from ringtool.event.layout import TraceLayout
+from ringtool.event.records import NetRecords, Records
 
 Event = dict[str, Any]
-PROTOS = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmp6"}
 
 
 class Decoder:
@@ -79,7 +78,8 @@ class Decoder:
         return batch.values(rec, f, self.offset_ns, self.syscall_name)
 
     def decode(self, arr: np.ndarray[Any, Any]) -> list[Event]:
-        """Event dicts of a ``struct trace_event`` array, in array order."""
+        """Event dicts of a record array (``struct trace_event``, or ``struct
+        trace_net``: a :class:`NetRecords`' ``rec``), in array order."""
         out: list[Any] = [None] * len(arr)
         for g in batch.by_type(arr, self.types, self.views):
             fields = fields_of(g.name)
@@ -92,43 +92,17 @@ class Decoder:
                 out[i] = ev
         return out
 
-    def decode_net(self, samples: list[tuple[int, bytes]]) -> list[Event]:
-        """Event dicts of raw net samples (``struct trace_net`` + packet bytes); a sample
-        too short to hold its header is counted in :attr:`malformed` instead."""
-        dt = self.layout.net
-        out: list[Event] = []
-        for _cpu, raw in samples:
-            if len(raw) < dt.itemsize:
-                self.malformed += 1
-                continue
-            rec = np.frombuffer(raw, dtype=dt, count=1)[0]
-            h = rec["h"]
-            fam = int(rec["family"])
-            captured = int(rec["captured"])
-            ev: Event = {
-                "type": "net", "ts": self.wall(int(h["ts"])), "cpu": int(h["cpu"]),
-                "pid": int(h["pid"]), "tid": int(h["tid"]), "comm": cstr(bytes(h["comm"])),
-                "cgroup": int(h["cgroup"]),
-                "src": addr(fam, bytes(rec["saddr"])), "dst": addr(fam, bytes(rec["daddr"])),
-                "sport": int(rec["sport"]), "dport": int(rec["dport"]),
-                "proto": PROTOS.get(int(rec["proto"]), str(int(rec["proto"]))),
-                "len": int(rec["len"]), "ifindex": int(rec["ifindex"]),
-                "dir": "egress" if int(rec["dir"]) else "ingress", "captured": captured,
-                "ts_ns": int(h["ts"]) + self.offset_ns,
-                "payload": raw[dt.itemsize : dt.itemsize + captured],
-                "raw": raw[: dt.itemsize + captured],
-            }  # fmt: skip
-            out.append(ev)
-        return out
+    def decode_records(self, records: Records) -> list[Event]:
+        """Event dicts of a batch: its events in array order, then its packets."""
+        return [ev for arr in records.arrays() for ev in self.decode(arr)]
+
+    def net_records(self, samples: Sequence[tuple[int, bytes]]) -> NetRecords:
+        """The records of raw net samples ``(cpu, struct trace_net + packet bytes)``
+        (:meth:`NetRecords.from_samples`); a sample too short to hold its header is
+        counted in :attr:`malformed` instead."""
+        net = NetRecords.from_samples(self.layout.net, self.layout.type_id("net"), samples)
+        self.malformed += len(samples) - len(net)
+        return net
 
 
-def addr(family: int, raw: bytes) -> str:
-    """Text form of an address of ``family`` 4 or 6 ('' for anything else)."""
-    if family == 4:
-        return str(ipaddress.IPv4Address(raw[:4]))
-    if family == 6:
-        return str(ipaddress.IPv6Address(raw[:16]))
-    return ""
-
-
-__all__ = ["PROTOS", "Decoder", "Event", "addr", "cstr"]
+__all__ = ["Decoder", "Event", "cstr"]

@@ -28,6 +28,12 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
 * ``low32``/``high32``: the column's low/high 32 bits;
 * ``call``: an open's or exec's syscall (``openat``, ``creat``, ``execveat``, ...)
   from the record's ``call`` (:mod:`ringtool.event.calls`), ``None`` when unknown;
+* ``addr``: a packet's address (a ``u8[16]`` column) as text, by the record's
+  ``family`` (4: dotted IPv4 of the first 4 bytes, 6: IPv6 as :mod:`ipaddress` writes
+  it, else ``""``);
+* ``proto``: an IP protocol number by name (:data:`PROTOS`; another number as its
+  digits);
+* ``direction``: ``"egress"`` when the column is non-zero, else ``"ingress"``;
 * ``ip``: a 16-byte address as text, IPv4 (held as ``::ffff:a.b.c.d``) dotted;
 * ``flag``: ``True`` when the column is non-zero;
 * ``tcp_states``: the names of the TCP states whose bits the column has
@@ -38,49 +44,51 @@ A type whose records are a struct of their own (tcp: ``struct trace_tcp``,
 :data:`ringtool.event.layout.RECORD_STRUCTS`) names that struct's fields.
 
 ``uid``/``gid`` (the task's real ids) are common to every RINGBUF event type; net
-events (TC programs, run without a task) have none.
+events (``struct trace_net``: TC programs, run without a task) have none: their
+common fields are :data:`HEADER` only (:data:`TASKLESS`).
 
-Every event starts with ``type`` (its name), then :data:`COMMON`, then its type's
-:data:`BY_TYPE` fields, in this order. Net events are decoded per packet
-(:meth:`ringtool.event.decode.Decoder.decode_net`) into :data:`NET_KEYS`.
+Every event starts with ``type`` (its name), then :data:`COMMON` (:data:`HEADER` for
+a type of :data:`TASKLESS`), then its type's :data:`BY_TYPE` fields, in this order.
 """
 
 from __future__ import annotations
 
 from ringtool.event.registry import EVENT_TYPES, Field
 
-#: Fields of every event, after ``type``.
-COMMON: tuple[Field, ...] = (
+#: Fields of the common header (``struct trace_hdr``) of every record, after ``type``.
+HEADER: tuple[Field, ...] = (
     Field("ts", "h.ts", "time"),
     Field("cpu", "h.cpu", "int"),
     Field("pid", "h.pid", "int"),
     Field("tid", "h.tid", "int"),
     Field("comm", "h.comm", "str"),
     Field("cgroup", "h.cgroup", "int"),
-    Field("uid", "uid", "int"),
-    Field("gid", "gid", "int"),
 )
 
-#: The type-specific fields of the RINGBUF event types, in output order: each type's
-#: :attr:`~ringtool.event.registry.EventType.fields` (net has none: :data:`NET_KEYS`).
-BY_TYPE: dict[str, tuple[Field, ...]] = {t.name: t.fields for t in EVENT_TYPES if t.fields}
+#: Fields of every event of a task, after ``type``.
+COMMON: tuple[Field, ...] = (*HEADER, Field("uid", "uid", "int"), Field("gid", "gid", "int"))
 
-#: The type-specific keys of a net event (decoded per packet, not from this table).
-NET_KEYS: tuple[str, ...] = (
-    "src", "dst", "sport", "dport", "proto", "len", "ifindex", "dir", "captured",
-)  # fmt: skip
+#: The types whose records have no task (no ``uid``/``gid``): :data:`HEADER` only.
+TASKLESS = frozenset(t.name for t in EVENT_TYPES if t.taskless)
+
+#: ``proto`` of a packet: IP protocol numbers by name (others: their digits).
+PROTOS = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmp6"}
+
+#: The type-specific fields of the event types, in output order: each type's
+#: :attr:`~ringtool.event.registry.EventType.fields`.
+BY_TYPE: dict[str, tuple[Field, ...]] = {t.name: t.fields for t in EVENT_TYPES if t.fields}
 
 
 def fields_of(type_name: str) -> tuple[Field, ...]:
-    """``COMMON`` plus the type's own fields (just ``COMMON`` for an unknown type)."""
-    return COMMON + BY_TYPE.get(type_name, ())
+    """``COMMON`` (``HEADER`` for a :data:`TASKLESS` type) plus the type's own fields
+    (just ``COMMON`` for an unknown type)."""
+    return (HEADER if type_name in TASKLESS else COMMON) + BY_TYPE.get(type_name, ())
 
 
 def _all_names() -> tuple[str, ...]:
     names = ["type", *(f.key for f in COMMON)]
     for fields in BY_TYPE.values():
         names.extend(f.key for f in fields)
-    names.extend(NET_KEYS)
     return tuple(dict.fromkeys(names))
 
 
@@ -88,4 +96,4 @@ def _all_names() -> tuple[str, ...]:
 #: type's fields as first listed (the default ``--csv`` columns).
 FIELD_NAMES: tuple[str, ...] = _all_names()
 
-__all__ = ["BY_TYPE", "COMMON", "FIELD_NAMES", "NET_KEYS", "Field", "fields_of"]
+__all__ = ["BY_TYPE", "COMMON", "FIELD_NAMES", "HEADER", "PROTOS", "TASKLESS", "Field", "fields_of"]

@@ -31,14 +31,16 @@ from ringtool.event.columns import (
     number_texts,
     wall_seconds,
 )
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
 from ringtool.event.fields import Field, fields_of
 from ringtool.event.line_pieces import Piece, lines_of, text_of
+from ringtool.event.records import Records
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
 _str = encode_basestring  # a JSON string literal (C implementation)
-#: Net event keys that are not output (bytes: the packet goes to --pcap).
-NET_PRIVATE = frozenset(("payload", "raw", "ts_ns"))
+#: Field kinds whose values are strings from a small set (a packet's addresses,
+#: protocol, direction).
+NAMES = frozenset(("addr", "proto", "direction"))
 
 
 def _escape_char(ch: str) -> str:
@@ -91,6 +93,12 @@ def _texts(decoder: Decoder, rec: np.ndarray[Any, Any], f: Field) -> tuple[list[
         if texts.plain:
             return values, True
         return (_str(values) if isinstance(values, str) else list(map(_str, values))), False
+    if f.kind in NAMES:  # a few distinct strings: each written once
+        names = decoder.values(rec, f)
+        literals = {v: _str(v) for v in set(names)}
+        if len(literals) == 1:
+            return literals[names[0]], False
+        return [literals[v] for v in names], False
     if f.kind == "call" and (column(rec, f.column) == column(rec, f.column)[0]).all():
         return _value(decoder.values(rec[:1], f)[0]), False  # one syscall for all
     jsons = list(map(_value, decoder.values(rec, f)))
@@ -135,31 +143,24 @@ def _pieces(decoder: Decoder, g: TypeGroup, keys: Sequence[str] | None) -> list[
 def json_lines(
     decoder: Decoder, arr: np.ndarray[Any, Any], keys: Sequence[str] | None = None
 ) -> list[str]:
-    """One JSON line per record, in array order; each parses to the record's
-    :meth:`Decoder.decode` dict (restricted to ``keys``, in their order). Not yet
-    made printable (see :func:`printable_line`)."""
+    """One JSON line per record of ``arr`` (events or packets), in array order; each
+    parses to the record's :meth:`Decoder.decode` dict (restricted to ``keys``, in
+    their order). Not yet made printable (see :func:`printable_line`)."""
     return in_array_order(
         arr, decoder.types, lambda g: group_lines(decoder, g, keys), decoder.views
     )
 
 
-def batch_text(
-    decoder: Decoder, arr: np.ndarray[Any, Any], net: list[Event], keys: Sequence[str] | None
-) -> str:
-    """The printable JSON lines of a batch (records in array order, then the net
-    events), each ending in a newline; ``""`` for an empty batch. ``keys``: only these
-    keys, in this order (None: all; net events lose :data:`NET_PRIVATE`)."""
-    groups = by_type(arr, decoder.types, decoder.views)
-    if not net and len(groups) == 1 and groups[0].positions is None:  # one type, in order
-        return _printable_text(group_text(decoder, groups[0], keys))
-    lines = json_lines(decoder, arr, keys)
-    for ev in net:
-        obj = (
-            {k: ev[k] for k in keys if k in ev}
-            if keys
-            else {k: v for k, v in ev.items() if k not in NET_PRIVATE}
-        )
-        lines.append(_dumps(obj))
+def batch_text(decoder: Decoder, records: Records, keys: Sequence[str] | None) -> str:
+    """The printable JSON lines of a batch (its events in array order, then its
+    packets), each ending in a newline; ``""`` for an empty batch. ``keys``: only
+    these keys, in this order (None: all)."""
+    arrays = records.arrays()
+    if len(arrays) == 1:
+        groups = by_type(arrays[0], decoder.types, decoder.views)
+        if len(groups) == 1 and groups[0].positions is None:  # one type, in order
+            return _printable_text(group_text(decoder, groups[0], keys))
+    lines = [line for arr in arrays for line in json_lines(decoder, arr, keys)]
     if not lines:
         return ""
     return _printable_text("\n".join(lines) + "\n")
@@ -180,4 +181,4 @@ def object_line(obj: dict[str, Any]) -> str:
     return printable_line(_dumps(obj))
 
 
-__all__ = ["NET_PRIVATE", "batch_text", "json_lines", "object_line", "printable_line"]
+__all__ = ["batch_text", "json_lines", "object_line", "printable_line"]

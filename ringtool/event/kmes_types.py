@@ -36,15 +36,16 @@ class TracePayloads:
         if not TRACE_EVENT_BASE < event_type < TRACE_EVENT_BASE + 0x100:
             return None
         if event_type == self._net_type:
-            if len(payload) < self._layout.net.itemsize:
+            net = self._decoder.net_records([(0, payload)])
+            if not len(net):
                 return None
-            events = self._decoder.decode_net([(0, payload)])
+            fields = self._decoder.decode(net.rec)[0]
+            fields["ts_ns"] = int(net.rec["h"]["ts"][0]) + self._decoder.offset_ns
         else:
             dtype = self._layout.event
             if len(payload) < dtype.itemsize:
                 return None
-            events = self._decoder.decode(np.frombuffer(payload, dtype, 1))
-        fields = {k: v for k, v in events[0].items() if not isinstance(v, bytes | bytearray)}
+            fields = self._decoder.decode(np.frombuffer(payload, dtype, 1))[0]
         return str(fields.pop("type")), fields
 
 

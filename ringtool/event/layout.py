@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.bpf_files import bpf_dir, require_bpf_dir
-from ringtool.event.registry import EVENT_TYPES, TYPE_PREFIX
+from ringtool.event.registry import EVENT_RECORD, EVENT_TYPES, NET_RECORD, TYPE_PREFIX
 
 TRACE_HEADER = bpf_dir() / "trace_event.h"
 
@@ -47,8 +47,11 @@ _FIELD = re.compile(r"^(struct\s+\w+|\w+)\s+(\w+)\s*(?:\[\s*(\w+)\s*\])?$")
 TYPE_CONSTANTS = tuple(t.constant for t in EVENT_TYPES)
 #: RINGBUF event types whose records are a struct of their own (of a ``struct
 #: trace_event``'s size: the rings' records all are): type constant -> struct name
-#: (:attr:`ringtool.event.registry.EventType.record`).
-RECORD_STRUCTS = {t.constant: t.record for t in EVENT_TYPES if t.record}
+#: (:attr:`ringtool.event.registry.EventType.record`). Not net: its ``struct
+#: trace_net`` is a perf sample's header (:class:`ringtool.event.records.NetRecords`).
+RECORD_STRUCTS = {
+    t.constant: t.record for t in EVENT_TYPES if t.record not in (EVENT_RECORD, NET_RECORD)
+}
 #: The field that fills such a struct up to the size (nothing after it is data).
 RECORD_PAD = "pad"
 #: Prefix of the constants that name an open or exec event's syscall (``call``).
@@ -74,12 +77,12 @@ class TraceLayout:
     @property
     def event(self) -> np.dtype[Any]:
         """dtype of ``struct trace_event`` (exec/exit/fork/open/syscall records)."""
-        return self.dtypes["trace_event"]
+        return self.dtypes[EVENT_RECORD]
 
     @property
     def net(self) -> np.dtype[Any]:
         """dtype of ``struct trace_net`` (net sample header; packet bytes follow)."""
-        return self.dtypes["trace_net"]
+        return self.dtypes[NET_RECORD]
 
     @property
     def net_ts_offset(self) -> int:
@@ -157,7 +160,7 @@ def parse_layout(text: str) -> TraceLayout:
                 raise LayoutError(f"struct {m[1]}: cannot parse field {decl!r}")
             fields.append((fm[2], _field_dtype(fm[1], fm[3], constants, structs)))
         structs[m[1]] = np.dtype(fields, align=True)
-    for needed in ("trace_hdr", "trace_event", "trace_net"):
+    for needed in ("trace_hdr", EVENT_RECORD, NET_RECORD):
         if needed not in structs:
             raise LayoutError(f"the header declares no struct {needed}")
     type_names = {
@@ -171,9 +174,7 @@ def parse_layout(text: str) -> TraceLayout:
         if const not in constants or name not in structs:
             continue
         view = structs[name]
-        if view.itemsize != structs["trace_event"].itemsize or RECORD_PAD not in (
-            view.fields or {}
-        ):
+        if view.itemsize != structs[EVENT_RECORD].itemsize or RECORD_PAD not in (view.fields or {}):
             raise LayoutError(f"struct {name} must end in `{RECORD_PAD}` up to the size of struct "
                               "trace_event (a RINGBUF record)")  # fmt: skip
         views[constants[const]] = view

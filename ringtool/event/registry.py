@@ -31,9 +31,9 @@ from ringtool.kernel.needs import (
 
 
 class Field(NamedTuple):
-    """One output field: ``key`` in the output, record ``column`` (a field of ``struct
-    trace_event``; ``h.NAME`` for the common header), ``kind`` (how the column becomes
-    a value: :mod:`ringtool.event.fields`)."""
+    """One output field: ``key`` in the output, record ``column`` (a member of its
+    type's :attr:`EventType.record` struct; ``h.NAME`` for the common header),
+    ``kind`` (how the column becomes a value: :mod:`ringtool.event.fields`)."""
 
     key: str
     column: str
@@ -60,6 +60,10 @@ PANELS = (RECENT, RECENT_TITLE)
 
 #: The prefix of the type constants: ``TRACE_`` + the name in upper case.
 TYPE_PREFIX = "TRACE_"
+#: The struct of most types' records (a RINGBUF record, :attr:`EventType.record`) ...
+EVENT_RECORD = "trace_event"
+#: ... and of net's (a perf sample's header, its packet bytes after it).
+NET_RECORD = "trace_net"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +73,16 @@ class EventType:
     ``name``: the ``type`` string of the output (its constant is ``TRACE_`` + the name
     in upper case); ``source``: the trace source that emits it (an ``--events`` name of
     :mod:`ringtool.trace.sources`, or ``mark``: ``ringtool mark``'s markers);
-    ``fields``: its own fields after the common ones, in output order (none for net:
-    packets are decoded per sample, :data:`ringtool.event.fields.NET_KEYS`);
+    ``fields``: its own fields after the common ones, in output order;
     ``detail``: its one-line detail; ``panels``: the dashboard panels it appears in
     (:data:`PANELS`); ``needs``: what its program needs from the kernel to emit it;
-    ``record``: the ``struct trace_*`` of ``bpf/trace_event.h`` its records are, when
-    not ``struct trace_event`` (then of its size, ending in ``pad``: a RINGBUF record;
-    its ``fields`` name that struct's columns; :data:`ringtool.event.layout.RECORD_STRUCTS`)."""
+    ``taskless``: its records have no task (no ``uid``/``gid``, only the common
+    header: packets seen by TC programs); ``record``: the ``bpf/trace_event.h``
+    struct of its records, whose members its fields' columns are:
+    :data:`EVENT_RECORD` (the default), :data:`NET_RECORD` (net packets: perf samples
+    of their own, :class:`ringtool.event.records.NetRecords`), or another RINGBUF record
+    of ``struct trace_event``'s size that ends in ``pad`` (tcp: ``trace_tcp``), whose
+    records are viewed as it (:data:`ringtool.event.layout.RECORD_STRUCTS`)."""
 
     name: str
     source: str
@@ -83,7 +90,8 @@ class EventType:
     detail: Detail
     panels: frozenset[str] = frozenset()
     needs: KernelNeeds = NO_NEEDS
-    record: str | None = None
+    taskless: bool = False
+    record: str = EVENT_RECORD
 
     @property
     def constant(self) -> str:
@@ -159,9 +167,14 @@ EVENT_TYPES: tuple[EventType, ...] = (
         needs=KernelNeeds.union([TASK_HEADER, _PER_THREAD]),
     ),
     EventType(
-        "net", "net", (),
+        "net", "net",
+        (Field("src", "saddr", "addr"), Field("dst", "daddr", "addr"),
+         Field("sport", "sport", "int"), Field("dport", "dport", "int"),
+         Field("proto", "proto", "proto"), Field("len", "len", "int"),
+         Field("ifindex", "ifindex", "int"), Field("dir", "dir", "direction"),
+         Field("captured", "captured", "int")),
         Detail(None, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
-        panels=_TAIL,  # TC programs: no task, so no task members
+        panels=_TAIL, taskless=True, record=NET_RECORD,  # TC: no task, no task members
     ),
     EventType(
         "mark", "mark", (Field("text", "data", "str"),), Detail(None, ("text",)),
@@ -208,6 +221,7 @@ def types_of(source: str) -> tuple[EventType, ...]:
 
 
 __all__ = [
-    "BY_NAME", "EVENT_TYPES", "NEEDS", "PANELS", "RECENT", "RECENT_TITLE", "SOURCE_OF",
-    "TASK_HEADER", "TYPE_PREFIX", "Detail", "EventType", "Field", "types_in", "types_of",
+    "BY_NAME", "EVENT_RECORD", "EVENT_TYPES", "NEEDS", "NET_RECORD", "PANELS", "RECENT",
+    "RECENT_TITLE", "SOURCE_OF", "TASK_HEADER", "TYPE_PREFIX", "Detail", "EventType", "Field",
+    "types_in", "types_of",
 ]  # fmt: skip

@@ -1,11 +1,12 @@
 """Cut what one drain turn read into lane batches and number the events.
 
 A lane is (CPU, event type). :class:`Batcher` keeps each lane's next sequence number
-(the first event of a lane is 1) and turns a ``struct trace_event`` array plus decoded
-net events into :class:`~ringtool.export.wire.Batch` es of at most ``batch_events``
-events, each a contiguous range of one lane, in the order the CPU's ring delivered
-them. Numbers are given when the batch is made, so a batch the queue refuses leaves a
-gap a reader sees (and the exporter counts as ``export_dropped``).
+(the first event of a lane is 1) and turns a batch's records
+(:class:`~ringtool.event.records.Records`: a ``struct trace_event`` array and packets)
+into :class:`~ringtool.export.wire.Batch` es of at most ``batch_events`` events, each
+a contiguous range of one lane, in the order the CPU's ring delivered them. Numbers
+are given when the batch is made, so a batch the queue refuses leaves a gap a reader
+sees (and the exporter counts as ``export_dropped``).
 
 Vectorised: one stable argsort of ``cpu << 8 | type`` per array, then slices. The
 batches own their records (an array that is a view, e.g. of a mapped ring, is copied):
@@ -18,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.event.decode import Event
+from ringtool.event.records import NetRecords, Records
 from ringtool.export.wire import Batch, Lines
 
-#: Rough bytes of a decoded net event held in the queue beyond its sample.
+#: Rough bytes a queued packet is counted beyond its sample.
 _NET_OVERHEAD = 600
 
 
@@ -38,7 +39,8 @@ class Batcher:
         self._next[(cpu, kind)] = first + n
         return first
 
-    def split(self, arr: np.ndarray[Any, Any], net: list[Event]) -> list[Batch]:
+    def split(self, records: Records) -> list[Batch]:
+        arr, net = records.events, records.net
         out: list[Batch] = []
         if len(arr):
             h = arr["h"]
@@ -56,12 +58,12 @@ class Batcher:
             for k, rows in groups:
                 cpu, t = k >> 8, k & 0xFF
                 self._chunks(out, cpu, self.type_names.get(t, f"t{t}"), rows, rows.dtype.itemsize)
-        if net:
-            by_cpu: dict[int, list[Event]] = {}
-            for ev in net:
-                by_cpu.setdefault(ev["cpu"], []).append(ev)
-            for cpu, evs in by_cpu.items():
-                self._chunks(out, cpu, "net", evs, 0)
+        if len(net):
+            cpu_col = net.rec["h"]["cpu"]
+            cpus, first = np.unique(cpu_col, return_index=True)
+            for cpu in cpus[np.argsort(first)].tolist():  # in order of first packet
+                # owned copies (queued): only the lane's samples
+                self._chunks(out, cpu, "net", net.take(cpu_col == cpu), 0)
         return out
 
     def lines(self, cpu: int, kind: str, lines: list[str]) -> list[Batch]:
@@ -82,7 +84,8 @@ class Batcher:
                 part = Lines(part)
                 nbytes = sum(len(line) for line in part) + 50 * len(part)
             else:
-                nbytes = sum(len(ev["raw"]) + _NET_OVERHEAD for ev in part)
+                assert isinstance(part, NetRecords)
+                nbytes = int(part.size.sum()) + _NET_OVERHEAD * len(part)
             out.append(Batch(cpu, kind, first + a, len(part), part, nbytes))
 
 

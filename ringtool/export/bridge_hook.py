@@ -26,8 +26,8 @@ from ringtool.event.safe_text import printable
 from ringtool.export.accounting import ExportCounters
 from ringtool.export.batcher import Batcher
 from ringtool.export.config import display_url
-from ringtool.export.exporter import new_origin
 from ringtool.export.publisher import Publisher
+from ringtool.export.run_origin import new_origin
 from ringtool.export.trace_hook import HookOptions, hook_options
 from ringtool.export.wire import Encoder, Lines
 from ringtool.kmes.events import decode

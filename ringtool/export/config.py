@@ -1,7 +1,7 @@
 """Where and how events are exported: the broker URL, credentials, TLS, names.
 
 :class:`ExportConfig` is what ``--export`` and its companion flags produce
-(:mod:`ringtool.export.cli_args`); :func:`connect_options` turns it into the keyword
+(:mod:`ringtool.cli.export_args`); :func:`connect_options` turns it into the keyword
 arguments of ``nats.connect`` (the one place credentials and TLS reach nats-py, for
 the publisher and the collector alike). Everything here is validated before any BPF
 program is loaded: a bad value is an :class:`~ringtool.errors.ExportError` with one
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ringtool.errors import ExportError
+from ringtool.errors import ExportError, InputFileError
+from ringtool.kernel.files import read_regular
 
 DEFAULT_STREAM = "RINGTOOL"
 DEFAULT_PREFIX = "ringtool"
@@ -33,6 +34,10 @@ BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 #: Hosts ``collect`` keeps at most by default (``--max-hosts``): each costs memory and
 #: a line of every output, and host names come from the network.
 MAX_HOSTS = 4096
+#: The largest credentials file and CA bundle read (a CA bundle of every public
+#: authority is about 200 KiB).
+CREDS_MAX = 64 << 10
+CA_MAX = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -136,19 +141,19 @@ def is_token(text: str) -> bool:
 
 
 def check_token(text: str, what: str) -> str:
-    if not _TOKEN.match(text):
+    if not _TOKEN.fullmatch(text):
         raise ExportError(f"{what} {text!r}: use 1-64 letters, digits, '_' or '-'")
     return text
 
 
 def check_stream(text: str, flag: str = "--export-stream") -> str:
-    if not _STREAM.match(text):
+    if not _STREAM.fullmatch(text):
         raise ExportError(f"{flag} {text!r}: use 1-64 letters, digits, '_' or '-'")
     return text
 
 
 def check_prefix(text: str, flag: str = "--export-subject-prefix") -> str:
-    if not _PREFIX.match(text):
+    if not _PREFIX.fullmatch(text):
         raise ExportError(
             f"{flag} {text!r}: dot-separated tokens of letters, digits, '_' or '-' (no wildcards)"
         )
@@ -170,26 +175,47 @@ def boot_id() -> str:
         return "unknown"
 
 
-def read_creds(path: Path) -> tuple[str, str]:
-    """``(user, password)`` from the first line ``user:password`` of ``path``."""
+def parse_creds(data: bytes, path: Path) -> tuple[str, str]:
+    """``(user, password)`` from the first line ``user:password`` of ``data``, the
+    contents of the credentials file ``path`` (named in the ExportError)."""
     try:
-        line = path.read_text().splitlines()[0].strip() if path.stat().st_size else ""
-    except OSError as exc:
-        raise ExportError(f"--export-creds {path}: {exc.strerror}") from None
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
-        raise ExportError(f"--export-creds {path}: not a text file") from None
-    user, sep, password = line.partition(":")
+        raise ExportError(f"credentials file {path}: not UTF-8 text") from None
+    user, sep, password = (lines[0].strip() if lines else "").partition(":")
     if not sep or not user:
-        raise ExportError(f"--export-creds {path}: the first line must be user:password")
+        raise ExportError(f"credentials file {path}: the first line must be user:password")
     return user, password
+
+
+def ca_context(data: bytes, path: Path) -> ssl.SSLContext:
+    """A client context that verifies the server against ``data``, the contents of the
+    CA bundle ``path``: PEM text or DER bytes (an ExportError names ``path``)."""
+    try:
+        return ssl.create_default_context(cadata=data.decode("ascii") if data.isascii() else data)
+    except (ssl.SSLError, ValueError, OSError) as exc:
+        why = "no certificate in it" if not data.strip() else str(exc)
+        raise ExportError(f"CA bundle {path}: not a PEM or DER certificate bundle: {why}") from None
+
+
+def _read(path: Path, limit: int, what: str) -> bytes:
+    try:
+        return read_regular(path, limit)
+    except InputFileError as exc:
+        raise ExportError(f"{what} {path}: {exc.why}") from None
+    except OSError as exc:
+        raise ExportError(f"{what} {path}: {exc.strerror}") from None
+
+
+def read_creds(path: Path) -> tuple[str, str]:
+    """``(user, password)`` of the credentials file ``path`` (read as
+    :func:`ringtool.kernel.files.read_regular` reads: no FIFO, at most ``CREDS_MAX``)."""
+    return parse_creds(_read(path, CREDS_MAX, "credentials file"), path)
 
 
 def tls_context(ca: Path) -> ssl.SSLContext:
     """A client context that verifies the server against the CA bundle ``ca``."""
-    try:
-        return ssl.create_default_context(cafile=str(ca))
-    except (OSError, ssl.SSLError) as exc:
-        raise ExportError(f"--export-tls-ca {ca}: {exc}") from None
+    return ca_context(_read(ca, CA_MAX, "CA bundle"), ca)
 
 
 #: How long a publish may wait for nats-py to flush its pending buffer to the socket.
@@ -304,12 +330,15 @@ def quiet_task_errors(errors: list[BaseException]) -> Callable[..., None]:
 __all__ = [
     "BACKOFF_MAX_S",
     "BACKOFF_MIN_S",
+    "CA_MAX",
+    "CREDS_MAX",
     "DEFAULT_PREFIX",
     "DEFAULT_STREAM",
     "FORMATS",
     "MAX_HOSTS",
     "ExportConfig",
     "boot_id",
+    "ca_context",
     "check_prefix",
     "check_stream",
     "check_token",
@@ -322,6 +351,7 @@ __all__ = [
     "display_url",
     "inbox_prefix",
     "is_token",
+    "parse_creds",
     "quiet_callbacks",
     "quiet_task_errors",
     "read_creds",

@@ -1,9 +1,9 @@
 """``trace --export`` with the publisher in a process of its own.
 
-:class:`ProcExportSink` is what :class:`~ringtool.export.exporter.ExportSink` is to the
-trace runner (``publish``, ``tick``, ``record``, ``notes``, ``close``), but encoding and
-publishing run in a child process (:mod:`ringtool.export.publisher_proc`), so they
-never hold the GIL the ring drain needs. The path of a record:
+:class:`ProcExportSink` is the trace runner's export sink (``publish``, ``tick``,
+``record``, ``notes``, ``close``); encoding and publishing run in a child process
+(:mod:`ringtool.export.publisher_proc`), so they never hold the GIL the ring drain
+needs. The path of a record:
 
 drain -> :class:`~ringtool.export.batcher.Batcher` (numbered lane batches, as in one
 process) -> a :class:`~ringtool.export.bounded_queue.BoundedQueue` of ``queue_bytes``
@@ -31,16 +31,14 @@ import threading
 from collections import deque
 from typing import Any
 
-import numpy as np
-
 from ringtool.errors import ExportError
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.export.accounting import ExportCounters, TraceTotals
 from ringtool.export.batcher import Batcher
 from ringtool.export.bounded_queue import BoundedQueue
 from ringtool.export.config import ExportConfig, connect_options, display_url, inbox_prefix
-from ringtool.export.exporter import host_stats, new_origin, take_all
 from ringtool.export.proc_wire import (
     F_SETPIPE_SZ,
     PIPE_BYTES,
@@ -50,6 +48,7 @@ from ringtool.export.proc_wire import (
     read_frame,
     write_all,
 )
+from ringtool.export.run_origin import host_stats, new_origin, take_all
 
 DIED = "publisher_died"
 #: Seconds the close waits for the child beyond ``drain_s`` before it kills it.
@@ -123,8 +122,8 @@ class ProcExportSink:
 
     # --- the drain's side ----------------------------------------------------------------
 
-    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        for batch in self.batcher.split(arr, net):
+    def publish(self, records: Records) -> None:
+        for batch in self.batcher.split(records):
             self.counters.hand(batch.cpu, batch.count)
             if self._dead:
                 self.counters.drop(batch.cpu, batch.count, DIED)

@@ -20,6 +20,7 @@ import numpy as np
 from ringtool.errors import BadMessageError, ExportError
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import TraceLayout
+from ringtool.event.records import Records
 from ringtool.export.config import is_token
 from ringtool.export.wire import (
     H_BOOT,
@@ -241,11 +242,11 @@ def _decode_rows(rec: Received, body: bytes, h: dict[str, str], decoder: Decoder
         if len(samples) != rec.count:
             raise BadMessageError(BAD_BODY, f"rows/1 net body has {len(samples)} samples "
                                   f"for {rec.count}")  # fmt: skip
-        events = decoder.decode_net([(rec.cpu, s) for s in samples])
-        if len(events) != rec.count:
+        net = decoder.net_records([(rec.cpu, s) for s in samples])
+        if len(net) != rec.count:
             raise BadMessageError(BAD_BODY, "rows/1 net sample shorter than struct trace_net")
-        rec.ts_ns = [ev["ts_ns"] for ev in events]
-        text = json_lines(decoder, np.empty(0, layout.event), events).decode()
+        rec.ts_ns = (net.rec["h"]["ts"].astype(np.int64) + decoder.offset_ns).tolist()
+        text = json_lines(decoder, Records(np.empty(0, layout.event), net)).decode()
     else:
         off = layout.event.fields["data"][1]  # type: ignore[index]
         data_len = _int(h, H_DATA_LEN, 0, layout.event.itemsize - off)
@@ -254,7 +255,7 @@ def _decode_rows(rec: Received, body: bytes, h: dict[str, str], decoder: Decoder
         except ExportError as exc:
             raise BadMessageError(BAD_BODY, str(exc)) from None
         rec.ts_ns = (arr["h"]["ts"].astype(np.int64) + decoder.offset_ns).tolist()
-        text = json_lines(decoder, arr, []).decode()
+        text = json_lines(decoder, Records(arr)).decode()
     # split on "\n" only: lines are JSON, whose strings may hold U+2028 (splitlines)
     rec.lines = text.split("\n")[:-1]
     if len(rec.lines) != rec.count:

@@ -12,11 +12,10 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from ringtool.event.decode import Decoder, Event
+from ringtool.errors import UsageError
+from ringtool.event.decode import Decoder
+from ringtool.event.records import Records
 from ringtool.export.accounting import TraceTotals
-from ringtool.export.cli_args import export_config
 from ringtool.export.config import ExportConfig, default_host
 
 
@@ -32,6 +31,25 @@ class HookOptions:
     @property
     def wanted(self) -> bool:
         return self.export is not None or self.metrics is not None
+
+
+def export_config(args: argparse.Namespace) -> ExportConfig | None:
+    """The exporter settings of the parsed ``--export`` flags (of
+    :mod:`ringtool.cli.export_args`); None without ``--export``, and a UsageError
+    (exit 2) when a companion flag comes without it."""
+    companions = ("export_optional", "export_creds", "export_tls_ca")
+    if args.export is None:
+        used = [f"--{c.replace('_', '-')}" for c in companions if getattr(args, c, None)]
+        if used:
+            raise UsageError(f"{', '.join(used)} need --export URL")
+        return None
+    return ExportConfig(
+        url=args.export, stream=args.export_stream, subject_prefix=args.export_subject_prefix,
+        fmt=args.export_format, creds=args.export_creds, tls_ca=args.export_tls_ca,
+        host=args.host_name or default_host(), optional=args.export_optional,
+        drain_s=args.export_drain, queue_bytes=int(args.export_queue_mb * (1 << 20)),
+        replicas=args.export_replicas,
+    )  # fmt: skip
 
 
 def hook_options(args: argparse.Namespace) -> HookOptions:
@@ -71,9 +89,9 @@ class TraceHook:
             export = sink.record() if sink is not None else None
             trace_families(fams, self.opts.host, self._stats, export)
 
-    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+    def publish(self, records: Records) -> None:
         if self.sink is not None:
-            self.sink.publish(arr, net)
+            self.sink.publish(records)
 
     def tick(self, stats: TraceTotals) -> list[str]:
         """Once per interval, after the kernel counters were taken: notes to show."""
@@ -92,4 +110,4 @@ class TraceHook:
                 metrics.close()
 
 
-__all__ = ["HookOptions", "TraceHook", "hook_options"]
+__all__ = ["HookOptions", "TraceHook", "export_config", "hook_options"]

@@ -55,8 +55,9 @@ from typing import Any
 import numpy as np
 
 from ringtool.errors import ExportError
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
 from ringtool.event.json_lines import batch_text
+from ringtool.event.records import NetRecords, Records
 
 JSONL = "jsonl/1"
 ROWS = "rows/1"
@@ -111,8 +112,8 @@ class Lines(list[str]):
 @dataclass
 class Batch:
     """``count`` events of lane (``cpu``, ``type``) numbered ``first`` ...
-    ``first + count - 1``. ``data``: a ``struct trace_event`` array, or for ``net`` a
-    list of decoded net events (with their ``raw`` sample)."""
+    ``first + count - 1``. ``data``: a ``struct trace_event`` array, or for ``net`` the
+    packets (:class:`~ringtool.event.records.NetRecords`, an owned copy)."""
 
     cpu: int
     type: str
@@ -209,9 +210,25 @@ def expand_rows(body: bytes, count: int, data_len: int, dtype: np.dtype[Any]) ->
     return rows.view(dtype).reshape(count)
 
 
-def json_lines(decoder: Decoder, arr: Any, net: list[Event]) -> bytes:
-    """What ``trace --json`` prints for ``arr`` and ``net`` (its JsonOutput), as bytes."""
-    return batch_text(decoder, arr, net, None).encode()
+def json_lines(decoder: Decoder, records: Records) -> bytes:
+    """What ``trace --json`` prints for ``records`` (its JsonOutput), as bytes."""
+    return batch_text(decoder, records, None).encode()
+
+
+def net_rows(net: NetRecords) -> bytes:
+    """The ``rows/1`` body of packets: per sample its length (:data:`SAMPLE_LEN`),
+    then the sample (``struct trace_net`` + packet bytes), gathered with numpy."""
+    size, k = net.size, SAMPLE_LEN.size
+    total = int(size.sum())
+    at = np.cumsum(size + k) - size - k  # where each sample's length goes in the body
+    body = np.empty(total + k * len(size), np.uint8)
+    lens = size.astype("<u4").view(np.uint8)  # each length's k little-endian bytes
+    body[(at[:, None] + np.arange(k)).reshape(-1)] = lens
+    within = np.arange(total) - np.repeat(np.cumsum(size) - size, size)  # byte no. in its sample
+    body[np.repeat(at + k, size) + within] = np.frombuffer(net.data, np.uint8)[
+        np.repeat(net.start, size) + within
+    ]
+    return body.tobytes()
 
 
 class Encoder:
@@ -257,10 +274,10 @@ class Encoder:
             return "".join(line + "\n" for line in batch.data).encode(), {}
         if batch.type == "net":
             if self.format == JSONL:
-                return json_lines(self.decoder, self._empty, batch.data), {}
-            return b"".join(SAMPLE_LEN.pack(len(ev["raw"])) + ev["raw"] for ev in batch.data), {}
+                return json_lines(self.decoder, Records(self._empty, batch.data)), {}
+            return net_rows(batch.data), {}
         if self.format == JSONL:
-            return json_lines(self.decoder, batch.data, []), {}
+            return json_lines(self.decoder, Records(batch.data)), {}
         min_len: Any = (exec_min_len(batch.data) if batch.type == "exec"
                         else self.decoder.layout.data_kept(batch.type))  # fmt: skip
         keep, body = compact_rows(batch.data, min_len)

@@ -5,4 +5,6 @@
 ``attach`` (attach protocol v2, section 11), ``boot`` (boot buffer, section 9),
 ``config`` (capacity registry, section 10). The bridge that routes events into per-CPU
 writers, resizes and serves attach is :mod:`ringtool.bridge.core`.
+
+Layer: readers | programs | kmes | event (docs/ARCHITECTURE.md).
 """

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ringtool.errors import KmesCapacityError, KmesError
+from ringtool.errors import InputFileError, KmesCapacityError, KmesError
+from ringtool.kernel.files import read_regular
 from ringtool.kmes import layout as L
 
 DEFAULT_CONFIG = "/etc/ringtool/kmes.conf"
+#: The largest config file read.
+CONFIG_MAX = 64 << 10
 _SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
@@ -26,14 +29,13 @@ def parse_size(text: str) -> int:
     return int(t, 0) * mult
 
 
-def read_config(path: str | Path) -> dict[str, str]:
-    """The file's ``key = value`` pairs ({} if it does not exist)."""
+def parse_config(data: bytes, path: str | Path) -> dict[str, str]:
+    """The ``key = value`` pairs of ``data``, the contents of the config file ``path``
+    (named in a KmesError for a line that is not one)."""
     try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise KmesError(f"cannot read {path}: {exc.strerror}") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise KmesError(f"{path}: not UTF-8 text") from None
     values: dict[str, str] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -44,6 +46,21 @@ def read_config(path: str | Path) -> dict[str, str]:
             raise KmesError(f"{path}:{lineno}: expected `key = value`, got {raw.strip()!r}")
         values[key.strip().lower()] = value.strip()
     return values
+
+
+def read_config(path: str | Path) -> dict[str, str]:
+    """The file's ``key = value`` pairs ({} if it does not exist). Read as
+    :func:`ringtool.kernel.files.read_regular` reads: a FIFO or a device is refused
+    before it is opened, and at most :data:`CONFIG_MAX` bytes are read."""
+    try:
+        data = read_regular(path, CONFIG_MAX)
+    except FileNotFoundError:
+        return {}
+    except InputFileError as exc:
+        raise KmesError(f"cannot read {path}: {exc.why}") from None
+    except OSError as exc:
+        raise KmesError(f"cannot read {path}: {exc.strerror}") from None
+    return parse_config(data, path)
 
 
 def resolve_capacity(explicit: int | None, path: str | Path = DEFAULT_CONFIG) -> int:

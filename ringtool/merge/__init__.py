@@ -14,6 +14,8 @@ Sources are anything with ``peek()``/``pop()`` of ``(timestamp, payload)`` event
 merger gives the rest back to the ring). The algorithms and the out-of-order
 cases each accepts are documented in :mod:`ringtool.merge.algorithms`; the reorder
 window in :mod:`ringtool.merge.window`. Pure Python: no syscalls.
+
+Layer: merge | protocol | kernel | bpf_files (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations

@@ -119,8 +119,9 @@ class Merger(Protocol[T]):
         ...
 
 
-class _Accounting:
-    """Out-of-order accounting shared by the mergers and the window."""
+class _Accounting(Generic[T]):
+    """What the mergers and the window share: the delivery bookkeeping (counts,
+    out-of-order accounting, the last buffer) and the loops over :meth:`next`."""
 
     __slots__ = ("_delivered", "_last_ts", "_max_late", "_ooo", "_ooo_per", "last_buffer")
 
@@ -131,6 +132,14 @@ class _Accounting:
         self._ooo_per = [0] * k
         self._max_late = 0
         self.last_buffer = -1
+
+    def _delivering(self, ts: int, bid: int) -> None:
+        """Count the delivery of an event stamped ``ts`` from buffer ``bid``."""
+        if ts < self._last_ts:
+            self._late(ts, bid)
+        self._last_ts = ts
+        self._delivered += 1
+        self.last_buffer = bid
 
     def _late(self, ts: int, bid: int) -> None:
         """Record one out-of-order delivery (the rare path, out of the hot loop)."""
@@ -155,8 +164,30 @@ class _Accounting:
         """K, the number of buffers merged."""
         return len(self._ooo_per)
 
+    def next(self) -> tuple[int, T] | None:  # pragma: no cover - overridden
+        raise NotImplementedError
 
-class _SourceMerger(_Accounting, Generic[T]):
+    def __iter__(self) -> Iterator[tuple[int, T]]:
+        """Deliver events until none is available now (a live source may have more
+        later: iterate again)."""
+        nxt = self.next
+        while (ev := nxt()) is not None:
+            yield ev
+
+    def take(self, limit: int) -> list[tuple[int, T]]:
+        """Up to ``limit`` events in order (fewer when the sources run dry)."""
+        out: list[tuple[int, T]] = []
+        nxt = self.next
+        append = out.append
+        for _ in range(limit):
+            ev = nxt()
+            if ev is None:
+                break
+            append(ev)
+        return out
+
+
+class _SourceMerger(_Accounting[T]):
     __slots__ = ("_peeks", "_pops", "_sources")
 
     def __init__(self, sources: Sequence[Source[T]]) -> None:
@@ -177,31 +208,9 @@ class _SourceMerger(_Accounting, Generic[T]):
         """A snapshot of the counts so far (:class:`MergeStats`); ``rebuilds`` is 0."""
         return self._snapshot()
 
-    def next(self) -> tuple[int, T] | None:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def __iter__(self) -> Iterator[tuple[int, T]]:
-        """Deliver events until none is available now (a live source may have more
-        later: iterate again)."""
-        nxt = self.next
-        while (ev := nxt()) is not None:
-            yield ev
-
     def close(self) -> None:
         """Settle every source that can (see :class:`Merger`)."""
         settle_all(self._sources)
-
-    def take(self, limit: int) -> list[tuple[int, T]]:
-        """Up to ``limit`` events in order (fewer when the sources run dry)."""
-        out: list[tuple[int, T]] = []
-        nxt = self.next
-        append = out.append
-        for _ in range(limit):
-            ev = nxt()
-            if ev is None:
-                break
-            append(ev)
-        return out
 
 
 class DefaultMerge(_SourceMerger[T]):
@@ -223,11 +232,7 @@ class DefaultMerge(_SourceMerger[T]):
         if best_i < 0:
             return None
         ev = self._pops[best_i]()
-        if best_ts < self._last_ts:
-            self._late(best_ts, best_i)
-        self._last_ts = best_ts
-        self._delivered += 1
-        self.last_buffer = best_i
+        self._delivering(best_ts, best_i)
         return ev
 
 
@@ -294,11 +299,7 @@ class OptimizedMerge(_SourceMerger[T]):
             heappop(active)  # emptied: leaves the list until the list is empty
         else:
             heapreplace(active, (head[0], bid, head))
-        if ts < self._last_ts:
-            self._late(ts, bid)
-        self._last_ts = ts
-        self._delivered += 1
-        self.last_buffer = bid
+        self._delivering(ts, bid)
         return ev
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from heapq import heappop, heappush
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from ringtool.errors import ArgumentError
 from ringtool.merge.algorithms import Merger, MergeStats, _Accounting
@@ -26,7 +26,7 @@ from ringtool.merge.algorithms import Merger, MergeStats, _Accounting
 T = TypeVar("T")
 
 
-class ReorderWindow(_Accounting, Generic[T]):
+class ReorderWindow(_Accounting[T]):
     """Wraps ``inner`` (a default or optimized merger) with a ``window_us`` window.
 
     ``stats`` describe what the window delivers; ``inner.stats`` what it received.
@@ -75,11 +75,7 @@ class ReorderWindow(_Accounting, Generic[T]):
 
     def _deliver(self) -> tuple[int, T]:
         ts, _seq, bid, ev = heappop(self._held)
-        if ts < self._last_ts:
-            self._late(ts, bid)
-        self._last_ts = ts
-        self._delivered += 1
-        self.last_buffer = bid
+        self._delivering(ts, bid)
         return ev
 
     def next(self) -> tuple[int, T] | None:
@@ -106,21 +102,6 @@ class ReorderWindow(_Accounting, Generic[T]):
             yield ev
         while self._held:
             yield self._deliver()
-
-    def __iter__(self) -> Iterator[tuple[int, T]]:
-        nxt = self.next
-        while (ev := nxt()) is not None:
-            yield ev
-
-    def take(self, limit: int) -> list[tuple[int, T]]:
-        """Up to ``limit`` deliverable events in order."""
-        out: list[tuple[int, T]] = []
-        for _ in range(limit):
-            ev = self.next()
-            if ev is None:
-                break
-            out.append(ev)
-        return out
 
     def close(self) -> None:
         """Settle the merger's sources (see :meth:`Merger.close`). Held events were

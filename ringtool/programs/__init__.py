@@ -1,1 +1,4 @@
-"""Layer 4: BPF programs in ``bpf/`` and how they are compiled, attached and decoded."""
+"""BPF programs in ``bpf/`` and how they are compiled, attached and decoded.
+
+Layer: readers | programs | kmes | event (docs/ARCHITECTURE.md).
+"""

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sysconfig
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ringtool.bpf_files import bpf_dir, bpf_file
 from ringtool.errors import KernelFeatureError
@@ -51,9 +51,10 @@ def missing_tools() -> list[str]:
     return missing
 
 
-def _run(cmd: list[str], what: str) -> None:
+def _run(cmd: list[str], what: str, pass_fds: Sequence[int] = ()) -> None:
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_S,
+                              check=False, pass_fds=pass_fds)  # fmt: skip
     except subprocess.TimeoutExpired as exc:
         raise BpfCompileError(f"{what} took over {_TIMEOUT_S} s") from exc
     if done.returncode != 0:
@@ -69,13 +70,15 @@ def load_pinned(
     reuse: Mapping[str, str] | None = None,
     prog_name: str = "prog",
     pin_maps: bool = True,
+    pass_fds: Sequence[int] = (),
 ) -> str:
     """Compile ``bpf/<filename>`` and load it; its program is pinned at
     ``pin_dir/<prog_name>`` and, with ``pin_maps``, each of its maps at
     ``pin_dir/<map name>``. The maps of ``reuse`` (name -> pin path) are existing ones:
     libbpf renames a reused map after the kernel's name of it (empty for maps ringtool
-    creates), so give ``pin_maps=False`` with them. Returns the program's
-    pin path. ``pin_dir`` must exist on a bpffs. A :class:`BpfCompileError` names
+    creates), so give ``pin_maps=False`` with them. ``pass_fds``: descriptors bpftool
+    inherits under the same numbers (for ``/proc/self/fd/N`` paths). Returns the
+    program's pin path. ``pin_dir`` must exist on a bpffs. A :class:`BpfCompileError` names
     clang's or the verifier's reason."""
     clang = _tool("clang-14", "clang")
     bpftool = _tool("bpftool")
@@ -92,7 +95,7 @@ def load_pinned(
             cmd += ["map", "name", name, "pinned", path]
         if pin_maps:
             cmd += ["pinmaps", pin_dir]
-        _run(cmd, f"bpftool prog load of {filename}")
+        _run(cmd, f"bpftool prog load of {filename}", pass_fds)
     return prog_pin
 
 

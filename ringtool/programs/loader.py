@@ -7,6 +7,7 @@ Errors say what is missing and how to fix it.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -133,20 +134,18 @@ def load_function(obj: Any, name: str, prog_type: str) -> Any:
         raise BpfCompileError(f"the kernel refused program {name} ({prog_type}): {exc}") from exc
 
 
-def detach_all(objs: Sequence[Any]) -> None:
-    """Detach and free BCC objects (``cleanup()`` of each), their tracepoints closed
-    concurrently first.
+def detach_points(objs: Sequence[Any]) -> None:
+    """Detach the programs of BCC objects from what they are attached to (raw
+    tracepoints first, then tracepoints, concurrently) and keep the rest: the programs
+    stay loaded, their fds and maps open, until :func:`detach_all`.
 
     Closing a tracepoint's perf event waits in the kernel for RCU grace periods
     (perf_trace_event_unreg -> tracepoint_synchronize_unregister): ~70 ms each here,
-    and BCC's ``cleanup()`` closes them one after another. libbcc's
-    ``bpf_close_perf_event_fd`` (disable + close) is called from one thread per event
-    -- it touches no BCC state, and ctypes releases the GIL -- so the waits overlap;
-    ``cleanup()`` then finds no tracepoint left and frees the rest. Best effort: an
-    object that fails does not stop the others; the first error is raised at the end.
-    """
-    if not objs:
-        return
+    and BCC closes them one after another. libbcc's ``bpf_close_perf_event_fd``
+    (disable + close) is called from one thread per event -- it touches no BCC state,
+    and ctypes releases the GIL -- so the waits overlap. Best effort: an attachment
+    that fails does not stop the others; a RingtoolError naming them is raised at the
+    end."""
     from bcc.libbcc import lib
 
     failed: list[str] = []
@@ -155,17 +154,39 @@ def detach_all(objs: Sequence[Any]) -> None:
         if lib.bpf_close_perf_event_fd(fd) < 0:
             failed.append(tp.decode(errors="replace"))
 
+    for obj in objs:
+        for tp, fd in list(obj.raw_tracepoint_fds.items()):
+            try:
+                os.close(fd)
+            except OSError:
+                failed.append(tp.decode(errors="replace"))
+            del obj.raw_tracepoint_fds[tp]
     events = [(tp, fd) for obj in objs for tp, fd in obj.tracepoint_fds.items()]
     threads = [threading.Thread(target=close, args=event) for event in events]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    first: BaseException | None = None
-    if failed:
-        first = RingtoolError(f"could not detach tracepoints {', '.join(failed)}")
     for obj in objs:
         obj.tracepoint_fds.clear()  # closed above
+    if failed:
+        raise RingtoolError(f"could not detach tracepoints {', '.join(failed)}")
+
+
+def detach_all(objs: Sequence[Any]) -> None:
+    """Detach and free BCC objects: :func:`detach_points` (the tracepoints closed
+    concurrently), then ``cleanup()`` of each, which finds no tracepoint left and
+    frees the rest. Best effort: an object that fails does not stop the others; the
+    first error is raised at the end.
+    """
+    if not objs:
+        return
+    first: BaseException | None = None
+    try:
+        detach_points(objs)
+    except RingtoolError as exc:
+        first = exc
+    for obj in objs:
         try:
             obj.cleanup()
         except Exception as exc:  # BCC raises bare Exception

@@ -249,6 +249,37 @@ class RingbufRing:
         finally:
             self.commit(cons)
 
+    def _gather(
+        self, limit: int, take: Callable[[int, int, int, int], object]
+    ) -> tuple[int, int, int]:
+        """The walk of :meth:`copy_pending`, :meth:`views` and :meth:`batch`: from our
+        position, ``take(offset, stride, count, length)`` per run of non-discarded records
+        (:meth:`runs`); commits nothing. Returns ``(start, end, records)``. A BUSY record
+        ends the walk; so does a corrupt one after good ones (raised when it is the first)."""
+        cons, prod = self._snapshot()
+        start, n = cons, 0
+        try:
+            for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
+                cons = pos + count * stride
+                if not hdr & DISCARD_BIT:
+                    take(off, stride, count, hdr & LEN_MASK)
+                    n += count
+        except CorruptRecordError:
+            if not n:
+                raise
+        return start, cons, n
+
+    def _payloads(self, source: Any, base: int, limit: int) -> tuple[list[Any], int, int]:
+        """``source[base + offset : ...]`` of each payload :meth:`_gather` walks."""
+        out: list[Any] = []
+
+        def take(off: int, stride: int, count: int, length: int) -> None:
+            at = range(base + off + 8, base + off + 8 + count * stride, stride)
+            out.extend([source[o : o + length] for o in at])
+
+        start, end, _n = self._gather(limit, take)
+        return out, start, end
+
     def copy_pending(self, source: Any, base: int, limit: int) -> tuple[list[bytes], int, int]:
         """Copy up to ``limit`` records' payloads out as ``bytes``; commit nothing.
 
@@ -260,26 +291,7 @@ class RingbufRing:
         data region (the mmap object itself: slicing it makes one bytes object with
         no intermediate view).
         """
-        cons, prod = self._snapshot()
-        start = cons
-        out: list[bytes] = []
-        try:
-            for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
-                cons = pos + count * stride
-                if hdr & DISCARD_BIT:
-                    continue
-                length = hdr & LEN_MASK
-                first = base + off + 8
-                if count == 1:
-                    out.append(source[first : first + length])
-                else:
-                    out += [
-                        source[o : o + length] for o in range(first, first + count * stride, stride)
-                    ]
-        except CorruptRecordError:
-            if not out:
-                raise
-        return out, start, cons
+        return self._payloads(source, base, limit)
 
     def copy_out(self, source: Any, base: int, limit: int) -> list[bytes]:
         """:meth:`copy_pending`, then commit the position after the copies."""
@@ -308,21 +320,8 @@ class RingbufRing:
         Nothing is committed: the caller commits the returned position once it is done
         with the views (the producer may overwrite them after that), or
         :meth:`position_after` the ones it consumed."""
-        cons, prod = self._snapshot()
-        data = self.data
-        out: list[memoryview] = []
-        try:
-            for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
-                cons = pos + count * stride
-                if hdr & DISCARD_BIT:
-                    continue
-                length = hdr & LEN_MASK
-                start = off + 8
-                out += [data[o : o + length] for o in range(start, start + count * stride, stride)]
-        except CorruptRecordError:
-            if not out:  # raised when it is the first record; else the batch ends here
-                raise
-        return out, cons
+        out, _start, end = self._payloads(self.data, 0, limit)
+        return out, end
 
     def decode_batch(self, dtype: np.dtype[Any], limit: int) -> np.ndarray[Any, Any]:
         """Decode up to ``limit`` records as ``dtype`` and commit once (see
@@ -347,23 +346,20 @@ class RingbufRing:
         BUSY one ends the batch, and so does a corrupt one after good ones (raised when
         it is the first). With ``commit`` the position is stored once, on every exit.
         """
-        cons, prod = self._snapshot()
         parts: list[np.ndarray[Any, Any]] = []
-        n = 0
+
+        def take(off: int, stride: int, count: int, length: int) -> None:
+            parts.append(self.run_array(off, stride, count, length, dtype, copy))
+
         try:
-            for pos, off, stride, count, hdr in self.runs(cons, prod, limit):
-                cons = pos + count * stride
-                if hdr & DISCARD_BIT:
-                    continue
-                n += count
-                parts.append(self.run_array(off, stride, count, hdr & LEN_MASK, dtype, copy))
-        except CorruptRecordError:
-            if not parts:  # raised when it is the first record; else the batch ends here
-                raise
-        finally:
-            if commit:
-                self.advance(cons)
-        return parts, cons, n
+            _start, end, n = self._gather(limit, take)
+        except CorruptRecordError as exc:
+            if commit:  # discarded records before it are consumed
+                self.advance(exc.position)
+            raise
+        if commit:
+            self.advance(end)
+        return parts, end, n
 
     def run_array(
         self, off: int, stride: int, count: int, length: int, dtype: np.dtype[Any], copy: bool

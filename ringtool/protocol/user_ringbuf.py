@@ -11,7 +11,8 @@ producer writes them).
 A record's life (libbpf's ``user_ring_buffer__reserve``/``submit``/``discard``,
 tools/lib/bpf/ringbuf.c, is the reference producer):
 
-1. reserve: the header is written ``len | BUSY_BIT`` (pad word 0) at
+1. reserve: the header is written ``len | BUSY_BIT`` (pad word: the producer's
+   ``owner`` tag, e.g. its pid; the kernel ignores it) at
    ``producer_pos & (size - 1)``, then ``producer_pos`` advances by
    :func:`~ringtool.protocol.ringbuf.record_span` ``(len)``;
 2. the payload is written at ``producer_pos + 8`` (contiguous thanks to the double
@@ -44,11 +45,20 @@ release; an ARM64 port needs real barriers):
 The producer keeps its own ``producer_pos`` (read once): nobody else may move it.
 One producer at a time: this class is not thread-safe (the OS-level
 :class:`ringtool.UserRingBuffer` serializes it).
+
+A producer killed between reserve and submit leaves a BUSY record that nobody will
+submit: the kernel's drain stops at it for good, and every record after it waits.
+:meth:`UserRingProducer.write_batch` cannot leave one (each header is final before
+``producer_pos`` publishes it); :meth:`UserRingProducer.discard_abandoned` lets the next
+producer -- once it knows no other one is writing -- turn such records into DISCARD
+ones, which ``__bpf_user_ringbuf_peek`` skips (it moves ``consumer_pos`` past a DISCARD
+record before it looks at BUSY).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ringtool.errors import ProducerStateError, RecordSizeError, RingFullError
 from ringtool.protocol.ringbuf import BUSY_BIT, DISCARD_BIT, HDR_SZ, LEN_MASK, record_span
@@ -64,15 +74,34 @@ def max_record(size: int) -> int:
     return min(size - HDR_SZ, DYNPTR_MAX_SIZE)
 
 
+class Abandoned(NamedTuple):
+    """A BUSY record :meth:`UserRingProducer.discard_abandoned` discarded: its position,
+    payload length and its producer's ``owner`` tag (the pad word)."""
+
+    pos: int
+    length: int
+    owner: int
+
+
 class UserRingProducer:
     """The producer side of one user ring over plain buffers.
 
     ``consumer`` and ``producer`` are the two pages (at least 8 bytes each; only
     ``producer`` is written); ``data`` is ``2 * size`` bytes whose second half mirrors
     the first (the kernel's double mapping). Positions are free-running u64 byte counts.
+    ``owner`` (u32) goes into each record's pad word: who wrote it, should it be found
+    abandoned (:meth:`discard_abandoned`).
     """
 
-    def __init__(self, consumer: memoryview, producer: memoryview, data: memoryview, size: int):
+    def __init__(
+        self,
+        consumer: memoryview,
+        producer: memoryview,
+        data: memoryview,
+        size: int,
+        *,
+        owner: int = 0,
+    ) -> None:
         if size <= 0 or size & (size - 1) or size % 8:
             raise RecordSizeError(f"user ring size {size} is not a power of two of 8 bytes")
         if len(data) != 2 * size:
@@ -83,6 +112,7 @@ class UserRingProducer:
         self._prod_word = producer.cast("B")[:8].cast("Q")
         self._data = data
         self._words = data.cast("I")
+        self._owner = owner & 0xFFFFFFFF
         # ours alone: nobody else moves producer_pos (read once, then only stored)
         self._prod = int(self._prod_word[0])
 
@@ -120,7 +150,7 @@ class UserRingProducer:
             )
         pos = self._prod
         w = (pos & self._mask) >> 2
-        self._words[w + 1] = 0  # the pad word (pg_off in the kernel's own records)
+        self._words[w + 1] = self._owner  # the pad word (pg_off in the kernel's records)
         self._words[w] = length | BUSY_BIT
         # release: pairs with smp_load_acquire(&rb->producer_pos) in __bpf_user_ringbuf_peek
         self._prod = pos + span
@@ -155,7 +185,7 @@ class UserRingProducer:
                 break
             off = pos & self._mask
             self._data[off + HDR_SZ : off + HDR_SZ + length] = rec
-            self._words[(off >> 2) + 1] = 0
+            self._words[(off >> 2) + 1] = self._owner
             self._words[off >> 2] = length
             pos += span
             free -= span
@@ -166,10 +196,34 @@ class UserRingProducer:
             self._prod_word[0] = pos
         return n
 
+    def discard_abandoned(self) -> list[Abandoned]:
+        """Discard every BUSY record between ``consumer_pos`` and ``producer_pos``;
+        returns them. Only for a caller that knows no producer is writing: this one has
+        no reservation open and every other producer of the ring is gone (a lock they
+        all take), so a BUSY record is one whose writer died before submitting it. Each
+        header becomes ``len | DISCARD_BIT`` in one release store (the kernel then skips
+        it). The walk stops at a header that cannot be a record (its span past
+        ``producer_pos``): the kernel refuses the ring there (-EINVAL) and nothing after
+        it can be told apart."""
+        pos = self.consumer_pos()
+        found: list[Abandoned] = []
+        while pos < self._prod:
+            w = (pos & self._mask) >> 2
+            hdr = int(self._words[w])
+            length = hdr & LEN_MASK
+            span = record_span(length)
+            if span > self._prod - pos or span > self.size:
+                break
+            if hdr & BUSY_BIT:
+                self._words[w] = length | DISCARD_BIT
+                found.append(Abandoned(pos, length, int(self._words[w + 1])))
+            pos += span
+        return found
+
     def release(self) -> None:
         """Drop the views (before the mapping goes; ``data`` included)."""
         for view in (self._words, self._cons, self._prod_word, self._data):
             view.release()
 
 
-__all__ = ["DYNPTR_MAX_SIZE", "UserRingProducer", "max_record"]
+__all__ = ["DYNPTR_MAX_SIZE", "Abandoned", "UserRingProducer", "max_record"]

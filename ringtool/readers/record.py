@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
 
 import numpy as np
 
 from ringtool.errors import ArgumentError
+from ringtool.kernel.closing import Closing
 
 #: Counts returned by poll/consume are capped here, as libbpf caps them at INT_MAX.
 COUNT_CAP = 2**31 - 1
@@ -68,7 +68,7 @@ class LeaseRing(Protocol):
 LeasePart = tuple[LeaseRing, int, int, int, int]
 
 
-class Lease:
+class Lease(Closing):
     """Zero-copy views of delivered-but-not-yet-committed records.
 
     ``views[i]`` is a memoryview straight into the shared ring (a record that wraps a
@@ -106,15 +106,8 @@ class Lease:
     def __getitem__(self, i: int) -> memoryview:
         return self.views[i]
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """:meth:`release` every view: what leaving the ``with`` block does."""
         self.release()
 
     def overwritten(self) -> list[int]:

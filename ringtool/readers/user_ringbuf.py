@@ -25,7 +25,10 @@ any thread. A lock serializes what moves ``producer_pos`` (reserve, write_batch)
 close; submitting or discarding a reservation touches only its own header. A waiting
 ``reserve_blocking`` does not hold the lock. Several *processes* must not produce into
 one map at once (the kernel trusts one ``producer_pos``): they need their own lock
-(``ringtool mark`` uses ``flock``).
+(``ringtool mark`` uses ``flock``). A process killed between reserve and submit leaves
+a BUSY record that stops the BPF side for good; :meth:`UserRingBuffer.write` cannot
+leave one, and the next producer under that lock clears it with
+:meth:`UserRingBuffer.discard_abandoned` (each record carries its writer's pid).
 
 Records are consumed in reservation order: an unsubmitted reservation holds back the
 records reserved after it. :meth:`close` releases every view (a reservation not yet
@@ -46,7 +49,7 @@ from ringtool.errors import MapTypeError, ProducerStateError, RecordSizeError, R
 from ringtool.kernel import bpf
 from ringtool.kernel.closing import Closing
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
-from ringtool.protocol.user_ringbuf import UserRingProducer
+from ringtool.protocol.user_ringbuf import Abandoned, UserRingProducer
 
 
 class Reservation:
@@ -105,8 +108,9 @@ class UserRingBuffer(Closing):
             )  # fmt: skip
             view = memoryview(self._prod_map)
             self._producer: UserRingProducer | None = UserRingProducer(
-                memoryview(self._cons_map), view[:PAGE_SIZE], view[PAGE_SIZE:], size
-            )
+                memoryview(self._cons_map), view[:PAGE_SIZE], view[PAGE_SIZE:], size,
+                owner=os.getpid(),
+            )  # fmt: skip
             view.release()
             # edge-triggered: ringbuf_map_poll_user reports EPOLLOUT while any byte is
             # free, so a level-triggered wait for a bigger record would spin; each drain
@@ -178,10 +182,33 @@ class UserRingBuffer(Closing):
             r.buf.release()
             p.commit(r.pos, discard=discard)
 
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        """Copy one record in and submit it; :class:`RingFullError` when it does not fit now."""
-        if self.write_batch([data]) != 1:
-            raise RingFullError(f"user ring full: a {len(data)}-byte record does not fit now")
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        """Copy one record in and submit it; returns the position just past it (the BPF
+        side consumed it once :meth:`consumer_pos` reaches that). The header is final
+        before ``producer_pos`` publishes the record: a process killed here leaves no
+        BUSY record. :class:`RingFullError` when it does not fit now."""
+        with self._lock:
+            p = self._live()
+            if p.write_batch([data]) != 1:
+                raise RingFullError(f"user ring full: a {len(data)}-byte record does not fit now")
+            return p.producer_pos
+
+    def consumer_pos(self) -> int:
+        """How far the BPF side has consumed (a free-running byte position)."""
+        with self._lock:
+            return self._live().consumer_pos()
+
+    def discard_abandoned(self) -> list[Abandoned]:
+        """Discard the BUSY records a producer killed before submitting left behind;
+        returns them (``owner``: that producer's pid). Only under the lock every
+        producer process of this map takes, with no reservation of ours open
+        (:class:`ProducerStateError` otherwise): any BUSY record is then abandoned."""
+        with self._lock:
+            if self._pending:
+                raise ProducerStateError(
+                    "discard_abandoned with a reservation open: submit or discard it first"
+                )
+            return self._live().discard_abandoned()
 
     def write_batch(self, records: Sequence[bytes | bytearray | memoryview]) -> int:
         """Copy as many of ``records`` as fit now, in order, submitted together; returns

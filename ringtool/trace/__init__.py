@@ -1,9 +1,8 @@
-"""``ringtool trace``: BPF trace sources (bpf/trace_*.c), their one event layout
-(bpf/trace_event.h, read by :mod:`ringtool.event.layout`), decoding, aggregation and
-the outputs (JSON lines, columns, the rich TUI, pcapng, KMES).
+"""``ringtool trace``: the BPF trace sources (``bpf/trace_*.c``, their one event
+layout in ``bpf/trace_event.h``, read by :mod:`ringtool.event.layout`), the session
+that reads them (`trace/session.py`), aggregation (`trace/stats.py`), the loop
+(`trace/runner.py`) and its outputs and sinks (`trace/sink.py`: JSON lines, columns,
+the rich TUI, pcapng, KMES). docs/ARCHITECTURE.md has a line per module.
 
-Modules: ``layout`` (the single event definition), ``sources`` (loading, reading,
-counters), ``net`` (TC capture), ``events`` (decoding), ``stats`` (aggregation),
-``output_json`` / ``output_columns`` / ``tui`` / ``pcapng`` / ``kmes_sink`` (sinks),
-``runner`` (the loop).
+Layer: trace | diagnostics (docs/ARCHITECTURE.md).
 """

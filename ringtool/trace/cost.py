@@ -43,6 +43,18 @@ def program_label(func: str) -> str:
     return func
 
 
+def program_fds(sources: Mapping[str, Any], more: Mapping[str, int]) -> dict[str, int]:
+    """Every loaded BPF program of BCC objects ``sources`` (source name -> its object):
+    ``"source category:event"`` (:func:`program_label`) -> its fd, then ``more``."""
+    out = {
+        f"{source} {program_label(fn.name.decode())}": fn.fd
+        for source, obj in sources.items()
+        for fn in obj.funcs.values()
+    }
+    out.update(more)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class ProgCost:
     """One program's runs over ``seconds`` of wall time (``program``: the trace source
@@ -230,4 +242,4 @@ def _figures(a: _Reading, b: _Reading) -> CostFigures:
     return CostFigures(seconds, progs, b.user_s - a.user_s, b.sys_s - a.sys_s)
 
 
-__all__ = ["CostFigures", "CostReport", "CostSampler", "ProgCost", "program_label"]
+__all__ = ["CostFigures", "CostReport", "CostSampler", "ProgCost", "program_fds", "program_label"]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ringtool.errors import CgroupPathError
+from ringtool.kernel.statfs import fs_type
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,22 +52,6 @@ class CgroupFilter:
     level: int
 
 
-def _fs_type(path: str) -> int:
-    """statfs(2)'s f_type of ``path`` (OSError when it cannot be asked)."""
-    import ctypes
-
-    class _Statfs(ctypes.Structure):
-        # f_type is the first member on every Linux ABI; the rest is room to spare
-        _fields_ = [("f_type", ctypes.c_long), ("rest", ctypes.c_byte * 256)]
-
-    buf = _Statfs()
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.statfs(os.fsencode(path), ctypes.byref(buf)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), path)
-    return int(buf.f_type) & 0xFFFFFFFF
-
-
 def resolve_cgroup(path: str) -> CgroupFilter:
     """The cgroup v2 directory ``path`` as a :class:`CgroupFilter`.
 
@@ -80,7 +65,7 @@ def resolve_cgroup(path: str) -> CgroupFilter:
     real = os.path.realpath(path)
     try:
         st = os.stat(real)
-        fs = _fs_type(real)
+        fs = fs_type(real)
     except OSError as exc:
         raise CgroupPathError(f"{path}: {exc.strerror}") from None
     if not stat.S_ISDIR(st.st_mode):

@@ -22,7 +22,9 @@ go to the output and to ``--pcap``.
 A dump writes the events recorded since the previous dump that the kernel still holds,
 oldest first (timestamp order across CPUs), through the run's output (``--json``, CSV
 or columns); the packets likewise, after the events. SIGUSR1
-sets a flag; the signal wakes the loop through the wakeup pipe of
+sets a flag (one received while ringtool started, held by
+:class:`~ringtool.trace.signals.StartSignals`, sets it once the sources are attached:
+the first dump comes on the loop's first turn); the signal wakes the loop through the wakeup pipe of
 :class:`~ringtool.trace.signals.StopSignals`, which :meth:`FlightSession.wait` empties.
 :func:`backend` says which ring this kernel gets (``ringtool doctor`` says it too).
 """
@@ -43,10 +45,13 @@ import numpy as np
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.kernel.ringbuf_map import BPF_F_RB_OVERWRITE, has_ringbuf_overwrite
+from ringtool.programs.loader import detach_points
 from ringtool.readers.perfbuf import PerfBuffer
+from ringtool.trace.flight_count import Overwritten, perf_overwritten, ringbuf_overwritten
 from ringtool.trace.flight_net import NetDumps, ts_offset
 from ringtool.trace.options import PAGE, RING_SOURCES
 from ringtool.trace.session import TraceSession
+from ringtool.trace.signals import claimed
 
 
 def backend() -> str:
@@ -72,6 +77,14 @@ class FlightSession(TraceSession):
         self._last_ts: dict[int, int] = {}
         self._net_dumps = NetDumps(ts_offset(self.layout.net))
         self._pending_net: list[tuple[int, bytes]] = []
+        # perf rings, per CPU: what the dumps wrote, the records too short to be events
+        # in the last dump's copy, and the records each ring took, read at the last
+        # dump (see ringtool.trace.flight_count)
+        self._written: dict[int, int] = {}
+        self._damaged: dict[int, int] = {}
+        self._outputs: list[int] = []
+        self._detached = False  # the sources are detached (stopping)
+        self._exact = False  # the last dump was taken with the sources detached
         rings = any(name in RING_SOURCES for name in self.opts.events)
         if self.backend == "ringbuf":
             self.ring_flags = BPF_F_RB_OVERWRITE
@@ -86,6 +99,8 @@ class FlightSession(TraceSession):
         super()._setup()
         if threading.current_thread() is threading.main_thread():
             self._old_usr1 = signal.signal(signal.SIGUSR1, self._on_usr1)
+            # a SIGUSR1 while ringtool started: the first turn of the loop dumps
+            self._dump = claimed(self._old_usr1, signal.SIGUSR1)
         self._note(f"flight recorder: {size >> 10} KiB a CPU in the kernel ({self._what()}); "
                    f"kill -USR1 {os.getpid()} writes the newest events")  # fmt: skip
 
@@ -123,6 +138,9 @@ class FlightSession(TraceSession):
                     max_entries=1,
                 )
             )
+            self._outputs_fd = self._own(
+                bpf.map_create(bpf.MapType.PERCPU_ARRAY, key_size=4, value_size=8, max_entries=1)
+            )
             self._perf_map = perf_map
             self._record = record
             self.perf = PerfBuffer(perf_map, None, page_cnt=size // PAGE, overwrite=True)
@@ -139,6 +157,7 @@ class FlightSession(TraceSession):
             return {}
         return {
             "RT_PCPU_PERF_FD": self._perf_map,
+            "RT_PCPU_OUTPUTS_FD": self._outputs_fd,
             "RT_PCPU_SCRATCH_FD": self._scratch,
             "RT_PCPU_SCRATCH_BYTES": self._record,
         }
@@ -149,7 +168,17 @@ class FlightSession(TraceSession):
         self._dump = True
 
     def stopping(self) -> None:
+        """The final dump comes next: the sources are detached first, so nothing is
+        written while it is taken and its overwritten count is exact (a source that
+        cannot be detached leaves it a lower bound, with a note)."""
         self._dump = True
+        try:
+            detach_points(list(self.sources.values()))
+        except Exception as exc:  # BCC raises bare Exception
+            self._note(f"flight recorder: sources not detached before the last dump ({exc}): "
+                       "its overwritten count is a lower bound")  # fmt: skip
+        else:
+            self._detached = True
 
     def wait(self, timeout_s: float, extra_fds: Sequence[int] = ()) -> list[int]:
         """Wait for a signal (or input) only: the rings are not read while tracing.
@@ -174,6 +203,9 @@ class FlightSession(TraceSession):
         dump, in pieces of at most ``limit`` events."""
         if self._dump:
             self._dump = False
+            self._exact = self._detached
+            if self.perf is not None:  # before the copies: see ringtool.trace.flight_count
+                self._outputs = bpf.percpu_u64(self._outputs_fd)
             self._pending = np.concatenate([self._pending, self._take()])
             if self.net is not None:
                 self._pending_net += self._net_dumps.take(self.net.snapshot())
@@ -204,14 +236,18 @@ class FlightSession(TraceSession):
         arr = np.empty(0, dtype=dt)
         if self.perf is not None:
             parts = []
+            self._damaged = {}  # what this copy holds (one found again is not two)
             for cpu, per_cpu in self.perf.snapshot().items():
                 recs = [r[: dt.itemsize] for r in per_cpu if len(r) >= dt.itemsize]
+                if len(recs) < len(per_cpu):
+                    self._damaged[cpu] = len(per_cpu) - len(recs)
                 if not recs:
                     continue
                 got = np.frombuffer(b"".join(recs), dtype=dt)
                 got = got[got["h"]["ts"] > self._last_ts.get(cpu, 0)]
                 if len(got):
                     self._last_ts[cpu] = int(got["h"]["ts"].max())
+                    self._written[cpu] = self._written.get(cpu, 0) + len(got)
                     parts.append(got)
             if parts:
                 arr = np.concatenate(parts)
@@ -219,6 +255,20 @@ class FlightSession(TraceSession):
             arr = self.rb.read_batch(dt)
         arr = arr[np.argsort(arr["h"]["ts"], kind="stable")]
         return arr.copy()
+
+    def overwritten(self) -> Overwritten | None:
+        """Events the rings overwrote before a dump wrote them, as of the last dump
+        (:mod:`ringtool.trace.flight_count`): exact after the final dump of sources
+        detached before it, else a lower bound. The net source's packets are not
+        counted (its programs keep no count): with it, a lower bound too."""
+        exact = self._exact and self.net is None
+        if self.perf is not None:
+            return perf_overwritten(self._outputs, self._written, self._damaged, exact=exact)
+        if self.rb is not None:
+            span = (self.layout.event.itemsize + 8 + 7) & ~7  # header + record, 8-aligned
+            return ringbuf_overwritten(self.rb.overwritten(), self.rb.overwritten_uncounted_bytes(),
+                                       span, exact=exact)  # fmt: skip
+        return Overwritten()
 
     def close(self) -> None:
         if self._old_usr1 is not None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ringtool.errors import ArgumentError
+from ringtool.trace.units import size_text
 
 #: Grow once the reader finds a ring this full (0..1; the trace reads at 1/8).
 GROW_FILL = 0.25
@@ -106,15 +107,6 @@ def default_cap(ram_bytes: int) -> int:
     """1/64 of the memory, at most 256 MiB: the default cap before the start rings are
     known (:func:`default_max_bytes` raises it to them)."""
     return min(ram_bytes // DEFAULT_RAM_SHARE, DEFAULT_MAX_BYTES)
-
-
-def size_text(n: int) -> str:
-    """Bytes as KiB/MiB/GiB (exact for the powers of two rings have)."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", MIB), ("KiB", 1 << 10)):
-        if n >= scale:
-            v = n / scale
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
-    return f"{n} B"
 
 
 class GrowthPolicy:

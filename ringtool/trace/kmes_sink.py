@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
 
-import numpy as np
-
-from ringtool.event.decode import Event
 from ringtool.event.kmes_types import ORIGIN_PERF, ORIGIN_RINGBUF, TRACE_EVENT_BASE
+from ringtool.event.records import Records
 from ringtool.kernel.cpus import online_cpus
 
 RESTORE_INTERVAL = 0.25  # seconds between re-stores of the buffers' static fields
@@ -44,8 +41,9 @@ class KmesSink:
         self.published = 0
         self._next_restore = 0.0
 
-    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+    def publish(self, records: Records) -> None:
         """Queue the batch's records (one KMES event each) and flush."""
+        arr, net = records.events, records.net
         n = len(arr)
         if n:
             raw = arr.tobytes()
@@ -56,12 +54,11 @@ class KmesSink:
             for i in range(n):
                 payload = raw[i * size : (i + 1) * size]
                 submit(cpus[i], ORIGIN_RINGBUF, TRACE_EVENT_BASE + types[i], payload)
-        for ev in net:
-            raw_net = ev.get("raw")
-            if raw_net is not None:
-                submit_type = TRACE_EVENT_BASE + 6
-                self.bridge.submit(ev["cpu"], ORIGIN_PERF, submit_type, raw_net)
-        if n or net:
+        if len(net):
+            submit_type = TRACE_EVENT_BASE + 6
+            for i, cpu in enumerate(net.rec["h"]["cpu"].tolist()):
+                self.bridge.submit(cpu, ORIGIN_PERF, submit_type, net.sample(i))
+        if n or len(net):
             self.published += n + len(net)
             self.bridge.flush()
         now = time.monotonic()

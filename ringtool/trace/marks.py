@@ -26,24 +26,34 @@ events, TC, XDP -- may call it; a raw tracepoint program is the one type that
 A trace removes its directory at exit (:meth:`MarkSource.close`); one killed leaves it
 behind, holding its maps: every trace start and every ``mark`` removes the directories
 whose process is gone (:func:`remove_stale`).
+
+The root is opened and checked as :mod:`ringtool.kernel.pin_root` says (a directory
+only root can change, used through its descriptor): on a bpffs of mode 1777 another
+user could otherwise plant ``/sys/fs/bpf/ringtool`` as a link to a directory that root
+would then empty, or as a directory of theirs holding locked entries.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import shutil
 
 from ringtool.errors import KernelFeatureError
 from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
+from ringtool.kernel.pin_root import (
+    PIN_ROOT,
+    entries,
+    fd_path,
+    open_dir_at,
+    open_pin_root,
+    remove_at,
+)
 from ringtool.kernel.ringbuf_map import has_user_ringbuf
 from ringtool.programs.clang_loader import load_pinned
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.sources import SOURCE_NAMED
 
-#: Where every running trace pins its marker ring.
-PIN_ROOT = "/sys/fs/bpf/ringtool"
 #: The marker ring: 16 pages, room for 240 markers the trace has not drained.
 MARK_RING_BYTES = 16 * 4096
 _GROUP_PINS = ("rt_rings", "rt_cpumap", "rt_drops")
@@ -72,16 +82,25 @@ def is_live(name: str) -> bool:
     return pid.isdigit() and start.isdigit() and process_key(int(pid)) == f"{pid}-{start}"
 
 
-def remove_stale(root: str = PIN_ROOT) -> list[str]:
-    """Remove the directories of traces that are gone; returns their names."""
-    try:
-        names = os.listdir(root)
-    except FileNotFoundError:
-        return []
-    stale = [n for n in names if not is_live(n)]
+def remove_stale_at(root_fd: int) -> list[str]:
+    """Remove the directories of traces that are gone from the pin root opened as
+    ``root_fd`` (:func:`~ringtool.kernel.pin_root.open_pin_root`); returns their names."""
+    stale = [n for n in entries(root_fd) if not is_live(n)]
     for n in stale:
-        shutil.rmtree(os.path.join(root, n), ignore_errors=True)
+        remove_at(root_fd, n)
     return stale
+
+
+def remove_stale(root: str = PIN_ROOT) -> list[str]:
+    """:func:`remove_stale_at` of the pin root ``root`` (nothing when it is missing);
+    :class:`~ringtool.errors.UnsafeDirectoryError` when it is not safe to use."""
+    root_fd = open_pin_root(root, create=False)
+    if root_fd is None:
+        return []
+    try:
+        return remove_stale_at(root_fd)
+    finally:
+        os.close(root_fd)
 
 
 def check_user_ringbuf() -> None:
@@ -97,25 +116,38 @@ class MarkSource:
     """The marker ring of one trace, pinned for ``ringtool mark`` (see the module doc).
 
     ``group`` is the trace's ring group; ``layout`` gives the record size checks.
-    Raises :class:`KernelFeatureError` on a kernel without USER_RINGBUF, a
+    Raises :class:`KernelFeatureError` on a kernel without USER_RINGBUF,
+    :class:`~ringtool.errors.UnsafeDirectoryError` when ``root`` is not safe to use, a
     :class:`~ringtool.programs.loader.BpfCompileError` when clang/bpftool fail."""
 
     def __init__(self, group: RingBufGroup, layout: TraceLayout, root: str = PIN_ROOT) -> None:
         check_user_ringbuf()
-        remove_stale(root)
-        os.makedirs(root, mode=0o700, exist_ok=True)
-        self.path = os.path.join(root, f"{process_key(os.getpid())}-{secrets.token_hex(4)}")
-        os.mkdir(self.path, 0o700)
+        root_fd = open_pin_root(root, create=True)
+        assert root_fd is not None  # created
+        self._root_fd = root_fd
+        self._dir_fd = -1
+        self._name = f"{process_key(os.getpid())}-{secrets.token_hex(4)}"
+        self.path = os.path.join(root, self._name)
         marks_fd = -1
         try:
+            remove_stale_at(root_fd)
+            os.mkdir(self._name, 0o700, dir_fd=root_fd)
+            dir_fd = open_dir_at(root_fd, self._name)
+            if dir_fd is None:
+                raise FileNotFoundError(f"{self.path} vanished as it was made")
+            self._dir_fd = dir_fd
+
+            def pin(name: str) -> str:
+                return fd_path(dir_fd, name)
+
             # every map is ours, passed to libbpf by its pin: the group's three (pins
             # removed once the program holds them) and the marker ring
             marks_fd = bpf.map_create(bpf.MapType.USER_RINGBUF, key_size=0, value_size=0,
                                       max_entries=MARK_RING_BYTES)  # fmt: skip
-            bpf.obj_pin(marks_fd, os.path.join(self.path, "marks"))
+            bpf.obj_pin(marks_fd, pin("marks"))
             fds = (group.rings_fd, group.cpumap_fd, group.drops_fd)
             for name, fd in zip(_GROUP_PINS, fds, strict=True):
-                bpf.obj_pin(fd, os.path.join(self.path, name))
+                bpf.obj_pin(fd, pin(name))
             defines: dict[str, int | str] = {
                 **layout.size_defines(),
                 "MARK_RING_BYTES": MARK_RING_BYTES,
@@ -125,12 +157,12 @@ class MarkSource:
                 "RT_PCPU_CPUS_PER_BUF": group.layout.cpus_per_buffer,
             }
             load_pinned(
-                SOURCE_NAMED["mark"].bpf_file, self.path, defines=defines, prog_name="drain",
-                reuse={n: os.path.join(self.path, n) for n in (*_GROUP_PINS, "marks")},
-                pin_maps=False,
+                SOURCE_NAMED["mark"].bpf_file, fd_path(dir_fd), defines=defines,
+                prog_name="drain", reuse={n: pin(n) for n in (*_GROUP_PINS, "marks")},
+                pin_maps=False, pass_fds=(dir_fd,),
             )  # fmt: skip
             for name in _GROUP_PINS:
-                os.unlink(os.path.join(self.path, name))
+                os.unlink(name, dir_fd=dir_fd)
         except BaseException:
             self.close()
             raise
@@ -140,7 +172,20 @@ class MarkSource:
 
     def close(self) -> None:
         """Remove the pins (the trace ends: markers find it no more). Idempotent."""
-        shutil.rmtree(self.path, ignore_errors=True)
+        if self._dir_fd >= 0:
+            os.close(self._dir_fd)
+            self._dir_fd = -1
+        if self._root_fd >= 0:
+            remove_at(self._root_fd, self._name)
+            os.close(self._root_fd)
+            self._root_fd = -1
 
 
-__all__ = ["MARK_RING_BYTES", "PIN_ROOT", "MarkSource", "check_user_ringbuf", "remove_stale"]
+__all__ = [
+    "MARK_RING_BYTES",
+    "PIN_ROOT",
+    "MarkSource",
+    "check_user_ringbuf",
+    "remove_stale",
+    "remove_stale_at",
+]

@@ -5,29 +5,36 @@ PERF_EVENT_ARRAY, and attaches both directions to ``iface`` with pyroute2: it ad
 the clsact qdisc when the interface has none (and then removes it on close, which
 removes the filters too), else it adds only its two filters (and deletes only those).
 ``close()`` always detaches, also after a failed setup; it is idempotent.
+Its filters are named for this process (:mod:`ringtool.trace.net_filters`): those a
+killed ringtool left on the interface are replaced (and its clsact removed at close
+when nothing else is on it), each with a note in :attr:`NetSource.notes`; a running
+ringtool's, or a filter not ours at our priority, refuse the source with a message
+naming it; other filters are left alone and named in a note.
 With ``overwrite=True`` (a flight recorder) the perf buffers are opened with
 ``write_backward``: nothing is read while tracing and :meth:`NetSource.snapshot` copies
 the newest samples.
 
 Samples are ``struct trace_net`` + the first ``captured`` packet bytes (see
-:meth:`ringtool.event.decode.Decoder.decode_net`).
+:class:`ringtool.event.records.NetRecords`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from typing import Any
 
 from ringtool.errors import RingtoolError
 from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.perfbuf import PerfBuffer
+from ringtool.trace.net_filters import FILTER_PRIO, classify, filter_name, read_filters
 from ringtool.trace.net_order import NetReorder
 from ringtool.trace.sources import SOURCE_NAMED
 
 TC_INGRESS = "ffff:fff2"  # clsact parents (TC_H_MIN_INGRESS / TC_H_MIN_EGRESS)
 TC_EGRESS = "ffff:fff3"
-FILTER_PRIO = 49152  # a fixed priority: our filters are found (and deleted) by it
+HOOKS = {"ingress": TC_INGRESS, "egress": TC_EGRESS}
 
 
 class NetSourceError(RingtoolError):
@@ -57,6 +64,8 @@ class NetSource:
         self._index = 0
         self._own_qdisc = False
         self._filters: list[str] = []
+        #: what the setup found on the interface (a killed ringtool's filters, others')
+        self.notes: list[str] = []
         try:
             self._setup(snaplen, pages, defines)
         except BaseException as exc:
@@ -67,7 +76,6 @@ class NetSource:
 
     def _setup(self, snaplen: int, pages: int, defines: dict[str, int | str]) -> None:
         from pyroute2 import IPRoute
-        from pyroute2.netlink.exceptions import NetlinkError
 
         with IPRoute() as ipr:
             found = ipr.link_lookup(ifname=self.iface)
@@ -86,18 +94,47 @@ class NetSource:
             self._obj[b"net_events"], on_sample, page_cnt=pages, overwrite=self.overwrite
         )
         with IPRoute() as ipr:
-            try:
-                ipr.tc("add", "clsact", self._index)
-                self._own_qdisc = True
-            except NetlinkError as exc:
-                if exc.code != 17:  # EEXIST: someone's clsact is there; share it
-                    raise
+            self._take_hooks(ipr)
             for parent, fn in progs.items():
                 ipr.tc(
-                    "add-filter", "bpf", self._index, ":1", fd=fn.fd, name=fn.name.decode(),
+                    "add-filter", "bpf", self._index, ":1", fd=fn.fd,
+                    name=filter_name(fn.name.decode(), os.getpid()),
                     parent=parent, classid=1, direct_action=True, prio=FILTER_PRIO,
                 )  # fmt: skip
                 self._filters.append(parent)
+
+    def _take_hooks(self, ipr: Any) -> None:
+        """The clsact qdisc (added, or shared), with a killed ringtool's filters
+        removed; a conflict is a :class:`NetSourceError` (see the module doc)."""
+        from pyroute2.netlink.exceptions import NetlinkError
+
+        found = classify(read_filters(ipr, self._index, HOOKS), os.getpid())
+        if found.conflicts:
+            what = "; ".join(dict.fromkeys(f.describe() for f in found.conflicts))
+            raise NetSourceError(
+                f"cannot capture on {self.iface}: TC priority {FILTER_PRIO} is taken ({what}): "
+                f"another ringtool trace runs there, or remove that filter "
+                f"(tc filter del dev {self.iface} ingress|egress pref {FILTER_PRIO})"
+            )
+        try:
+            ipr.tc("add", "clsact", self._index)
+            self._own_qdisc = True
+        except NetlinkError as exc:
+            if exc.code != 17:  # EEXIST: someone's clsact is there; share it
+                raise
+        for hook in sorted({f.hook for f in found.leftovers}):
+            ipr.tc("del-filter", "bpf", self._index, parent=HOOKS[hook], prio=FILTER_PRIO)
+        if found.leftovers:
+            # its clsact too, at close, when nothing else is on it
+            self._own_qdisc = self._own_qdisc or not found.foreign
+            hooks = ", ".join(sorted({f.hook for f in found.leftovers}))
+            self.notes.append(f"replaced a filter left by a killed ringtool on {self.iface} "
+                              f"({hooks})")  # fmt: skip
+        if found.foreign:
+            what = "; ".join(dict.fromkeys(f.describe() for f in found.foreign))
+            self.notes.append(f"{self.iface} has TC filters that are not ringtool's, left "
+                              f"alone (one that runs first can drop what ringtool would see): "
+                              f"{what}")  # fmt: skip
 
     def _on_sample(self, cpu: int, data: memoryview) -> None:
         self._pending.append((cpu, bytes(data)))

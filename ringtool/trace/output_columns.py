@@ -37,18 +37,14 @@ from ringtool.event.detail import DETAIL, detail_split
 from ringtool.event.fields import fields_of
 from ringtool.event.group_values import group_values
 from ringtool.event.line_pieces import Piece, lines_of, text_of
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
-from ringtool.trace.growth_policy import size_text
-from ringtool.trace.latency_buckets import approx_duration
 from ringtool.trace.proc_names import shown_comm
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
+from ringtool.trace.summary import ELLIPSIS, cut, format_summary
 
 HEADER = f"{'TIME':<8} {'CPU':>3} {'PID':<7} {'UID':<6} {'COMM':<16} {'EVENT':<7} DETAIL"
-
-
-#: What marks cut text (the TUI's mark too).
-ELLIPSIS = "…"
 
 
 def fit(text: str, width: int) -> str:
@@ -58,13 +54,6 @@ def fit(text: str, width: int) -> str:
     if width <= 0:
         return ""
     return ELLIPSIS + text[len(text) - width + 1 :]
-
-
-def cut(line: str, width: int | None) -> str:
-    """``line`` cut to ``width`` characters (None: whole), ending in ``…`` when cut."""
-    if width is None or len(line) <= width:
-        return line
-    return line[: width - 1] + ELLIPSIS if width > 0 else ""
 
 
 def fit_detail(ev: Event, width: int | None) -> str:
@@ -100,44 +89,11 @@ def format_stats(stats: TraceStats, width: int | None = 80) -> str:
         f"-- {stats.uptime:6.1f}s {stats.rate_total:8.0f} ev/s ({per}) "
         f"drops {stats.dropped} lost {stats.lost}"
     )
+    if (ow := stats.overwritten) is not None:  # a flight recorder: as of its last dump
+        line += f" {ow.key} {ow.total}"
     if stats.export is not None:  # --export: the export drops first, before the cut
         line = line.replace(" ev/s (", f" ev/s xdrop {stats.export['export_dropped']} (", 1)
     return cut(line, width)
-
-
-def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
-    lines = [
-        f"{stats.total} events in {stats.uptime:.1f}s, {stats.dropped} dropped, {stats.lost} lost"
-        + (f", {stats.malformed} malformed" if stats.malformed else ""),
-        "by type: " + (", ".join(f"{k} {v}" for k, v in sorted(stats.by_type.items())) or "-"),
-    ]
-    if stats.drops_source and any(stats.drops_source.values()):
-        lines.append(
-            "dropped by source: " + ", ".join(f"{k} {v}" for k, v in stats.drops_source.items())
-        )
-    if stats.export is not None:
-        x = stats.export
-        why = ", ".join(f"{k} {v}" for k, v in x["export_dropped_by_reason"].items() if v)
-        lines.append(f"export: {x['exported']} exported, {x['export_dropped']} export_dropped"
-                     + (f" ({why})" if why else ""))  # fmt: skip
-    if stats.ordering is not None:
-        o = stats.ordering
-        lines.append(
-            f"ordered: {o['out_of_order']} out of order "
-            f"(per CPU ring {o['out_of_order_per_buffer']}), max {o['max_lateness_us']} us late"
-        )
-    if stats.cost is not None:
-        lines.append(stats.cost.line())
-    if stats.rings is not None and stats.rings["switches"]:
-        lines.append("rings: " + ", ".join(
-            f"cpu {r['cpu']} {size_text(r['bytes'])} ({r['grown']} grown, {r['shrunk']} "
-            f"shrunk, peak {size_text(r['peak_bytes'])})"
-            for r in stats.rings["per_cpu"] if r["grown"] or r["shrunk"]))  # fmt: skip
-    for row in stats.top_syscalls(5):
-        lines.append(
-            f"  {row.name:<20} {row.count:>10} calls  p99 {approx_duration(row.p99_ns):>6}"
-        )
-    return [cut(line, width) for line in lines]
 
 
 def _printable_all(texts: list[str]) -> list[str]:
@@ -187,7 +143,7 @@ def _group_pieces(
     and rest of the detail (the last two pieces)."""
     cols, shown = group_values(decoder, g.rec, fields_of(g.name))
     clock = clocks(wall_seconds(g.rec["h"]["ts"], decoder.offset_ns))
-    comm = shown["comm"]
+    comm = [shown_comm(c, g.name) for c in shown["comm"]] if g.name == "net" else shown["comm"]
     path_key, rest_of, rest_keys = DETAIL.get(g.name, (None, None, ()))
     path: Piece = _texts(shown[path_key], "%s") if path_key else ""
     rest: Piece = ""
@@ -198,7 +154,7 @@ def _group_pieces(
             rest = _printable_all(rest_of(cols))
     pieces: list[Piece] = [
         _texts(clock, "%-8s "), _texts(cols["cpu"], "%3d "), _texts(cols["pid"], "%-7d "),
-        _texts(cols["uid"], "%-6d "),
+        _texts(cols["uid"], "%-6d ") if "uid" in cols else f"{'-':<6} ",  # net: no task
         _texts(comm if width is None else [c[:16] for c in comm], "%-16s "),
         f"{g.name:<7} ", path, rest,
     ]  # fmt: skip
@@ -220,8 +176,8 @@ def group_lines(decoder: Decoder, g: TypeGroup, width: int | None) -> list[str]:
 
 
 def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None) -> list[str]:
-    """One column line per record, in array order: :func:`format_event` of each
-    decoded event, computed a column at a time."""
+    """One column line per record of ``arr`` (events or packets), in array order:
+    :func:`format_event` of each decoded event, computed a column at a time."""
     return in_array_order(
         arr, decoder.types, lambda g: group_lines(decoder, g, width), decoder.views
     )
@@ -250,16 +206,17 @@ class ColumnOutput(OutputBase):
         lines.append("Tracing... Ctrl-C to end.")
         return lines
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+    def batch(self, records: Records) -> None:
         w = self.width
-        groups = by_type(arr, self.decoder.types, self.decoder.views)
-        if w is None and not net and len(groups) == 1 and groups[0].positions is None:
-            pieces, _, _ = _group_pieces(self.decoder, groups[0], None)  # one type, uncut
-            self.stream.write(text_of(pieces, len(arr)))
-            self.stream.flush()
-            return
-        lines = column_lines(self.decoder, arr, w)
-        lines.extend(format_event(ev, w) for ev in net)
+        arrays = records.arrays()
+        if w is None and len(arrays) == 1:
+            groups = by_type(arrays[0], self.decoder.types, self.decoder.views)
+            if len(groups) == 1 and groups[0].positions is None:
+                pieces, _, _ = _group_pieces(self.decoder, groups[0], None)  # one type, uncut
+                self.stream.write(text_of(pieces, len(arrays[0])))
+                self.stream.flush()
+                return
+        lines = [line for arr in arrays for line in column_lines(self.decoder, arr, w)]
         if lines:
             self._write(lines)
 

@@ -37,8 +37,9 @@ from typing import Any, TextIO
 import numpy as np
 
 from ringtool.event.columns import by_type
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
 from ringtool.event.fields import FIELD_NAMES, fields_of
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.trace.output_columns import ColumnOutput, clocks, cut, format_summary
 from ringtool.trace.sink import OutputBase
@@ -59,11 +60,14 @@ def cell(v: Any) -> Any:
     return v
 
 
-def field_rows(
-    decoder: Decoder, arr: np.ndarray[Any, Any], net: list[Event], keys: Sequence[str]
-) -> list[tuple[Any, ...]]:
-    """One tuple of the ``keys`` values per event (records in array order, then
-    ``net``); a key the event does not have is :data:`_MISSING`."""
+def field_rows(decoder: Decoder, records: Records, keys: Sequence[str]) -> list[tuple[Any, ...]]:
+    """One tuple of the ``keys`` values per event (events in array order, then the
+    packets); a key the event does not have is :data:`_MISSING`."""
+    return [row for arr in records.arrays() for row in _rows(decoder, arr, keys)]
+
+
+def _rows(decoder: Decoder, arr: np.ndarray[Any, Any], keys: Sequence[str]) -> list[Any]:
+    """:func:`field_rows` of one record array, in array order."""
     out: list[Any] = [None] * len(arr)
     for g in by_type(arr, decoder.types, decoder.views):
         n = len(g.rec)
@@ -80,7 +84,6 @@ def field_rows(
             break
         for i, row in zip(g.positions.tolist(), rows, strict=True):
             out[i] = row
-    out.extend(tuple(ev.get(key, _MISSING) for key in keys) for ev in net)
     return out
 
 
@@ -125,8 +128,8 @@ class CsvOutput(OutputBase):
         self._csv.writerow(self.keys)
         self.stream.flush()
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        rows = field_rows(self.decoder, arr, net, self.keys)
+    def batch(self, records: Records) -> None:
+        rows = field_rows(self.decoder, records, self.keys)
         if not rows:
             return
         if self.terminal:  # for eyes only: a terminal must not act on what is in a cell
@@ -173,8 +176,8 @@ class FieldColumnOutput(ColumnOutput):
         self._tell(self.start_lines(sources, notes))
         self._write([self._line(["TIME" if k == "ts" else k.upper() for k in self.keys])])
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        rows = field_rows(self.decoder, arr, net, self.keys)
+    def batch(self, records: Records) -> None:
+        rows = field_rows(self.decoder, records, self.keys)
         if not rows:
             return
         cols: list[list[str]] = []

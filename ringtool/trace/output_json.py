@@ -16,12 +16,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-import numpy as np
-
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
 from ringtool.event.json_lines import batch_text, object_line
+from ringtool.event.records import Records
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
+from ringtool.trace.stats_json import stats_record, summary_record
 
 
 class JsonOutput(OutputBase):
@@ -43,17 +43,17 @@ class JsonOutput(OutputBase):
     def start(self, sources: list[str], notes: list[str]) -> None:
         self._write([{"type": "start", "sources": sources, "notes": notes}], self.err)
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        text = batch_text(self.decoder, arr, net, self.fields)
+    def batch(self, records: Records) -> None:
+        text = batch_text(self.decoder, records, self.fields)
         if text:
             self.stream.write(text)
             self.stream.flush()
 
     def stats(self, stats: TraceStats) -> None:
-        self._write([stats.stats_record()], self.err)
+        self._write([stats_record(stats)], self.err)
 
     def summary(self, stats: TraceStats) -> None:
-        self._write([stats.summary_record()], self.stream)
+        self._write([summary_record(stats)], self.stream)
 
     def note(self, text: str) -> None:
         self._write([{"type": "note", "text": text}], self.err)

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ringtool.errors import RingtoolError, UsageError
-from ringtool.event.decode import Event
+from ringtool.event.columns import cstrings
+from ringtool.event.records import NetRecords, Records
 from ringtool.event.safe_text import printable
 from ringtool.trace.pcapng import PcapngWriter
 from ringtool.trace.private_file import open_private
@@ -50,14 +53,20 @@ class PcapSink:
     """Net events -> a pcapng file (see the module doc). :meth:`open` refuses a file
     that cannot be written before tracing starts; :meth:`write` raises OSError."""
 
-    def __init__(self, writer: PcapngWriter, path: Path | None = None) -> None:
+    def __init__(
+        self, writer: PcapngWriter, path: Path | None = None, *, realtime_offset_ns: int
+    ) -> None:
         self.writer = writer
         self.path = path
+        #: CLOCK_REALTIME - CLOCK_MONOTONIC, ns: a packet's ``h.ts`` to its time in the file
+        self.offset_ns = realtime_offset_ns
         self._ifaces: dict[int, tuple[str, bool]] = {}  # ifindex -> (name, loopback)
         self.loopback_skipped = 0
 
     @classmethod
-    def open(cls, path: Path, snaplen: int, force: bool = False) -> PcapSink:
+    def open(
+        cls, path: Path, snaplen: int, force: bool = False, *, realtime_offset_ns: int
+    ) -> PcapSink:
         """A capture on ``path`` whose section header is already on disk (so a file
         that cannot be written, like /dev/full, is a UsageError naming --pcap). The
         file is created 0600 without following a symlink; an existing one only with
@@ -70,7 +79,7 @@ class PcapSink:
             with contextlib.suppress(OSError):
                 f.close()
             raise UsageError(f"--pcap {path}: {exc.strerror}") from None
-        return cls(writer, path)
+        return cls(writer, path, realtime_offset_ns=realtime_offset_ns)
 
     def _iface(self, index: int) -> tuple[str, bool]:
         known = self._ifaces.get(index)
@@ -82,28 +91,33 @@ class PcapSink:
             known = self._ifaces[index] = (name, is_loopback(name))
         return known
 
-    def write(self, events: Iterable[Mapping[str, Any]]) -> None:
-        """Write the net events' packets (ingress only on a loopback device), in
-        timestamp order: a batch holds each CPU's perf buffer in turn, and a capture
-        out of time order reads as retransmissions in tshark (a stable sort)."""
-        for ev in sorted(events, key=lambda e: e["ts_ns"]):
-            name, loopback = self._iface(ev["ifindex"])
-            inbound = ev["dir"] == "ingress"
+    def write(self, net: NetRecords) -> None:
+        """Write the packets (ingress only on a loopback device), in timestamp order:
+        a batch holds each CPU's perf buffer in turn, and a capture out of time order
+        reads as retransmissions in tshark (a stable sort)."""
+        h = net.rec["h"]
+        ts_ns = (h["ts"].astype(np.int64) + self.offset_ns).tolist()
+        cols = zip(range(len(net)), ts_ns, net.rec["ifindex"].tolist(),
+                   (net.rec["dir"] == 0).tolist(), net.rec["len"].tolist(), h["cpu"].tolist(),
+                   h["pid"].tolist(), cstrings(h["comm"]).values, strict=True)  # fmt: skip
+        for i, ts, ifindex, inbound, length, cpu, pid, comm in sorted(cols, key=lambda c: c[1]):
+            name, loopback = self._iface(ifindex)
             if loopback and not inbound:
                 self.loopback_skipped += 1
                 continue
+            ev = {"cpu": cpu, "dir": "ingress" if inbound else "egress", "pid": pid, "comm": comm}
             self.writer.write_packet(
-                ev["payload"], ev["len"], ev["ts_ns"], ifname=name,
-                comment=packet_comment(ev), inbound=inbound,
+                net.payload(i), length, ts, ifname=name, comment=packet_comment(ev),
+                inbound=inbound,
             )  # fmt: skip
 
-    def publish(self, arr: object, net: list[Event]) -> None:
-        """The :class:`~ringtool.trace.sink.Sink` call: the batch's net events (a
-        write that fails is a RingtoolError naming --pcap). The batch is flushed to
-        the file: a flight recorder's dump is there for whoever reads it next."""
-        if net:
+    def publish(self, records: Records) -> None:
+        """The :class:`~ringtool.trace.sink.Sink` call: the batch's packets (a write
+        that fails is a RingtoolError naming --pcap). The batch is flushed to the file:
+        a flight recorder's dump is there for whoever reads it next."""
+        if len(records.net):
             try:
-                self.write(net)
+                self.write(records.net)
                 self.writer.stream.flush()
             except OSError as exc:
                 raise RingtoolError(f"--pcap {self.path}: {exc.strerror}") from None

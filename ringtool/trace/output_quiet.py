@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
-import numpy as np
-
-from ringtool.event.decode import Event
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.stats import TraceStats
+from ringtool.trace.stats_json import summary_record
 
 
 class QuietOutput(OutputBase):
@@ -28,14 +27,14 @@ class QuietOutput(OutputBase):
     def start(self, sources: list[str], notes: list[str]) -> None:
         pass
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+    def batch(self, records: Records) -> None:
         pass
 
     def stats(self, stats: TraceStats) -> None:
         pass
 
     def summary(self, stats: TraceStats) -> None:
-        self.stream.write(json.dumps(stats.summary_record()) + "\n")
+        self.stream.write(json.dumps(summary_record(stats)) + "\n")
         self.stream.flush()
 
     def note(self, text: str) -> None:

@@ -52,7 +52,7 @@ class RunConfig:
     keep_exited: bool = False
 
 
-def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
+def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[TraceStats]:
     """The output ``cfg.mode`` names, writing to ``stream`` (the TUI: the terminal)."""
     if cfg.mode == "json":
         from ringtool.trace.output_json import JsonOutput
@@ -77,11 +77,11 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output:
     return ColumnOutput(stream, decoder, width=cfg.width)
 
 
-def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> list[Sink]:
+def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> list[Sink[TraceStats]]:
     """The sinks ``cfg`` asks for, opened before the sources load (a ``--pcap`` that
     cannot be created is a :class:`~ringtool.errors.UsageError` naming the flag). On an
     error the ones already open are closed."""
-    sinks: list[Sink] = []
+    sinks: list[Sink[TraceStats]] = []
     try:
         if cfg.export is not None and cfg.export.wanted:
             from ringtool.export.trace_hook import TraceHook
@@ -90,7 +90,8 @@ def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> lis
         if cfg.pcap is not None:
             from ringtool.trace.output_pcap import PcapSink
 
-            sinks.append(PcapSink.open(cfg.pcap, snaplen, force=cfg.force))
+            sinks.append(PcapSink.open(cfg.pcap, snaplen, force=cfg.force,
+                                       realtime_offset_ns=decoder.offset_ns))  # fmt: skip
         if cfg.kmes is not None:
             from ringtool.trace.kmes_sink import KmesSink
 
@@ -103,7 +104,7 @@ def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> lis
     return sinks
 
 
-def close_sinks(sinks: list[Sink], stats: TraceStats | None) -> None:
+def close_sinks(sinks: list[Sink[TraceStats]], stats: TraceStats | None) -> None:
     """Close every sink once (the list is emptied), in order; the first error is
     raised after all were closed."""
     first: BaseException | None = None

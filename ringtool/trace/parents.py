@@ -11,10 +11,11 @@ later (its parent exited) keeps the parent it had; execsnoop, which reads
 
 from __future__ import annotations
 
-import ctypes
 import os
 from collections.abc import Iterator, MutableMapping
 from typing import Any
+
+from ringtool.kernel.c_ints import u32
 
 
 def running_parents(proc: str = "/proc") -> Iterator[tuple[int, int]]:
@@ -41,7 +42,7 @@ def seed_parents(table: MutableMapping[Any, Any], limit: int = 32768) -> int:
     for pid, ppid in running_parents():
         if n >= limit:
             break
-        table[ctypes.c_uint32(pid)] = ctypes.c_uint32(ppid)
+        table[u32(pid)] = u32(ppid)
         n += 1
     return n
 

@@ -10,10 +10,12 @@ Contract of :func:`open_private`:
 - a new file is created with ``O_CREAT|O_EXCL|O_NOFOLLOW``, mode 0600 (umask can only
   narrow it): a symlink at ``path``, dangling or not, is never followed;
 - an existing file is refused (a :class:`UsageError` naming the path and ``--force``);
-- with ``force`` an existing *regular* file is opened ``O_NOFOLLOW`` (a symlink is
-  refused), must have one link (a hard link to another file is refused), is truncated,
-  then made ours (``fchown`` to the effective uid/gid) and 0600 — through the open
-  descriptor, so nothing can be swapped in between;
+- with ``force`` an existing *regular* file (a symlink is refused; one with more than
+  one link too) is *replaced*, never written: a new file is created 0600 with
+  ``O_CREAT|O_EXCL|O_NOFOLLOW`` under a random name in the same directory and renamed
+  over it at once. A process that opened the old file beforehand (its owner, say)
+  keeps reading that old inode, which receives nothing; the new file is ours (the
+  effective uid/gid) and 0600 from its creation;
 - with ``force`` a character device or FIFO (``/dev/null``) is written as it is,
   without changing its mode or owner; anything else is refused.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -36,8 +39,47 @@ def _fail(flag: str, path: Path, why: str) -> UsageError:
     return UsageError(f"{flag} {path}: {why}")
 
 
+def _temp_name(path: Path) -> str:
+    return f".{path.name}.{secrets.token_hex(8)}.ringtool"
+
+
+def _replace(path: Path, flag: str) -> int:
+    """``--force`` on a regular file: a new 0600 file renamed over it (module doc)."""
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _fail(flag, path, exc.strerror or str(exc)) from None
+    try:
+        tmp = _temp_name(path)
+        fd = os.open(tmp, _BASE | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
+        try:
+            os.rename(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            os.unlink(tmp, dir_fd=dir_fd)
+            os.close(fd)
+            raise
+        return fd
+    except OSError as exc:
+        raise _fail(flag, path, exc.strerror or str(exc)) from None
+    finally:
+        os.close(dir_fd)
+
+
 def _reopen(path: Path, flag: str) -> int:
-    """``--force``: the existing file at ``path`` as an fd, made safe (see the module doc)."""
+    """``--force``: the existing file at ``path`` replaced, or the device/FIFO there
+    opened as it is (see the module doc)."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise _fail(flag, path, exc.strerror or str(exc)) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _fail(flag, path, "is a symbolic link: not followed; give the file itself")
+    if stat.S_ISREG(st.st_mode):
+        if st.st_nlink != 1:
+            raise _fail(flag, path, f"has {st.st_nlink} hard links: not overwritten")
+        return _replace(path, flag)
+    if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        raise _fail(flag, path, "is not a regular file, a device or a FIFO")
     try:
         fd = os.open(path, _BASE | os.O_NONBLOCK)  # a FIFO without a reader: ENXIO, no hang
     except OSError as exc:
@@ -47,16 +89,9 @@ def _reopen(path: Path, flag: str) -> int:
             ) from None
         raise _fail(flag, path, exc.strerror or str(exc)) from None
     try:
-        st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode):
-            if st.st_nlink != 1:
-                raise _fail(flag, path, f"has {st.st_nlink} hard links: not overwritten")
-            os.ftruncate(fd, 0)
-            if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
-                os.fchown(fd, os.geteuid(), os.getegid())
-            os.fchmod(fd, 0o600)
-        elif not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-            raise _fail(flag, path, "is not a regular file, a device or a FIFO")
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):  # swapped since the lstat
+            raise _fail(flag, path, "changed while it was opened: not written")
         os.set_blocking(fd, True)
     except OSError as exc:
         os.close(fd)

@@ -20,8 +20,9 @@ from typing import Any, TextIO, cast
 
 import numpy as np
 
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
+from ringtool.event.records import NO_PACKETS, Records
 from ringtool.event.safe_text import printable
 from ringtool.event.syscalls import syscall_namer
 from ringtool.kernel.cpus import possible_cpu_count
@@ -48,7 +49,7 @@ class RunParts:
 
     session: type[TraceSession] = TraceSession
     stats: type[TraceStats] = TraceStats
-    output: Callable[[RunConfig, Decoder, TextIO], Output] = make_output
+    output: Callable[[RunConfig, Decoder, TextIO], Output[TraceStats]] = make_output
 
 
 def run_trace(
@@ -102,9 +103,9 @@ def _loop(
     cfg: RunConfig,
     decoder: Decoder,
     held: HeldWrites,
-    sinks: list[Sink],
+    sinks: list[Sink[TraceStats]],
     parts: RunParts,
-    out: Output,
+    out: Output[TraceStats],
 ) -> None:
     stream = cast(TextIO, held)
     stats = parts.stats(decoder.types, possible_cpu_count(), session.active,
@@ -184,6 +185,7 @@ def _tick(
         drops_cpu=session.dropped_per_cpu(),
         drops_source=session.dropped_per_source(),
         lost_cpu=session.lost_per_cpu(),
+        overwritten=session.overwritten(),
         syscall_hist=session.syscall_hist(),
         drill=(drill, session.drill_hist()),
     )
@@ -207,8 +209,8 @@ def _print_hist(stats: TraceStats, *, json_lines: bool, stream: TextIO) -> None:
 def _ingest(
     session: TraceSession,
     stats: TraceStats,
-    out: Output,
-    sinks: list[Sink],
+    out: Output[TraceStats],
+    sinks: list[Sink[TraceStats]],
     decoder: Decoder,
     ordered: OrderedReader | None,
     held: HeldWrites,
@@ -227,20 +229,20 @@ def _ingest(
         with held.hold(), _records(session, ordered, final) as arrays:
             got = sum(len(a) for a in arrays)
             raw_net = session.read_net(final=final)
-            net: list[Event] = decoder.decode_net(raw_net) if raw_net else []
+            net = decoder.net_records(raw_net) if raw_net else NO_PACKETS
             stats.malformed = decoder.malformed
-            if got == 0 and not net:
+            if got == 0 and not len(net):
                 return
             batch = list(pieces(arrays)) or [np.empty(0, dtype=session.layout.event)]
             for i, arr in enumerate(batch):
                 if keep is not None:
                     arr = keep.keep(arr)  # -n: after the ring (its drops were counted before)
-                evs = net if i == len(batch) - 1 else []  # the net events with the last
+                records = Records(arr, net if i == len(batch) - 1 else NO_PACKETS)  # net: last
                 stats.add_batch(arr)
-                stats.add_events(evs)
-                out.batch(arr, evs)
+                stats.add_net(records.net)
+                out.batch(records)
                 for sink in sinks:
-                    sink.publish(arr, evs)
+                    sink.publish(records)
         if got < BATCH and not final:
             return
 

@@ -45,7 +45,8 @@ from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.cflags import filter_defines, ring_defines
-from ringtool.trace.cost import program_label
+from ringtool.trace.cost import program_fds
+from ringtool.trace.flight_count import Overwritten
 from ringtool.trace.hist_maps import Hists, SyscallHists
 from ringtool.trace.marks import MarkSource, check_user_ringbuf
 from ringtool.trace.options import ALL_EVENTS, PAGE, RING_SOURCES, TraceOptions
@@ -174,6 +175,8 @@ class TraceSession:
         except RingtoolError as exc:
             self._note(f"source net disabled: {_first_line(exc)}")
             return
+        for note in self.net.notes:
+            self._note(f"source net: {note}")
         o = self.opts
         if o.pid is not None or o.comm or o.tid is not None or o.uid is not None or o.cgroup:
             # TC programs run without a task: no pid, comm, uid or cgroup to filter on
@@ -285,14 +288,8 @@ class TraceSession:
         """Every loaded BPF program of the running sources: ``"source event"`` (the
         tracepoint ``category:event``, or the function's name) -> its fd, open until
         :meth:`close` (what :class:`ringtool.trace.cost.CostSampler` reads)."""
-        out: dict[str, int] = {}
-        for source, obj in self.sources.items():
-            for fn in obj.funcs.values():
-                name = program_label(fn.name.decode())
-                out[f"{source} {name}"] = fn.fd
-        if self.net is not None:
-            out.update({f"net {name}": fd for name, fd in self.net.prog_fds().items()})
-        return out
+        net = {} if self.net is None else self.net.prog_fds()
+        return program_fds(self.sources, {f"net {name}": fd for name, fd in net.items()})
 
     # --- counters ----------------------------------------------------------------------
 
@@ -337,6 +334,11 @@ class TraceSession:
     def lost_per_cpu(self) -> dict[int, int]:
         """Perf samples lost per CPU (net source; PERF_RECORD_LOST totals)."""
         return {} if self.net is None else self.net.lost()
+
+    def overwritten(self) -> Overwritten | None:
+        """Events the rings overwrote before they were read: None here (the reader
+        keeps up or the producer fails: a drop); a flight recorder's count."""
+        return None
 
     def syscall_hist(self) -> Hists:
         """Cumulative latency histograms: syscall nr -> {bucket: count} (log-linear

@@ -1,6 +1,21 @@
-"""SIGINT/SIGTERM for the trace loop: they set a flag and wake the loop's wait instead
-of raising, so the loop ends between batches and the summary always matches what was
-written."""
+"""The signals ``ringtool trace`` acts on: SIGINT/SIGTERM (stop) and SIGUSR1 (a flight
+recorder's dump).
+
+:class:`StartSignals` holds them from the first line of ``ringtool``'s ``main``: a
+signal that comes while the subcommand starts (imports, BCC compiling the sources) is
+recorded instead of taking its default action (SIGUSR1's would kill the process, exit
+138, before anything was written). ``ringtool trace`` takes the recorded ones when it
+is ready for them: :class:`StopSignals` stops the run (it starts, writes its start line
+and summary, and ends: exit 0) and the flight recorder
+(:class:`~ringtool.trace.flight.FlightSession`) writes a dump on its first turn. Other
+subcommands get them back at once (:meth:`StartSignals.release`): SIGINT is Ctrl-C
+(exit 130), SIGTERM its default action; a recorded SIGUSR1 is dropped (no other
+subcommand uses it, and it never kills ringtool).
+
+:class:`StopSignals`: SIGINT/SIGTERM for the trace loop set a flag and wake the loop's
+wait instead of raising, so the loop ends between batches and the summary always
+matches what was written.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +24,66 @@ import signal
 import threading
 from typing import Any
 
+#: The signals ``ringtool trace`` handles: stop, stop, dump.
+TRACE_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+
+
+class StartSignals:
+    """The handler of :data:`TRACE_SIGNALS` while ringtool starts: each signal received
+    is recorded until :meth:`claim` takes it. A context manager; installed from the
+    main thread only (elsewhere nothing changes). On exit (or :meth:`release`) the
+    previous handlers come back and a recorded SIGINT/SIGTERM nobody claimed is
+    raised again under them."""
+
+    def __init__(self) -> None:
+        self.pending: set[int] = set()
+        self._old: dict[int, Any] = {}
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.pending.add(signum)
+
+    def claim(self, signum: int) -> bool:
+        """Whether ``signum`` was received and not claimed before (it is claimed now)."""
+        if signum in self.pending:
+            self.pending.discard(signum)
+            return True
+        return False
+
+    def __enter__(self) -> StartSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in TRACE_SIGNALS:
+                self._old[sig] = signal.signal(sig, self)
+        return self
+
+    def release(self) -> None:
+        """The previous handlers back (once); SIGINT/SIGTERM received and not claimed
+        are raised again (SIGINT: KeyboardInterrupt), SIGUSR1 is dropped."""
+        old, self._old = self._old, {}
+        for sig, handler in old.items():
+            if signal.getsignal(sig) is self:  # a handler installed since stays
+                signal.signal(sig, handler)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if old and self.claim(sig):
+                signal.raise_signal(sig)
+        self.pending.clear()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def claimed(old_handler: object, signum: int) -> bool:
+    """Whether ``old_handler`` (what ``signal.signal`` returned when a handler for
+    ``signum`` was installed) is a :class:`StartSignals` that received ``signum``
+    during start-up (the caller then acts on it; it is claimed)."""
+    return isinstance(old_handler, StartSignals) and old_handler.claim(signum)
+
 
 class StopSignals:
     """SIGINT/SIGTERM set :attr:`stopped` instead of raising, and wake the loop's
     ``select`` through ``signal.set_wakeup_fd`` (:meth:`fileno`). Only installed
     from the main thread (elsewhere signals keep their handlers); the old handlers
-    and wakeup fd come back on exit."""
+    and wakeup fd come back on exit. A SIGINT/SIGTERM that :class:`StartSignals`
+    recorded during start-up sets :attr:`stopped` at once."""
 
     def __init__(self) -> None:
         self.stopped = False
@@ -34,6 +103,8 @@ class StopSignals:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._old[sig] = signal.signal(sig, self._handler)
+                if claimed(self._old[sig], sig):
+                    self.stopped = True
             self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
         return self
 
@@ -46,4 +117,4 @@ class StopSignals:
         os.close(self._w)
 
 
-__all__ = ["StopSignals"]
+__all__ = ["TRACE_SIGNALS", "StartSignals", "StopSignals", "claimed"]

@@ -8,25 +8,27 @@ The loop (:mod:`ringtool.trace.runner`) calls both in this order: ``open`` (outp
 ``tick`` (sinks, whose notes go to the output) and ``stats``, and at the end ``close``
 (sinks first, so their final counts are in the summary) and ``summary``.
 
-``Records`` is a numpy structured array of ``bpf/trace_event.h``'s ``struct
-trace_event`` (:mod:`ringtool.event.layout`); it is valid only during the call (the
-loop reuses nothing, but a sink that keeps records must copy them).
+Both get a batch as one :class:`~ringtool.event.records.Records`: the ``struct
+trace_event`` records and the net packets (``struct trace_net`` and their bytes) as
+structured arrays of ``bpf/trace_event.h`` (:mod:`ringtool.event.layout`). It is
+valid only during the call (its events are often a view of a mapped ring, consumed
+after it): whatever keeps records past the call copies them. Both protocols are
+generic in the statistics they are given (``S``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
-import numpy as np
+from ringtool.event.records import Records
 
-from ringtool.event.decode import Event
-from ringtool.trace.stats import TraceStats
+#: The run's statistics as the loop hands them on: the protocols take any type (the
+#: loop's is :class:`ringtool.trace.stats.TraceStats`: ``Output[TraceStats]``), so
+#: this module depends on no statistics of its own.
+S = TypeVar("S", contravariant=True)
 
-#: A batch of trace records (see the module doc).
-Records = np.ndarray[Any, Any]
 
-
-class Output(Protocol):
+class Output(Protocol[S]):
     """What the user watches. ``input_fd`` is a file descriptor the loop waits on for
     keys (-1: none; then :meth:`handle_input` is never called); ``drill_pid`` the
     process the user drilled into (None: none), whose syscalls the loop also counts per
@@ -39,13 +41,13 @@ class Output(Protocol):
     def open(self) -> None: ...
     def close(self) -> None: ...
     def start(self, sources: list[str], notes: list[str]) -> None: ...
-    def batch(self, arr: Records, net: list[Event]) -> None:
-        """A batch of records: ``arr`` is often a view of a mapped ring, valid during
-        the call only (the loop then consumes the read): copy what is kept."""
+    def batch(self, records: Records) -> None:
+        """A batch of records: often a view of a mapped ring, valid during the call
+        only (the loop then consumes the read): copy what is kept."""
         ...
 
-    def stats(self, stats: TraceStats) -> None: ...
-    def summary(self, stats: TraceStats) -> None: ...
+    def stats(self, stats: S) -> None: ...
+    def summary(self, stats: S) -> None: ...
     def note(self, text: str) -> None: ...
     def step(self, text: str) -> None:
         """Start-up: what is being done now (compiling a source, attaching)."""
@@ -80,21 +82,21 @@ class OutputBase:
         pass
 
 
-class Sink(Protocol):
+class Sink(Protocol[S]):
     """Where records go besides the output. :meth:`publish` may raise
     :class:`~ringtool.errors.RingtoolError` (the trace ends with its message);
     :meth:`close` is called once, with the final stats (None when the run failed
     before it had any), and may raise the same for a write it could not complete."""
 
-    def publish(self, arr: Records, net: list[Event]) -> None:
-        """As :meth:`Output.batch`: ``arr`` is valid during the call only."""
+    def publish(self, records: Records) -> None:
+        """As :meth:`Output.batch`: ``records`` are valid during the call only."""
         ...
 
-    def tick(self, stats: TraceStats) -> list[str]:
+    def tick(self, stats: S) -> list[str]:
         """Once per interval, after the kernel counters were taken: notes to show."""
         ...
 
-    def close(self, stats: TraceStats | None) -> None: ...
+    def close(self, stats: S | None) -> None: ...
 
 
 __all__ = ["Output", "OutputBase", "Records", "Sink"]

@@ -1,7 +1,7 @@
 """Aggregation for ``ringtool trace``: totals, rates, top processes, syscall latency.
 
 :class:`TraceStats` is fed record batches (:meth:`add_batch`, vectorised with numpy),
-decoded net events (:meth:`add_events`), ring fill samples (:meth:`observe_fill`) and,
+net packets (:meth:`add_net`), ring fill samples (:meth:`observe_fill`) and,
 once per interval, the kernel counters (:meth:`tick`). It never touches the kernel.
 
 Drops and losses are kernel totals taken at each tick; the ticks where they grew are
@@ -17,18 +17,20 @@ Histograms are the syscalls source's log-linear buckets
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ringtool.event.columns import code_counts
+from ringtool.event.columns import code_counts, cstrings
 from ringtool.event.decode import cstr
+from ringtool.event.records import NetRecords
 from ringtool.event.registry import SOURCE_OF
 from ringtool.trace.cost import CostReport
-from ringtool.trace.latency_buckets import approx, quantile
+from ringtool.trace.flight_count import Overwritten
+from ringtool.trace.latency_buckets import quantile
 from ringtool.trace.proc_names import latest_names, shown_comm
 from ringtool.trace.proctree import ProcessTree
 
@@ -101,6 +103,8 @@ class TraceStats:
     cost: CostReport | None = None
     #: samples too short to decode (counted, never output; see Decoder.malformed)
     malformed: int = 0
+    #: a flight recorder's overwritten events (ringtool.trace.flight_count), else None
+    overwritten: Overwritten | None = None
     _sys_prev: dict[int, int] = field(default_factory=dict)
     _fill_max: dict[int, float] = field(default_factory=dict)
     #: the last interval's drops per CPU, drops and losses (the totals' growth)
@@ -164,14 +168,22 @@ class TraceStats:
             self._count_proc(pid, cstr(comm), c, ts)
         self.tree.add_batch(arr)
 
-    def add_events(self, events: list[dict[str, Any]]) -> None:
-        """Count already-decoded events (the net source)."""
-        for ev in events:
-            self.total += 1
-            self.by_type[ev["type"]] = self.by_type.get(ev["type"], 0) + 1
-            if 0 <= ev["cpu"] < self.ncpu:
-                self.per_cpu[ev["cpu"]] += 1
-            self._count_proc(ev["pid"], shown_comm(ev["comm"], ev["type"]), 1, None)
+    def add_net(self, net: NetRecords) -> None:
+        """Count a batch's packets (the net source; in timestamp order: each pid's
+        name is that of its last packet)."""
+        n = len(net)
+        if n == 0:
+            return
+        h = net.rec["h"]
+        self.total += n
+        self.by_type["net"] = self.by_type.get("net", 0) + n
+        cpus = np.bincount(h["cpu"], minlength=self.ncpu).tolist()
+        for cpu, c in enumerate(cpus[: self.ncpu]):
+            self.per_cpu[cpu] += c
+        pids = h["pid"].tolist()
+        last = dict(zip(pids, cstrings(h["comm"]).values, strict=True))  # each pid's last comm
+        for pid, c in Counter(pids).items():  # in order of first packet, as counted one by one
+            self._count_proc(pid, shown_comm(last[pid], "net"), c, None)
 
     def _count_proc(self, pid: int, comm: str, n: int, ts: int | None = None) -> None:
         """Count ``n`` events of ``pid``; ``comm`` is its name at ``ts`` (``h.ts`` ns),
@@ -197,6 +209,7 @@ class TraceStats:
         drops_cpu: list[int] | None = None,
         drops_source: Mapping[str, list[int]] | None = None,
         lost_cpu: Mapping[int, int] | None = None,
+        overwritten: Overwritten | None = None,
         syscall_hist: Mapping[int, Mapping[int, int]] | None = None,
         drill: tuple[int | None, Mapping[int, Mapping[int, int]]] | None = None,
         now: float | None = None,
@@ -236,6 +249,8 @@ class TraceStats:
             self.drops_source = {k: sum(v) for k, v in drops_source.items()}
         if lost_cpu is not None:
             self.lost_cpu = dict(lost_cpu)
+        if overwritten is not None:
+            self.overwritten = overwritten
         self.dropped_interval = max(0, self.dropped - dropped)
         self.lost_interval = max(0, self.lost - lost)
         if self.dropped_interval or self.lost_interval:
@@ -272,6 +287,11 @@ class TraceStats:
     @property
     def lost(self) -> int:
         return sum(self.lost_cpu.values())
+
+    @property
+    def interval_end(self) -> float:
+        """The last tick's time, as seconds since reading started."""
+        return self._mark_time - self.start
 
     @property
     def uptime(self) -> float:
@@ -313,76 +333,6 @@ class TraceStats:
             "out_of_order_per_buffer": list(merge_stats.out_of_order_per_buffer),
             "max_lateness_us": round(merge_stats.max_lateness_ns / 1000, 1),
             "held": merge_stats.held,
-        }
-
-    def stats_record(self) -> dict[str, Any]:
-        """The periodic ``{"type": "stats", ...}`` JSON object (with ``ordering`` under
-        ``--ordered``)."""
-        record = self._stats_fields()
-        if self.ordering is not None:
-            record["ordering"] = self.ordering
-        if self.rings is not None:
-            record["rings"] = self.rings
-        if self.cost is not None:
-            record["cost"] = self.cost.interval_record()
-        if self.export is not None:
-            record["export"] = self.export
-            for row in record["per_cpu"]:
-                per = self.export["export_dropped_per_cpu"]
-                row["export_dropped"] = per[row["cpu"]] if row["cpu"] < len(per) else 0
-        return record
-
-    def _stats_fields(self) -> dict[str, Any]:
-        return {
-            "type": "stats",
-            "uptime_s": round(self._mark_time - self.start, 3),  # the interval's end
-            "events": self.total,
-            "events_per_s": round(self.rate_total, 1),
-            "per_source_per_s": {k: round(v, 1) for k, v in self.rate_source.items()},
-            "per_cpu": [self._cpu_record(cpu) for cpu in range(self.ncpu)],
-            "dropped": self.dropped,
-            "lost": self.lost,
-            "dropped_interval": self.dropped_interval,
-            "lost_interval": self.lost_interval,
-            "malformed": self.malformed,
-            "top_syscalls": [
-                {"syscall": r.name, "count": r.count, "p99_us": approx(r.p99_ns / 1000)}
-                for r in self.top_syscalls(5)
-            ],
-        }
-
-    def _cpu_record(self, cpu: int) -> dict[str, Any]:
-        return {
-            "cpu": cpu,
-            "events_per_s": round(self.rate_cpu[cpu], 1),
-            "fill_pct": round(100 * self.fill_cpu.get(cpu, 0.0), 1),
-            "drops": self.drops_cpu[cpu],
-            "drops_interval": self.drops_cpu_interval[cpu],
-            "lost": self.lost_cpu.get(cpu, 0),
-        }
-
-    def summary_record(self) -> dict[str, Any]:
-        """The final ``{"type": "summary", ...}`` JSON object: ``events`` is the number
-        of events emitted, ``dropped``/``lost`` what the kernel could not deliver."""
-        return {
-            "type": "summary",
-            "events": self.total,
-            "dropped": self.dropped,
-            "lost": self.lost,
-            "malformed": self.malformed,
-            "duration_s": round(self.uptime, 3),
-            "by_type": dict(sorted(self.by_type.items())),
-            "dropped_by_source": self.drops_source,
-            "dropped_by_source_per_cpu": self.drops_source_cpu,
-            "dropped_per_cpu": self.drops_cpu,
-            "lost_per_cpu": {str(k): v for k, v in sorted(self.lost_cpu.items())},
-            "drop_intervals": self.drop_intervals,
-            "drops_at": [vars(m) for m in self.drop_log],
-            "sources": self.sources,
-            **({"ordering": self.ordering} if self.ordering is not None else {}),
-            **({"rings": self.rings} if self.rings is not None else {}),
-            **({"export": self.export} if self.export is not None else {}),
-            **({"cost": self.cost.record()} if self.cost is not None else {}),
         }
 
 

@@ -44,13 +44,13 @@ from collections import deque
 from types import TracebackType
 from typing import Any
 
-import numpy as np
 from rich.console import Console, Group, RenderableType
 from rich.layout import Layout
 from rich.live import Live
 from rich.text import Text
 
 from ringtool.event.decode import Decoder, Event
+from ringtool.event.records import NO_PACKETS, Records
 from ringtool.trace import tui_panels as panels
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui_cost import cost_panel
@@ -59,7 +59,7 @@ from ringtool.trace.tui_freeze import frozen_stats
 from ringtool.trace.tui_keys import ESC_TIMEOUT, MOUSE_OFF, MOUSE_ON, KeyParser
 from ringtool.trace.tui_mouse import click_target
 from ringtool.trace.tui_panels import TAIL_TYPES, data, sparkline
-from ringtool.trace.tui_recent import RecentEvents
+from ringtool.trace.tui_recent import RecentEvents, shown_events
 from ringtool.trace.tui_view import SORTS, ViewState
 
 #: The smallest terminal the dashboard draws in; below it a one-line message says so.
@@ -84,6 +84,9 @@ class TraceTui:
         self.console = console or Console()
         #: decoded events (net), beside the per-process raw records of ``recent``
         self.tail: deque[Event] = deque(maxlen=TAIL_KEEP)
+        #: the newest packets not yet decoded into ``tail`` (an owned copy; decoded
+        #: through the field table when a frame is drawn)
+        self._net = NO_PACKETS
         lay = decoder.layout
         self.recent = RecentEvents(lay.event, [lay.type_id(t) for t in TAIL_TYPES if t != "net"])
         exit_ids = [t for t, name in lay.type_names.items() if name == "exit"]
@@ -211,14 +214,17 @@ class TraceTui:
         self.notes = list(notes)
         self._draw()
 
-    def batch(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
+    def batch(self, records: Records) -> None:
         """Keep each process's newest exec/open records (vectorised, not decoded), the
-        exits, and the net events; also while paused (the frozen copy is drawn)."""
+        exits, and a copy of the newest packets (decoded when drawn); also while paused
+        (the frozen copy is drawn)."""
+        arr, net = records.events, records.net
         if len(arr):
             self.recent.add_batch(arr)
             self.exits.add_batch(arr)
-        if net:
-            self.tail.extend(net[-TAIL_KEEP:])
+        if len(net):
+            kept = self._net.concat(net.take(slice(-TAIL_KEEP, None)))
+            self._net = kept.take(slice(-TAIL_KEEP, None)) if len(kept) > TAIL_KEEP else kept
 
     def stats(self, stats: TraceStats) -> None:
         self._stats = stats
@@ -229,7 +235,7 @@ class TraceTui:
             self._draw()
 
     def summary(self, stats: TraceStats) -> None:
-        from ringtool.trace.output_columns import format_summary
+        from ringtool.trace.summary import format_summary
 
         for line in format_summary(stats, None):
             print(line)
@@ -285,6 +291,9 @@ class TraceTui:
 
     def _shown(self) -> tuple[TraceStats | None, RecentEvents, list[Event]]:
         """What a frame draws: now, or (paused) the copy taken when it paused."""
+        if len(self._net):  # the packets kept since the last frame join the tail
+            self.tail.extend(self.decoder.decode(self._net.rec))
+            self._net = NO_PACKETS
         if not self.view.paused:
             self._frozen = None
             return self._stats, self.recent, list(self.tail)
@@ -292,25 +301,6 @@ class TraceTui:
             s = frozen_stats(self._stats) if self._stats is not None else None
             self._frozen = (s, self.recent.frozen(), list(self.tail))
         return self._frozen
-
-    def _events(
-        self, s: TraceStats | None, recent: RecentEvents, tail: list[Event], rows: int
-    ) -> tuple[list[Event], int]:
-        """The recent events a frame of ``rows`` rows shows (decoded here, only
-        those) and how many the filter or drill-down has in all."""
-        v = self.view
-        pids = v.shown_pids()
-        rec = recent.select(pids)
-        extra = v.matching(tail)  # the decoded ones (net) of the filter
-        keys = np.concatenate(
-            ((rec["h"]["ts"] + self.decoder.offset_ns) / 1e9, [e["ts"] for e in extra])
-        )
-        order = np.argsort(keys, kind="stable")
-        start, end = v.event_window(keys[order].tolist(), rows)
-        pick = order[start:end]
-        decoded = iter(self.decoder.decode(rec[pick[pick < len(rec)]]))
-        shown = [next(decoded) if i < len(rec) else extra[i - len(rec)] for i in pick.tolist()]
-        return shown, len(keys)
 
     def render(self) -> RenderableType:
         """The whole screen for the console's current size (below
@@ -345,7 +335,7 @@ class TraceTui:
         procs = panels.procs_table(s, v, rows_a)  # first: it picks the rows of the filter
         self._forget_gone()
         top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
-        shown, total = self._events(s, recent, tail, rows_tail)
+        shown, total = shown_events(self.view, self.decoder, recent, tail, rows_tail)
         uid = width >= panels.UID_WIDTH
         layout.split_column(
             top,

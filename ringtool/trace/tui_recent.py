@@ -26,6 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from ringtool.event.decode import Decoder, Event
+from ringtool.trace.tui_view import ViewState
+
 #: Records kept per process (more than the tallest terminal's recent panel shows).
 PER_PID = 128
 #: Records kept in all (the oldest forgotten first).
@@ -174,4 +177,22 @@ class RecentEvents:
         return copy
 
 
-__all__ = ["PER_PID", "TOTAL", "RecentEvents", "fair_share", "newest_per_pid"]
+def shown_events(
+    view: ViewState, decoder: Decoder, recent: RecentEvents, tail: list[Event], rows: int
+) -> tuple[list[Event], int]:
+    """The recent events a dashboard frame of ``rows`` rows shows and how many the
+    filter or drill-down of ``view`` has in all: the kept records of the processes it
+    shows (decoded here, only the rows shown) merged by time with ``tail``, the
+    decoded ones (packets), in the window the view scrolled to."""
+    rec = recent.select(view.shown_pids())
+    extra = view.matching(tail)
+    keys = np.concatenate(((rec["h"]["ts"] + decoder.offset_ns) / 1e9, [e["ts"] for e in extra]))
+    order = np.argsort(keys, kind="stable")
+    start, end = view.event_window(keys[order].tolist(), rows)
+    pick = order[start:end]
+    decoded = iter(decoder.decode(rec[pick[pick < len(rec)]]))
+    shown = [next(decoded) if i < len(rec) else extra[i - len(rec)] for i in pick.tolist()]
+    return shown, len(keys)
+
+
+__all__ = ["PER_PID", "TOTAL", "RecentEvents", "fair_share", "newest_per_pid", "shown_events"]

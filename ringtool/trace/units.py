@@ -6,7 +6,7 @@ writes a duration in at most 6 characters (``850ns``, ``12.3µs``, ``999ms``, ``
 then ``1.23ks``...). Both round to the shown precision, and a value that would
 round up to the next unit's range is shown in that unit (``99.96k`` is ``100k``), so the
 width bound holds for every finite input. Negative values get a ``-`` in front; NaN
-and infinities are shown as ``-``.
+and infinities are shown as ``-``. :func:`size_text` writes a byte count as KiB/MiB/GiB.
 """
 
 from __future__ import annotations
@@ -62,4 +62,13 @@ def duration_ns(ns: float) -> str:
     return count(ns / 1e9) + "s"  # 1000 s and more: ks, Ms, ...
 
 
-__all__ = ["count", "duration_ns"]
+def size_text(n: int) -> str:
+    """Bytes as KiB/MiB/GiB (exact for the powers of two rings have)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{n} B"
+
+
+__all__ = ["count", "duration_ns", "size_text"]

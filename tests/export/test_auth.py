@@ -65,8 +65,8 @@ def test_creds_file_without_a_password_line(tmp_path: Path) -> None:
     creds = tmp_path / "creds"
     creds.write_text("just-a-user\n")
     p = trace("--export", "nats://127.0.0.1:4222", "--export-creds", str(creds))
-    assert p.returncode == 1
-    assert (
-        p.stderr.strip()
-        == f"ringtool trace: --export-creds {creds}: the first line must be user:password"
+    assert p.returncode == 2  # read and refused while parsing: a usage error
+    assert p.stderr.strip() == (
+        f"ringtool trace: argument --export-creds: credentials file {creds}: "
+        "the first line must be user:password"
     )

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from ringtool.cli.validate import addr_port as parse_addr_port
 from ringtool.export import metrics_http
-from ringtool.export.cli_args import parse_addr_port
 from ringtool.export.metrics import Families, MetricsServer
 
 FLOOD = 400

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ringtool.errors import ExportError
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
+from ringtool.event.records import Records
 from ringtool.export.batcher import Batcher
 from ringtool.export.bounded_queue import BoundedQueue
 from ringtool.export.reading import DecoderCache, decode, event_ts_ns
@@ -45,7 +46,7 @@ def printed(arr: Any) -> list[str]:
     from ringtool.trace.output_json import JsonOutput
 
     buf = io.StringIO()
-    JsonOutput(buf, Decoder(LAYOUT, realtime_offset_ns=OFFSET)).batch(arr, [])
+    JsonOutput(buf, Decoder(LAYOUT, realtime_offset_ns=OFFSET)).batch(Records(arr))
     return buf.getvalue().splitlines()
 
 
@@ -54,7 +55,7 @@ def roundtrip(arr: Any, fmt: str, max_body: int = 900 * 1024) -> list[Any]:
                   max_body=max_body)  # fmt: skip
     cache = DecoderCache(LAYOUT)
     out = []
-    for batch in Batcher(LAYOUT.type_names, 500).split(arr, []):
+    for batch in Batcher(LAYOUT.type_names, 500).split(Records(arr)):
         for msg in enc.encode(batch):
             assert msg.subject == f"ringtool.web1.{batch.type}"
             out.append(decode(msg.headers, msg.body, cache))
@@ -127,7 +128,7 @@ def test_foreign_messages_raise_export_error_only(headers: dict[str, str], body:
 @pytest.mark.parametrize("fmt", ["json", "rows"])
 def test_a_body_that_does_not_match_its_count_is_refused(fmt: str) -> None:
     enc = Encoder(ORIGIN, fmt, "ringtool", Decoder(LAYOUT, realtime_offset_ns=OFFSET))
-    batch = Batcher(LAYOUT.type_names).split(records(10, cpus=1)[1:3], [])[0]
+    batch = Batcher(LAYOUT.type_names).split(Records(records(10, cpus=1)[1:3]))[0]
     msg = enc.encode(batch)[0]
     msg.headers[H_SEQ] = "1-3"
     with pytest.raises(ExportError):

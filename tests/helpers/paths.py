@@ -10,4 +10,4 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The Python running the tests (the venv's, with BCC).
 PY = sys.executable
 #: ``ringtool`` as a command line: ``[*RINGTOOL, "trace", ...]``.
-RINGTOOL = [PY, "-m", "ringtool.cli.main"]
+RINGTOOL = [PY, "-m", "ringtool"]

@@ -18,14 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ringtool.export.local_server import LocalNats, free_port, wait_port
+from ringtool.bench.local_server import LocalNats, free_port, wait_port
 
 __all__ = ["NatsServer", "Prometheus", "free_port", "nats_server"]
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 
 
 class NatsServer(LocalNats):
-    """:class:`ringtool.export.local_server.LocalNats` plus ways to look at the stream."""
+    """:class:`ringtool.bench.local_server.LocalNats` plus ways to look at the stream."""
 
     @property
     def auth_url(self) -> str:

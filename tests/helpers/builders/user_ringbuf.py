@@ -41,6 +41,14 @@ class HandUserRing:
             memoryview(self.cons_page), memoryview(self.prod_page), self.mapping.ring, size
         )
 
+    def successor(self, owner: int) -> UserRingProducer:
+        """Another producer over the same ring, as the next process to produce would
+        map it (it reads ``producer_pos`` from the page); the caller releases it."""
+        return UserRingProducer(
+            memoryview(self.cons_page), memoryview(self.prod_page),
+            memoryview(self.mapping.ring), self.size, owner=owner,
+        )  # fmt: skip
+
     @property
     def consumer_pos(self) -> int:
         return int(struct.unpack_from("<Q", self.cons_page, 0)[0])

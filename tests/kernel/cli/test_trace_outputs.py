@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import signal
+import socket
+import stat
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -14,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.trace import Trace
 
 pytestmark = pytest.mark.kernel
 
@@ -120,3 +127,54 @@ def test_columns_into_a_pipe_are_whole_lines(tmp_path: Path) -> None:
     line = next(line for line in lines if str(target) in line)
     assert line.split()[-5:-2] == [str(target), "O_RDONLY|O_CLOEXEC", "="] and len(line) > 200
     assert line.endswith(" (openat)")
+
+
+# nobody opens the file it planted and waits; then reads what came into that inode
+_HOLDER = """
+import sys
+f = open(sys.argv[1], "rb")
+f.read()
+print("ready", flush=True)
+sys.stdin.readline()
+print(len(f.read()), flush=True)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a holder as nobody needs root")
+def test_pcap_force_gives_a_holder_of_the_old_file_nothing() -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as where:  # pytest's tmp_path is 0700
+        _held_while_forced(Path(where))
+
+
+def _held_while_forced(tmp_path: Path) -> None:
+    tmp_path.chmod(0o1777)  # like /tmp: nobody plants the file
+    planted = tmp_path / "c.pcapng"
+    planted.write_bytes(b"planted by nobody")
+    planted.chmod(0o666)
+    nobody = pwd.getpwnam("nobody")
+    os.chown(planted, nobody.pw_uid, nobody.pw_gid)
+    old_inode = planted.stat().st_ino
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(planted)], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True, user=nobody.pw_uid, group=nobody.pw_gid,
+        extra_groups=[],
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "ready\n"
+        trace = Trace("--json", "-i", "lo", "--pcap", str(planted), "--force")
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for _ in range(6):
+                s.sendto(b"secret payload", ("127.0.0.1", 9))
+        trace.signal(signal.SIGINT)
+        trace.finish()
+        out, _ = holder.communicate("go\n", timeout=30)
+    finally:
+        holder.kill()
+        holder.wait(10)
+    assert out == "0\n"  # the held (old) inode got no byte of the capture
+    st = planted.stat()
+    assert st.st_ino != old_inode
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o600)
+    data = planted.read_bytes()
+    assert data[:4] == b"\x0a\x0d\x0d\x0a" and b"secret payload" in data
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pcapng"]  # no temporary file left

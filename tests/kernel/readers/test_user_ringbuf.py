@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import struct
 import threading
 from collections.abc import Iterator
@@ -244,3 +245,32 @@ def test_a_misaligned_producer_pos_is_einval(drainer: UrbDrainer, urb: UserRingB
     finally:
         m.close()
     assert drainer.drain() == (-errno.EINVAL, [])
+
+
+def test_an_abandoned_busy_record_is_discarded_and_the_bpf_side_moves_on(
+    drainer: UrbDrainer, urb: UserRingBuffer
+) -> None:
+    """The reservation of a producer that died (here: one never submitted, of another
+    UserRingBuffer over the map, closed without its close discarding it: its views
+    released by hand) stops the kernel's drain until the next producer discards it."""
+    dead = UserRingBuffer(drainer.urb_fd)
+    r = dead.reserve(16)
+    dead._pending.clear()  # as if killed: nothing will submit or discard it
+    r.buf.release()
+    dead.close()
+    later = UserRingBuffer(drainer.urb_fd)
+    try:
+        end = later.write(sample(1, 16))
+        assert drainer.drain() == (0, [])  # stuck at the BUSY header
+        mine = later.reserve(8)
+        with pytest.raises(ProducerStateError, match="reservation open"):
+            later.discard_abandoned()  # ours is not abandoned
+        mine.discard()
+        last = later.write(sample(2, 16))
+        (gone,) = later.discard_abandoned()
+        assert (gone.pos, gone.length) == (r.pos, 16)
+        assert gone.owner == os.getpid()
+        assert drainer.drain() == (2, [sample(1, 16), sample(2, 16)])
+        assert later.consumer_pos() == last > end
+    finally:
+        later.close()

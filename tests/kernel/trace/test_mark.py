@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import pytest
 
 from ringtool.trace.mark_send import NoTraceError, send_mark
 from ringtool.trace.marks import PIN_ROOT, process_key, remove_stale
+from tests.helpers.bpffs import scratch_pin_root
 from tests.helpers.procs import run_ringtool
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 from tests.helpers.trace import Trace
@@ -66,10 +65,8 @@ def test_the_trace_removes_its_pins_at_exit() -> None:
 
 @pytest.fixture
 def bpffs_root() -> Iterator[str]:
-    root = f"/sys/fs/bpf/ringtool-test-{uuid.uuid4().hex[:12]}"
-    os.mkdir(root)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    with scratch_pin_root() as root:
+        yield str(root)
 
 
 def test_no_trace_running_is_one_clear_error(bpffs_root: str) -> None:

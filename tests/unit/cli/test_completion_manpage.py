@@ -1,7 +1,8 @@
 """Shell completion and the ringtool(1) man page, both generated from the CLI's parser:
-every subcommand and flag is in them, bash really completes with the script, and
-``man`` renders the page without a warning. The generators run as subprocesses, as
-setup runs them."""
+every subcommand and flag is in them (``bench`` too, registered by the program above the
+CLI), bash really completes with the script, and ``man`` renders the page without a
+warning. The generators run as subprocesses, as setup runs them (``ringtool
+--print-completion bash``, ``ringtool --print-manpage``)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,18 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from ringtool.__main__ import COMMANDS
 from ringtool.cli.main import build_parser
 from ringtool.cli.manpage import roff
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import RINGTOOL, ROOT
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
+    parser = build_parser(None, COMMANDS)
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(subs.choices)
 
@@ -29,10 +30,10 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
     return {s for a in parser._actions for s in a.option_strings}
 
 
-def _generate(module: str, *args: str) -> str:
+def _generate(*args: str, env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", f"ringtool.cli.{module}", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        [*RINGTOOL, *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        env=None if env is None else os.environ | env,
     )  # fmt: skip
     assert proc.stderr == ""
     return proc.stdout
@@ -41,7 +42,7 @@ def _generate(module: str, *args: str) -> str:
 @pytest.fixture(scope="module")
 def bash_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("completion") / "ringtool"
-    path.write_text(_generate("completion", "bash"))
+    path.write_text(_generate("--print-completion", "bash"))
     return path
 
 
@@ -85,9 +86,9 @@ def test_bash_completes_commands_flags_choices_and_values(bash_script: Path) -> 
 
 
 def test_other_shells_generate() -> None:
-    zsh = _generate("completion", "zsh")
+    zsh = _generate("--print-completion", "zsh")
     assert "--no-tui" in zsh and "kmes-read" in zsh and "--stats-interval" in zsh
-    assert "kmes-read" in _generate("completion", "tcsh")  # tcsh: commands and choices
+    assert "kmes-read" in _generate("--print-completion", "tcsh")  # tcsh: commands and choices
 
 
 def test_roff_escapes() -> None:
@@ -100,7 +101,7 @@ def test_roff_escapes() -> None:
 def man_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The page as setup writes it, and as ``man`` shows it (100 columns, plain)."""
     path = tmp_path_factory.mktemp("man") / "ringtool.1"
-    path.write_text(_generate("manpage", "--date", "2026-01-02"))
+    path.write_text(_generate("--print-manpage", env={"SOURCE_DATE_EPOCH": "1767312000"}))
     if shutil.which("man") is None:
         pytest.skip("man is not installed")
     env = {k: v for k, v in os.environ.items() if k != "MAN_KEEP_FORMATTING"}

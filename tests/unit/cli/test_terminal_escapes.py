@@ -17,16 +17,18 @@ from ringtool.cli.kmes_read import event_dict, format_text
 from ringtool.event.decode import Decoder
 from ringtool.event.decode import Event as TraceEvent
 from ringtool.event.layout import load_layout
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.kmes.events import EVENT_EXEC
 from ringtool.kmes.layout import Event
 from ringtool.trace.output_fields import CsvOutput
 from ringtool.trace.output_quiet import QuietOutput
+from tests.helpers.net_records import net_event_records
 
 HOSTILE = "e\x1b]0;KPWN\x07x\r\x1b[2J\u202e"
-NET: TraceEvent = {
-    "type": "net", "ts": 1.5, "cpu": 0, "pid": 9, "tid": 9, "comm": HOSTILE + ',"q"',
-    "src": "10.0.0.1", "dst": "::1", "sport": 1, "dport": 2, "proto": "tcp", "len": 60,
+NET: TraceEvent = {  # the comm: what a 16-byte comm holds of HOSTILE, and a quote
+    "type": "net", "ts": 1.5, "cpu": 0, "pid": 9, "tid": 9, "comm": '\x1b]0;K\x07\r\x1b[2J,"q"',
+    "src": "10.0.0.1", "dst": "10.0.0.2", "sport": 1, "dport": 2, "proto": "tcp", "len": 60,
     "ifindex": 1, "dir": "egress", "captured": 0, "ts_ns": 1, "payload": b"", "raw": b"",
 }  # fmt: skip
 KEYS = ["pid", "comm", "type"]
@@ -51,7 +53,7 @@ def _csv(terminal: bool | None, stream: io.StringIO) -> str:
     out = CsvOutput(stream, Decoder(load_layout(), realtime_offset_ns=0), KEYS,
                     err=io.StringIO(), terminal=terminal)  # fmt: skip
     out.start([], [])
-    out.batch(np.empty(0, dtype=np.uint8), [NET])
+    out.batch(Records(np.empty(0, dtype=load_layout().event), net_event_records([NET])))
     return stream.getvalue()
 
 

@@ -59,6 +59,7 @@ def test_the_first_mixed_batch_imports_nothing() -> None:
         "import io, re, sys\n"
         "from ringtool.event.decode import Decoder\n"
         "from ringtool.event.layout import load_layout\n"
+        "from ringtool.event.records import Records\n"
         "from ringtool.trace.filters import NameFilter\n"
         "from ringtool.trace.output_columns import ColumnOutput\n"
         "from ringtool.trace.output_json import JsonOutput\n"
@@ -76,7 +77,7 @@ def test_the_first_mixed_batch_imports_nothing() -> None:
         "before = set(sys.modules)\n"
         "assert len(keep.keep(arr)) == 4\n"
         "for out in made:\n"
-        "    out.batch(arr, [])\n"
+        "    out.batch(Records(arr))\n"
         "stats.add_batch(arr)\n"
         "print(sorted(set(sys.modules) - before))\n"
     )

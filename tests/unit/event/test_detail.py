@@ -16,6 +16,7 @@ from ringtool.event import exec_data
 from ringtool.event.decode import Decoder
 from ringtool.event.detail import detail
 from ringtool.event.layout import load_layout
+from ringtool.event.records import Records
 from ringtool.export.wire import compact_rows, exec_min_len, expand_rows
 from ringtool.trace.filters import NameFilter, kernel_defines, resolve_cgroup
 from ringtool.trace.output_columns import format_event
@@ -156,11 +157,11 @@ def test_csv_and_field_columns_write_argv_as_json_and_flags_as_json_booleans() -
     buf = io.StringIO()
     out = CsvOutput(buf, dec, ["argv", "argv_truncated", "uid"], err=io.StringIO())
     out.start([], [])
-    out.batch(arr, [])
+    out.batch(Records(arr))
     rows = list(csv.reader(io.StringIO(buf.getvalue())))
     assert rows[1][0] == '["echo", "a,b", "q\\"x"]' and json.loads(rows[1][0])[2] == 'q"x'
     assert rows[1][1:] == ["true", "0"]
     buf = io.StringIO()
     cols = FieldColumnOutput(buf, dec, ["argv_truncated", "argv"], width=None)
-    cols.batch(arr, [])
+    cols.batch(Records(arr))
     assert buf.getvalue().split() == ["true", '["echo",', '"a,b",', '"q\\"x"]']

@@ -8,6 +8,8 @@ import pytest
 from ringtool.event.decode import Decoder
 from ringtool.event.detail import detail
 from ringtool.event.layout import LayoutError, load_layout, parse_layout
+from ringtool.event.records import Records
+from tests.helpers.net_records import net_sample
 
 
 def test_header_layout_offsets_and_sizes() -> None:
@@ -122,10 +124,12 @@ def test_decode_net_sample() -> None:
     rec["sport"], rec["dport"], rec["proto"], rec["family"] = 1234, 80, 6, 4
     rec["len"], rec["captured"], rec["dir"] = 100, 4, 1
     raw = rec.tobytes() + b"ABCD" + b"\0" * 4
-    (ev,) = Decoder(lay, realtime_offset_ns=0).decode_net([(0, raw)])
+    dec = Decoder(lay, realtime_offset_ns=0)
+    net = dec.net_records([(0, raw)])
+    (ev,) = dec.decode(net.rec)
     assert ev["src"] == "10.0.0.1" and ev["dst"] == "10.0.0.2"
     assert (ev["sport"], ev["dport"], ev["proto"], ev["len"]) == (1234, 80, "tcp", 100)
-    assert ev["payload"] == b"ABCD" and ev["dir"] == "egress"
+    assert net.payload(0) == b"ABCD" and ev["dir"] == "egress"
 
 
 def test_json_lines_equal_the_decoded_events() -> None:
@@ -145,9 +149,10 @@ def test_json_lines_equal_the_decoded_events() -> None:
         _record(lay, "syscall", aux=257, value=150_123_456, ret=3),
     ])  # fmt: skip
     out = io.StringIO()
-    JsonOutput(out, dec).batch(batch, [{"type": "net", "payload": b"x", "raw": b"y", "len": 1}])
+    net = dec.net_records([(0, net_sample(b"x", len=1))])
+    JsonOutput(out, dec).batch(Records(batch, net))
     lines = out.getvalue().split("\n")
     assert lines[-1] == ""
     assert [json.loads(line) for line in lines[:-2]] == dec.decode(batch)
-    assert json.loads(lines[-2]) == {"type": "net", "len": 1}
+    assert json.loads(lines[-2]) == dec.decode(net.rec)[0] and dec.decode(net.rec)[0]["len"] == 1
     assert json.loads(lines[1])["path"] == '/tmp/"x"'

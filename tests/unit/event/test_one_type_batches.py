@@ -22,6 +22,7 @@ from ringtool.event.columns import cstr
 from ringtool.event.decode import Decoder
 from ringtool.event.json_lines import printable_line
 from ringtool.event.layout import load_layout
+from ringtool.event.records import Records
 from ringtool.trace.output_columns import ColumnOutput, format_event
 from ringtool.trace.output_json import JsonOutput
 from ringtool.trace.proc_names import latest_names
@@ -66,7 +67,7 @@ def test_one_type_json_equals_the_decoded_events(arr: np.ndarray[Any, Any], offs
     events = decoder.decode(arr)
     assert [ev["comm"] for ev in events] == [cstr(bytes(c)) for c in arr["h"]["comm"]]
     buf = io.StringIO()
-    JsonOutput(buf, decoder).batch(arr, [])
+    JsonOutput(buf, decoder).batch(Records(arr))
     assert buf.getvalue() == "".join(_dumps(ev) + "\n" for ev in events)
 
 
@@ -78,7 +79,7 @@ def test_one_type_columns_equal_the_per_event_lines(
 ) -> None:
     decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
     buf = io.StringIO()
-    ColumnOutput(buf, decoder, width=width).batch(arr, [])
+    ColumnOutput(buf, decoder, width=width).batch(Records(arr))
     assert buf.getvalue() == "".join(format_event(ev, width) + "\n" for ev in decoder.decode(arr))
 
 

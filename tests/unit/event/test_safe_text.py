@@ -17,11 +17,13 @@ from rich.console import Console
 from ringtool.event.decode import Decoder, Event, cstr
 from ringtool.event.json_lines import printable_line
 from ringtool.event.layout import load_layout
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.trace.output_columns import ColumnOutput, format_event
 from ringtool.trace.output_json import JsonOutput
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
+from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.stats import new_stats, open_batch
 
 LAYOUT = load_layout()
@@ -125,7 +127,7 @@ def test_tui_renders_hostile_data_as_text(
     arr["h"]["type"] = LAYOUT.type_id("open")
     arr["h"]["comm"] = comm_bytes
     arr["data"] = [c * 20 for c in comm_bytes]
-    tui.batch(arr, [])  # decoded from raw record bytes (invalid UTF-8 included)
+    tui.batch(Records(arr))  # decoded from raw record bytes (invalid UTF-8 included)
     tui.stats(_stats([*comm_bytes, texts[0].encode("utf-8", "surrogatepass")[:15]]))
     tui.note(texts[-1])
 
@@ -163,7 +165,7 @@ def test_columns_never_emit_control_characters(texts: list[str], width: int) -> 
     arr["h"]["type"] = LAYOUT.type_id("exec")
     arr["h"]["comm"] = [t.encode("utf-8", "surrogatepass")[:15] for t in texts]
     arr["data"] = [t.encode("utf-8", "surrogatepass")[:200] for t in texts]
-    col.batch(arr, [])
+    col.batch(Records(arr))
     out = buf.getvalue()
     assert _clean(out), repr(out)
     assert all(len(line) <= width for line in out.splitlines())
@@ -188,7 +190,8 @@ def test_json_lines_stay_valid_and_printable(
     out = JsonOutput(buf, decoder, err=err)
     out.start(["open"], [note])
     out.note(note)
-    out.batch(arr, [{**_event("exit", note, ""), "type": "net"}])
+    comm = note.encode("utf-8", "surrogatepass")[:16]  # what a comm holds of the note
+    out.batch(Records(arr, net_records([net_sample(comm=comm, pid=42, tid=42)], decoder)))
     text = buf.getvalue() + err.getvalue()
     text.encode("utf-8")  # strict: no lone surrogates
     assert all(line.isprintable() for line in text.splitlines()), repr(text)
@@ -196,7 +199,7 @@ def test_json_lines_stay_valid_and_printable(
     assert told[0]["notes"] == [note] and told[1] == {"type": "note", "text": note}
     objs: list[dict[str, Any]] = [json.loads(line) for line in buf.getvalue().splitlines()]
     assert objs[:n] == json.loads(json.dumps(decoder.decode(arr)))
-    assert objs[-1]["comm"] == note
+    assert objs[-1]["comm"] == cstr(comm)
 
 
 @pytest.mark.parametrize("ch", ["\x1b", "\x9b", "\u202e", "\U0001f600", "é"])

@@ -5,6 +5,7 @@ which keep its fields although they lie where other types have a C string."""
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 from typing import Any
@@ -20,8 +21,11 @@ from ringtool.event.detail import detail
 from ringtool.event.fields import FIELD_NAMES
 from ringtool.event.json_lines import batch_text, json_lines
 from ringtool.event.layout import TRACE_HEADER, LayoutError, load_layout, parse_layout
+from ringtool.event.records import Records
 from ringtool.export.wire import compact_rows, expand_rows
-from ringtool.trace.output_columns import format_event
+from ringtool.trace.output_columns import ColumnOutput, format_event
+from ringtool.trace.output_fields import field_rows
+from tests.helpers.net_records import net_records, net_sample
 
 LAYOUT = load_layout()
 TCP = LAYOUT.type_id("tcp")
@@ -99,11 +103,30 @@ def test_json_and_fields_carry_the_tcp_fields_in_a_mixed_batch() -> None:
     assert [o["type"] for o in objs] == ["tcp", "open", "tcp"]
     assert objs[0] == {**dec.decode(arr[:1])[0], "ts": objs[0]["ts"]}
     assert objs[2]["active"] is False and objs[1]["path"] == "/etc/hosts"
-    chosen = batch_text(dec, arr[::2], [], ["pid", "raddr", "tx_bytes", "states"])
+    chosen = batch_text(dec, Records(arr[::2]), ["pid", "raddr", "tx_bytes", "states"])
     assert json.loads(chosen.splitlines()[0]) == {
         "pid": 4242, "raddr": "10.0.0.2", "tx_bytes": 10_002,
         "states": ["ESTABLISHED", "SYN_SENT", "FIN_WAIT1", "FIN_WAIT2", "CLOSE"],
     }  # fmt: skip
+
+
+def test_tcp_events_and_packets_in_one_records_batch() -> None:
+    """The one record form: a batch of tcp events (viewed as their own struct) and
+    packets gives each its own fields in JSON, ``--fields`` rows and columns."""
+    dec = Decoder(LAYOUT, realtime_offset_ns=0)
+    net = net_records([net_sample(src="10.9.9.9", dst="10.0.0.2", sport=5, dport=80, proto=6)])
+    records = Records(tcp_rows(2, tx_bytes=7), net)
+    objs = [json.loads(line) for line in batch_text(dec, records, None).splitlines()]
+    assert [(o["type"], o.get("raddr"), o.get("tx_bytes"), o.get("src")) for o in objs] == [
+        ("tcp", "10.0.0.2", 7, None), ("tcp", "10.0.0.2", 7, None), ("net", None, None, "10.9.9.9"),
+    ]  # fmt: skip
+    rows = field_rows(dec, records, ["type", "laddr", "dst"])
+    assert [r[:2] for r in rows[:2]] == [("tcp", "10.0.0.1")] * 2
+    assert (rows[2][0], rows[2][2]) == ("net", "10.0.0.2")
+    out = io.StringIO()
+    ColumnOutput(out, dec, width=None).batch(records)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 and all("10.0.0.1:40000 > 10.0.0.2:80" in x for x in lines[:2])
 
 
 def test_the_columns_show_the_detail() -> None:

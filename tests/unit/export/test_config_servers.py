@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ringtool.cli.export_args import add_export_args
 from ringtool.errors import ExportError
-from ringtool.export.cli_args import add_export_args, export_config
 from ringtool.export.config import check_url, connect_options, default_replicas
+from ringtool.export.trace_hook import export_config
 
 THREE = "nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224"
 

@@ -13,6 +13,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ringtool.event.records import Records
 from ringtool.export.batcher import Batcher
 from ringtool.trace.batches import pieces
 from ringtool.trace.tui_recent import RecentEvents
@@ -61,7 +62,7 @@ def test_the_recent_store_keeps_copies() -> None:
 def test_the_export_batches_keep_copies() -> None:
     ring, view = _ring_view(10)
     view["h"]["cpu"] = 1
-    batches = Batcher(LAYOUT.type_names, batch_events=4).split(view, [])
+    batches = Batcher(LAYOUT.type_names, batch_events=4).split(Records(view))
     ring[:] = 0xFF
     got = np.concatenate([b.data for b in batches])
     assert got["h"]["pid"].tolist() == list(range(100, 110))

@@ -12,6 +12,7 @@ from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
 from ringtool.trace.cost import CostFigures, CostReport, CostSampler, ProgCost
 from ringtool.trace.output_columns import format_summary
+from ringtool.trace.stats_json import stats_record, summary_record
 from ringtool.trace.tui import TraceTui
 from ringtool.trace.tui_cost import cost_panel
 from ringtool.trace.tui_view import KEYS
@@ -49,7 +50,7 @@ def test_summary_line_and_record() -> None:
     line = next(x for x in format_summary(st, None) if x.startswith("cost:"))
     assert "3 programs" in line and "6000 runs" in line and "avg 250 ns" in line
     assert "ringtool 20.0% CPU" in line
-    rec = st.summary_record()["cost"]
+    rec = summary_record(st)["cost"]
     assert rec["bpf_stats"] is True and rec["bpf_run_cnt"] == 6000
     assert [p["id"] for p in rec["programs"]] == [100, 101, 102]
     assert rec["programs"][2]["avg_ns"] == 250.0 and rec["self_cpu_pct"] == 20.0
@@ -60,9 +61,9 @@ def test_summary_line_and_record() -> None:
 
 def test_stats_line_has_the_interval() -> None:
     st = new_stats()
-    assert "cost" not in st.stats_record()  # nothing sampled yet
+    assert "cost" not in stats_record(st)  # nothing sampled yet
     st.cost = CostReport(True, None, _figures(2, 1.0), _figures(3, 4.0))
-    rec = st.stats_record()["cost"]
+    rec = stats_record(st)["cost"]
     assert rec == {"bpf_stats": True, "seconds": 1.0, "bpf_run_cnt": 3000, "bpf_avg_ns": 250.0,
                    "bpf_cpu_pct": 0.075, "self_cpu_pct": 40.0}  # fmt: skip
 

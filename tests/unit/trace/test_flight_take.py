@@ -30,6 +30,7 @@ def _record(ts: int, pid: int) -> bytes:
 def _session(perf: _Snapshots) -> Any:
     s: Any = object.__new__(FlightSession)
     s.layout, s.perf, s.rb, s._last_ts = load_layout(), perf, None, {}
+    s._written, s._damaged, s._outputs, s._exact, s.net = {}, {}, [], False, None
     return s
 
 
@@ -43,3 +44,23 @@ def test_an_older_event_of_another_cpu_is_not_lost_and_none_is_taken_twice() -> 
     first = session._take()
     assert list(first["h"]["ts"]) == [200] and list(first["h"]["pid"]) == [3]
     assert len(session._take()) == 0  # nothing new: nothing again
+
+
+def test_what_the_dumps_did_not_find_of_each_cpus_outputs_was_overwritten() -> None:
+    perf = _Snapshots()
+    session = _session(perf)
+    # CPU 0's ring took 5 records and keeps the newest 2; CPU 1's took 1, kept, plus
+    # one too short to be an event
+    perf.rings = {0: [_record(400, 1), _record(500, 1)], 1: [_record(300, 2), b"\0" * 8]}
+    session._outputs = [5, 2]
+    session._take()
+    ow = session.overwritten()
+    assert (ow.per_cpu, ow.total, ow.damaged) == ({0: 3}, 3, 1)
+    assert ow.key == "overwritten_min"  # the sources ran on: a lower bound
+    # the final dump, sources detached: CPU 0 took 3 more, the ring keeps 2 of them
+    perf.rings = {0: [_record(700, 1), _record(800, 1)], 1: [_record(300, 2), b"\0" * 8]}
+    session._outputs, session._exact = [8, 2], True
+    assert list(session._take()["h"]["ts"]) == [700, 800]
+    ow = session.overwritten()
+    assert (ow.per_cpu, ow.total, ow.key) == ({0: 4}, 4, "overwritten")
+    assert ow.damaged == 1  # the short record, found by both dumps: one record

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from ringtool.event.decode import Decoder, Event
 from ringtool.event.json_lines import printable_line
 from ringtool.event.layout import load_layout
+from ringtool.event.records import Records
 from ringtool.trace.output_columns import ColumnOutput, format_event
 from ringtool.trace.output_json import JsonOutput
 from tests.helpers.records import OFFSETS, SETTINGS, record, record_array
@@ -117,7 +118,7 @@ def check_json_batch(arr: np.ndarray[Any, Any], offset: int) -> Decoder:
     the decoder used."""
     decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
     buf = io.StringIO()
-    JsonOutput(buf, decoder).batch(arr, [])
+    JsonOutput(buf, decoder).batch(Records(arr))
     assert buf.getvalue().splitlines() == _ref_json(arr, offset)
     assert decoder.decode(arr) == _ref_events(arr, offset)
     return decoder
@@ -143,7 +144,7 @@ def test_column_batch_equals_per_event_lines(
 ) -> None:
     arr = record_array(records)
     buf = io.StringIO()
-    ColumnOutput(buf, Decoder(LAYOUT, realtime_offset_ns=offset), width=width).batch(arr, [])
+    ColumnOutput(buf, Decoder(LAYOUT, realtime_offset_ns=offset), width=width).batch(Records(arr))
     expected = [format_event(ev, width) for ev in _ref_events(arr, offset)]
     assert buf.getvalue().splitlines() == expected
 
@@ -160,7 +161,7 @@ def test_a_large_plain_batch_takes_the_fast_path_and_stays_exact() -> None:
         arr = record_array(recs)
         decoder = check_json_batch(arr, offset)
         buf = io.StringIO()
-        ColumnOutput(buf, decoder, width=80).batch(arr, [])
+        ColumnOutput(buf, decoder, width=80).batch(Records(arr))
         assert buf.getvalue().splitlines() == [
             format_event(ev, 80) for ev in _ref_events(arr, offset)
         ]

@@ -8,6 +8,7 @@ import numpy as np
 
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
+from ringtool.event.records import Records
 from ringtool.trace.output_columns import HEADER, ColumnOutput, cut, fit, format_event
 from ringtool.trace.stats import TraceStats
 
@@ -49,7 +50,7 @@ def test_column_output_all_lines_fit() -> None:
     arr = np.zeros(3, dtype=lay.event)
     arr["h"]["type"] = [lay.type_id("exec"), lay.type_id("open"), lay.type_id("syscall")]
     arr["data"] = b"/usr/" + b"z" * 250
-    col.batch(arr, [])
+    col.batch(Records(arr))
     st = TraceStats(lay.type_names, 2, ["exec", "open", "syscalls"])
     st.add_batch(arr)
     st.tick(drops_cpu=[1, 2], syscall_hist={257: {10: 5}})
@@ -97,6 +98,6 @@ def test_column_output_without_width_never_cuts() -> None:
     arr = np.zeros(1, dtype=lay.event)
     arr["h"]["type"] = lay.type_id("open")
     arr["data"] = b"/" + b"q" * 250
-    col.batch(arr, [])
+    col.batch(Records(arr))
     assert "note: " + "x" * 300 in err.getvalue()
     assert "/" + "q" * 250 + " O_RDONLY = 0" in out.getvalue()

@@ -15,14 +15,16 @@ from hypothesis import strategies as st
 from ringtool.event.decode import Decoder, Event
 from ringtool.event.fields import FIELD_NAMES
 from ringtool.event.layout import load_layout
+from ringtool.event.records import Records
 from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
 from ringtool.trace.output_json import JsonOutput
+from tests.helpers.net_records import net_event_records
 from tests.helpers.records import OFFSETS, SETTINGS, record, record_array
 
 LAYOUT = load_layout()
 NET: Event = {
-    "type": "net", "ts": 1.5, "cpu": 0, "pid": 0, "tid": 0, "comm": 'a,"b"\r\n',
-    "src": "10.0.0.1", "dst": "::1", "sport": 1, "dport": 2, "proto": "tcp", "len": 60,
+    "type": "net", "ts": 1.5, "cpu": 0, "pid": 0, "tid": 0, "comm": 'a,"b"\r\n', "cgroup": 0,
+    "src": "10.0.0.1", "dst": "10.0.0.2", "sport": 1, "dport": 2, "proto": "tcp", "len": 60,
     "ifindex": 1, "dir": "egress", "captured": 0, "ts_ns": 1, "payload": b"", "raw": b"",
 }  # fmt: skip
 keys_st = st.one_of(
@@ -51,8 +53,8 @@ def test_csv_reads_back_as_the_event_dicts(
     buf, err = io.StringIO(newline=""), io.StringIO()
     out = CsvOutput(buf, decoder, keys, err=err)
     out.start(["open"], ["a note\x1b[2J"])
-    out.batch(arr, [NET])
-    out.batch(arr[:0], [])
+    out.batch(Records(arr, net_event_records([NET], offset)))
+    out.batch(Records(arr[:0]))
     text = buf.getvalue()
     rows = list(csv.reader(io.StringIO(text, newline="")))
     names = keys or list(FIELD_NAMES)
@@ -71,7 +73,7 @@ def test_json_fields_are_the_dicts_restricted_in_order(
     arr = record_array(records)
     decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
     buf = io.StringIO()
-    JsonOutput(buf, decoder, keys).batch(arr, [NET])
+    JsonOutput(buf, decoder, keys).batch(Records(arr, net_event_records([NET], offset)))
     lines = buf.getvalue().splitlines()
     assert all(line.isprintable() for line in lines)
     objs = [json.loads(line) for line in lines]
@@ -95,7 +97,7 @@ def test_field_columns_are_printable_one_line_per_event(
     buf, err = io.StringIO(), io.StringIO()
     out = FieldColumnOutput(buf, Decoder(LAYOUT, realtime_offset_ns=0), keys, width, err)
     out.start(["open"], [])
-    out.batch(arr, [NET])
+    out.batch(Records(arr, net_event_records([NET])))
     lines = buf.getvalue().splitlines()
     assert len(lines) == 1 + len(arr) + 1  # stdout: the header and the events only
     assert err.getvalue().splitlines() == ["sources: open", "Tracing... Ctrl-C to end."]
@@ -110,5 +112,5 @@ def test_csv_quotes_what_would_break_a_row() -> None:
     buf = io.StringIO(newline="")
     out = CsvOutput(buf, Decoder(LAYOUT, realtime_offset_ns=0), ["pid", "comm", "path"])
     out.start([], [])
-    out.batch(arr, [])
+    out.batch(Records(arr))
     assert buf.getvalue() == 'pid,comm,path\r\n7,"c,o","/t/a""b\nc\r,d"\r\n'

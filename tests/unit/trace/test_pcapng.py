@@ -13,8 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.errors import PcapngFormatError
+from ringtool.event.records import NetRecords
 from ringtool.trace.output_pcap import PcapSink, is_loopback
 from ringtool.trace.pcapng import Packet, PcapngWriter, read_pcapng
+from tests.helpers.net_records import net_records, net_sample
 
 FRAMES = [
     (b"\xff" * 6 + b"\x02" * 6 + b"\x08\x00" + bytes(range(46)), 60, 1_700_000_000_123_456_789),
@@ -143,20 +145,27 @@ def test_tshark_reads_the_direction_flags(tmp_path: Path) -> None:
     assert _directions(path) == ["0x00000001", "0x00000002", ""]
 
 
-def _net_event(ifindex: int, direction: str, pid: int = 0) -> dict[str, object]:
-    return {
-        "ifindex": ifindex, "dir": direction, "payload": FRAMES[0][0], "len": 60,
-        "ts_ns": FRAMES[0][2], "cpu": 1, "pid": pid, "comm": "cu\x1b[2Jrl" if pid else "",
-    }  # fmt: skip
+def _net_event(ifindex: int, direction: str, pid: int = 0) -> NetRecords:
+    return net_records([net_sample(
+        FRAMES[0][0], ifindex=ifindex, dir=direction, len=60, ts=FRAMES[0][2], cpu=1, pid=pid,
+        comm=b"cu\x1b[2Jrl" if pid else b"",
+    )])  # fmt: skip
+
+
+def _packets(*packets: NetRecords) -> NetRecords:
+    joined = packets[0]
+    for more in packets[1:]:
+        joined = joined.concat(more)
+    return joined
 
 
 def test_net_capture_keeps_one_copy_on_loopback(tmp_path: Path) -> None:
     lo = socket.if_nametoindex("lo")
     assert is_loopback("lo")
     missing = 1 + max(i for i, _ in socket.if_nameindex())  # no such interface: not loopback
-    cap = PcapSink.open(tmp_path / "c.pcapng", 96)
-    cap.write([_net_event(lo, "egress", pid=42), _net_event(lo, "ingress")])
-    cap.write([_net_event(missing, "egress"), _net_event(missing, "ingress", pid=7)])
+    cap = PcapSink.open(tmp_path / "c.pcapng", 96, realtime_offset_ns=0)
+    cap.write(_packets(_net_event(lo, "egress", pid=42), _net_event(lo, "ingress")))
+    cap.write(_packets(_net_event(missing, "egress"), _net_event(missing, "ingress", pid=7)))
     cap.close()
     pkts = read_pcapng((tmp_path / "c.pcapng").read_bytes())
     assert [(p.ifname, p.inbound) for p in pkts] == [

@@ -1,5 +1,5 @@
 """``--pcap``'s file: created 0600 without following a symlink, an existing file only
-with ``--force`` (and then truncated, made ours and 0600, still never through a symlink)."""
+with ``--force`` (and then replaced by a new 0600 file of ours, still never through a symlink)."""
 
 from __future__ import annotations
 
@@ -94,3 +94,19 @@ def test_force_on_a_fifo_without_reader_does_not_hang(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(UsageError, match=r"^--pcap .*fifo: "):
         open_private(fifo, force=True)
+
+
+def test_force_replaces_the_file_a_holder_reads_nothing_new(tmp_path: Path) -> None:
+    path = tmp_path / "c.pcapng"
+    path.write_bytes(b"old")
+    path.chmod(0o644)
+    old_inode = path.stat().st_ino
+    with path.open("rb") as held:  # opened before, as its owner would
+        assert held.read() == b"old"
+        with open_private(path, force=True) as f:
+            f.write(b"packets")
+        assert held.read() == b""
+    st = path.stat()
+    assert st.st_ino != old_inode and stat.S_IMODE(st.st_mode) == 0o600
+    assert path.read_bytes() == b"packets"
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pcapng"]

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from ringtool.event.layout import load_layout
 from ringtool.trace.proc_names import NET_LABEL, latest_names
 from ringtool.trace.stats import TraceStats
+from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.records import header_records
 
 
@@ -43,7 +44,7 @@ def test_an_older_batch_read_late_does_not_bring_the_old_name_back() -> None:
 
 def test_packets_are_counted_under_the_net_label() -> None:
     st_ = _stats()
-    st_.add_events([{"type": "net", "cpu": 0, "pid": 0, "comm": ""}] * 3)
+    st_.add_net(net_records([net_sample(cpu=0, pid=0, comm=b"")] * 3))
     assert st_.proc_rows() == [(0, NET_LABEL, 3, 0)]
 
 

@@ -10,6 +10,8 @@ import pytest
 from ringtool.event.layout import load_layout
 from ringtool.trace.log_slots import percentile_from_log2
 from ringtool.trace.stats import DROP_LOG, TraceStats
+from ringtool.trace.stats_json import stats_record, summary_record
+from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.records import header_records
 
 
@@ -37,7 +39,7 @@ def test_counts_rates_top_and_summary() -> None:
     lay = load_layout()
     st = TraceStats(lay.type_names, 2, ["exec", "open"], start=100.0)
     st.add_batch(_batch([("open", 0, 10, b"a"), ("open", 1, 10, b"a"), ("exec", 1, 11, b"b")]))
-    st.add_events([{"type": "net", "cpu": 0, "pid": 0, "comm": ""}])
+    st.add_net(net_records([net_sample(cpu=0, pid=0, comm=b"")]))
     st.observe_fill({0: 0.5, 1: 0.1})
     st.observe_fill({0: 0.2})
     st.tick(drops_cpu=[3, 4], drops_source={"open": [3, 4]}, lost_cpu={0: 2}, now=102.0,
@@ -51,14 +53,14 @@ def test_counts_rates_top_and_summary() -> None:
     assert st.top_procs(1) == [(10, "a", 2, 2)]
     assert [r.nr for r in st.top_syscalls(5)] == [0, 1]
     assert st.top_syscalls(1, "p99")[0].nr == 1
-    summary = st.summary_record()
+    summary = summary_record(st)
     assert summary["events"] == 4 and summary["dropped"] == 7 and summary["lost"] == 2
     assert summary["dropped_by_source"] == {"open": 7}
     assert summary["dropped_by_source_per_cpu"] == {"open": [3, 4]}
     st.tick(now=104.0)
     assert st.rate_total == 0.0 and st.fill_cpu == {}
     assert st.top_procs(1) == [(10, "a", 2, 0)]
-    rec = st.stats_record()
+    rec = stats_record(st)
     assert rec["type"] == "stats" and len(rec["per_cpu"]) == 2
 
 
@@ -69,13 +71,13 @@ def test_short_net_samples_are_counted_not_dropped_silently() -> None:
     lay = load_layout()
     dec = Decoder(lay)
     whole = bytes(lay.net.itemsize)
-    events = dec.decode_net([(0, b"\x01" * 7), (1, whole), (0, b"")])
+    events = dec.net_records([(0, b"\x01" * 7), (1, whole), (0, b"")])
     assert len(events) == 1 and dec.malformed == 2
     st = TraceStats(lay.type_names, 2, ["net"])
-    st.add_events(events)
+    st.add_net(events)
     st.malformed = dec.malformed
-    assert st.summary_record()["malformed"] == 2
-    assert st.stats_record()["malformed"] == 2
+    assert summary_record(st)["malformed"] == 2
+    assert stats_record(st)["malformed"] == 2
     assert format_summary(st)[0].endswith(", 2 malformed")
 
 
@@ -92,10 +94,10 @@ def test_drops_are_logged_with_their_interval() -> None:
     marks = [(m.uptime_s, m.dropped, m.lost) for m in st.drop_log]
     assert marks == [(2.0, 5, 3), (4.5, 2, 0)]
     assert st.drop_intervals == 2
-    rec = st.stats_record()
+    rec = stats_record(st)
     assert (rec["uptime_s"], rec["dropped_interval"], rec["lost_interval"]) == (4.5, 2, 0)
     assert [c["drops_interval"] for c in rec["per_cpu"]] == [0, 2]
-    summary = st.summary_record()
+    summary = summary_record(st)
     assert [(m["uptime_s"], m["dropped"]) for m in summary["drops_at"]] == [(2.0, 5), (4.5, 2)]
     assert summary["drop_intervals"] == 2
 
@@ -118,4 +120,4 @@ def test_begin_forgets_fill_from_before_reading() -> None:
     st.observe_fill({0: 0.01})
     st.tick(drops_cpu=[0, 0], now=6.0)
     assert st.fill_cpu == {0: 0.01}
-    assert st.stats_record()["uptime_s"] == 1.0
+    assert stats_record(st)["uptime_s"] == 1.0

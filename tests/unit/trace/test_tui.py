@@ -14,6 +14,7 @@ from rich.console import Console
 
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
+from ringtool.event.records import Records
 from ringtool.trace.latency_buckets import bucket_of
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui, sparkline
@@ -45,7 +46,7 @@ def test_render_fits(w: int, h: int) -> None:
     arr["h"]["type"] = lay.type_id("open")
     arr["h"]["comm"] = b"worker"
     arr["data"] = b"/some/path/" + b"p" * 200
-    tui.batch(arr, [])
+    tui.batch(Records(arr))
     tui.stats(_stats())
     console.print(tui.render(), height=h)
     lines = buf.getvalue().splitlines()

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from ringtool.event.decode import Decoder
+from ringtool.event.records import Records
 from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
 from ringtool.trace.tui_exits import EXITING, GONE, LIVE, Exits
@@ -48,7 +49,7 @@ def _frame(tui: TraceTui, buf: io.StringIO) -> str:
 
 def _feed(tui: TraceTui, st: TraceStats, arr: np.ndarray[Any, Any]) -> None:
     st.add_batch(arr)
-    tui.batch(arr, [])
+    tui.batch(Records(arr))
 
 
 def test_quiet_process_events_survive_a_busy_one_in_filter_and_drill_down() -> None:

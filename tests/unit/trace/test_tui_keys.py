@@ -17,6 +17,7 @@ from ringtool.trace.stats import TraceStats
 from ringtool.trace.tui import TraceTui
 from ringtool.trace.tui_keys import KeyParser
 from ringtool.trace.tui_view import KEYS, ViewState
+from tests.helpers.records import header_records
 from tests.helpers.stats import new_stats
 from tests.helpers.tui import frame
 
@@ -59,8 +60,8 @@ def _stats(n: int = 30) -> TraceStats:
     """``n`` processes: pid 100+i, comm ``odd``/``zzz``, i+1 events each."""
     st = new_stats()
     for i in range(n):
-        st.add_events([{"type": "exec", "cpu": 0, "pid": 100 + i,
-                        "comm": "odd" if i % 2 else "zzz"}] * (i + 1))  # fmt: skip
+        st.add_batch(header_records([{"type": "exec", "cpu": 0, "pid": 100 + i,
+                                      "comm": b"odd" if i % 2 else b"zzz"}] * (i + 1)))  # fmt: skip
     st.tick(syscall_hist={0: {12: 9}}, now=1.0)
     return st
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from ringtool.errors import ExportError
+from ringtool.kernel.closing import Closing
 
 
 def free_port() -> int:
@@ -39,7 +40,7 @@ def wait_port(port: int, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-class LocalNats:
+class LocalNats(Closing):
     """See the module doc."""
 
     def __init__(
@@ -108,10 +109,8 @@ class LocalNats:
             self.proc.wait()
         self.proc = None
 
-    def __enter__(self) -> LocalNats:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
+        """:meth:`stop` the server (SIGTERM): what leaving the ``with`` block does."""
         self.stop()
 
 

@@ -1,63 +1,35 @@
-"""``trace --export``: the runner's sink that hands every event to the publisher.
+"""The exporter with its publisher in this process, for ``ringtool bench export``'s
+``nats-json``/``nats-rows`` rows (the baseline ``trace --export`` is compared to).
 
-:class:`ExportSink` is built once the sources run. :meth:`~ExportSink.publish` gets
-each drained batch (cut into numbered lane batches, handed to the
+:class:`ExportSink` is what :class:`~ringtool.export.proc_sink.ProcExportSink` is with
+the publisher in the same process. :meth:`~ExportSink.publish` gets each drained batch
+(cut into numbered lane batches, handed to the
 :class:`~ringtool.export.publisher.Publisher` without blocking),
 :meth:`~ExportSink.tick` the interval's :class:`~ringtool.trace.stats.TraceStats`
-(it stores the export counters in ``stats.export`` for the outputs, publishes a
-``stats/1`` message, and returns the notes to show), :meth:`~ExportSink.close` drains
-and stores the final counts.
+(it stores the export counters in ``stats.export``, publishes a ``stats/1`` message,
+and returns the notes to show), :meth:`~ExportSink.close` drains and stores the final
+counts.
 
-Accounting: every event the trace delivered is handed over, so after close
-``stats.total == exported + export_dropped`` and, with the kernel's counts,
-``generated == exported + export_dropped + dropped + lost``.
+Accounting: every event handed over ends as exported or export_dropped, so after close
+``stats.total == exported + export_dropped``.
 """
 
 from __future__ import annotations
 
-import secrets
 import sys
-import time
 from collections import deque
 from typing import Any
 
-import numpy as np
-
 from ringtool.errors import ExportError
-from ringtool.event.decode import Decoder, Event
+from ringtool.event.decode import Decoder
+from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.export.accounting import ExportCounters, TraceTotals
 from ringtool.export.batcher import Batcher
-from ringtool.export.config import ExportConfig, boot_id, display_url
+from ringtool.export.config import ExportConfig, display_url
 from ringtool.export.publisher import Publisher
-from ringtool.export.wire import Encoder, Message, Origin
-
-
-def new_origin(cfg: ExportConfig, source: str, realtime_offset_ns: int) -> Origin:
-    return Origin(cfg.host, boot_id(), secrets.token_hex(6), source, realtime_offset_ns)
-
-
-def take_all(notes: deque[str]) -> list[str]:
-    """Empty ``notes`` (appended by other threads), oldest first."""
-    out = []
-    while notes:
-        out.append(notes.popleft())
-    return out
-
-
-def host_stats(origin: Origin, stats: TraceTotals, kind: str,
-               record: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
-    """The body of a ``stats/1`` message of ``kind`` (``stats``, ``summary``): the
-    trace's counts and the exporter's ``record``."""
-    o = origin
-    return {
-        "kind": kind, "host": o.host, "boot": o.boot, "run": o.run, "source": o.source,
-        "time": time.time(), "events": stats.total, "dropped": stats.dropped,
-        "lost": stats.lost, "dropped_per_cpu": list(stats.drops_cpu),
-        "lost_per_cpu": {str(k): v for k, v in stats.lost_cpu.items()},
-        "events_per_s": round(stats.rate_total, 1),
-        **record,
-    }  # fmt: skip
+from ringtool.export.run_origin import host_stats, new_origin, take_all
+from ringtool.export.wire import Encoder, Message
 
 
 class ExportSink:
@@ -86,8 +58,8 @@ class ExportSink:
                 "events count as export_dropped until it answers (--export-optional)"
             )
 
-    def publish(self, arr: np.ndarray[Any, Any], net: list[Event]) -> None:
-        for batch in self.batcher.split(arr, net):
+    def publish(self, records: Records) -> None:
+        for batch in self.batcher.split(records):
             self.publisher.offer(batch)
 
     def notes(self) -> list[str]:
@@ -127,4 +99,4 @@ class ExportSink:
             print(f"ringtool: {printable(note)}", file=sys.stderr)  # may quote the broker
 
 
-__all__ = ["ExportSink", "host_stats", "new_origin", "take_all"]
+__all__ = ["ExportSink"]

@@ -1,0 +1,32 @@
+"""The ``ringtool`` program (the console script, and ``python -m ringtool``): the CLI
+(:mod:`ringtool.cli.main`) with every subcommand, those of the CLI layer and
+``ringtool bench`` from the layer above it, registered here at the top so that no
+layer imports one above it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ringtool.cli.main import SUBCOMMANDS, Register
+from ringtool.cli.main import main as cli_main
+
+
+def _bench(subs: Any) -> None:
+    from ringtool.bench import command  # imported for `ringtool bench` (or the full parser)
+
+    command.register(subs)
+
+
+#: Every subcommand of ``ringtool``, in the order ``ringtool --help`` lists them.
+COMMANDS: dict[str, Register] = {**SUBCOMMANDS, "bench": _bench}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``ringtool ARGV...``; the exit status."""
+    return cli_main(argv, COMMANDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""``ringtool mark`` exits 0 only with its marker in the trace: a ``mark`` killed
+between the user ring's reserve and submit (tests/helpers/killed_marker.py) does not
+stop the markers after it, and a marker that cannot be delivered is a non-zero exit
+with one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from ringtool.trace.marks import PIN_ROOT
+from tests.helpers.paths import ROOT
+from tests.helpers.procs import run_ringtool
+from tests.helpers.trace import Trace
+
+pytestmark = pytest.mark.kernel
+
+
+def trace_dir(t: Trace) -> str:
+    (name,) = [n for n in os.listdir(PIN_ROOT) if n.startswith(f"{t.proc.pid}-")]
+    return os.path.join(PIN_ROOT, name)
+
+
+def marks(lines: list[str]) -> list[str]:
+    """The texts of the trace's mark events (other tests' traces may mark it too: their
+    texts hold other tags)."""
+    events = [json.loads(line) for line in lines]
+    return [e["text"] for e in events if e["type"] == "mark"]
+
+
+def kill_a_marker(where: str, how: str) -> int:
+    """Run the half-way marker on the trace at ``where``; its pid (it was SIGKILLed)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.helpers.killed_marker", where, how],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    return int(done.stdout)
+
+
+def test_marks_after_one_killed_before_submit_reach_the_trace() -> None:
+    tag = secrets.token_hex(6)
+    t = Trace("--json", "--events", "exec")
+    try:
+        where = trace_dir(t)
+        dead = kill_a_marker(where, "busy")
+        first = run_ringtool("mark", f"first {tag}")
+        assert first.returncode == 0, first.stderr
+        second = run_ringtool("mark", f"second {tag}")
+        assert second.returncode == 0, second.stderr
+        assert "half-written" not in second.stderr
+    finally:
+        t.signal(signal.SIGINT)
+    lines, _ = t.finish()
+    got = [m for m in marks(lines) if tag in m or m.startswith("half")]
+    assert got == [f"first {tag}", f"second {tag}"]  # and not the half-written one
+    note = f"discarded a marker left half-written by pid {dead}"
+    assert first.stderr == f"ringtool mark: note: trace {where}: {note}\n"
+
+
+def test_a_mark_the_trace_cannot_take_exits_non_zero_with_one_line() -> None:
+    tag = secrets.token_hex(6)
+    t = Trace("--json", "--events", "exec")
+    try:
+        where = trace_dir(t)
+        kill_a_marker(where, "corrupt")
+        for n in range(2):  # this mark, and every later one
+            done = run_ringtool("mark", f"lost {n} {tag}")
+            assert done.returncode == 1, done.stderr
+            (line,) = done.stderr.splitlines()
+            assert line.startswith(
+                f"ringtool mark: trace {where}: its drain refused the marker ring (Invalid "
+                "argument): the ring is corrupt; restart the trace to take markers again"
+            ), line
+    finally:
+        t.signal(signal.SIGINT)
+    lines, _ = t.finish()
+    assert not [m for m in marks(lines) if tag in m]
