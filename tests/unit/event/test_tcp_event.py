@@ -20,6 +20,7 @@ from ringtool.event.decode import Decoder
 from ringtool.event.detail import detail
 from ringtool.event.fields import FIELD_NAMES
 from ringtool.event.json_lines import batch_text, json_lines
+from ringtool.event.kmes_types import TRACE_EVENT_BASE, TracePayloads
 from ringtool.event.layout import TRACE_HEADER, LayoutError, load_layout, parse_layout
 from ringtool.event.records import Records
 from ringtool.export.wire import compact_rows, expand_rows
@@ -127,6 +128,13 @@ def test_tcp_events_and_packets_in_one_records_batch() -> None:
     ColumnOutput(out, dec, width=None).batch(records)
     lines = out.getvalue().splitlines()
     assert len(lines) == 3 and all("10.0.0.1:40000 > 10.0.0.2:80" in x for x in lines[:2])
+
+
+def test_a_kmes_payload_decodes_to_the_tcp_fields() -> None:
+    """The KMES bridge publishes each ring record whole; kmes-read names its fields."""
+    name, fields = TracePayloads().decode(TRACE_EVENT_BASE + TCP, tcp_rows().tobytes()) or ("", {})
+    assert name == "tcp" and (fields["laddr"], fields["rport"], fields["tx_bytes"]) == (
+        "10.0.0.1", 80, 10_002)  # fmt: skip
 
 
 def test_the_columns_show_the_detail() -> None:
