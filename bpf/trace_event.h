@@ -9,7 +9,7 @@
  * natural alignment, no bit fields, C block comments only.
  *
  * Records go to the per-CPU RINGBUF group of bpf/percpu_ringbuf.h (exec, exit, fork,
- * open, slow syscalls) or, for net, to a PERF_EVENT_ARRAY with the packet bytes
+ * open, slow syscalls, tcp) or, for net, to a PERF_EVENT_ARRAY with the packet bytes
  * appended by the kernel (BPF_F_CTXLEN_MASK).
  *
  * Filters arrive as -D constants (ringtool/trace/filters.py builds them):
@@ -45,6 +45,7 @@
 #define TRACE_SYSCALL 5
 #define TRACE_NET 6
 #define TRACE_MARK 7  /* `ringtool mark TEXT`: data = the text (bpf/trace_mark.bpf.c) */
+#define TRACE_TCP 8   /* a TCP connection's life, at its close: a struct trace_tcp */
 
 /* open, exec: the syscall an event came from (`call`); ringtool/event/layout.py names
  * them (TRACE_CALL_OPENAT -> "openat"). Numbers of ringtool's own, the same on every
@@ -87,6 +88,31 @@ struct trace_event {
                                     mark: the text */
 };
 
+/* tcp (bpf/trace_tcp.c): one TCP connection, emitted when it reaches TCP_CLOSE. A
+ * RINGBUF record like the others, so of the same size as struct trace_event (the
+ * group's readers take every record as one of those and view a tcp record as this;
+ * `pad` fills it up); the header's task fields are the connection's owner (see
+ * trace_tcp.c), ts and cpu those of the close. */
+#define TRACE_TCP_PAD 220
+struct trace_tcp {
+    struct trace_hdr h;
+    u64 duration_ns;             /* from the first state (SYN_SENT / SYN_RECV) to CLOSE */
+    u64 tx_bytes;                /* tcp_sock.bytes_acked: sequence space acknowledged
+                                    (the payload, and the SYN and FIN: bpf/trace_tcp.c) */
+    u64 rx_bytes;                /* tcp_sock.bytes_received (likewise) */
+    u32 uid;                     /* the owner's real uid and gid */
+    u32 gid;
+    u8 saddr[TRACE_ADDR_LEN];    /* local address; IPv4 as ::ffff:a.b.c.d */
+    u8 daddr[TRACE_ADDR_LEN];    /* remote address */
+    u16 sport;                   /* local port, host byte order */
+    u16 dport;                   /* remote port */
+    u16 states;                  /* 1 << every TCP state it was in (TCP_ESTABLISHED = 1 ...) */
+    u8 family;                   /* 4 or 6 (the socket's: AF_INET or AF_INET6) */
+    u8 active;                   /* 1: opened by connect(), 0: by a listener (accept) */
+    s32 error;                   /* sk_err at the close (an errno, 0: none) */
+    u8 pad[TRACE_TCP_PAD];
+};
+
 /* net (TC, PERF_EVENT_ARRAY): followed by `captured` packet bytes from the MAC header. */
 struct trace_net {
     struct trace_hdr h;
@@ -108,6 +134,8 @@ struct trace_net {
 _Static_assert(sizeof(struct trace_event) == TRACE_EVENT_SIZE,
                "struct trace_event differs from ringtool/event/layout.py");
 #endif
+_Static_assert(sizeof(struct trace_tcp) == sizeof(struct trace_event),
+               "struct trace_tcp: a RINGBUF record is a struct trace_event's size (TRACE_TCP_PAD)");
 #ifdef TRACE_NET_SIZE
 _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
                "struct trace_net differs from ringtool/event/layout.py");

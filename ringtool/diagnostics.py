@@ -311,6 +311,23 @@ def _tracepoint_layouts() -> list[Check]:
     ]
 
 
+def _btf_members() -> Check:
+    """Where the running kernel's BTF puts the struct members the sources read by
+    address (the tcp source's socket counters); a missing one disables its source."""
+    from ringtool.event.registry import NEEDS
+    from ringtool.programs.kernel_features import member_defines
+
+    found = member_defines(NEEDS.members)
+    missing = [m.member for m in NEEDS.members if m.define not in found]
+    shown = ", ".join(f"{m.member} at {found[m.define]}" for m in NEEDS.members
+                      if m.define in found)  # fmt: skip
+    if missing:
+        return Check("BTF members", False, "not in the kernel's BTF: " + ", ".join(missing),
+                     "the tcp source needs /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF)",
+                     required=False)  # fmt: skip
+    return Check("BTF members", True, shown, required=False)
+
+
 CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     _kernel_version,
     _privileges,
@@ -325,6 +342,7 @@ CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
     _headers,
     _bpf_sources,
     _tracepoint_layouts,
+    _btf_members,
     _bcc,
     _kprobes,
 )

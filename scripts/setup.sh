@@ -20,6 +20,7 @@ fi
 # sudo: the README's examples say `sudo ringtool ...` (step 5 puts ringtool on the PATH).
 # jq, curl: the README's examples pipe `--json` into jq and make loopback traffic with curl.
 # bpftrace: the peer check's reference tracer (tests/kernel/trace/test_peer_bpftrace.py).
+# libbpf-tools: tcplife, the tcp source's reference (tests/kernel/trace/test_tcp_source.py).
 # bpftool: `bpftool prog show`, the reference for the cost panel's run times; with
 # clang-14 it builds and loads bpf/*.bpf.c (USER_RINGBUF drains, which BCC cannot load:
 # `ringtool mark`, ringtool.programs.clang_loader).
@@ -27,7 +28,7 @@ fi
 # interactive shells in /etc/bash.bashrc: scripts/host-files.sh).
 PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make
       nats-server prometheus gcc libbpf-dev man-db groff-base sudo bpftrace jq curl
-      bpftool bash-completion clang-14)
+      bpftool bash-completion clang-14 libbpf-tools)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

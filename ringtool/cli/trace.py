@@ -100,7 +100,8 @@ def register(subs: Any) -> None:
         "-x",
         "--failed",
         action="store_true",
-        help="failed calls only: opens and exec attempts that failed",
+        help="failed calls only: opens and exec attempts that failed, TCP connections "
+        "that never reached ESTABLISHED",
     )
     p.add_argument(
         "-d", "--duration", type=v.number(above=0, unit="seconds"), metavar="SECONDS",
@@ -212,8 +213,9 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--window-us needs --ordered")
     if args.hist and "syscalls" not in events_of(args):
         raise UsageError("--hist shows the syscalls source's histograms: add syscalls to --events")
-    if args.failed and not {"open", "exec"} & set(events_of(args)):
-        raise UsageError("-x/--failed selects failed opens and execs: add open or exec to --events")
+    if args.failed and not {"open", "exec", "tcp"} & set(events_of(args)):
+        raise UsageError("-x/--failed selects failed opens, execs and TCP connections: add "
+                         "open, exec or tcp to --events")  # fmt: skip
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
     check_growth(args)

@@ -15,13 +15,13 @@ the outputs skip their per-string escaping. The result equals
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
 
-from ringtool.event import calls, exec_data
+from ringtool.event import calls, exec_data, tcp_data
 from ringtool.event.fields import PROTOS, Field
 
 Array = np.ndarray[Any, Any]
@@ -79,28 +79,43 @@ def code_counts(col: Array) -> tuple[list[int], list[int]]:
     return uniq.tolist(), per.tolist()
 
 
-def by_type(arr: Array, types: dict[int, str]) -> list[TypeGroup]:
+def by_type(
+    arr: Array, types: dict[int, str], views: Mapping[int, np.dtype[Any]] | None = None
+) -> list[TypeGroup]:
     """The batch split by ``h.type`` (``types`` names the codes; an unknown code is
-    named by its number), in order of type code."""
+    named by its number), in order of type code. ``views``: the record struct of the
+    types that have their own (:attr:`ringtool.event.layout.TraceLayout.views`): their
+    group's records are viewed as it (same size: no copy)."""
     if len(arr) == 0:
         return []
     t = arr["h"]["type"]
     first = t[0]
     if (t == first).all():
-        return [TypeGroup(types.get(int(first), str(int(first))), None, arr)]
+        return [TypeGroup(types.get(int(first), str(int(first))), None,
+                          _as_own(arr, int(first), views))]  # fmt: skip
     out = []
     for code in code_counts(t)[0]:
         positions = np.flatnonzero(t == code)
-        out.append(TypeGroup(types.get(code, str(code)), positions, arr.take(positions)))
+        rec = _as_own(arr.take(positions), code, views)
+        out.append(TypeGroup(types.get(code, str(code)), positions, rec))
     return out
 
 
+def _as_own(rec: Array, code: int, views: Mapping[int, np.dtype[Any]] | None) -> Array:
+    """The records ``rec`` of type ``code`` viewed as their own struct, where it has one."""
+    view = None if views is None else views.get(code)
+    return rec if view is None else rec.view(view)
+
+
 def in_array_order(
-    arr: Array, types: dict[int, str], lines: Callable[[TypeGroup], list[str]]
+    arr: Array,
+    types: dict[int, str],
+    lines: Callable[[TypeGroup], list[str]],
+    views: Mapping[int, np.dtype[Any]] | None = None,
 ) -> list[str]:
     """``lines(group)`` for each type group of ``arr`` (:func:`by_type`), put back in
     array order: one output line per record."""
-    groups = by_type(arr, types)
+    groups = by_type(arr, types, views)
     if len(groups) == 1 and groups[0].positions is None:
         return lines(groups[0])
     out: list[str] = [""] * len(arr)
@@ -262,6 +277,14 @@ def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], s
         return _named(col, lambda p: PROTOS.get(p, str(p)))
     if kind == "direction":
         return _named(col, lambda d: "egress" if d else "ingress")
+    if kind == "ip":
+        return [tcp_data.address(bytes(a)) for a in col.tolist()]
+    if kind == "flag":
+        return (col != 0).tolist()  # type: ignore[no-any-return]
+    if kind == "tcp_states":
+        return [tcp_data.state_names(m) for m in col.tolist()]
+    if kind == "tcp_failed":
+        return [tcp_data.failed(m) for m in col.tolist()]
     raise ValueError(f"field {f.key}: unknown kind {kind!r}")
 
 

@@ -61,6 +61,8 @@ class Decoder:
     ) -> None:
         self.layout = layout
         self.types = layout.type_names
+        #: type value -> the struct its records are viewed as (tcp: struct trace_tcp)
+        self.views = layout.views
         self.syscall_name = syscall_name or (lambda nr: f"sys_{nr}")
         if realtime_offset_ns is None:
             realtime_offset_ns = time.time_ns() - time.monotonic_ns()
@@ -79,7 +81,7 @@ class Decoder:
         """Event dicts of a record array (``struct trace_event``, or ``struct
         trace_net``: a :class:`NetRecords`' ``rec``), in array order."""
         out: list[Any] = [None] * len(arr)
-        for g in batch.by_type(arr, self.types):
+        for g in batch.by_type(arr, self.types, self.views):
             fields = fields_of(g.name)
             keys = ("type", *(f.key for f in fields))
             cols = [[g.name] * len(g.rec), *(self.values(g.rec, f) for f in fields)]

@@ -8,9 +8,9 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ringtool.event import open_flags
+from ringtool.event import open_flags, tcp_data
 from ringtool.event.decode import Event
-from ringtool.event.registry import EVENT_TYPES
+from ringtool.event.registry import BY_NAME, EVENT_TYPES
 
 Columns = Mapping[str, list[Any]]
 
@@ -61,6 +61,24 @@ def _rest_mark(c: Columns) -> list[str]:
     return list(c["text"])
 
 
+def _endpoint(addr: str, port: int) -> str:
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+def _rest_tcp(c: Columns) -> list[str]:
+    """``active 10.0.0.1:40000 > 10.0.0.2:80 tx=B rx=B 1.2 ms``: who opened it, local >
+    remote, the bytes, how long it lived; a failed one says so and why. Reads the keys
+    of the registry's entry (its ``detail.reads``), in their order."""
+    return [
+        f"{'active' if act else 'passive'} {_endpoint(la, lp)} > {_endpoint(ra, rp)}"
+        + (f" failed {tcp_data.errno_name(err) if err else ''}".rstrip() if bad
+           else f" tx={tx} rx={rx}")
+        + f" {us / 1000:.1f} ms"
+        for act, la, lp, ra, rp, tx, rx, us, bad, err
+        in zip(*(c[k] for k in BY_NAME["tcp"].detail.reads), strict=True)
+    ]  # fmt: skip
+
+
 def _rest_net(c: Columns) -> list[str]:
     return [
         f"{d[:3]} {proto} {src}:{sport} > {dst}:{dport} len={n}"
@@ -75,7 +93,7 @@ def _rest_net(c: Columns) -> list[str]:
 #: :class:`~ringtool.event.registry.Detail` says what it reads).
 _REST: dict[str, Callable[[Columns], list[str]]] = {
     "exec": _rest_exec, "open": _rest_open, "exit": _rest_exit, "fork": _rest_fork,
-    "syscall": _rest_syscall, "mark": _rest_mark, "net": _rest_net,
+    "syscall": _rest_syscall, "mark": _rest_mark, "net": _rest_net, "tcp": _rest_tcp,
 }  # fmt: skip
 
 #: Per type: the key of its file name (None: no file name), the rest of its detail,

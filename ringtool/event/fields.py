@@ -33,7 +33,15 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
   it, else ``""``);
 * ``proto``: an IP protocol number by name (:data:`PROTOS`; another number as its
   digits);
-* ``direction``: ``"egress"`` when the column is non-zero, else ``"ingress"``.
+* ``direction``: ``"egress"`` when the column is non-zero, else ``"ingress"``;
+* ``ip``: a 16-byte address as text, IPv4 (held as ``::ffff:a.b.c.d``) dotted;
+* ``flag``: ``True`` when the column is non-zero;
+* ``tcp_states``: the names of the TCP states whose bits the column has
+  (``["ESTABLISHED", "SYN_SENT", ...]``, :mod:`ringtool.event.tcp_data`);
+* ``tcp_failed``: ``True`` when those states lack ESTABLISHED.
+
+A type whose records are a struct of their own (tcp: ``struct trace_tcp``,
+:data:`ringtool.event.layout.RECORD_STRUCTS`) names that struct's fields.
 
 ``uid``/``gid`` (the task's real ids) are common to every RINGBUF event type; net
 events (``struct trace_net``: TC programs, run without a task) have none: their

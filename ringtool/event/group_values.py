@@ -22,7 +22,8 @@ from ringtool.event.fields import Field
 from ringtool.event.safe_text import printable
 
 #: Kinds whose value is a function of the field's own column (see fields.py).
-COLUMN_ONLY = frozenset(("int", "syscall", "latency_us", "truncated", "low32", "high32", "call"))
+COLUMN_ONLY = frozenset(("int", "syscall", "latency_us", "truncated", "low32", "high32", "call",
+                         "ip", "flag", "tcp_states", "tcp_failed"))  # fmt: skip
 
 
 def group_values(

@@ -130,7 +130,9 @@ def json_lines(
     """One JSON line per record of ``arr`` (events or packets), in array order; each
     parses to the record's :meth:`Decoder.decode` dict (restricted to ``keys``, in
     their order). Not yet made printable (see :func:`printable_line`)."""
-    return in_array_order(arr, decoder.types, lambda g: group_lines(decoder, g, keys))
+    return in_array_order(
+        arr, decoder.types, lambda g: group_lines(decoder, g, keys), decoder.views
+    )
 
 
 def batch_text(decoder: Decoder, records: Records, keys: Sequence[str] | None) -> str:
@@ -139,7 +141,7 @@ def batch_text(decoder: Decoder, records: Records, keys: Sequence[str] | None) -
     these keys, in this order (None: all)."""
     arrays = records.arrays()
     if len(arrays) == 1:
-        groups = by_type(arrays[0], decoder.types)
+        groups = by_type(arrays[0], decoder.types, decoder.views)
         if len(groups) == 1 and groups[0].positions is None:  # one type, in order
             return _printable_text(group_text(decoder, groups[0], keys))
     lines = [line for arr in arrays for line in json_lines(decoder, arr, keys)]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.bpf_files import bpf_dir, require_bpf_dir
-from ringtool.event.registry import EVENT_TYPES, TYPE_PREFIX
+from ringtool.event.registry import EVENT_RECORD, EVENT_TYPES, NET_RECORD, TYPE_PREFIX
 
 TRACE_HEADER = bpf_dir() / "trace_event.h"
 
@@ -45,6 +45,15 @@ _FIELD = re.compile(r"^(struct\s+\w+|\w+)\s+(\w+)\s*(?:\[\s*(\w+)\s*\])?$")
 #: Event type constant name -> the ``type`` string used in output (TRACE_EXEC -> exec):
 #: the constants of :data:`ringtool.event.registry.EVENT_TYPES`.
 TYPE_CONSTANTS = tuple(t.constant for t in EVENT_TYPES)
+#: RINGBUF event types whose records are a struct of their own (of a ``struct
+#: trace_event``'s size: the rings' records all are): type constant -> struct name
+#: (:attr:`ringtool.event.registry.EventType.record`). Not net: its ``struct
+#: trace_net`` is a perf sample's header (:class:`ringtool.event.records.NetRecords`).
+RECORD_STRUCTS = {
+    t.constant: t.record for t in EVENT_TYPES if t.record not in (EVENT_RECORD, NET_RECORD)
+}
+#: The field that fills such a struct up to the size (nothing after it is data).
+RECORD_PAD = "pad"
 #: Prefix of the constants that name an open or exec event's syscall (``call``).
 CALL_PREFIX = "TRACE_CALL_"
 
@@ -62,16 +71,18 @@ class TraceLayout:
     type_names: dict[int, str] = field(default_factory=dict)
     #: ``TRACE_CALL_*`` value -> the syscall's name (TRACE_CALL_OPENAT -> openat)
     call_names: dict[int, str] = field(default_factory=dict)
+    #: type value -> the dtype its records are viewed as (:data:`RECORD_STRUCTS`)
+    views: dict[int, np.dtype[Any]] = field(default_factory=dict)
 
     @property
     def event(self) -> np.dtype[Any]:
         """dtype of ``struct trace_event`` (exec/exit/fork/open/syscall records)."""
-        return self.dtypes["trace_event"]
+        return self.dtypes[EVENT_RECORD]
 
     @property
     def net(self) -> np.dtype[Any]:
         """dtype of ``struct trace_net`` (net sample header; packet bytes follow)."""
-        return self.dtypes["trace_net"]
+        return self.dtypes[NET_RECORD]
 
     @property
     def net_ts_offset(self) -> int:
@@ -84,6 +95,21 @@ class TraceLayout:
     def type_id(self, name: str) -> int:
         """``"exec"`` -> the value of TRACE_EXEC."""
         return self.constants[TYPE_PREFIX + name.upper()]
+
+    def data_kept(self, type_name: str) -> int | None:
+        """For a type with a record struct of its own (:data:`RECORD_STRUCTS`): how many
+        bytes from ``struct trace_event``'s ``data`` on its fields use (up to its
+        ``pad``); None for the others. What a consumer that keeps only the start of
+        ``data`` (a C string) must keep of such a record."""
+        view = self.views.get(self.type_id(type_name)) if type_name in self.names else None
+        if view is None or view.fields is None or self.event.fields is None:
+            return None
+        return int(view.fields[RECORD_PAD][1]) - int(self.event.fields["data"][1])
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The names of the event types (``exec``, ..., ``tcp``)."""
+        return frozenset(self.type_names.values())
 
     def size_defines(self) -> dict[str, int]:
         """``-D`` values that make the header's _Static_asserts check the sizes."""
@@ -134,7 +160,7 @@ def parse_layout(text: str) -> TraceLayout:
                 raise LayoutError(f"struct {m[1]}: cannot parse field {decl!r}")
             fields.append((fm[2], _field_dtype(fm[1], fm[3], constants, structs)))
         structs[m[1]] = np.dtype(fields, align=True)
-    for needed in ("trace_hdr", "trace_event", "trace_net"):
+    for needed in ("trace_hdr", EVENT_RECORD, NET_RECORD):
         if needed not in structs:
             raise LayoutError(f"the header declares no struct {needed}")
     type_names = {
@@ -143,9 +169,17 @@ def parse_layout(text: str) -> TraceLayout:
     call_names = {
         v: k[len(CALL_PREFIX) :].lower() for k, v in constants.items() if k.startswith(CALL_PREFIX)
     }
-    return TraceLayout(
-        constants=constants, dtypes=structs, type_names=type_names, call_names=call_names
-    )
+    views = {}
+    for const, name in RECORD_STRUCTS.items():
+        if const not in constants or name not in structs:
+            continue
+        view = structs[name]
+        if view.itemsize != structs[EVENT_RECORD].itemsize or RECORD_PAD not in (view.fields or {}):
+            raise LayoutError(f"struct {name} must end in `{RECORD_PAD}` up to the size of struct "
+                              "trace_event (a RINGBUF record)")  # fmt: skip
+        views[constants[const]] = view
+    return TraceLayout(constants=constants, dtypes=structs, type_names=type_names,
+                       call_names=call_names, views=views)  # fmt: skip
 
 
 def load_layout(path: Path = TRACE_HEADER) -> TraceLayout:
@@ -156,4 +190,12 @@ def load_layout(path: Path = TRACE_HEADER) -> TraceLayout:
     return parse_layout(path.read_text())
 
 
-__all__ = ["TRACE_HEADER", "LayoutError", "TraceLayout", "load_layout", "parse_layout"]
+__all__ = [
+    "RECORD_PAD",
+    "RECORD_STRUCTS",
+    "TRACE_HEADER",
+    "LayoutError",
+    "TraceLayout",
+    "load_layout",
+    "parse_layout",
+]

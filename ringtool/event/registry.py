@@ -21,13 +21,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ringtool.kernel.needs import NO_NEEDS, KernelNeeds, OptionalTracepoints, StringField
+from ringtool.kernel.needs import (
+    NO_NEEDS,
+    BtfMember,
+    KernelNeeds,
+    OptionalTracepoints,
+    StringField,
+)
 
 
 class Field(NamedTuple):
-    """One output field: ``key`` in the output, record ``column`` (a field of ``struct
-    trace_event``; ``h.NAME`` for the common header), ``kind`` (how the column becomes
-    a value: :mod:`ringtool.event.fields`)."""
+    """One output field: ``key`` in the output, record ``column`` (a member of its
+    type's :attr:`EventType.record` struct; ``h.NAME`` for the common header),
+    ``kind`` (how the column becomes a value: :mod:`ringtool.event.fields`)."""
 
     key: str
     column: str
@@ -54,6 +60,10 @@ PANELS = (RECENT, RECENT_TITLE)
 
 #: The prefix of the type constants: ``TRACE_`` + the name in upper case.
 TYPE_PREFIX = "TRACE_"
+#: The struct of most types' records (a RINGBUF record, :attr:`EventType.record`) ...
+EVENT_RECORD = "trace_event"
+#: ... and of net's (a perf sample's header, its packet bytes after it).
+NET_RECORD = "trace_net"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +77,12 @@ class EventType:
     ``detail``: its one-line detail; ``panels``: the dashboard panels it appears in
     (:data:`PANELS`); ``needs``: what its program needs from the kernel to emit it;
     ``taskless``: its records have no task (no ``uid``/``gid``, only the common
-    header: packets seen by TC programs); ``struct``: the ``bpf/trace_event.h``
-    struct of its records, whose members its fields' columns are."""
+    header: packets seen by TC programs); ``record``: the ``bpf/trace_event.h``
+    struct of its records, whose members its fields' columns are:
+    :data:`EVENT_RECORD` (the default), :data:`NET_RECORD` (net packets: perf samples
+    of their own, :class:`ringtool.event.records.NetRecords`), or another RINGBUF record
+    of ``struct trace_event``'s size that ends in ``pad`` (tcp: ``trace_tcp``), whose
+    records are viewed as it (:data:`ringtool.event.layout.RECORD_STRUCTS`)."""
 
     name: str
     source: str
@@ -77,7 +91,7 @@ class EventType:
     panels: frozenset[str] = frozenset()
     needs: KernelNeeds = NO_NEEDS
     taskless: bool = False
-    struct: str = "trace_event"
+    record: str = EVENT_RECORD
 
     @property
     def constant(self) -> str:
@@ -160,11 +174,31 @@ EVENT_TYPES: tuple[EventType, ...] = (
          Field("ifindex", "ifindex", "int"), Field("dir", "dir", "direction"),
          Field("captured", "captured", "int")),
         Detail(None, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
-        panels=_TAIL, taskless=True, struct="trace_net",  # TC: no task, no task members
+        panels=_TAIL, taskless=True, record=NET_RECORD,  # TC: no task, no task members
     ),
     EventType(
         "mark", "mark", (Field("text", "data", "str"),), Detail(None, ("text",)),
         panels=frozenset({RECENT}),  # a clang-built program: no -D needs
+    ),
+    EventType(
+        "tcp", "tcp",
+        (Field("family", "family", "int"), Field("laddr", "saddr", "ip"),
+         Field("lport", "sport", "int"), Field("raddr", "daddr", "ip"),
+         Field("rport", "dport", "int"), Field("active", "active", "flag"),
+         Field("tx_bytes", "tx_bytes", "int"), Field("rx_bytes", "rx_bytes", "int"),
+         Field("duration_us", "duration_ns", "latency_us"),
+         Field("states", "states", "tcp_states"), Field("failed", "states", "tcp_failed"),
+         Field("error", "error", "int")),
+        Detail(None, ("active", "laddr", "lport", "raddr", "rport", "tx_bytes", "rx_bytes",
+                      "duration_us", "failed", "error")),
+        panels=frozenset({RECENT}),
+        # the owner's header from the task; a socket's counters and error by address
+        needs=KernelNeeds.union([TASK_HEADER, KernelNeeds(members=(
+            BtfMember("tcp_sock.bytes_acked", 8, "TRACE_TCP_BYTES_ACKED_OFF"),
+            BtfMember("tcp_sock.bytes_received", 8, "TRACE_TCP_BYTES_RECEIVED_OFF"),
+            BtfMember("sock.sk_err", 4, "TRACE_SOCK_ERR_OFF"),
+        ))]),
+        record="trace_tcp",
     ),
 )  # fmt: skip
 
@@ -187,6 +221,7 @@ def types_of(source: str) -> tuple[EventType, ...]:
 
 
 __all__ = [
-    "BY_NAME", "EVENT_TYPES", "NEEDS", "PANELS", "RECENT", "RECENT_TITLE", "SOURCE_OF",
-    "TASK_HEADER", "TYPE_PREFIX", "Detail", "EventType", "Field", "types_in", "types_of",
+    "BY_NAME", "EVENT_RECORD", "EVENT_TYPES", "NEEDS", "NET_RECORD", "PANELS", "RECENT",
+    "RECENT_TITLE", "SOURCE_OF", "TASK_HEADER", "TYPE_PREFIX", "Detail", "EventType", "Field",
+    "types_in", "types_of",
 ]  # fmt: skip

@@ -157,8 +157,10 @@ def compact_rows(arr: np.ndarray[Any, Any], min_len: Any = None) -> tuple[int, b
     word, which is all that is asked) ends the string; the words after it
     are zeroed (the kernel leaves stale bytes there) and every row is cut after the
     longest string's last word, so ``data_len`` is a multiple of 8. ``min_len``: per
-    row, the bytes of ``data`` kept even past its first NUL (an exec record's
-    arguments follow its filename: :func:`exec_min_len`)."""
+    row (or one number for all), the bytes of ``data`` kept even past its first NUL
+    (an exec record's arguments follow its filename: :func:`exec_min_len`; a record of a
+    struct of its own, such as tcp's, its fields:
+    :meth:`ringtool.event.layout.TraceLayout.data_kept`)."""
     size = arr.dtype.itemsize
     off = arr.dtype.fields["data"][1]  # type: ignore[index]
     n = len(arr)
@@ -276,7 +278,8 @@ class Encoder:
             return net_rows(batch.data), {}
         if self.format == JSONL:
             return json_lines(self.decoder, Records(batch.data)), {}
-        min_len = exec_min_len(batch.data) if batch.type == "exec" else None
+        min_len: Any = (exec_min_len(batch.data) if batch.type == "exec"
+                        else self.decoder.layout.data_kept(batch.type))  # fmt: skip
         keep, body = compact_rows(batch.data, min_len)
         return body, {H_DATA_LEN: str(keep)}
 

@@ -39,6 +39,19 @@ class OptionalTracepoints:
 
 
 @dataclass(frozen=True, slots=True)
+class BtfMember:
+    """A member of a kernel struct a program reads by address (``bpf_probe_read_kernel``
+    of an object's pointer plus its offset), ``member`` as ``"struct.member"``, an
+    integer of ``size`` bytes; ``define``: the ``-D`` constant its offset in the running
+    kernel's BTF is given as (absent where the BTF does not show it:
+    :func:`ringtool.programs.kernel_features.member_defines`)."""
+
+    member: str
+    size: int
+    define: str
+
+
+@dataclass(frozen=True, slots=True)
 class KernelNeeds:
     """Everything one program (or one event type) needs from the kernel.
 
@@ -47,12 +60,14 @@ class KernelNeeds:
     read straight from the current task through its BTF where the kernel allows it
     (``task_struct.comm``, ``task_struct.cred``, ...: each the first step of one chain
     of :data:`ringtool.programs.kernel_features.FIELD_CHAINS`); ``task_storage``:
-    per-thread state kept in task storage where the kernel has it (else hash maps)."""
+    per-thread state kept in task storage where the kernel has it (else hash maps);
+    ``members``: other structs' members read by address (:class:`BtfMember`)."""
 
     string_fields: tuple[StringField, ...] = ()
     optional: tuple[OptionalTracepoints, ...] = ()
     task_members: tuple[str, ...] = ()
     task_storage: bool = False
+    members: tuple[BtfMember, ...] = ()
 
     @classmethod
     def union(cls, needs: Iterable[KernelNeeds]) -> KernelNeeds:
@@ -63,6 +78,7 @@ class KernelNeeds:
             optional=_once(n.optional for n in items),
             task_members=_once(n.task_members for n in items),
             task_storage=any(n.task_storage for n in items),
+            members=_once(n.members for n in items),
         )
 
 
@@ -74,4 +90,4 @@ def _once(groups: Iterable[tuple[_T, ...]]) -> tuple[_T, ...]:
     return tuple(dict.fromkeys(x for group in groups for x in group))
 
 
-__all__ = ["NO_NEEDS", "KernelNeeds", "OptionalTracepoints", "StringField"]
+__all__ = ["NO_NEEDS", "BtfMember", "KernelNeeds", "OptionalTracepoints", "StringField"]

@@ -25,6 +25,11 @@ cgroup -> its kernfs node's id), and ``TRACE_TASK_PID_OFF`` with
 ``bpf_get_current_pid_tgid`` returns). Each group is given whole or not at all; the sources
 call the helper for a group that is absent, and for all of them on kernels before
 6.1 (``TASK_FIELDS_SINCE``).
+
+The offsets of other kernel structs' members a program reads by address
+(:class:`ringtool.kernel.needs.BtfMember`: the tcp source's ``tcp_sock.bytes_acked``,
+read from a socket with ``bpf_probe_read_kernel``), each given where the kernel's BTF
+shows it (:func:`member_defines`); a program decides what it does without one.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ringtool.kernel.btf import VMLINUX_BTF, char_array_offset, field_offsets
-from ringtool.kernel.needs import KernelNeeds
+from ringtool.kernel.needs import BtfMember, KernelNeeds
 
 #: The first kernel (major, minor) whose tracepoint programs may call bpf_task_storage_get.
 TASK_STORAGE_SINCE = (5, 13)
@@ -118,12 +123,24 @@ def task_field_defines(
     return out
 
 
+def member_defines(members: Iterable[BtfMember], btf: Path = VMLINUX_BTF) -> dict[str, int | str]:
+    """Each of ``members`` whose offset the kernel's BTF shows: its ``define`` -> the
+    offset (see the module doc); {} without BTF."""
+    out: dict[str, int | str] = {}
+    for m in members:
+        found = field_offsets([m.member], m.size, btf)
+        if found is not None:
+            out[m.define] = found[0]
+    return out
+
+
 def feature_defines(needs: KernelNeeds) -> dict[str, int | str]:
     """For the running kernel and a program's ``needs``: ``TRACE_HAVE_TASK_STORAGE`` ->
-    1 or 0 (when it keeps per-thread state) and :func:`task_field_defines` of its
-    task members (tracing programs: bpf_get_current_task_btf is not callable from the
-    networking program types, whose needs name no member)."""
-    out: dict[str, int | str] = {}
+    1 or 0 (when it keeps per-thread state), :func:`task_field_defines` of its task
+    members (tracing programs: bpf_get_current_task_btf is not callable from the
+    networking program types, whose needs name no member) and :func:`member_defines`
+    of its other members."""
+    out: dict[str, int | str] = member_defines(needs.members)
     if needs.task_storage:
         out["TRACE_HAVE_TASK_STORAGE"] = int(has_task_storage())
     if needs.task_members:
@@ -133,4 +150,5 @@ def feature_defines(needs: KernelNeeds) -> dict[str, int | str]:
 
 __all__ = ["TASK_FIELDS_SINCE", "TASK_STORAGE_SINCE",
            "comm_offset", "feature_defines", "has_task_storage", "kernel_version",
+           "member_defines",
            "task_field_defines"]  # fmt: skip

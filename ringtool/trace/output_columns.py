@@ -178,7 +178,9 @@ def group_lines(decoder: Decoder, g: TypeGroup, width: int | None) -> list[str]:
 def column_lines(decoder: Decoder, arr: np.ndarray[Any, Any], width: int | None) -> list[str]:
     """One column line per record of ``arr`` (events or packets), in array order:
     :func:`format_event` of each decoded event, computed a column at a time."""
-    return in_array_order(arr, decoder.types, lambda g: group_lines(decoder, g, width))
+    return in_array_order(
+        arr, decoder.types, lambda g: group_lines(decoder, g, width), decoder.views
+    )
 
 
 class ColumnOutput(OutputBase):
@@ -208,7 +210,7 @@ class ColumnOutput(OutputBase):
         w = self.width
         arrays = records.arrays()
         if w is None and len(arrays) == 1:
-            groups = by_type(arrays[0], self.decoder.types)
+            groups = by_type(arrays[0], self.decoder.types, self.decoder.views)
             if len(groups) == 1 and groups[0].positions is None:
                 pieces, _, _ = _group_pieces(self.decoder, groups[0], None)  # one type, uncut
                 self.stream.write(text_of(pieces, len(arrays[0])))

@@ -69,7 +69,7 @@ def field_rows(decoder: Decoder, records: Records, keys: Sequence[str]) -> list[
 def _rows(decoder: Decoder, arr: np.ndarray[Any, Any], keys: Sequence[str]) -> list[Any]:
     """:func:`field_rows` of one record array, in array order."""
     out: list[Any] = [None] * len(arr)
-    for g in by_type(arr, decoder.types):
+    for g in by_type(arr, decoder.types, decoder.views):
         n = len(g.rec)
         spec = {f.key: f for f in fields_of(g.name)}
         cols = [

@@ -50,6 +50,7 @@ SOURCES: tuple[Source, ...] = (
     Source("syscalls", "trace_syscalls.c", ring=True, default=True),
     Source("net", "trace_net.c", ring=False),
     Source("mark", "trace_mark.bpf.c", ring=True, selectable=False),
+    Source("tcp", "trace_tcp.c", ring=True),
 )
 
 #: Source name -> its entry.

@@ -49,3 +49,16 @@ def test_doctor_reports_each_tracepoint_layout_choice() -> None:
         assert line.startswith("✓ tracepoint layout")
         assert f"{spec.category}:{spec.event} {spec.field} is " in line
         assert line.endswith(f"-D{spec.define}={int(data_loc)}")
+
+
+def test_doctor_reports_the_members_read_by_address() -> None:
+    """The tcp source's socket counters, at the offsets the kernel's BTF gives."""
+    from ringtool.event.registry import NEEDS
+    from ringtool.kernel.btf import field_offsets
+
+    res = subprocess.run([*RINGTOOL, "doctor"], capture_output=True, text=True, timeout=120)
+    line = next(ln for ln in res.stdout.splitlines() if "BTF members" in ln)
+    assert line.startswith("✓"), res.stdout
+    for m in NEEDS.members:
+        offsets = field_offsets([m.member], m.size)
+        assert offsets is not None and f"{m.member} at {offsets[0]}" in line, line

@@ -67,8 +67,9 @@ def test_the_fields_are_the_registry_entries() -> None:
     for t in EVENT_TYPES:
         keys = [f.key for f in t.fields]
         assert len(keys) == len(set(keys)), t.name
-        # every record column named is a field of the type's struct
-        columns = layout.load_layout().dtypes[t.struct].names
+        # every record column named is a member of the type's struct (struct
+        # trace_event, struct trace_net, or the type's own)
+        columns = layout.load_layout().dtypes[t.record].names
         for f in t.fields:
             assert f.column.split(".")[0] in columns, (t.name, f)
 
@@ -89,7 +90,7 @@ def test_sources_of_the_stats_and_metrics_are_the_registry() -> None:
 
 
 def test_the_dashboard_tail_is_the_registry_panels() -> None:
-    assert tui_panels.TAIL_TYPES == types_in(RECENT) == ("exec", "open", "net", "mark")
+    assert tui_panels.TAIL_TYPES == types_in(RECENT) == ("exec", "open", "net", "mark", "tcp")
     assert tui_panels.TAIL_TITLE == "recent exec/open/net"
     assert set(types_in(RECENT_TITLE)) <= set(types_in(RECENT))
     for t in EVENT_TYPES:
@@ -104,7 +105,7 @@ def test_every_type_has_its_source_and_every_source_types() -> None:
 
 
 def test_the_events_lists_are_the_sources_table() -> None:
-    assert ALL_EVENTS == ("exec", "open", "syscalls", "net")
+    assert ALL_EVENTS == ("exec", "open", "syscalls", "net", "tcp")
     assert {s.name: s.bpf_file for s in SOURCES if s.ring and s.selectable} == RING_SOURCES
     assert DEFAULT_EVENTS == ("exec", "open", "syscalls") == TraceOptions().events
     assert cli_trace.EVENTS == ALL_EVENTS and cli_trace.DEFAULT_EVENTS == DEFAULT_EVENTS
@@ -118,7 +119,8 @@ def test_each_source_file_emits_its_types_and_reads_its_needs(source: Source) ->
     for t in source.types:
         assert re.search(rf"\b{t.constant}\b", text), (source.bpf_file, t.constant)
     needs = source.needs
-    for define in [f.define for f in needs.string_fields] + [o.define for o in needs.optional]:
+    for define in ([f.define for f in needs.string_fields] + [o.define for o in needs.optional]
+                   + [m.define for m in needs.members]):  # fmt: skip
         assert define in text, (source.bpf_file, define)
     assert needs.task_storage == ("TRACE_HAVE_TASK_STORAGE" in text), source.bpf_file
 

@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 
 from ringtool.kernel.btf import VMLINUX_BTF
+from ringtool.kernel.needs import BtfMember
 from ringtool.programs.kernel_features import (
     comm_offset,
     feature_defines,
     has_task_storage,
     kernel_version,
+    member_defines,
     task_field_defines,
 )
 from ringtool.trace.sources import SOURCE_NAMED
@@ -60,3 +62,20 @@ def test_task_fields_from_6_1_on() -> None:
 def test_no_task_fields_without_btf(tmp_path: Path) -> None:
     assert comm_offset(tmp_path / "none") is None
     assert task_field_defines(tmp_path / "none") == {}
+
+
+@pytest.mark.skipif(not VMLINUX_BTF.exists(), reason="no BTF here")
+def test_members_read_by_address_get_their_btf_offsets() -> None:
+    """The tcp source's socket members, in the running kernel; one the BTF does not
+    show (or not of that size) is left out, not guessed."""
+    got = feature_defines(SOURCE_NAMED["tcp"].needs)
+    assert {"TRACE_TCP_BYTES_ACKED_OFF", "TRACE_TCP_BYTES_RECEIVED_OFF",
+            "TRACE_SOCK_ERR_OFF"} <= set(got)  # fmt: skip
+    assert got["TRACE_TCP_BYTES_ACKED_OFF"] != got["TRACE_TCP_BYTES_RECEIVED_OFF"]
+    wrong = (BtfMember("tcp_sock.no_such", 8, "X_OFF"), BtfMember("sock.sk_err", 8, "Y_OFF"))
+    assert member_defines(wrong) == {}
+
+
+def test_no_members_without_btf(tmp_path: Path) -> None:
+    members = SOURCE_NAMED["tcp"].needs.members
+    assert members and member_defines(members, tmp_path / "none") == {}

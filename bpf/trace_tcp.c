@@ -1,0 +1,216 @@
+/* ringtool trace source `tcp`: the life of each TCP connection -> RINGBUF.
+ *
+ * One program on the `sock:inet_sock_set_state` tracepoint (every TCP state change
+ * of a socket, include/trace/events/sock.h; the same fields from 4.16 on). Per
+ * connection, keyed by its struct sock's address, `conns` keeps when it began, the
+ * states it went through and its owner; when it reaches TCP_CLOSE a struct trace_tcp
+ * (bpf/trace_event.h, type TRACE_TCP) is reserved in this CPU's ring of the per-CPU
+ * group, filled and submitted, and the entry deleted. Like tcplife's, from the
+ * libbpf-tools of the BCC project, which this follows in what it records.
+ *
+ * A connection begins at SYN_SENT (connect(2): active) or at SYN_RECV (the child a
+ * listener creates for an incoming SYN: passive). A socket first seen in another
+ * state (open before the trace began) is not followed, and neither is a listener.
+ *
+ * Its owner (the header's pid, tid, comm, cgroup and the uid/gid) is the task of the
+ * first state change made in the process's own context: connect() for an active
+ * one (SYN_SENT), and for a passive one its close(2) or shutdown(2) (ESTABLISHED ->
+ * FIN_WAIT1, or CLOSE_WAIT -> LAST_ACK), which the process that accepted it (or got
+ * its descriptor) makes. Every other change runs in softirq context, on behalf of
+ * whatever task the CPU happened to run (tcplife takes its pid at SYN_SENT and
+ * LAST_ACK only, and the current task at the close otherwise). A passive connection
+ * that ends without such a call (reset by the peer) has no owner: pid 0, comm "".
+ *
+ * The filters (-p, -t, -u, --cgroup, -c; ringtool itself) are asked once, of the
+ * owner, when it is taken: a rejected connection's entry is deleted then, and nothing
+ * is reserved for it. An ownerless connection is an event only when no filter is
+ * given. -x (TRACE_FILTER_FAILED): only connections that never reached ESTABLISHED
+ * (a refused or timed-out connect, a reset handshake).
+ *
+ * At the close: tx_bytes and rx_bytes are the socket's tcp_sock.bytes_acked and
+ * bytes_received (what TCP_INFO gives as tcpi_bytes_acked / tcpi_bytes_received, and
+ * tcplife shows): the advances of snd_una and rcv_nxt, i.e. sequence space, where a
+ * SYN and a FIN take one number each besides the payload (an active end's own SYN is
+ * counted, a passive end's SYN-ACK is not: the child starts past it). `error` is its
+ * sk_err (ECONNREFUSED for a refused connect, ETIMEDOUT, ECONNRESET: the kernel sets
+ * it before the close). Their offsets in the running kernel come from its BTF as -D
+ * constants (TRACE_TCP_BYTES_ACKED_OFF, TRACE_TCP_BYTES_RECEIVED_OFF,
+ * TRACE_SOCK_ERR_OFF: the tcp entry's needs in ringtool/event/registry.py); the
+ * tracepoint's skaddr is a plain pointer, read with bpf_probe_read_kernel.
+ * Addresses and ports are the tracepoint's at the close (saddr_v6/daddr_v6: IPv4 ones
+ * as ::ffff:a.b.c.d).
+ *
+ * A connection that cannot be followed (`conns` full) or whose record finds its ring
+ * full is counted per CPU (group counter + this source's `drops`).
+ * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h), the
+ * offsets above.
+ */
+#include "percpu_ringbuf.h"
+#include "trace_event.h"
+
+#if !defined(TRACE_TCP_BYTES_ACKED_OFF) || !defined(TRACE_TCP_BYTES_RECEIVED_OFF) || \
+    !defined(TRACE_SOCK_ERR_OFF)
+#error "trace_tcp.c: the kernel's BTF (/sys/kernel/btf/vmlinux) shows no tcp_sock.bytes_acked, tcp_sock.bytes_received or sock.sk_err"
+#endif
+
+#ifndef TRACE_TCP_MAX_CONNS
+#define TRACE_TCP_MAX_CONNS 16384
+#endif
+
+/* include/net/tcp_states.h; uapi/linux/in.h, linux/socket.h */
+#define TCP_ST_ESTABLISHED 1
+#define TCP_ST_SYN_SENT 2
+#define TCP_ST_SYN_RECV 3
+#define TCP_ST_FIN_WAIT1 4
+#define TCP_ST_CLOSE 7
+#define TCP_ST_LAST_ACK 9
+#define TCP_PROTO 6
+#define TCP_AF_INET6 10
+
+#if defined(TRACE_FILTER_PID) || defined(TRACE_FILTER_TID) || defined(TRACE_FILTER_UID) || \
+    defined(TRACE_FILTER_CGROUP_ID) || defined(TRACE_FILTER_COMM_LO)
+#define TCP_ANY_FILTER 1
+#else
+#define TCP_ANY_FILTER 0
+#endif
+
+/* One followed connection. */
+struct tcp_conn {
+    u64 start_ns;   /* bpf_ktime_get_ns() of its first state */
+    u64 cgroup;     /* the owner's (when `owned`) */
+    u64 comm[2];
+    u32 pid;
+    u32 tid;
+    u32 uid;
+    u32 gid;
+    u16 states;     /* 1 << each state */
+    u8 active;
+    u8 owned;       /* the owner's fields are set */
+};
+
+BPF_HASH(conns, u64, struct tcp_conn, TRACE_TCP_MAX_CONNS);
+BPF_PERCPU_ARRAY(drops, u64, 1);
+
+/* A connection that is lost to the trace: group counter + this source's. */
+static __always_inline void count_drop(void)
+{
+    rt_pcpu_count_drop();
+    drops.increment(0);
+}
+
+/* Take the current task as the owner of `c`; 0 when the filters reject it. */
+static __always_inline int take_owner(struct tcp_conn *c)
+{
+    void *task = TRACE_CURRENT_TASK();
+    u64 id = TRACE_PID_TGID_OF(task);
+    if (trace_skip_current_of(id >> 32, task))
+        return 0;
+    u64 ids = bpf_get_current_uid_gid();
+    c->pid = id >> 32;
+    c->tid = (u32)id;
+    c->uid = (u32)ids;
+    c->gid = ids >> 32;
+    trace_task_comm_of(task, c->comm);
+    c->cgroup = trace_task_cgroup(task);
+    c->owned = 1;
+    return 1;
+}
+
+/* Follow the new connection `sk`, which entered `state` (SYN_SENT from CLOSE, a fresh
+ * socket's; SYN_RECV from LISTEN, its listener's, whose state a child starts with). */
+static __always_inline int begin(u64 sk, int state)
+{
+    struct tcp_conn c = {};
+    c.start_ns = bpf_ktime_get_ns();
+    c.states = 1 << (state & 15);
+    c.active = state == TCP_ST_SYN_SENT;
+    if (c.active && !take_owner(&c))  /* connect(): the caller is the owner */
+        return 0;
+    if (conns.insert(&sk, &c))
+        count_drop();
+    return 0;
+}
+
+/* Where the tracepoint's record has the close's addresses and ports (BCC declares
+ * its type inside the probe only). */
+struct tcp_where {
+    const u8 *saddr;  /* saddr_v6, daddr_v6 */
+    const u8 *daddr;
+    u16 sport;
+    u16 dport;
+    u16 family;
+};
+
+/* The event of connection `sk` (`c`), closing now at `w` (`ctx`: the program's). */
+static __always_inline int finish(void *ctx, u64 sk, struct tcp_conn *c,
+                                  const struct tcp_where *w)
+{
+#ifdef TRACE_FILTER_FAILED
+    if (c->states & (1 << TCP_ST_ESTABLISHED))
+        goto out;
+#endif
+    if (!c->owned && TCP_ANY_FILTER)
+        goto out;
+    void *ring;
+    struct trace_tcp *e = rt_pcpu_reserve_in(&ring, sizeof(*e));
+    if (!e) {
+        drops.increment(0);
+        goto out;
+    }
+    u64 now = bpf_ktime_get_ns();
+    e->h.ts = now;
+    e->h.type = TRACE_TCP;
+    e->h.cpu = bpf_get_smp_processor_id();
+    e->h.pid = c->pid;  /* zeros where !owned (the entry began zeroed) */
+    e->h.tid = c->tid;
+    u64 *words = (u64 *)e->h.comm;
+    words[0] = c->comm[0];
+    words[1] = c->comm[1];
+    e->h.cgroup = c->cgroup;
+    e->uid = c->uid;
+    e->gid = c->gid;
+    e->duration_ns = now - c->start_ns;
+    const char *s = (const char *)sk;
+    e->tx_bytes = 0;
+    e->rx_bytes = 0;
+    e->error = 0;
+    bpf_probe_read_kernel(&e->tx_bytes, sizeof(e->tx_bytes), s + TRACE_TCP_BYTES_ACKED_OFF);
+    bpf_probe_read_kernel(&e->rx_bytes, sizeof(e->rx_bytes), s + TRACE_TCP_BYTES_RECEIVED_OFF);
+    bpf_probe_read_kernel(&e->error, sizeof(e->error), s + TRACE_SOCK_ERR_OFF);
+    bpf_probe_read_kernel(e->saddr, sizeof(e->saddr), w->saddr);
+    bpf_probe_read_kernel(e->daddr, sizeof(e->daddr), w->daddr);
+    e->sport = w->sport;
+    e->dport = w->dport;
+    e->states = c->states;
+    e->family = w->family == TCP_AF_INET6 ? 6 : 4;
+    e->active = c->active;
+    RT_PCPU_SUBMIT_TO(ctx, ring, e, sizeof(*e));
+out:
+    conns.delete(&sk);
+    return 0;
+}
+
+TRACEPOINT_PROBE(sock, inet_sock_set_state)
+{
+    if (args->protocol != TCP_PROTO)
+        return 0;
+    u64 sk = (u64)args->skaddr;
+    int state = args->newstate;
+    struct tcp_conn *c = conns.lookup(&sk);
+    if (!c) {
+        if (state == TCP_ST_SYN_SENT || state == TCP_ST_SYN_RECV)
+            return begin(sk, state);
+        return 0;
+    }
+    c->states |= 1 << (state & 15);
+    /* a passive connection's owner: the process that closes or shuts it down */
+    if (!c->owned && (state == TCP_ST_FIN_WAIT1 || state == TCP_ST_LAST_ACK) &&
+        !take_owner(c)) {
+        conns.delete(&sk);
+        return 0;
+    }
+    if (state != TCP_ST_CLOSE)
+        return 0;
+    struct tcp_where w = {args->saddr_v6, args->daddr_v6, args->sport, args->dport, args->family};
+    return finish(args, sk, c, &w);
+}
