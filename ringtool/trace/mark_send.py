@@ -1,7 +1,7 @@
 """``ringtool mark TEXT``'s side: write a marker into every running trace, and make
 sure it got there.
 
-For each live trace directory under the pin root (opened and checked as
+For each live trace directory of our namespaces under the pin root (opened and checked as
 :mod:`ringtool.kernel.pin_root` says, every step relative to its descriptor):
 
 1. take an exclusive ``flock`` of the directory -- one producer at a time per user
@@ -33,7 +33,7 @@ from ringtool.event.layout import load_layout
 from ringtool.kernel import bpf
 from ringtool.kernel.pin_root import PIN_ROOT, entries, fd_path, open_dir_at, open_pin_root
 from ringtool.readers.user_ringbuf import UserRingBuffer
-from ringtool.trace.marks import check_user_ringbuf, is_live, remove_stale_at
+from ringtool.trace.marks import check_user_ringbuf, liveness, namespace_key, remove_stale_at
 
 #: How long a ``mark`` waits for another one holding a trace's marker ring.
 LOCK_WAIT_S = 5.0
@@ -156,7 +156,8 @@ def send_mark(text: str, root: str = PIN_ROOT, note: Callable[[str], None] | Non
     marked = 0
     try:
         remove_stale_at(root_fd)
-        for name in sorted(n for n in entries(root_fd) if is_live(n)):
+        ns = namespace_key()
+        for name in sorted(n for n in entries(root_fd) if liveness(n, ns)):
             where = os.path.join(root, name)
             try:
                 marked += _mark_one(root_fd, name, sample, where, note or (lambda _: None))

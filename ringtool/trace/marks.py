@@ -1,10 +1,11 @@
 """The trace's end of ``ringtool mark``: a user ring that markers write into, drained
 into the trace's own rings by ``bpf/trace_mark.bpf.c``.
 
-Where a running trace is found: ``/sys/fs/bpf/ringtool/<pid>-<start>-<id>/``
+Where a running trace is found: ``/sys/fs/bpf/ringtool/<pid>-<start>-<ns>-<id>/``
 (``<start>``: the process's start time, field 22 of ``/proc/<pid>/stat``, so a reused
-pid is not taken for the trace; ``<id>``: random, one per session, as a process may run
-several), mode 0700, holding two pins:
+pid is not taken for the trace; ``<ns>``: the namespaces that pid and start time are
+relative to (:func:`namespace_key`); ``<id>``: random, one per session, as a process
+may run several), mode 0700, holding two pins:
 
 * ``marks``: the BPF_MAP_TYPE_USER_RINGBUF (:data:`MARK_RING_BYTES`);
 * ``drain``: the raw tracepoint program that drains it into the trace's per-CPU
@@ -25,7 +26,12 @@ events, TC, XDP -- may call it; a raw tracepoint program is the one type that
 
 A trace removes its directory at exit (:meth:`MarkSource.close`); one killed leaves it
 behind, holding its maps: every trace start and every ``mark`` removes the directories
-whose process is gone (:func:`remove_stale`).
+whose process is gone (:func:`remove_stale`) -- only those of its own namespaces. A
+container that shares the host's bpffs sees the host's traces' directories but not
+their processes (its ``/proc`` is of another PID namespace, and a time namespace shifts
+start times): it can tell neither whether they run nor mark them, so it leaves them
+alone. A directory of another namespace whose trace was killed stays (harmless: only
+its maps' memory); ``sudo rm -r`` removes it.
 
 The root is opened and checked as :mod:`ringtool.kernel.pin_root` says (a directory
 only root can change, used through its descriptor): on a bpffs of mode 1777 another
@@ -75,17 +81,53 @@ def process_key(pid: int) -> str:
     return f"{pid}-{process_start(pid)}"
 
 
+def namespace_key() -> str:
+    """``<pid ns>_<time ns>``: the inodes of our PID and time namespaces, which the
+    pids and start times we read in ``/proc`` are relative to (start times are shifted
+    by a time namespace's boot-time offset, fs/proc/array.c); ``?`` when our ``/proc``
+    is not of our PID namespace (then no liveness can be told here). No ``.``: bpffs
+    refuses names holding one (``bpf_lookup`` in kernel/bpf/inode.c)."""
+    if os.readlink("/proc/self") != str(os.getpid()):
+        return "?"
+    keys = []
+    for ns in ("pid", "time"):
+        try:
+            keys.append(str(os.stat(f"/proc/self/ns/{ns}").st_ino))
+        except FileNotFoundError:  # a kernel without time namespaces: one time base
+            keys.append("0")
+    return "_".join(keys)
+
+
+def entry_name(pid: int, ns: str, session: str) -> str:
+    """The name of the marker directory of trace ``session`` of process ``pid``, made
+    in the namespaces ``ns`` (:func:`namespace_key`)."""
+    return f"{process_key(pid)}-{ns}-{session}"
+
+
+def liveness(name: str, ns: str) -> bool | None:
+    """Is the trace that made directory ``name`` still running, asked in the namespaces
+    ``ns`` (:func:`namespace_key`)? None when that cannot be told here: a directory of
+    other namespaces, or a name ringtool does not make."""
+    parts = name.split("-")
+    if ns == "?" or len(parts) != 4 or parts[2] != ns:
+        return None
+    pid, start = parts[0], parts[1]
+    if not (pid.isdigit() and start.isdigit()):
+        return None
+    return process_key(int(pid)) == f"{pid}-{start}"
+
+
 def is_live(name: str) -> bool:
-    """Is the trace that made directory ``name`` still running?"""
-    pid, _, rest = name.partition("-")
-    start = rest.partition("-")[0]
-    return pid.isdigit() and start.isdigit() and process_key(int(pid)) == f"{pid}-{start}"
+    """Is directory ``name`` that of a running trace of our namespaces?"""
+    return liveness(name, namespace_key()) is True
 
 
 def remove_stale_at(root_fd: int) -> list[str]:
-    """Remove the directories of traces that are gone from the pin root opened as
-    ``root_fd`` (:func:`~ringtool.kernel.pin_root.open_pin_root`); returns their names."""
-    stale = [n for n in entries(root_fd) if not is_live(n)]
+    """Remove the directories of traces of our namespaces that are gone from the pin
+    root opened as ``root_fd`` (:func:`~ringtool.kernel.pin_root.open_pin_root`);
+    returns their names. Nothing whose trace may run is removed (:func:`liveness`)."""
+    ns = namespace_key()
+    stale = [n for n in entries(root_fd) if liveness(n, ns) is False]
     for n in stale:
         remove_at(root_fd, n)
     return stale
@@ -126,7 +168,7 @@ class MarkSource:
         assert root_fd is not None  # created
         self._root_fd = root_fd
         self._dir_fd = -1
-        self._name = f"{process_key(os.getpid())}-{secrets.token_hex(4)}"
+        self._name = entry_name(os.getpid(), namespace_key(), secrets.token_hex(4))
         self.path = os.path.join(root, self._name)
         marks_fd = -1
         try:
@@ -186,6 +228,10 @@ __all__ = [
     "PIN_ROOT",
     "MarkSource",
     "check_user_ringbuf",
+    "entry_name",
+    "is_live",
+    "liveness",
+    "namespace_key",
     "remove_stale",
     "remove_stale_at",
 ]

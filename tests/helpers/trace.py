@@ -1,10 +1,12 @@
 """Trace runs for the kernel tests: ``ringtool trace`` as a subprocess (:class:`Trace`),
 in-process sessions (:func:`session`, :func:`traced`, :func:`drain`, :func:`counts`), and
-the real workload processes they watch (:class:`Worker`, :func:`unique_comm`)."""
+the real workload processes they watch (:class:`Worker`, :func:`unique_comm`), and a
+running trace's marker directory (:func:`marker_dir`)."""
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.event.layout import load_layout
+from ringtool.trace.marks import PIN_ROOT
 from ringtool.trace.session import TraceOptions, TraceSession
 from tests.helpers.paths import RINGTOOL
 from tests.helpers.procs import Lines
@@ -48,6 +51,12 @@ class Trace(Lines):
         assert self.proc.returncode == 0, err
         assert "Traceback" not in err, err
         return self.lines, err
+
+
+def marker_dir(t: Trace) -> str:
+    """The marker directory the running trace ``t`` pinned (ringtool/trace/marks.py)."""
+    (name,) = [n for n in os.listdir(PIN_ROOT) if n.startswith(f"{t.proc.pid}-")]
+    return os.path.join(PIN_ROOT, name)
 
 
 def told_json(err: str) -> list[dict[str, Any]]:

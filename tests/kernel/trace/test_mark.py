@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ringtool.trace.mark_send import NoTraceError, send_mark
-from ringtool.trace.marks import PIN_ROOT, process_key, remove_stale
+from ringtool.trace.marks import PIN_ROOT, entry_name, namespace_key, remove_stale
 from tests.helpers.bpffs import scratch_pin_root
 from tests.helpers.procs import run_ringtool
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
@@ -75,13 +75,16 @@ def test_no_trace_running_is_one_clear_error(bpffs_root: str) -> None:
 
 
 def test_stale_directories_of_dead_traces_are_removed(bpffs_root: str) -> None:
-    live = f"{process_key(os.getpid())}-cafe"
-    os.mkdir(f"{bpffs_root}/999999999-1-ab")  # a pid that cannot exist
-    os.mkdir(f"{bpffs_root}/{os.getpid()}-1-ab")  # our pid, another start time: reused
-    os.mkdir(f"{bpffs_root}/{live}")  # our process: live (it has no pins: not marked)
-    stale = ["999999999-1-ab", f"{os.getpid()}-1-ab"]
+    ns = namespace_key()
+    live = entry_name(os.getpid(), ns, "cafe")
+    # of another PID namespace (a container sharing the bpffs): liveness unknown, kept
+    foreign = "1-1-1_1-ab"
+    stale = [f"999999999-1-{ns}-ab",  # a pid that cannot exist
+             f"{os.getpid()}-1-{ns}-ab"]  # our pid, another start time: reused  # fmt: skip
+    for name in (*stale, live, foreign):  # live: our process (no pins: not marked)
+        os.mkdir(f"{bpffs_root}/{name}")
     assert sorted(remove_stale(bpffs_root)) == sorted(stale)
-    assert os.listdir(bpffs_root) == [live]
+    assert sorted(os.listdir(bpffs_root)) == sorted([live, foreign])
     with pytest.raises(NoTraceError):
         send_mark("x", root=bpffs_root)
 

@@ -6,7 +6,6 @@ with one line."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import signal
 import subprocess
@@ -14,17 +13,11 @@ import sys
 
 import pytest
 
-from ringtool.trace.marks import PIN_ROOT
 from tests.helpers.paths import ROOT
 from tests.helpers.procs import run_ringtool
-from tests.helpers.trace import Trace
+from tests.helpers.trace import Trace, marker_dir
 
 pytestmark = pytest.mark.kernel
-
-
-def trace_dir(t: Trace) -> str:
-    (name,) = [n for n in os.listdir(PIN_ROOT) if n.startswith(f"{t.proc.pid}-")]
-    return os.path.join(PIN_ROOT, name)
 
 
 def marks(lines: list[str]) -> list[str]:
@@ -48,7 +41,7 @@ def test_marks_after_one_killed_before_submit_reach_the_trace() -> None:
     tag = secrets.token_hex(6)
     t = Trace("--json", "--events", "exec")
     try:
-        where = trace_dir(t)
+        where = marker_dir(t)
         dead = kill_a_marker(where, "busy")
         first = run_ringtool("mark", f"first {tag}")
         assert first.returncode == 0, first.stderr
@@ -68,7 +61,7 @@ def test_a_mark_the_trace_cannot_take_exits_non_zero_with_one_line() -> None:
     tag = secrets.token_hex(6)
     t = Trace("--json", "--events", "exec")
     try:
-        where = trace_dir(t)
+        where = marker_dir(t)
         kill_a_marker(where, "corrupt")
         for n in range(2):  # this mark, and every later one
             done = run_ringtool("mark", f"lost {n} {tag}")

@@ -17,7 +17,7 @@ import pytest
 
 from ringtool.errors import UnsafeDirectoryError
 from ringtool.trace.mark_send import LOCK_WAIT_S, MarkNotDeliveredError, send_mark
-from ringtool.trace.marks import process_key, remove_stale
+from ringtool.trace.marks import entry_name, namespace_key, remove_stale
 from tests.helpers.bpffs import in_fresh_bpffs, scratch_pin_root
 from tests.helpers.procs import stop
 
@@ -71,7 +71,7 @@ def bpffs_root() -> Iterator[Path]:
 
 @pytest.mark.parametrize("change", ["owned by nobody", "mode 0777"])
 def test_a_root_another_user_owns_or_may_write_is_refused(bpffs_root: Path, change: str) -> None:
-    stale = bpffs_root / "999999999-1-ab"  # a gone trace's directory: removed if used
+    stale = bpffs_root / f"999999999-1-{namespace_key()}-ab"  # a gone trace's: removed if used
     stale.mkdir()
     if change == "owned by nobody":
         os.chown(bpffs_root, NOBODY, -1)
@@ -103,7 +103,7 @@ def test_a_held_lock_on_a_trace_directory_is_an_error_not_a_hang(bpffs_root: Pat
     entry = None
     holder = subprocess.Popen(["sleep", "600"], text=True)
     try:
-        entry = bpffs_root / f"{process_key(holder.pid)}-fake"
+        entry = bpffs_root / entry_name(holder.pid, namespace_key(), "fake")
         entry.mkdir()
         locker = subprocess.Popen(
             [sys.executable, "-c", _HOLD, str(entry)], stdout=subprocess.PIPE, text=True

@@ -12,19 +12,33 @@ import pytest
 from ringtool.cli.main import main
 from ringtool.errors import BpfSyscallError
 from ringtool.kernel import bpf
-from ringtool.trace.marks import is_live, process_key
+from ringtool.trace.marks import entry_name, is_live, liveness, namespace_key, process_key
 
 
 def test_a_directory_is_live_while_its_process_runs() -> None:
-    assert is_live(f"{process_key(os.getpid())}-beef")
+    ns = namespace_key()
+    assert is_live(entry_name(os.getpid(), ns, "beef"))
     child = subprocess.Popen(["true"])
     key = process_key(child.pid)
     child.wait()
-    assert not is_live(f"{key}-beef")  # exited
+    assert liveness(f"{key}-{ns}-beef", ns) is False  # exited
     start = key.split("-")[1]
-    assert not is_live(f"{os.getpid()}-{int(start) + 1}-beef")  # our pid, another start
-    for junk in ("", "x", "12", "12-", "-1-a", "a-1-b", f"{os.getpid()}-None-x"):
-        assert not is_live(junk)
+    assert liveness(f"{os.getpid()}-{int(start) + 1}-{ns}-beef", ns) is False  # pid reused
+
+
+def test_what_cannot_be_told_live_or_dead_here_is_neither() -> None:
+    """A directory of another PID (or time) namespace: its pid and start time mean
+    nothing in our /proc, so it is never taken for a dead trace's (and removed)."""
+    ns = namespace_key()
+    other = entry_name(os.getpid(), "1_1", "beef")
+    assert other != entry_name(os.getpid(), ns, "beef")
+    assert liveness(other, ns) is None
+    assert liveness(f"999999999-1-{ns}-ab", "?") is None  # our /proc is of another PID ns
+    junk = ("", "x", "12", "12-", "-1-a", "a-1-b", f"{os.getpid()}-None-{ns}-x",
+            f"{os.getpid()}-1-ab", f"{os.getpid()}-1-{ns}-a-b")  # fmt: skip
+    for name in junk:
+        assert liveness(name, ns) is None
+        assert not is_live(name)
 
 
 def test_a_kernel_without_user_ringbuf_is_one_line(
