@@ -114,13 +114,15 @@ def kernel_defines(
 
 class NameFilter:
     """``-n REGEX``: keeps the records whose comm matches (``re.search``, on the comm
-    as :func:`ringtool.event.decode.cstr` decodes it). Each distinct comm is matched
-    once and remembered (comms repeat; the cache is bounded)."""
+    as :func:`ringtool.event.decode.cstr` decodes it), and every record of type
+    ``always`` (the markers' type: filters never apply to markers, docs/trace.md). Each
+    distinct comm is matched once and remembered (comms repeat; the cache is bounded)."""
 
     MAX_CACHE = 65536
 
-    def __init__(self, pattern: re.Pattern[str]) -> None:
+    def __init__(self, pattern: re.Pattern[str], always: int | None = None) -> None:
         self.pattern = pattern
+        self.always = always
         self._seen: dict[bytes, bool] = {}
 
     def match(self, comm: bytes) -> bool:
@@ -135,8 +137,8 @@ class NameFilter:
         return hit
 
     def keep(self, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """The records of the ``struct trace_event`` array ``arr`` whose comm matches,
-        in order (``arr`` itself when all do)."""
+        """The records of the ``struct trace_event`` array ``arr`` whose comm matches
+        or whose type is ``always``, in order (``arr`` itself when all are)."""
         import numpy as np
 
         if len(arr) == 0:
@@ -145,6 +147,8 @@ class NameFilter:
         uniq, inverse = np.unique(comms, return_inverse=True)
         ok = np.array([self.match(bytes(c)) for c in uniq.tolist()], dtype=bool)
         mask = ok[inverse.reshape(-1)]
+        if self.always is not None:
+            mask |= arr["h"]["type"] == self.always
         return arr if mask.all() else arr[mask]
 
 

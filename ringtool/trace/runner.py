@@ -116,7 +116,8 @@ def _loop(
         for note in session.notes:
             print(f"ringtool trace: {printable(note)}", file=sys.stderr)
     ordered = session.ordered_reader(cfg.window_us) if cfg.ordered else None
-    keep = NameFilter(cfg.name) if cfg.name is not None else None
+    mark = session.layout.type_id("mark")  # -n keeps every marker
+    keep = NameFilter(cfg.name, always=mark) if cfg.name is not None else None
     out.open()
     cost: CostSampler | None = None
     try:

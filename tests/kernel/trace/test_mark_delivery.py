@@ -75,3 +75,17 @@ def test_a_mark_the_trace_cannot_take_exits_non_zero_with_one_line() -> None:
         t.signal(signal.SIGINT)
     lines, _ = t.finish()
     assert not [m for m in marks(lines) if tag in m]
+
+
+def test_a_mark_into_a_trace_with_a_name_filter_is_shown() -> None:
+    """-n is a user-space filter after the ring; the marker's comm is the marking
+    process's, and filters never apply to markers."""
+    tag = secrets.token_hex(6)
+    t = Trace("--json", "--events", "exec", "-n", f"^no-such-comm-{tag}$")
+    try:
+        done = run_ringtool("mark", f"filtered {tag}")
+        assert done.returncode == 0, done.stderr
+    finally:
+        t.signal(signal.SIGINT)
+    lines, _ = t.finish()
+    assert [m for m in marks(lines) if tag in m] == [f"filtered {tag}"]

@@ -99,6 +99,17 @@ def test_name_filter_matches_regex_on_the_comm_and_keeps_order() -> None:
     assert NameFilter(re.compile(r"^\\xffbash$")).keep(arr)["h"]["pid"].tolist() == [3]
 
 
+def test_name_filter_keeps_every_marker() -> None:
+    """Filters never apply to markers (docs/trace.md): their comm is the marker's."""
+    arr = np.zeros(4, dtype=LAYOUT.event)
+    arr["h"]["comm"] = [b"bash", b"python3", b"sshd", b"ringtool"]
+    arr["h"]["type"] = [LAYOUT.type_id(t) for t in ("exec", "mark", "exec", "mark")]
+    arr["h"]["pid"] = np.arange(4)
+    keep = NameFilter(re.compile(r"^bash$"), always=LAYOUT.type_id("mark"))
+    assert keep.keep(arr)["h"]["pid"].tolist() == [0, 1, 3]
+    assert NameFilter(re.compile(r"^bash$")).keep(arr)["h"]["pid"].tolist() == [0]
+
+
 def test_kernel_defines() -> None:
     assert kernel_defines() == {}
     cg = resolve_cgroup(str(_cgroup2_root()))
