@@ -13,7 +13,8 @@
  * BCC 0.26 cannot load the drain's callback (a BPF_PSEUDO_FUNC relocation). The
  * group's three maps are the trace's own, passed to libbpf by their pins (so the
  * declarations below must match them: RT_PCPU_OUTER_ENTRIES and RT_PCPU_NCPU from
- * ringtool/trace/marks.py); `marks` is created by libbpf (MARK_RING_BYTES).
+ * ringtool/trace/marks.py); `marks` (MARK_RING_BYTES) and `mark_gate` are made by
+ * ringtool/trace/marks.py and passed the same way.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -50,6 +51,17 @@ struct {
     __uint(type, BPF_MAP_TYPE_USER_RINGBUF);
     __uint(max_entries, MARK_RING_BYTES);
 } marks SEC(".maps");
+
+/* The trace's gate: 0 while it takes markers; it sets 1 before its last read
+ * (ringtool/trace/marks.py MarkSource.close), and from then on `drain` refuses
+ * (-MARK_ENDED, ESHUTDOWN from ringtool/trace/marks.py): a marker drained later would
+ * go into a ring nobody reads again. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, u32);
+    __type(value, u32);
+} mark_gate SEC(".maps");
 
 /* percpu_ringbuf.h names maps by fd for BCC; here they are the declared maps */
 #define RT_PCPU_MAP(m) ((void *)&(m))
@@ -89,13 +101,19 @@ static long mark_one(struct bpf_dynptr *sample, void *ctx)
     return 0;
 }
 
-/* The return value (BPF_PROG_TEST_RUN's retval) is bpf_user_ringbuf_drain's error
- * (negative: -EBUSY, -EINVAL on a corrupt ring, -E2BIG), else 1 when the last sample
- * drained found the trace's ring full (dropped, counted in rt_drops), else 0. */
+/* The return value (BPF_PROG_TEST_RUN's retval) is -MARK_ENDED when the trace closed
+ * its gate (nothing drained), else bpf_user_ringbuf_drain's error (negative: -EBUSY,
+ * -EINVAL on a corrupt ring, -E2BIG), else 1 when the last sample drained found the
+ * trace's ring full (dropped, counted in rt_drops), else 0. */
 SEC("raw_tp")
 int drain(void *ctx)
 {
     struct mark_drain d = {0};
+    u32 zero = 0;
+    u32 *ended = bpf_map_lookup_elem(&mark_gate, &zero);
+
+    if (!ended || *ended)
+        return -MARK_ENDED;
     long n = bpf_user_ringbuf_drain(&marks, mark_one, &d, 0);
 
     if (n < 0)

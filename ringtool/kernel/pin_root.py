@@ -15,8 +15,8 @@ Rules (docs/trace.md, "Markers"):
   not writable by group or others unless sticky (in a sticky directory only an
   entry's owner may rename or remove it -- bpffs' own root is sticky);
 * what is done under it is done relative to the descriptor: :func:`entries`,
-  :func:`open_dir_at`, :func:`remove_at`, and :func:`fd_path` for the calls that take
-  only a path (``BPF_OBJ_PIN``, ``BPF_OBJ_GET``, bpftool).
+  :func:`open_dir_at`, :func:`lock_at`, :func:`remove_at`, and :func:`fd_path` for the
+  calls that take only a path (``BPF_OBJ_PIN``, ``BPF_OBJ_GET``, bpftool).
 
 Anything else is :class:`UnsafeDirectoryError`, one line naming the path and the fix;
 nothing in such a directory is used, locked or deleted.
@@ -25,14 +25,19 @@ nothing in such a directory is used, locked or deleted.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
 import stat
+import time
 
 from ringtool.errors import UnsafeDirectoryError
 
 #: Where every running trace pins its marker ring (``ringtool mark``).
 PIN_ROOT = "/sys/fs/bpf/ringtool"
+#: How long :func:`lock_at` waits for another process holding an entry's lock.
+LOCK_WAIT_S = 5.0
+_LOCK_POLL_S = 0.01
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -113,6 +118,21 @@ def open_dir_at(dir_fd: int, name: str) -> int | None:
         raise
 
 
+def lock_at(dir_fd: int, wait_s: float = LOCK_WAIT_S) -> bool:
+    """Take an exclusive ``flock`` of the directory ``dir_fd`` (dropped when it is
+    closed), waiting at most ``wait_s``; False when another process held it all along
+    (a stopped holder costs a bounded wait, not a hang)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_LOCK_POLL_S)
+
+
 def remove_at(dir_fd: int, name: str) -> None:
     """Remove ``name`` in ``dir_fd`` and what it holds, walking by descriptors without
     following a symbolic link (``shutil.rmtree`` with ``dir_fd``); errors ignored."""
@@ -129,9 +149,11 @@ def fd_path(dir_fd: int, name: str = "") -> str:
 
 
 __all__ = [
+    "LOCK_WAIT_S",
     "PIN_ROOT",
     "entries",
     "fd_path",
+    "lock_at",
     "open_dir_at",
     "open_pin_root",
     "remove_at",

@@ -16,28 +16,39 @@ For each live trace directory of our namespaces under the pin root (opened and c
    (a kill cannot leave a BUSY record);
 4. run the trace's ``drain`` program with ``BPF_PROG_TEST_RUN`` and confirm: the
    ring's ``consumer_pos`` is past the sample and the program says the sample went
-   into the trace's ring (bpf/trace_mark.bpf.c). Otherwise :class:`MarkNotDeliveredError`
+   into the trace's ring (bpf/trace_mark.bpf.c), which the trace reads again: it
+   closes the drain's gate under the same lock before its last read
+   (:meth:`ringtool.trace.marks.MarkSource.close`), so a drain that passed the gate
+   was done before that read, and one after it refuses. Otherwise :class:`MarkNotDeliveredError`
    says why -- ``ringtool mark`` never exits 0 with its marker missing.
 """
 
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
-import time
 from collections.abc import Callable
 
 from ringtool.errors import BpfSyscallError, RingFullError, RingtoolError, UsageError
 from ringtool.event.layout import load_layout
 from ringtool.kernel import bpf
-from ringtool.kernel.pin_root import PIN_ROOT, entries, fd_path, open_dir_at, open_pin_root
+from ringtool.kernel.pin_root import (
+    LOCK_WAIT_S,
+    PIN_ROOT,
+    entries,
+    fd_path,
+    lock_at,
+    open_dir_at,
+    open_pin_root,
+)
 from ringtool.readers.user_ringbuf import UserRingBuffer
-from ringtool.trace.marks import check_user_ringbuf, liveness, namespace_key, remove_stale_at
-
-#: How long a ``mark`` waits for another one holding a trace's marker ring.
-LOCK_WAIT_S = 5.0
-_LOCK_POLL_S = 0.01
+from ringtool.trace.marks import (
+    MARK_ENDED,
+    check_user_ringbuf,
+    liveness,
+    namespace_key,
+    remove_stale_at,
+)
 
 
 class NoTraceError(RingtoolError):
@@ -67,18 +78,11 @@ def encode(text: str, data_len: int) -> bytes:
 
 def _lock(dfd: int, where: str) -> None:
     """Exclusive flock of ``dfd``, waiting at most :data:`LOCK_WAIT_S`."""
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        try:
-            fcntl.flock(dfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise MarkNotDeliveredError(
-                    f"trace {where}: its marker ring stayed locked for {LOCK_WAIT_S:g} s "
-                    "by another process (a stopped `ringtool mark`? see fuser -v on it)"
-                ) from None
-            time.sleep(_LOCK_POLL_S)
+    if not lock_at(dfd, LOCK_WAIT_S):
+        raise MarkNotDeliveredError(
+            f"trace {where}: its marker ring stayed locked for {LOCK_WAIT_S:g} s "
+            "by another process (a stopped `ringtool mark`? see fuser -v on it)"
+        )
 
 
 def _drain(prog_fd: int) -> int:
@@ -95,6 +99,8 @@ def _deliver(urb: UserRingBuffer, prog_fd: int, sample: bytes, where: str) -> No
         _drain(prog_fd)
         end = urb.write(sample)
     ret = _drain(prog_fd)
+    if ret == -MARK_ENDED:
+        raise MarkNotDeliveredError(f"trace {where}: the trace ended before the marker was read")
     if ret < 0:
         raise MarkNotDeliveredError(
             f"trace {where}: its drain refused the marker ring ({os.strerror(-ret)}): the "

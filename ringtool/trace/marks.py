@@ -24,7 +24,9 @@ type whose helpers fall back to it -- tracepoints, kprobes, raw tracepoints, per
 events, TC, XDP -- may call it; a raw tracepoint program is the one type that
 ``BPF_PROG_TEST_RUN`` runs with the caller's task as ``current`` and no context.
 
-A trace removes its directory at exit (:meth:`MarkSource.close`); one killed leaves it
+A trace stops taking markers before its last read (:meth:`MarkSource.close`: under the
+directory's lock, it closes ``drain``'s gate, a one-entry array the drain checks first,
+and removes the directory), so a marker confirmed is one the trace reads. One killed leaves it
 behind, holding its maps: every trace start and every ``mark`` removes the directories
 whose process is gone (:func:`remove_stale`) -- only those of its own namespaces. A
 container that shares the host's bpffs sees the host's traces' directories but not
@@ -41,8 +43,10 @@ would then empty, or as a directory of theirs holding locked entries.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import struct
 
 from ringtool.errors import KernelFeatureError
 from ringtool.event.layout import TraceLayout
@@ -51,6 +55,7 @@ from ringtool.kernel.pin_root import (
     PIN_ROOT,
     entries,
     fd_path,
+    lock_at,
     open_dir_at,
     open_pin_root,
     remove_at,
@@ -62,7 +67,11 @@ from ringtool.trace.sources import SOURCE_NAMED
 
 #: The marker ring: 16 pages, room for 240 markers the trace has not drained.
 MARK_RING_BYTES = 16 * 4096
+#: What ``drain`` returns (negated) once the trace closed its gate: the trace ended.
+MARK_ENDED = errno.ESHUTDOWN
 _GROUP_PINS = ("rt_rings", "rt_cpumap", "rt_drops")
+_GATE = "mark_gate"
+_GATE_KEY = struct.pack("=I", 0)
 
 
 def process_start(pid: int) -> int | None:
@@ -168,6 +177,7 @@ class MarkSource:
         assert root_fd is not None  # created
         self._root_fd = root_fd
         self._dir_fd = -1
+        self._gate_fd = -1
         self._name = entry_name(os.getpid(), namespace_key(), secrets.token_hex(4))
         self.path = os.path.join(root, self._name)
         marks_fd = -1
@@ -187,12 +197,15 @@ class MarkSource:
             marks_fd = bpf.map_create(bpf.MapType.USER_RINGBUF, key_size=0, value_size=0,
                                       max_entries=MARK_RING_BYTES)  # fmt: skip
             bpf.obj_pin(marks_fd, pin("marks"))
-            fds = (group.rings_fd, group.cpumap_fd, group.drops_fd)
-            for name, fd in zip(_GROUP_PINS, fds, strict=True):
+            self._gate_fd = bpf.map_create(bpf.MapType.ARRAY, key_size=4, value_size=4,
+                                           max_entries=1)  # fmt: skip
+            fds = (group.rings_fd, group.cpumap_fd, group.drops_fd, self._gate_fd)
+            for name, fd in zip((*_GROUP_PINS, _GATE), fds, strict=True):
                 bpf.obj_pin(fd, pin(name))
             defines: dict[str, int | str] = {
                 **layout.size_defines(),
                 "MARK_RING_BYTES": MARK_RING_BYTES,
+                "MARK_ENDED": MARK_ENDED,
                 "RT_PCPU_OUTER_ENTRIES": bpf.map_info(group.rings_fd).max_entries,
                 "RT_PCPU_NCPU": bpf.map_info(group.cpumap_fd).max_entries,
                 "RT_PCPU_NR_BUFS": group.layout.buffers,
@@ -200,10 +213,10 @@ class MarkSource:
             }
             load_pinned(
                 SOURCE_NAMED["mark"].bpf_file, fd_path(dir_fd), defines=defines,
-                prog_name="drain", reuse={n: pin(n) for n in (*_GROUP_PINS, "marks")},
+                prog_name="drain", reuse={n: pin(n) for n in (*_GROUP_PINS, _GATE, "marks")},
                 pin_maps=False, pass_fds=(dir_fd,),
             )  # fmt: skip
-            for name in _GROUP_PINS:
+            for name in (*_GROUP_PINS, _GATE):
                 os.unlink(name, dir_fd=dir_fd)
         except BaseException:
             self.close()
@@ -213,17 +226,32 @@ class MarkSource:
                 bpf.close_fd(marks_fd)  # the pin holds it
 
     def close(self) -> None:
-        """Remove the pins (the trace ends: markers find it no more). Idempotent."""
+        """Take no marker from here on; call it before the trace's last read (and again
+        at the end: idempotent). Under the directory's lock -- the one every ``mark``
+        holds from finding the pins to its drain's end (:mod:`ringtool.trace.mark_send`)
+        -- it closes the drain's gate (``drain`` then refuses: -:data:`MARK_ENDED`) and
+        removes the pins. So a marker confirmed was in the trace's ring before this
+        returned, and a ``mark`` after it finds no pins or a closed gate, and says so.
+        A ``mark`` stopped while holding the lock costs at most
+        :data:`~ringtool.kernel.pin_root.LOCK_WAIT_S`: the gate is closed anyway (one
+        that resumes right then, racing the gate's update, is the one case left)."""
         if self._dir_fd >= 0:
-            os.close(self._dir_fd)
-            self._dir_fd = -1
+            lock_at(self._dir_fd)
+        if self._gate_fd >= 0:
+            bpf.map_update(self._gate_fd, _GATE_KEY, struct.pack("=I", 1))
+            bpf.close_fd(self._gate_fd)
+            self._gate_fd = -1
         if self._root_fd >= 0:
             remove_at(self._root_fd, self._name)
             os.close(self._root_fd)
             self._root_fd = -1
+        if self._dir_fd >= 0:
+            os.close(self._dir_fd)  # drops the lock
+            self._dir_fd = -1
 
 
 __all__ = [
+    "MARK_ENDED",
     "MARK_RING_BYTES",
     "PIN_ROOT",
     "MarkSource",

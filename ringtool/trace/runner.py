@@ -153,6 +153,8 @@ def _loop(
                 next_tick += cfg.interval * max(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
                 )
+        if session.marks is not None:  # a marker confirmed from here on would be lost:
+            session.marks.close()  # none is (trace/marks.py), every one before is read
         session.finish_rings()  # a ring switch in flight: sealed, so read to its end
         session.stopping()
         _ingest(session, stats, out, sinks, decoder, ordered, held, final=True, keep=keep)

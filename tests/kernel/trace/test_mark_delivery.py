@@ -6,6 +6,7 @@ with one line."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import signal
 import subprocess
@@ -13,6 +14,10 @@ import sys
 
 import pytest
 
+from ringtool.event.layout import load_layout
+from ringtool.kernel import bpf
+from ringtool.readers.user_ringbuf import UserRingBuffer
+from ringtool.trace.mark_send import MarkNotDeliveredError, _deliver, encode
 from tests.helpers.paths import ROOT
 from tests.helpers.procs import run_ringtool
 from tests.helpers.trace import Trace, marker_dir
@@ -89,3 +94,27 @@ def test_a_mark_into_a_trace_with_a_name_filter_is_shown() -> None:
         t.signal(signal.SIGINT)
     lines, _ = t.finish()
     assert [m for m in marks(lines) if tag in m] == [f"filtered {tag}"]
+
+
+def test_a_mark_delivered_as_the_trace_ends_is_not_confirmed() -> None:
+    """The race of a ``mark`` with the trace's last read, widened: the trace's marker
+    ring and drain are taken as ``mark`` takes them (without its lock) before the trace
+    ends, and the marker is delivered after it read its rings a last time and exited:
+    the drain refuses, so it is not confirmed."""
+    tag = secrets.token_hex(6)
+    t = Trace("--json", "--events", "exec")
+    where = marker_dir(t)
+    marks_fd = bpf.obj_get(os.path.join(where, "marks"))
+    drain_fd = bpf.obj_get(os.path.join(where, "drain"))
+    try:
+        t.signal(signal.SIGINT)
+        t.finish()
+        sample = encode(f"late {tag}", load_layout().constants["TRACE_DATA_LEN"])
+        with UserRingBuffer(marks_fd) as urb:
+            with pytest.raises(MarkNotDeliveredError) as err:
+                _deliver(urb, drain_fd, sample, where)
+            assert urb.consumer_pos() == 0  # not drained
+    finally:
+        bpf.close_fd(marks_fd)
+        bpf.close_fd(drain_fd)
+    assert str(err.value) == f"trace {where}: the trace ended before the marker was read"
