@@ -34,7 +34,6 @@ from ringtool.event.layout import load_layout
 from ringtool.kernel import bpf
 from ringtool.kernel.pin_root import (
     LOCK_WAIT_S,
-    PIN_ROOT,
     entries,
     fd_path,
     lock_at,
@@ -44,6 +43,7 @@ from ringtool.kernel.pin_root import (
 from ringtool.readers.user_ringbuf import UserRingBuffer
 from ringtool.trace.marks import (
     MARK_ENDED,
+    PIN_ROOT,
     check_user_ringbuf,
     liveness,
     namespace_key,
