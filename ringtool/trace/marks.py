@@ -49,6 +49,7 @@ from ringtool.kernel.pin_root import (
     open_pin_root,
     remove_at,
 )
+from ringtool.kernel.proc_start import is_running, process_key
 from ringtool.kernel.ringbuf_map import has_user_ringbuf
 from ringtool.programs.clang_loader import load_pinned
 from ringtool.readers.ringbuf_group import RingBufGroup
@@ -59,27 +60,10 @@ MARK_RING_BYTES = 16 * 4096
 _GROUP_PINS = ("rt_rings", "rt_cpumap", "rt_drops")
 
 
-def process_start(pid: int) -> int | None:
-    """The start time (clock ticks after boot) of process ``pid``; None when gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    # the comm (field 2) may hold spaces and parentheses: split after the last ')'
-    return int(stat[stat.rindex(b")") + 2 :].split()[19])
-
-
-def process_key(pid: int) -> str:
-    """``<pid>-<start>``: the process, told apart from a later one with its pid."""
-    return f"{pid}-{process_start(pid)}"
-
-
 def is_live(name: str) -> bool:
     """Is the trace that made directory ``name`` still running?"""
     pid, _, rest = name.partition("-")
-    start = rest.partition("-")[0]
-    return pid.isdigit() and start.isdigit() and process_key(int(pid)) == f"{pid}-{start}"
+    return is_running(f"{pid}-{rest.partition('-')[0]}")
 
 
 def remove_stale_at(root_fd: int) -> list[str]:

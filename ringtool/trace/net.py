@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from ringtool.errors import RingtoolError
+from ringtool.kernel.proc_start import process_key
 from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.perfbuf import PerfBuffer
 from ringtool.trace.net_filters import FILTER_PRIO, classify, filter_name, read_filters
@@ -98,7 +99,7 @@ class NetSource:
             for parent, fn in progs.items():
                 ipr.tc(
                     "add-filter", "bpf", self._index, ":1", fd=fn.fd,
-                    name=filter_name(fn.name.decode(), os.getpid()),
+                    name=filter_name(fn.name.decode(), process_key(os.getpid())),
                     parent=parent, classid=1, direct_action=True, prio=FILTER_PRIO,
                 )  # fmt: skip
                 self._filters.append(parent)
@@ -108,7 +109,7 @@ class NetSource:
         removed; a conflict is a :class:`NetSourceError` (see the module doc)."""
         from pyroute2.netlink.exceptions import NetlinkError
 
-        found = classify(read_filters(ipr, self._index, HOOKS), os.getpid())
+        found = classify(read_filters(ipr, self._index, HOOKS), process_key(os.getpid()))
         if found.conflicts:
             what = "; ".join(dict.fromkeys(f.describe() for f in found.conflicts))
             raise NetSourceError(

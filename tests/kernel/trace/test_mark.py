@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from ringtool.kernel.proc_start import process_key
 from ringtool.trace.mark_send import NoTraceError, send_mark
-from ringtool.trace.marks import PIN_ROOT, process_key, remove_stale
+from ringtool.trace.marks import PIN_ROOT, remove_stale
 from tests.helpers.bpffs import scratch_pin_root
 from tests.helpers.procs import run_ringtool
 from tests.helpers.tmux import RUN, Terminal, needs_tmux

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from ringtool.errors import UnsafeDirectoryError
+from ringtool.kernel.proc_start import process_key
 from ringtool.trace.mark_send import LOCK_WAIT_S, MarkNotDeliveredError, send_mark
-from ringtool.trace.marks import process_key, remove_stale
+from ringtool.trace.marks import remove_stale
 from tests.helpers.bpffs import in_fresh_bpffs, scratch_pin_root
 from tests.helpers.procs import stop
 
