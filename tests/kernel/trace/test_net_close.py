@@ -4,6 +4,7 @@ when no filter is left on it (another tool may add some while the trace runs).""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 
@@ -39,4 +40,15 @@ def test_the_clsact_the_trace_added_goes_when_nothing_else_is_on_it() -> None:
         trace = Trace("--json", "--events", "net", "-i", dev.name)
         trace.signal(signal.SIGINT)
         trace.finish()
+        assert "clsact" not in _qdiscs(dev.name)
+
+
+def test_sighup_ends_the_trace_cleanly_and_removes_its_filters() -> None:
+    # an ssh session that drops sends SIGHUP: before, exit 129 and the filters stayed
+    with dummy() as dev:
+        trace = Trace("--json", "--events", "net", "-i", dev.name)
+        trace.signal(signal.SIGHUP)
+        lines, _ = trace.finish()  # exit 0
+        assert json.loads(lines[-1])["type"] == "summary", lines[-3:]
+        assert "ringtool/" not in dev.filters("ingress") + dev.filters("egress")
         assert "clsact" not in _qdiscs(dev.name)
