@@ -51,6 +51,7 @@ class StartSignals:
     def __init__(self) -> None:
         self.pending: set[int] = set()
         self._old: dict[int, Any] = {}
+        self._usr1: Any = None  # the handler SIGUSR1 had, while it is ignored
 
     def __call__(self, signum: int, frame: object) -> None:
         self.pending.add(signum)
@@ -72,8 +73,11 @@ class StartSignals:
         """The previous handlers back (once); SIGINT/SIGTERM/SIGHUP received and not
         claimed are raised again (SIGINT: KeyboardInterrupt), SIGUSR1 is dropped.
         ``keep_usr1_ignored`` (a subcommand other than trace): SIGUSR1 gets a handler
-        that does nothing instead of its previous one (by default, death)."""
+        that does nothing instead of its previous one (by default, death) until the
+        context exits."""
         old, self._old = self._old, {}
+        if keep_usr1_ignored and signal.SIGUSR1 in old:
+            self._usr1 = old[signal.SIGUSR1]
         for sig, handler in old.items():
             if signal.getsignal(sig) is self:  # a handler installed since stays
                 ignored = keep_usr1_ignored and sig == signal.SIGUSR1
@@ -85,6 +89,9 @@ class StartSignals:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+        if self._usr1 is not None and signal.getsignal(signal.SIGUSR1) is _ignore:
+            signal.signal(signal.SIGUSR1, self._usr1)  # main() returns what it found
+        self._usr1 = None
 
 
 def claimed(old_handler: object, signum: int) -> bool:

@@ -47,6 +47,7 @@ def test_outside_trace_sigusr1_stays_ignored_after_release() -> None:
             held.release(keep_usr1_ignored=True)
             assert signal.getsignal(signal.SIGUSR1) not in (before, signal.SIG_DFL, held)
             signal.raise_signal(signal.SIGUSR1)  # its default action would end pytest
+        assert signal.getsignal(signal.SIGUSR1) is before  # given back at the end
     finally:
         signal.signal(signal.SIGUSR1, before)
 
