@@ -13,9 +13,10 @@ Exit status:
 * 1 any other :class:`ringtool.errors.RingtoolError` or OS error, as its first line
   (a missing privilege: ``ringtool trace needs root ...``);
 * 130 Ctrl-C before the subcommand could stop cleanly, silently;
-  SIGINT/SIGTERM/SIGUSR1 from the first line of :func:`main` are held
+  SIGINT/SIGTERM/SIGHUP/SIGUSR1 from the first line of :func:`main` are held
   (:class:`ringtool.trace.signals.StartSignals`): ``trace`` acts on them once it is
-  ready, the other subcommands get SIGINT/SIGTERM back before they start;
+  ready, the other subcommands get SIGINT/SIGTERM/SIGHUP back before they start and
+  keep ignoring SIGUSR1;
 * 141 stdout closed by the reader (``ringtool trace --json | head -1``), silently,
   after the subcommand unwound (BPF programs and TC filters are detached).
 
@@ -98,7 +99,7 @@ SUBCOMMANDS: dict[str, Register] = {
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell shows for a killed writer
-#: The subcommands that take the start-up's SIGINT/SIGTERM/SIGUSR1 themselves
+#: The subcommands that take the start-up's SIGINT/SIGTERM/SIGHUP/SIGUSR1 themselves
 #: (:class:`ringtool.trace.signals.StartSignals`); the others get them back at once.
 TAKE_SIGNALS = frozenset({"trace"})
 
@@ -197,7 +198,7 @@ def _settle_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None, commands: Mapping[str, Register] = SUBCOMMANDS) -> int:
     """``ringtool`` with the subcommands of ``commands`` (see the module doc)."""
-    # first: a SIGUSR1/SIGTERM/SIGINT while starting is recorded, not fatal
+    # first: a SIGUSR1/SIGHUP/SIGTERM/SIGINT while starting is recorded, not fatal
     with StartSignals() as held:
         whole_writes()  # nothing lost on an unbuffered stdout (PYTHONUNBUFFERED, -u)
         argv = sys.argv[1:] if argv is None else list(argv)
@@ -207,7 +208,8 @@ def main(argv: Sequence[str] | None = None, commands: Mapping[str, Register] = S
 
         def call() -> int | None:
             if args.command not in TAKE_SIGNALS:
-                held.release()  # a Ctrl-C while parsing: KeyboardInterrupt here
+                # a Ctrl-C while parsing: KeyboardInterrupt here; SIGUSR1 never kills
+                held.release(keep_usr1_ignored=True)
             if check is not None:
                 check(args)
             return args.func(args)  # type: ignore[no-any-return]

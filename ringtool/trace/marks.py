@@ -60,6 +60,7 @@ from ringtool.kernel.pin_root import (
     open_pin_root,
     remove_at,
 )
+from ringtool.kernel.proc_start import is_running, process_key
 from ringtool.kernel.ringbuf_map import has_user_ringbuf
 from ringtool.programs.clang_loader import load_pinned
 from ringtool.readers.ringbuf_group import RingBufGroup
@@ -72,22 +73,6 @@ MARK_ENDED = errno.ESHUTDOWN
 _GROUP_PINS = ("rt_rings", "rt_cpumap", "rt_drops")
 _GATE = "mark_gate"
 _GATE_KEY = struct.pack("=I", 0)
-
-
-def process_start(pid: int) -> int | None:
-    """The start time (clock ticks after boot) of process ``pid``; None when gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    # the comm (field 2) may hold spaces and parentheses: split after the last ')'
-    return int(stat[stat.rindex(b")") + 2 :].split()[19])
-
-
-def process_key(pid: int) -> str:
-    """``<pid>-<start>``: the process, told apart from a later one with its pid."""
-    return f"{pid}-{process_start(pid)}"
 
 
 def namespace_key() -> str:
@@ -123,7 +108,7 @@ def liveness(name: str, ns: str) -> bool | None:
     pid, start = parts[0], parts[1]
     if not (pid.isdigit() and start.isdigit()):
         return None
-    return process_key(int(pid)) == f"{pid}-{start}"
+    return is_running(f"{pid}-{start}")
 
 
 def is_live(name: str) -> bool:

@@ -2,8 +2,9 @@
 
 :class:`NetSource` compiles the program, opens a :class:`ringtool.PerfBuffer` on its
 PERF_EVENT_ARRAY, and attaches both directions to ``iface`` with pyroute2: it adds
-the clsact qdisc when the interface has none (and then removes it on close, which
-removes the filters too), else it adds only its two filters (and deletes only those).
+the clsact qdisc when the interface has none, else shares it; on close it deletes only
+its two filters, then the clsact it added only when no filter is left on it (another
+tool may have added some while the trace ran).
 ``close()`` always detaches, also after a failed setup; it is idempotent.
 Its filters are named for this process (:mod:`ringtool.trace.net_filters`): those a
 killed ringtool left on the interface are replaced (and its clsact removed at close
@@ -26,6 +27,7 @@ import time
 from typing import Any
 
 from ringtool.errors import RingtoolError
+from ringtool.kernel.proc_start import process_key
 from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.perfbuf import PerfBuffer
 from ringtool.trace.net_filters import FILTER_PRIO, classify, filter_name, read_filters
@@ -98,7 +100,7 @@ class NetSource:
             for parent, fn in progs.items():
                 ipr.tc(
                     "add-filter", "bpf", self._index, ":1", fd=fn.fd,
-                    name=filter_name(fn.name.decode(), os.getpid()),
+                    name=filter_name(fn.name.decode(), process_key(os.getpid())),
                     parent=parent, classid=1, direct_action=True, prio=FILTER_PRIO,
                 )  # fmt: skip
                 self._filters.append(parent)
@@ -108,7 +110,7 @@ class NetSource:
         removed; a conflict is a :class:`NetSourceError` (see the module doc)."""
         from pyroute2.netlink.exceptions import NetlinkError
 
-        found = classify(read_filters(ipr, self._index, HOOKS), os.getpid())
+        found = classify(read_filters(ipr, self._index, HOOKS), process_key(os.getpid()))
         if found.conflicts:
             what = "; ".join(dict.fromkeys(f.describe() for f in found.conflicts))
             raise NetSourceError(
@@ -126,7 +128,7 @@ class NetSource:
             ipr.tc("del-filter", "bpf", self._index, parent=HOOKS[hook], prio=FILTER_PRIO)
         if found.leftovers:
             # its clsact too, at close, when nothing else is on it
-            self._own_qdisc = self._own_qdisc or not found.foreign
+            self._own_qdisc = True
             hooks = ", ".join(sorted({f.hook for f in found.leftovers}))
             self.notes.append(f"replaced a filter left by a killed ringtool on {self.iface} "
                               f"({hooks})")  # fmt: skip
@@ -195,13 +197,14 @@ class NetSource:
         from pyroute2 import IPRoute
 
         with contextlib.suppress(Exception), IPRoute() as ipr:
-            if self._own_qdisc:
+            for parent in self._filters:
+                with contextlib.suppress(Exception):
+                    ipr.tc("del-filter", "bpf", self._index, parent=parent,
+                           prio=FILTER_PRIO)  # fmt: skip
+            # the clsact only when nothing is on it now: another tool may have added
+            # filters while we ran (read at close, on both hooks)
+            if self._own_qdisc and not read_filters(ipr, self._index, HOOKS):
                 ipr.tc("del", "clsact", self._index)
-            else:
-                for parent in self._filters:
-                    with contextlib.suppress(Exception):
-                        ipr.tc("del-filter", "bpf", self._index, parent=parent,
-                               prio=FILTER_PRIO)  # fmt: skip
         self._own_qdisc = False
         self._filters = []
         if self._pb is not None:

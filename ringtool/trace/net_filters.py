@@ -3,22 +3,26 @@
 ringtool's net source (:mod:`ringtool.trace.net`) adds one direct-action ``bpf`` filter
 per direction at priority :data:`FILTER_PRIO`, handle 1, with the filter name
 (``TCA_BPF_NAME``, shown by ``tc filter show`` and pyroute2) :func:`filter_name`:
-``ringtool/PID/FUNCTION``. A process killed with SIGKILL (or by the OOM killer) cannot
-remove them: they stay attached, and adding ours again fails with EEXIST.
+``ringtool/PID-START/FUNCTION`` (``START``: the process's start time,
+:mod:`ringtool.kernel.proc_start`). A process killed with SIGKILL (or by the OOM
+killer) cannot remove them: they stay attached, and adding ours again fails with EEXIST.
 
-:func:`survey` sorts what is on a hook: filters of a ringtool that is gone (its pid
-does not run ringtool any more) are *leftovers*, which the net source replaces; a
-filter of a ringtool still running, or anything else at our priority (also a filter
-named as ringtool named them before it put its pid in the name: such a ringtool may
-still run), is a *conflict* (the source is refused with a message naming it); every
-other filter is *foreign*: left alone, and named in a note.
+:func:`classify` sorts what is on a hook: filters of a process that is gone (no process
+has that pid and start time; whatever now has the pid, and whatever its command line)
+are *leftovers*, which the net source replaces; a filter of a process still running
+(a ``ringtool`` command or a program using the net source in-process), or anything
+else at our priority (also a filter named as older ringtools named them, without a
+start time or without a pid: such a ringtool may still run), is a *conflict* (the
+source is refused with a message naming it); every other filter is *foreign*: left
+alone, and named in a note.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from ringtool.kernel.proc_start import is_running
 
 FILTER_PRIO = 49152  # a fixed priority: our filters are found (and deleted) by it
 #: The functions of bpf/trace_net.c attached as filters.
@@ -26,25 +30,19 @@ FUNCTIONS = ("trace_net_ingress", "trace_net_egress")
 _PREFIX = "ringtool/"
 
 
-def filter_name(function: str, pid: int) -> str:
-    """The ``TCA_BPF_NAME`` of ringtool's filter running ``function`` for process ``pid``."""
-    return f"{_PREFIX}{pid}/{function}"
+def filter_name(function: str, key: str) -> str:
+    """The ``TCA_BPF_NAME`` of ringtool's filter running ``function`` for the process
+    ``key`` (:func:`ringtool.kernel.proc_start.process_key`: ``PID-START``)."""
+    return f"{_PREFIX}{key}/{function}"
 
 
-def owner(name: str) -> int | None:
-    """The pid in a :func:`filter_name`; None: not one."""
+def owner(name: str) -> str | None:
+    """The process key (``PID-START``) in a :func:`filter_name`; None: not one."""
     if not name.startswith(_PREFIX):
         return None
-    pid, _, function = name[len(_PREFIX) :].partition("/")
-    return int(pid) if pid.isdigit() and function in FUNCTIONS else None
-
-
-def runs_ringtool(pid: int) -> bool:
-    """Whether process ``pid`` exists and its command line mentions ringtool."""
-    try:
-        return b"ringtool" in (Path("/proc") / str(pid) / "cmdline").read_bytes()
-    except OSError:
-        return False
+    key, _, function = name[len(_PREFIX) :].partition("/")
+    pid, _, start = key.partition("-")
+    return key if pid.isdigit() and start.isdigit() and function in FUNCTIONS else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,14 +71,14 @@ class Survey:
     foreign: list[TcFilter] = field(default_factory=list)
 
 
-def classify(filters: list[TcFilter], me: int) -> Survey:
-    """Sort ``filters`` (this process: pid ``me``) into a :class:`Survey`."""
+def classify(filters: list[TcFilter], me: str) -> Survey:
+    """Sort ``filters`` (this process: key ``me``, ``PID-START``) into a :class:`Survey`."""
     out = Survey()
     for f in filters:
-        pid = owner(f.name) if f.kind == "bpf" else None
+        key = owner(f.name) if f.kind == "bpf" else None
         if f.prio != FILTER_PRIO:
             out.foreign.append(f)
-        elif pid is not None and pid != me and not runs_ringtool(pid):
+        elif key is not None and key != me and not is_running(key):
             out.leftovers.append(f)
         else:  # at our priority: deleting by priority would take it too
             out.conflicts.append(f)
@@ -113,5 +111,4 @@ __all__ = [
     "filter_name",
     "owner",
     "read_filters",
-    "runs_ringtool",
 ]

@@ -16,8 +16,11 @@ Contract of :func:`open_private`:
   over it at once. A process that opened the old file beforehand (its owner, say)
   keeps reading that old inode, which receives nothing; the new file is ours (the
   effective uid/gid) and 0600 from its creation;
-- with ``force`` a character device or FIFO (``/dev/null``) is written as it is,
-  without changing its mode or owner; anything else is refused.
+- with ``force`` a character device or FIFO (``/dev/null``, a pipe root made) is
+  written as it is, without changing its mode or owner, when root or the effective
+  uid owns it and it is not in a sticky directory anyone can write to (``/tmp``):
+  another user's FIFO or device there would receive the packets (``O_CREAT`` is not
+  used, so ``fs.protected_fifos`` does not apply). Anything else is refused.
 """
 
 from __future__ import annotations
@@ -65,6 +68,20 @@ def _replace(path: Path, flag: str) -> int:
         os.close(dir_fd)
 
 
+def _check_owner(path: Path, st: os.stat_result, flag: str) -> None:
+    """Refuse a device/FIFO ``st`` at ``path`` that another user could read from."""
+    if st.st_uid not in (0, os.geteuid()):
+        raise _fail(flag, path, f"is a device or FIFO of uid {st.st_uid}: not written "
+                                f"(another user would read the packets)")  # fmt: skip
+    try:
+        parent = os.stat(path.parent).st_mode
+    except OSError as exc:
+        raise _fail(flag, path, exc.strerror or str(exc)) from None
+    if parent & stat.S_ISVTX and parent & stat.S_IWOTH:
+        raise _fail(flag, path, "is a device or FIFO in a sticky directory anyone can "
+                                "write to: not written; give a path elsewhere")  # fmt: skip
+
+
 def _reopen(path: Path, flag: str) -> int:
     """``--force``: the existing file at ``path`` replaced, or the device/FIFO there
     opened as it is (see the module doc)."""
@@ -80,6 +97,7 @@ def _reopen(path: Path, flag: str) -> int:
         return _replace(path, flag)
     if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
         raise _fail(flag, path, "is not a regular file, a device or a FIFO")
+    _check_owner(path, st, flag)
     try:
         fd = os.open(path, _BASE | os.O_NONBLOCK)  # a FIFO without a reader: ENXIO, no hang
     except OSError as exc:
@@ -89,8 +107,8 @@ def _reopen(path: Path, flag: str) -> int:
             ) from None
         raise _fail(flag, path, exc.strerror or str(exc)) from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):  # swapped since the lstat
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):  # swapped since the lstat
             raise _fail(flag, path, "changed while it was opened: not written")
         os.set_blocking(fd, True)
     except OSError as exc:

@@ -22,7 +22,7 @@ from tests.helpers.trace import told_json
 pytestmark = pytest.mark.kernel
 
 
-@pytest.mark.parametrize("sig", [signal.SIGUSR1, signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGUSR1, signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_signal_during_start_up_is_honoured(sig: signal.Signals, tmp_path: Path) -> None:
     fifo = FullFifo(tmp_path / "cap.pcapng")
     argv = ["trace", "--json", "--flight-recorder", "64K", "--events", "net", "-i", "lo",

@@ -12,7 +12,8 @@ import pytest
 from ringtool.cli.main import main
 from ringtool.errors import BpfSyscallError
 from ringtool.kernel import bpf
-from ringtool.trace.marks import entry_name, is_live, liveness, namespace_key, process_key
+from ringtool.kernel.proc_start import process_key
+from ringtool.trace.marks import entry_name, is_live, liveness, namespace_key
 
 
 def test_a_directory_is_live_while_its_process_runs() -> None:

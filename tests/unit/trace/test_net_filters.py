@@ -1,11 +1,16 @@
-"""Sorting an interface's TC filters: a killed ringtool's (replaced), a running
-ringtool's or anything else at our priority (refused), others' (left alone)."""
+"""Sorting an interface's TC filters: a gone process's (replaced), a running one's or
+anything else at our priority (refused), others' (left alone). A filter's owner is
+the process with its pid *and* start time: whatever now has the pid, and whatever
+its command line says, does not decide."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+from ringtool.kernel.proc_start import process_key, process_start
 from ringtool.trace.net_filters import FILTER_PRIO, TcFilter, classify, filter_name, owner
 
 
@@ -13,32 +18,41 @@ def _bpf(name: str, prio: int = FILTER_PRIO, hook: str = "ingress") -> TcFilter:
     return TcFilter(hook, prio, 1, "bpf", name)
 
 
-def test_names_carry_the_owner_pid() -> None:
-    assert owner(filter_name("trace_net_egress", 4242)) == 4242
+@contextmanager
+def _sleeper(*argv: str) -> Iterator[int]:
+    """A running process (``argv``: its extra arguments); its pid."""
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *argv])
+    try:
+        yield p.pid
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_names_carry_the_owner_pid_and_start_time() -> None:
+    assert owner(filter_name("trace_net_egress", "4242-987")) == "4242-987"
     assert owner("trace_net_egress") is None  # the bare name of older versions
-    assert owner("ringtool/12/something_else") is None
-    assert owner("ringtool/x/trace_net_ingress") is None
+    assert owner("ringtool/4242/trace_net_egress") is None  # pid only: older versions
+    assert owner("ringtool/12-3/something_else") is None
+    assert owner("ringtool/x-3/trace_net_ingress") is None
 
 
-def test_a_gone_ringtools_filters_are_leftovers_a_running_ones_conflicts() -> None:
-    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ringtool"])
+def test_a_gone_processs_filters_are_leftovers_a_running_ones_conflicts() -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    try:
+    with _sleeper() as alive:
         found = classify(
-            [_bpf(filter_name("trace_net_ingress", gone.pid)),
-             _bpf(filter_name("trace_net_egress", alive.pid), hook="egress"),
+            [_bpf(filter_name("trace_net_ingress", f"{gone.pid}-1")),
+             _bpf(filter_name("trace_net_egress", process_key(alive)), hook="egress"),
              _bpf("trace_net_ingress"),  # an older ringtool's: may run
+             _bpf(f"ringtool/{gone.pid}/trace_net_ingress"),  # one with the pid only
              TcFilter("egress", FILTER_PRIO, 2, "u32", ""),  # not ours, at our priority
              _bpf("someone", prio=1), TcFilter("egress", 60000, 0x800, "u32", "")],
-            me=1,
+            me="1-1",
         )  # fmt: skip
-    finally:
-        alive.kill()
-        alive.wait()
-    assert [f.name for f in found.leftovers] == [filter_name("trace_net_ingress", gone.pid)]
+    assert [f.name for f in found.leftovers] == [filter_name("trace_net_ingress", f"{gone.pid}-1")]
     assert [(f.hook, f.kind) for f in found.conflicts] == [
-        ("egress", "bpf"), ("ingress", "bpf"), ("egress", "u32")
+        ("egress", "bpf"), ("ingress", "bpf"), ("ingress", "bpf"), ("egress", "u32")
     ]  # fmt: skip
     assert [f.describe() for f in found.foreign] == [
         "ingress pref 1 bpf 'someone'", "egress pref 60000 u32"
@@ -46,5 +60,22 @@ def test_a_gone_ringtools_filters_are_leftovers_a_running_ones_conflicts() -> No
 
 
 def test_this_process_own_filters_are_never_leftovers() -> None:
-    mine = _bpf(filter_name("trace_net_ingress", 77))
-    assert classify([mine], me=77).conflicts == [mine]
+    mine = _bpf(filter_name("trace_net_ingress", "77-5"))
+    assert classify([mine], me="77-5").conflicts == [mine]
+
+
+def test_a_dead_traces_filter_is_a_leftover_whatever_process_reuses_its_pid() -> None:
+    # the process that got the dead trace's pid mentions ringtool in its arguments
+    with _sleeper("ringtool-notes.txt") as reused:
+        start = process_start(reused)
+        assert start is not None
+        dead = _bpf(filter_name("trace_net_ingress", f"{reused}-{start - 1}"))
+        assert classify([dead], me="1-1").leftovers == [dead]
+
+
+def test_a_live_in_process_net_source_is_not_a_leftover() -> None:
+    # a program using the net source in-process: no 'ringtool' in its command line
+    with _sleeper("monitor_app.py") as app:
+        live = _bpf(filter_name("trace_net_ingress", process_key(app)))
+        found = classify([live], me="1-1")
+    assert (found.leftovers, found.conflicts) == ([], [live])

@@ -110,3 +110,46 @@ def test_force_replaces_the_file_a_holder_reads_nothing_new(tmp_path: Path) -> N
     assert st.st_ino != old_inode and stat.S_IMODE(st.st_mode) == 0o600
     assert path.read_bytes() == b"packets"
     assert [p.name for p in tmp_path.iterdir()] == ["c.pcapng"]
+
+
+def _fifo_with_reader(path: Path, uid: int) -> int:
+    """A FIFO at ``path`` owned by ``uid``, and a read end open on it (returned)."""
+    os.mkfifo(path, 0o666)
+    os.chown(path, uid, uid)
+    return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to nobody needs root")
+def test_force_refuses_a_fifo_another_user_owns(tmp_path: Path) -> None:
+    fifo = tmp_path / "c.pcap"
+    reader = _fifo_with_reader(fifo, NOBODY)  # as the user who planted it would read
+    try:
+        with pytest.raises(UsageError, match=f"^--pcap {fifo}: is a device or FIFO of uid "):
+            open_private(fifo, force=True)
+        assert os.read(reader, 100) == b""  # no writer came: nothing was written
+    finally:
+        os.close(reader)
+
+
+def test_force_refuses_a_fifo_in_a_sticky_world_writable_directory(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp: the FIFO's owner could have been anyone's
+    fifo = shared / "c.pcap"
+    reader = _fifo_with_reader(fifo, os.geteuid())
+    try:
+        with pytest.raises(UsageError, match="sticky directory anyone can write to"):
+            open_private(fifo, force=True)
+    finally:
+        os.close(reader)
+
+
+def test_force_writes_our_own_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "c.pcap"
+    reader = _fifo_with_reader(fifo, os.geteuid())
+    try:
+        with open_private(fifo, force=True) as f:
+            f.write(b"packets")
+        assert os.read(reader, 100) == b"packets"
+    finally:
+        os.close(reader)

@@ -38,3 +38,22 @@ def test_release_gives_an_unclaimed_sigint_back_as_ctrl_c() -> None:
         with pytest.raises(KeyboardInterrupt):
             held.release()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_outside_trace_sigusr1_stays_ignored_after_release() -> None:
+    before = signal.getsignal(signal.SIGUSR1)
+    try:
+        with StartSignals() as held:
+            held.release(keep_usr1_ignored=True)
+            assert signal.getsignal(signal.SIGUSR1) not in (before, signal.SIG_DFL, held)
+            signal.raise_signal(signal.SIGUSR1)  # its default action would end pytest
+        assert signal.getsignal(signal.SIGUSR1) is before  # given back at the end
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+
+
+def test_a_held_sighup_stops_the_trace_loop_at_once() -> None:
+    with StartSignals():
+        signal.raise_signal(signal.SIGHUP)  # its default action would end pytest
+        with StopSignals() as stop:
+            assert stop.stopped
