@@ -120,7 +120,7 @@ static __always_inline long rt_pcpu_output(void *data, u64 size, u64 flags)
  * PERCPU_ARRAY with one value of RT_PCPU_SCRATCH_BYTES) and RT_PCPU_SUBMIT copies it
  * out with bpf_perf_event_output, which needs the program's ctx. Each record the ring
  * took is counted in RT_PCPU_OUTPUTS_FD (a PERCPU_ARRAY with one u64): what a dump
- * did not find of them was overwritten (ringtool/trace/flight_count.py); a failed
+ * did not find of them was overwritten (ringtool/trace/reading/flight_count.py); a failed
  * output is a drop. */
 #ifndef RT_PCPU_OUTPUTS_FD
 #error "percpu_ringbuf.h: the perf mode counts its outputs: define RT_PCPU_OUTPUTS_FD"

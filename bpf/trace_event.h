@@ -12,7 +12,7 @@
  * open, slow syscalls, tcp) or, for net, to a PERF_EVENT_ARRAY with the packet bytes
  * appended by the kernel (BPF_F_CTXLEN_MASK).
  *
- * Filters arrive as -D constants (ringtool/trace/filters.py builds them):
+ * Filters arrive as -D constants (ringtool/trace/reading/filters.py builds them):
  * TRACE_SELF_PID (ringtool itself, never traced), TRACE_FILTER_PID (-p),
  * TRACE_FILTER_TID (-t), TRACE_FILTER_UID (-u: the real uid),
  * TRACE_FILTER_CGROUP_ID/_LEVEL (--cgroup: the cgroup v2 id of the directory and its

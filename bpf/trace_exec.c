@@ -34,7 +34,7 @@
  * running kernel, so field offsets can't be trusted. Instead
  *   ppid       is remembered at fork (parent_of: child pid -> parent tgid); user
  *              space writes the parents of the processes already running before
- *              the programs attach (ringtool/trace/parents.py);
+ *              the programs attach (ringtool/trace/reading/parents.py);
  *   exit code  is remembered at exit_group(2)/exit(2) entry (exit_codes: tgid ->
  *              code); an exit without that syscall (a fatal signal) has aux = 0
  *              ("unknown"), otherwise aux = 1 and value = code << 8 (wait status).

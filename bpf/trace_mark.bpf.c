@@ -13,8 +13,8 @@
  * BCC 0.26 cannot load the drain's callback (a BPF_PSEUDO_FUNC relocation). The
  * group's three maps are the trace's own, passed to libbpf by their pins (so the
  * declarations below must match them: RT_PCPU_OUTER_ENTRIES and RT_PCPU_NCPU from
- * ringtool/trace/marks.py); `marks` (MARK_RING_BYTES) and `mark_gate` are made by
- * ringtool/trace/marks.py and passed the same way.
+ * ringtool/trace/reading/marks.py); `marks` (MARK_RING_BYTES) and `mark_gate` are made by
+ * ringtool/trace/reading/marks.py and passed the same way.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -53,8 +53,8 @@ struct {
 } marks SEC(".maps");
 
 /* The trace's gate: 0 while it takes markers; it sets 1 before its last read
- * (ringtool/trace/marks.py MarkSource.close), and from then on `drain` refuses
- * (-MARK_ENDED, ESHUTDOWN from ringtool/trace/marks.py): a marker drained later would
+ * (ringtool/trace/reading/marks.py MarkSource.close), and from then on `drain` refuses
+ * (-MARK_ENDED, ESHUTDOWN from ringtool/trace/reading/marks.py): a marker drained later would
  * go into a ring nobody reads again. */
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);

@@ -21,7 +21,7 @@
  *             its mapping without a syscall. bucket = lat_bucket(latency ns):
  *             log-linear, each power of two split into 2^TRACE_LAT_SUB_BITS linear
  *             sub-buckets (HdrHistogram's layout; the math and its error bound:
- *             ringtool/trace/latency_buckets.py)
+ *             ringtool/trace/reading/latency_buckets.py)
  *   sys_hist  HASH  key (nr << TRACE_LAT_KEY_BITS | bucket) -> count: the rest (longer
  *             latencies, numbers beyond TRACE_LAT_NRS); ringtool adds both
  *   drill_hist HASH key (tgid << 32 | nr << TRACE_LAT_KEY_BITS | bucket) -> count, only for the

@@ -143,7 +143,7 @@ class RecordFormatError(RingtoolError, ValueError):
 
 
 class PcapngFormatError(RingtoolError, ValueError):
-    """A pcapng file is not one that :func:`ringtool.trace.pcapng.read_pcapng` can read
+    """A pcapng file is not one that :func:`ringtool.trace.writers.pcapng.read_pcapng` can read
     (no section header, big-endian, a block or option that runs past its end, a packet
     on an interface that was never described)."""
 

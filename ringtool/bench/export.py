@@ -7,7 +7,7 @@ a temporary file store; stopped at the end), each *path* gets the same load:
   pinned to CPU 0 at a fixed offered rate, writing ``struct trace_event`` records into
   the per-CPU RINGBUF group that ``ringtool trace`` reads;
 * the drain: the trace runner's steps (``read_batch`` of up to 65536 records,
-  :class:`~ringtool.trace.stats.TraceStats`, the output), then
+  :class:`~ringtool.trace.report.stats.TraceStats`, the output), then
 * ``drain-only``: nothing more (the baseline for kernel drops: what the ring drain
   alone loses at this rate);
 * ``file-json``: JSON lines to a file (what ``trace --json > file`` does);
@@ -75,7 +75,7 @@ class _Load:
         from ringtool.event.layout import load_layout
         from ringtool.programs.loader import compile_program, load_function
         from ringtool.readers.ringbuf_group import RingBufGroup
-        from ringtool.trace.cflags import defines_of
+        from ringtool.trace.reading.cflags import defines_of
 
         self.layout = load_layout()
         self.group = RingBufGroup(cpus_per_buffer=1, ring_bytes=RING_BYTES)
@@ -112,8 +112,8 @@ def run_path(path: str, load: _Load, url: str, rate: float, seconds: float,
     from ringtool.event.decode import Decoder
     from ringtool.export.config import ExportConfig
     from ringtool.export.proc_sink import ProcExportSink
-    from ringtool.trace.output_json import JsonOutput
-    from ringtool.trace.stats import TraceStats
+    from ringtool.trace.report.stats import TraceStats
+    from ringtool.trace.writers.output_json import JsonOutput
 
     layout, ncpu = load.layout, possible_cpu_count()
     decoder = Decoder(layout)

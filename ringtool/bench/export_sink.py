@@ -5,7 +5,7 @@
 the publisher in the same process. :meth:`~ExportSink.publish` gets each drained batch
 (cut into numbered lane batches, handed to the
 :class:`~ringtool.export.publisher.Publisher` without blocking),
-:meth:`~ExportSink.tick` the interval's :class:`~ringtool.trace.stats.TraceStats`
+:meth:`~ExportSink.tick` the interval's :class:`~ringtool.trace.report.stats.TraceStats`
 (it stores the export counters in ``stats.export``, publishes a ``stats/1`` message,
 and returns the notes to show), :meth:`~ExportSink.close` drains and stores the final
 counts.

@@ -6,11 +6,11 @@ usage: ``python -m ringtool.bench.trace_child FD [--headless-tui] -- TRACE-ARGS.
 
 ``FD`` is the write end of a pipe from the bench. The child writes one line
 ``ready CPU_S`` once every source is loaded and attached (right after
-:meth:`~ringtool.trace.session.TraceSession.start`, which the runner calls when it is
+:meth:`~ringtool.trace.reading.session.TraceSession.start`, which the runner calls when it is
 about to read: what follows is the reading loop), CPU_S its user + system CPU seconds
 so far (``getrusage``), and at the end one JSON line
 ``{"summary": ..., "cpu_s": ...}``: the run's summary record
-(:func:`ringtool.trace.stats_json.summary_record`: events delivered, kernel drops; the
+(:func:`ringtool.trace.report.stats_json.summary_record`: events delivered, kernel drops; the
 same for every output, also those that print no summary on stdout) and the CPU seconds
 at the end.
 
@@ -32,9 +32,9 @@ import sys
 from typing import Any, TextIO
 
 from ringtool.event.decode import Decoder
+from ringtool.trace.report.stats import TraceStats
+from ringtool.trace.report.stats_json import summary_record
 from ringtool.trace.sink import OutputBase, Records
-from ringtool.trace.stats import TraceStats
-from ringtool.trace.stats_json import summary_record
 
 
 class HeadlessTui(OutputBase):
@@ -43,7 +43,7 @@ class HeadlessTui(OutputBase):
     def __init__(self, decoder: Decoder, interval: float) -> None:
         from rich.console import Console
 
-        from ringtool.trace.tui import TraceTui
+        from ringtool.trace.dashboard.tui import TraceTui
 
         self._sink = open(os.devnull, "w")  # noqa: SIM115  # closed in summary()
         console = Console(file=self._sink, width=120, height=40, force_terminal=False)
@@ -80,8 +80,8 @@ def main(argv: list[str]) -> int:
     from ringtool.cli.trace import check, settings
     from ringtool.export.trace_hook import hook_options
     from ringtool.trace.outputs import RunConfig, make_output
+    from ringtool.trace.reading.session import TraceSession
     from ringtool.trace.runner import RunParts, run_trace
-    from ringtool.trace.session import TraceSession
     from ringtool.trace.sink import Output
 
     report = os.fdopen(fd, "w", buffering=1)

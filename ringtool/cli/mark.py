@@ -25,7 +25,7 @@ def register(subs: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ringtool.trace.mark_send import send_mark
+    from ringtool.trace.reading.mark_send import send_mark
 
     def note(line: str) -> None:
         print(f"ringtool mark: note: {line}", file=sys.stderr)

@@ -22,8 +22,8 @@ from ringtool.errors import UsageError
 from ringtool.event.fields import FIELD_NAMES
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
-from ringtool.trace import sources
-from ringtool.trace.growth_policy import (
+from ringtool.trace.reading import sources
+from ringtool.trace.reading.growth_policy import (
     MIB,
     default_cap,
     default_max_bytes,
@@ -56,8 +56,8 @@ examples:
 
 if TYPE_CHECKING:
     from ringtool.export.trace_hook import HookOptions
-    from ringtool.trace.options import TraceOptions
     from ringtool.trace.outputs import RunConfig
+    from ringtool.trace.reading.options import TraceOptions
 
 
 #: Per-CPU ring pages at most (1 GiB a CPU).
@@ -235,7 +235,7 @@ def check(args: argparse.Namespace) -> None:
 def buffer_pages(args: argparse.Namespace) -> int:
     """``--buffer-pages``, or its default for the cap (``--max-buffer-mb`` or the
     machine's default) and the CPUs
-    (:func:`~ringtool.trace.growth_policy.default_start_pages`)."""
+    (:func:`~ringtool.trace.reading.growth_policy.default_start_pages`)."""
     if args.buffer_pages is not None:
         return int(args.buffer_pages)
     cap = default_cap(ram_bytes()) if args.max_buffer_mb is None else args.max_buffer_mb * MIB
@@ -288,8 +288,8 @@ def run(args: argparse.Namespace) -> int:
 def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions, RunConfig]:
     """What to trace and how to run, from the parsed flags (``hook``: from
     :func:`ringtool.export.trace_hook.hook_options`)."""
-    from ringtool.trace.options import TraceOptions
     from ringtool.trace.outputs import RunConfig
+    from ringtool.trace.reading.options import TraceOptions
 
     events = events_of(args)
     for note in target_notes(args.pid, args.tid):

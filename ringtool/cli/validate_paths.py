@@ -21,13 +21,13 @@ from ringtool.errors import InputFileError, RingtoolError
 from ringtool.kernel.files import read_regular
 
 if TYPE_CHECKING:
-    from ringtool.trace.filters import CgroupFilter
+    from ringtool.trace.reading.filters import CgroupFilter
 
 
 def cgroup_dir(text: str) -> CgroupFilter:
-    """A cgroup v2 directory (:func:`ringtool.trace.filters.resolve_cgroup`)."""
+    """A cgroup v2 directory (:func:`ringtool.trace.reading.filters.resolve_cgroup`)."""
     from ringtool.errors import CgroupPathError
-    from ringtool.trace.filters import resolve_cgroup
+    from ringtool.trace.reading.filters import resolve_cgroup
 
     try:
         return resolve_cgroup(text)

@@ -1,7 +1,7 @@
 """Trace records as KMES events: their event types and origins, and their decoding.
 
 ``ringtool trace --kmes`` publishes each record as one KMES event (see
-:mod:`ringtool.trace.kmes_sink`): ``event_type`` = :data:`TRACE_EVENT_BASE` + the
+:mod:`ringtool.trace.writers.kmes_sink`): ``event_type`` = :data:`TRACE_EVENT_BASE` + the
 record's ``h.type`` (exec 0x7401, exit 0x7402, ... net 0x7406, mark 0x7407), ``origin_class``
 :data:`ORIGIN_RINGBUF` (or :data:`ORIGIN_PERF` for net), the payload the raw
 ``struct trace_event`` (net: ``struct trace_net`` + packet bytes) of bpf/trace_event.h.

@@ -9,7 +9,7 @@ names (:data:`ringtool.event.layout.TYPE_CONSTANTS`), the fields
 (:data:`ringtool.event.fields.BY_TYPE`), the details
 (:data:`ringtool.event.detail.DETAIL`), the source of each type (:data:`SOURCE_OF`:
 the trace statistics and the metrics), the dashboard's tail (:func:`types_in`), and
-the kernel needs of each source (:mod:`ringtool.trace.sources`) and of all of them
+the kernel needs of each source (:mod:`ringtool.trace.reading.sources`) and of all of them
 (:data:`NEEDS`: ``ringtool doctor``). docs/ARCHITECTURE.md, "Adding an event type",
 lists what a new type touches.
 
@@ -50,7 +50,7 @@ class Detail:
     reads: tuple[str, ...]
 
 
-#: The dashboard's recent-events tail (:mod:`ringtool.trace.tui_recent`) keeps and shows
+#: The dashboard's recent-events tail (:mod:`ringtool.trace.dashboard.tui_recent`) keeps and shows
 #: the types in this panel ...
 RECENT = "recent"
 #: ... and its title names the types in this one ("recent exec/open/net").
@@ -72,7 +72,7 @@ class EventType:
 
     ``name``: the ``type`` string of the output (its constant is ``TRACE_`` + the name
     in upper case); ``source``: the trace source that emits it (an ``--events`` name of
-    :mod:`ringtool.trace.sources`, or ``mark``: ``ringtool mark``'s markers);
+    :mod:`ringtool.trace.reading.sources`, or ``mark``: ``ringtool mark``'s markers);
     ``fields``: its own fields after the common ones, in output order;
     ``detail``: its one-line detail; ``panels``: the dashboard panels it appears in
     (:data:`PANELS`); ``needs``: what its program needs from the kernel to emit it;

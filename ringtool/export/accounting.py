@@ -105,7 +105,7 @@ def pending(snapshot: Mapping[str, Any]) -> int:
 
 class TraceTotals(Protocol):
     """What the exporter and the metrics endpoint read of a trace's statistics
-    (:class:`ringtool.trace.stats.TraceStats` satisfies it), and the one field they
+    (:class:`ringtool.trace.report.stats.TraceStats` satisfies it), and the one field they
     write: ``export``, the exporter's counters for the outputs to show."""
 
     export: dict[str, Any] | None

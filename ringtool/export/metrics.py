@@ -84,7 +84,7 @@ class MetricsServer:
 def trace_families(
     fams: Families, host: str, stats: TraceTotals, export: Mapping[str, Any] | None
 ) -> None:
-    """The metrics of ``ringtool trace`` from its :class:`~ringtool.trace.stats.TraceStats`
+    """The metrics of ``ringtool trace`` from its :class:`~ringtool.trace.report.stats.TraceStats`
     and the exporter's counters (when exporting)."""
     by_type = dict(stats.by_type)
     fams.add(

@@ -1,7 +1,7 @@
 """What a BPF program needs from the running kernel, as plain data.
 
 The event types say what they need (:mod:`ringtool.event.registry`), the trace sources
-gather their types' needs (:mod:`ringtool.trace.sources`) and hand them to the loader
+gather their types' needs (:mod:`ringtool.trace.reading.sources`) and hand them to the loader
 (:func:`ringtool.programs.loader.compile_program`), which turns each into the ``-D``
 constants the running kernel calls for. Nothing here reads the kernel: these are
 names (tracepoints, their fields, BTF members) and the ``-D`` constant each one sets.

@@ -2,8 +2,8 @@
 
 A pid is reused once its process is gone; the pair (pid, start time) is not (the start
 time is field 22 of ``/proc/<pid>/stat``, ``starttime`` in proc(5): clock ticks after
-boot). Trace pin directories (:mod:`ringtool.trace.marks`) and TC filter names
-(:mod:`ringtool.trace.net_filters`) carry it so that a dead trace is never taken for a
+boot). Trace pin directories (:mod:`ringtool.trace.reading.marks`) and TC filter names
+(:mod:`ringtool.trace.reading.net_filters`) carry it so that a dead trace is never taken for a
 live one.
 """
 

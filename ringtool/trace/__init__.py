@@ -1,8 +1,9 @@
-"""``ringtool trace``: the BPF trace sources (``bpf/trace_*.c``, their one event
-layout in ``bpf/trace_event.h``, read by :mod:`ringtool.event.layout`), the session
-that reads them (`trace/session.py`), aggregation (`trace/stats.py`), the loop
-(`trace/runner.py`) and its outputs and sinks (`trace/sink.py`: JSON lines, columns,
-the rich TUI, pcapng, KMES). docs/ARCHITECTURE.md has a line per module.
+"""``ringtool trace``: the loop (`trace/runner.py`) and its rooms: ``reading`` (what
+reads the kernel: the session, the BPF trace sources ``bpf/trace_*.c`` whose one event
+layout, ``bpf/trace_event.h``, :mod:`ringtool.event.layout` reads), ``report`` (the
+statistics and the summary), ``writers`` (JSON lines, columns, pcapng, KMES),
+``dashboard`` (the rich TUI) and ``recorder`` (``--flight-recorder``); what they share
+(`trace/sink.py`, `trace/units.py`) is here. docs/ARCHITECTURE.md has a line per module.
 
 Layer: trace | diagnostics (docs/ARCHITECTURE.md).
 """

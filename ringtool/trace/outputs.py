@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ringtool.event.decode import Decoder
+from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.sink import Output, Sink
-from ringtool.trace.stats import TraceStats
 
 if TYPE_CHECKING:
     from ringtool.export.trace_hook import HookOptions
@@ -40,12 +40,12 @@ class RunConfig:
     #: ``--export``/``--metrics``, or None
     export: HookOptions | None = None
     #: ``-n``: the pattern the comm must match (user space, after the ring:
-    #: :class:`ringtool.trace.filters.NameFilter`), or None
+    #: :class:`ringtool.trace.reading.filters.NameFilter`), or None
     name: re.Pattern[str] | None = None
     #: ``--fields``: the event fields to output, in this order (json, csv, columns)
     fields: tuple[str, ...] | None = None
     #: the cost panel's and summary's BPF figures: the kernel's BPF run-time statistics
-    #: are on while the run reads (:class:`ringtool.trace.cost.CostSampler`); False
+    #: are on while the run reads (:class:`ringtool.trace.reading.cost.CostSampler`); False
     #: (``--no-cost``): ringtool's own CPU only
     cost: bool = True
     #: ``--keep-exited``: the dashboard keeps exited processes in its table
@@ -55,24 +55,24 @@ class RunConfig:
 def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[TraceStats]:
     """The output ``cfg.mode`` names, writing to ``stream`` (the TUI: the terminal)."""
     if cfg.mode == "json":
-        from ringtool.trace.output_json import JsonOutput
+        from ringtool.trace.writers.output_json import JsonOutput
 
         return JsonOutput(stream, decoder, cfg.fields)
     if cfg.mode == "csv" or (cfg.mode == "columns" and cfg.fields):
-        from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
+        from ringtool.trace.writers.output_fields import CsvOutput, FieldColumnOutput
 
         if cfg.mode == "csv":
             return CsvOutput(stream, decoder, cfg.fields)
         return FieldColumnOutput(stream, decoder, cfg.fields or (), width=cfg.width)
     if cfg.mode == "quiet":
-        from ringtool.trace.output_quiet import QuietOutput
+        from ringtool.trace.writers.output_quiet import QuietOutput
 
         return QuietOutput(stream)
     if cfg.mode == "tui":
-        from ringtool.trace.tui import TraceTui
+        from ringtool.trace.dashboard.tui import TraceTui
 
         return TraceTui(decoder, interval=cfg.interval, keep_exited=cfg.keep_exited)
-    from ringtool.trace.output_columns import ColumnOutput
+    from ringtool.trace.writers.output_columns import ColumnOutput
 
     return ColumnOutput(stream, decoder, width=cfg.width)
 
@@ -88,12 +88,12 @@ def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> lis
 
             sinks.append(TraceHook(cfg.export, decoder, ncpu))
         if cfg.pcap is not None:
-            from ringtool.trace.output_pcap import PcapSink
+            from ringtool.trace.writers.output_pcap import PcapSink
 
             sinks.append(PcapSink.open(cfg.pcap, snaplen, force=cfg.force,
                                        realtime_offset_ns=decoder.offset_ns))  # fmt: skip
         if cfg.kmes is not None:
-            from ringtool.trace.kmes_sink import KmesSink
+            from ringtool.trace.writers.kmes_sink import KmesSink
 
             sinks.append(KmesSink(cfg.kmes))
     except BaseException:

@@ -1,8 +1,8 @@
 """The ``ringtool trace`` loop: read the sources, count, output, end cleanly.
 
-:func:`run_trace` loads the sources (:class:`~ringtool.trace.session.TraceSession`),
+:func:`run_trace` loads the sources (:class:`~ringtool.trace.reading.session.TraceSession`),
 then until ``duration`` passes, Ctrl-C/SIGTERM, or the TUI's ``q``: waits for data,
-reads every ring in one vectorised batch, feeds :class:`~ringtool.trace.stats.TraceStats`,
+reads every ring in one vectorised batch, feeds :class:`~ringtool.trace.report.stats.TraceStats`,
 the output and the sinks (:mod:`ringtool.trace.sink`), and once per ``interval``
 takes the kernel counters (drops, lost, syscall histograms) and emits a stats line /
 redraws. At the end it drains what is left, takes the counters a last time, writes the
@@ -27,15 +27,15 @@ from ringtool.event.safe_text import printable
 from ringtool.event.syscalls import syscall_namer
 from ringtool.kernel.cpus import possible_cpu_count
 from ringtool.trace.batches import pieces
-from ringtool.trace.cost import CostSampler
-from ringtool.trace.filters import NameFilter
 from ringtool.trace.held_writes import HeldWrites
-from ringtool.trace.ordered import OrderedReader
 from ringtool.trace.outputs import RunConfig, close_sinks, make_output, open_sinks
-from ringtool.trace.session import TraceOptions, TraceSession
+from ringtool.trace.reading.cost import CostSampler
+from ringtool.trace.reading.filters import NameFilter
+from ringtool.trace.reading.ordered import OrderedReader
+from ringtool.trace.reading.session import TraceOptions, TraceSession
+from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.signals import StopSignals
 from ringtool.trace.sink import Output, Sink
-from ringtool.trace.stats import TraceStats
 
 #: Records read per batch at most (bounds latency of one loop turn under load).
 BATCH = 65536
@@ -76,7 +76,7 @@ def run_trace(
         with StopSignals() as stop:
             session_cls = parts.session
             if opts.flight_bytes is not None:
-                from ringtool.trace.flight import FlightSession
+                from ringtool.trace.recorder.flight import FlightSession
 
                 session_cls = FlightSession
             if early:
@@ -154,7 +154,7 @@ def _loop(
                     1, int((time.monotonic() - next_tick) / cfg.interval) + 1
                 )
         if session.marks is not None:  # a marker confirmed from here on would be lost:
-            session.marks.close()  # none is (trace/marks.py), every one before is read
+            session.marks.close()  # none is (trace/reading/marks.py), every one before is read
         session.finish_rings()  # a ring switch in flight: sealed, so read to its end
         session.stopping()
         _ingest(session, stats, out, sinks, decoder, ordered, held, final=True, keep=keep)
@@ -196,7 +196,7 @@ def _tick(
 
 def _print_hist(stats: TraceStats, *, json_lines: bool, stream: TextIO) -> None:
     """``--hist``: the histograms after the summary (JSON: one object per syscall)."""
-    from ringtool.trace.hist import hist_lines, hist_records
+    from ringtool.trace.report.hist import hist_lines, hist_records
 
     if json_lines:
         import json

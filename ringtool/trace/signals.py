@@ -7,7 +7,7 @@ recorded instead of taking its default action (SIGUSR1's would kill the process,
 138, before anything was written). ``ringtool trace`` takes the recorded ones when it
 is ready for them: :class:`StopSignals` stops the run (it starts, writes its start line
 and summary, and ends: exit 0) and the flight recorder
-(:class:`~ringtool.trace.flight.FlightSession`) writes a dump on its first turn. Other
+(:class:`~ringtool.trace.recorder.flight.FlightSession`) writes a dump on its first turn. Other
 subcommands get them back at once (:meth:`StartSignals.release`): SIGINT is Ctrl-C
 (exit 130), SIGTERM and SIGHUP their default action (a subcommand may install its
 own: the bridge's SIGHUP reloads); a recorded SIGUSR1 is dropped and SIGUSR1 stays

@@ -23,7 +23,7 @@ from typing import Protocol, TypeVar
 from ringtool.event.records import Records
 
 #: The run's statistics as the loop hands them on: the protocols take any type (the
-#: loop's is :class:`ringtool.trace.stats.TraceStats`: ``Output[TraceStats]``), so
+#: loop's is :class:`ringtool.trace.report.stats.TraceStats`: ``Output[TraceStats]``), so
 #: this module depends on no statistics of its own.
 S = TypeVar("S", contravariant=True)
 

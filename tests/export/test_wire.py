@@ -43,7 +43,7 @@ def printed(arr: Any) -> list[str]:
     """What ``trace --json`` prints for ``arr`` (the JSON lines)."""
     import io
 
-    from ringtool.trace.output_json import JsonOutput
+    from ringtool.trace.writers.output_json import JsonOutput
 
     buf = io.StringIO()
     JsonOutput(buf, Decoder(LAYOUT, realtime_offset_ns=OFFSET)).batch(Records(arr))

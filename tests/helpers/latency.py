@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ringtool.trace.latency_buckets import bucket_of
+from ringtool.trace.reading.latency_buckets import bucket_of
 
 
 def from_log2(slots: Mapping[int, int]) -> dict[int, int]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.stats import TraceStats
+from ringtool.trace.report.stats import TraceStats
 
 LAYOUT = load_layout()
 #: The sources every hand-filled TraceStats has.

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.marks import PIN_ROOT
-from ringtool.trace.session import TraceOptions, TraceSession
+from ringtool.trace.reading.marks import PIN_ROOT
+from ringtool.trace.reading.session import TraceOptions, TraceSession
 from tests.helpers.paths import RINGTOOL
 from tests.helpers.procs import Lines
 
@@ -54,7 +54,7 @@ class Trace(Lines):
 
 
 def marker_dir(t: Trace) -> str:
-    """The marker directory the running trace ``t`` pinned (ringtool/trace/marks.py)."""
+    """The marker directory the running trace ``t`` pinned (ringtool/trace/reading/marks.py)."""
     (name,) = [n for n in os.listdir(PIN_ROOT) if n.startswith(f"{t.proc.pid}-")]
     return os.path.join(PIN_ROOT, name)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from ringtool.trace.tui import TraceTui
+from ringtool.trace.dashboard.tui import TraceTui
 
 
 def frame(tui: TraceTui, buf: io.StringIO) -> str:

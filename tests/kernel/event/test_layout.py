@@ -7,8 +7,8 @@ import pytest
 from ringtool.event.layout import load_layout
 from ringtool.programs.loader import BpfCompileError, compile_program
 from ringtool.readers.ringbuf_group import RingBufGroup
-from ringtool.trace.cflags import defines_of
-from ringtool.trace.sources import SOURCES, Source
+from ringtool.trace.reading.cflags import defines_of
+from ringtool.trace.reading.sources import SOURCES, Source
 
 pytestmark = pytest.mark.kernel
 

@@ -13,7 +13,7 @@ import pytest
 import ringtool.programs.loader as loader
 from ringtool.kernel.needs import KernelNeeds
 from ringtool.programs.kernel_features import has_task_storage, task_field_defines
-from ringtool.trace.options import TraceOptions
+from ringtool.trace.reading.options import TraceOptions
 from tests.helpers.cgroups import cgroup2_mount
 from tests.helpers.trace import Worker, counts, hot_file, traced, unique_comm
 

@@ -26,7 +26,7 @@ import pytest
 
 from ringtool.event.layout import load_layout
 from ringtool.programs.tracepoints import TRACEFS_DIRS
-from ringtool.trace.session import TraceOptions, TraceSession
+from ringtool.trace.reading.session import TraceOptions, TraceSession
 from tests.helpers.paths import ROOT
 from tests.helpers.trace import Worker, drain, unique_comm
 
@@ -44,8 +44,8 @@ from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.programs.loader import compile_program
 from ringtool.programs.tracepoints import layout_choices
 from ringtool.event.layout import load_layout
-from ringtool.trace.cflags import defines_of
-from ringtool.trace.sources import SOURCE_NAMED
+from ringtool.trace.reading.cflags import defines_of
+from ringtool.trace.reading.sources import SOURCE_NAMED
 
 bcc.BPF._trace_autoload = lambda self: None  # compile + verify only (see the test doc)
 EXEC = SOURCE_NAMED["exec"]

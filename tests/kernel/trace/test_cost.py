@@ -24,9 +24,9 @@ from rich.console import Console
 
 from ringtool.kernel import bpf_stats
 from ringtool.programs.loader import import_bcc
-from ringtool.trace.cost import CostSampler
-from ringtool.trace.options import TraceOptions
-from ringtool.trace.tui_cost import cost_panel
+from ringtool.trace.dashboard.tui_cost import cost_panel
+from ringtool.trace.reading.cost import CostSampler
+from ringtool.trace.reading.options import TraceOptions
 from ringtool.trace.units import count
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 from tests.helpers.trace import Trace, traced

@@ -22,7 +22,7 @@ import pytest
 
 from ringtool.event import exec_data
 from ringtool.event.layout import load_layout
-from ringtool.trace.session import TraceOptions
+from ringtool.trace.reading.session import TraceOptions
 from tests.helpers.trace import Trace, counts, traced
 
 pytestmark = pytest.mark.kernel

@@ -1,5 +1,5 @@
 """An exec by a process that was running before the trace started names its parent
-(the parents of running processes are seeded from /proc: ringtool/trace/parents.py)."""
+(the parents of running processes are seeded from /proc: ringtool/trace/reading/parents.py)."""
 
 from __future__ import annotations
 

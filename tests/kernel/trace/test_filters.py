@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.session import TraceOptions, TraceSession
+from ringtool.trace.reading.session import TraceOptions, TraceSession
 from tests.helpers.trace import Trace, Worker, counts, session, unique_comm
 
 pytestmark = pytest.mark.kernel

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ringtool.trace.pcapng import read_pcapng
+from ringtool.trace.writers.pcapng import read_pcapng
 from tests.helpers.cpus import pinned
 from tests.helpers.trace import Trace, told_json
 

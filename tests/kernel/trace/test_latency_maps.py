@@ -1,7 +1,7 @@
 """The syscalls source's two latency maps (bpf/trace_syscalls.c): a syscall whose number
 the array covers is counted there, one beyond it (an unknown number, ENOSYS) in the
 hash, and ringtool's figures add both: each count is exactly the number of calls made.
-And the array's reader (:class:`ringtool.trace.hist_maps.LatencyArray`) on a real
+And the array's reader (:class:`ringtool.trace.reading.hist_maps.LatencyArray`) on a real
 mmapable array: what is written through the map is what the mapping shows."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from ringtool.kernel import bpf
-from ringtool.trace.hist_maps import LatencyArray
-from ringtool.trace.latency_buckets import FAST_BUCKETS, FAST_NRS
+from ringtool.trace.reading.hist_maps import LatencyArray
+from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS
 from tests.helpers.paths import ROOT
 from tests.helpers.trace import Trace
 

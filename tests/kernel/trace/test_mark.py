@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from ringtool.trace.mark_send import NoTraceError, send_mark
-from ringtool.trace.marks import PIN_ROOT, entry_name, namespace_key, remove_stale
+from ringtool.trace.reading.mark_send import NoTraceError, send_mark
+from ringtool.trace.reading.marks import PIN_ROOT, entry_name, namespace_key, remove_stale
 from tests.helpers.bpffs import scratch_pin_root
 from tests.helpers.procs import run_ringtool
 from tests.helpers.tmux import RUN, Terminal, needs_tmux

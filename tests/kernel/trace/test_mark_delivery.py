@@ -17,7 +17,7 @@ import pytest
 from ringtool.event.layout import load_layout
 from ringtool.kernel import bpf
 from ringtool.readers.user_ringbuf import UserRingBuffer
-from ringtool.trace.mark_send import MarkNotDeliveredError, _deliver, encode
+from ringtool.trace.reading.mark_send import MarkNotDeliveredError, _deliver, encode
 from tests.helpers.paths import ROOT
 from tests.helpers.procs import run_ringtool
 from tests.helpers.trace import Trace, marker_dir

@@ -1,6 +1,6 @@
 """``ringtool mark`` (or a trace start) in another PID namespace that shares the bpffs
 (a container with the host's /sys/fs/bpf) cannot see the host's traces' processes: it
-leaves their marker directories alone (ringtool/trace/marks.py), and the host's
+leaves their marker directories alone (ringtool/trace/reading/marks.py), and the host's
 markers keep reaching them."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ringtool.trace.pcapng import read_pcapng
+from ringtool.trace.writers.pcapng import read_pcapng
 from tests.helpers.paths import RINGTOOL, ROOT
 from tests.helpers.trace import Trace
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.session import TraceOptions, TraceSession
+from ringtool.trace.reading.session import TraceOptions, TraceSession
 from tests.helpers.trace import GoChild
 
 pytestmark = pytest.mark.kernel

@@ -6,7 +6,7 @@ them as retransmissions and duplicate ACKs).
 
 The client runs on one CPU and the server on another, so each answer is captured on
 another CPU than its request: the perf buffers are read one CPU after another, and
-before the net samples were put in time order (ringtool.trace.net_order) an answer
+before the net samples were put in time order (ringtool.trace.reading.net_order) an answer
 could land in the file before its request's ACK, which tshark calls a spurious
 retransmission (the emulated 6.1 guest did, about one run in ten). TCP may still
 really retransmit on a slow machine; those packets were on the wire and belong in the
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from ringtool.trace.pcapng import read_pcapng
+from ringtool.trace.writers.pcapng import read_pcapng
 from tests.helpers.cpus import pinned
 from tests.helpers.trace import Trace
 

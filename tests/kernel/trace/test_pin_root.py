@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ringtool.errors import UnsafeDirectoryError
-from ringtool.trace.mark_send import LOCK_WAIT_S, MarkNotDeliveredError, send_mark
-from ringtool.trace.marks import entry_name, namespace_key, remove_stale
+from ringtool.trace.reading.mark_send import LOCK_WAIT_S, MarkNotDeliveredError, send_mark
+from ringtool.trace.reading.marks import entry_name, namespace_key, remove_stale
 from tests.helpers.bpffs import in_fresh_bpffs, scratch_pin_root
 from tests.helpers.procs import stop
 

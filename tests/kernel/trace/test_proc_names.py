@@ -13,8 +13,8 @@ import pytest
 
 from ringtool.event.layout import load_layout
 from ringtool.kernel.cpus import possible_cpu_count
-from ringtool.trace.session import TraceOptions, TraceSession
-from ringtool.trace.stats import TraceStats
+from ringtool.trace.reading.session import TraceOptions, TraceSession
+from ringtool.trace.report.stats import TraceStats
 
 pytestmark = pytest.mark.kernel
 CHILDREN = 30

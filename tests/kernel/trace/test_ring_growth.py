@@ -1,4 +1,4 @@
-"""Trace rings that grow instead of dropping (ringtool.trace.ring_growth) on real
+"""Trace rings that grow instead of dropping (ringtool.trace.reading.ring_growth) on real
 tracepoints: a worker process whose opens are counted exactly (a comm of its own) is
 traced while the trace reads, or not, and the accounting ``events + dropped + lost ==
 produced`` is checked after bursts that overflow the rings, across switches."""
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ringtool.trace.session import TraceOptions, TraceSession
+from ringtool.trace.reading.session import TraceOptions, TraceSession
 from tests.helpers.trace import Worker, drain, session, unique_comm
 
 pytestmark = pytest.mark.kernel

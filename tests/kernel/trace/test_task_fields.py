@@ -31,8 +31,8 @@ from ringtool.programs.kernel_features import (
     has_task_storage,
     task_field_defines,
 )
-from ringtool.trace.session import TraceOptions
-from ringtool.trace.sources import SOURCE_NAMED
+from ringtool.trace.reading.session import TraceOptions
+from ringtool.trace.reading.sources import SOURCE_NAMED
 from tests.helpers.cgroups import fresh_cgroup
 from tests.helpers.trace import counts, traced
 

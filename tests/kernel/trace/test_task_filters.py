@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ringtool.trace.filters import resolve_cgroup
-from ringtool.trace.session import TraceOptions
+from ringtool.trace.reading.filters import resolve_cgroup
+from ringtool.trace.reading.session import TraceOptions
 from tests.helpers.cgroups import fresh_cgroup
 from tests.helpers.trace import Trace, Worker, counts, traced, unique_comm
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ringtool.trace.tui_view import KEYS
+from ringtool.trace.dashboard.tui_view import KEYS
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 
 # host_only: the dashboard's keys and mouse: ringtool's own screen, nothing of the

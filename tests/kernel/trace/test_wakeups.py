@@ -18,8 +18,8 @@ import pytest
 
 from ringtool.errors import ArgumentError
 from ringtool.event.layout import load_layout
-from ringtool.trace.cflags import wakeup_bytes
-from ringtool.trace.session import TraceOptions, TraceSession
+from ringtool.trace.reading.cflags import wakeup_bytes
+from ringtool.trace.reading.session import TraceOptions, TraceSession
 from tests.helpers.trace import Worker, counts, drain, session, unique_comm
 
 pytestmark = pytest.mark.kernel

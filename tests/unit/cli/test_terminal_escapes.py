@@ -21,8 +21,8 @@ from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.kmes.events import EVENT_EXEC
 from ringtool.kmes.layout import Event
-from ringtool.trace.output_fields import CsvOutput
-from ringtool.trace.output_quiet import QuietOutput
+from ringtool.trace.writers.output_fields import CsvOutput
+from ringtool.trace.writers.output_quiet import QuietOutput
 from tests.helpers.net_records import net_event_records
 
 HOSTILE = "e\x1b]0;KPWN\x07x\r\x1b[2J\u202e"

@@ -18,8 +18,8 @@ from ringtool.event.detail import detail
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
 from ringtool.export.wire import compact_rows, exec_min_len, expand_rows
-from ringtool.trace.filters import NameFilter, kernel_defines, resolve_cgroup
-from ringtool.trace.output_columns import format_event
+from ringtool.trace.reading.filters import NameFilter, kernel_defines, resolve_cgroup
+from ringtool.trace.writers.output_columns import format_event
 
 LAYOUT = load_layout()
 EXEC = LAYOUT.type_id("exec")
@@ -160,7 +160,7 @@ def test_csv_and_field_columns_write_argv_as_json_and_flags_as_json_booleans() -
     import io
     import json
 
-    from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
+    from ringtool.trace.writers.output_fields import CsvOutput, FieldColumnOutput
 
     data = b'/bin/echo\0echo\0a,b\0q"x\0'
     arr = exec_record(data, 3 | exec_data.TRUNCATED)

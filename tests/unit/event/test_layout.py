@@ -136,7 +136,7 @@ def test_json_lines_equal_the_decoded_events() -> None:
     import io
     import json
 
-    from ringtool.trace.output_json import JsonOutput
+    from ringtool.trace.writers.output_json import JsonOutput
 
     lay = load_layout()
     dec = Decoder(lay, lambda nr: 'open\\at"', realtime_offset_ns=123_456_789)

@@ -15,8 +15,8 @@ from ringtool.event.fields import FIELD_NAMES
 from ringtool.event.json_lines import json_lines
 from ringtool.event.kmes_types import TRACE_EVENT_BASE, TracePayloads
 from ringtool.event.layout import load_layout
-from ringtool.trace.mark_send import encode
-from ringtool.trace.output_columns import format_event
+from ringtool.trace.reading.mark_send import encode
+from ringtool.trace.writers.output_columns import format_event
 
 LAYOUT = load_layout()
 HOSTILE = "step 1 \x1b[2J\u202e[red]x[/red]"

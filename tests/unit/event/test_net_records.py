@@ -22,9 +22,9 @@ from ringtool.event.json_lines import printable_line
 from ringtool.event.records import NO_PACKETS, NetRecords, Records
 from ringtool.export.batcher import Batcher
 from ringtool.export.wire import SAMPLE_LEN, net_rows
-from ringtool.trace.output_columns import ColumnOutput, format_event
-from ringtool.trace.output_fields import CsvOutput, cell
-from ringtool.trace.output_json import JsonOutput
+from ringtool.trace.writers.output_columns import ColumnOutput, format_event
+from ringtool.trace.writers.output_fields import CsvOutput, cell
+from ringtool.trace.writers.output_json import JsonOutput
 from tests.helpers.net_records import (
     LAYOUT,
     PRIVATE,

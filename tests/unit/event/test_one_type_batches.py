@@ -23,9 +23,9 @@ from ringtool.event.decode import Decoder
 from ringtool.event.json_lines import printable_line
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
-from ringtool.trace.output_columns import ColumnOutput, format_event
-from ringtool.trace.output_json import JsonOutput
-from ringtool.trace.proc_names import latest_names
+from ringtool.trace.report.proc_names import latest_names
+from ringtool.trace.writers.output_columns import ColumnOutput, format_event
+from ringtool.trace.writers.output_json import JsonOutput
 from tests.helpers.records import OFFSETS, SETTINGS, record_array, text_bytes
 
 LAYOUT = load_layout()

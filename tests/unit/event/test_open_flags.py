@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ringtool.event.open_flags import flag_text, mode_text, names_of
 from ringtool.programs.tp_presence import presence_defines
-from ringtool.trace.sources import SOURCE_NAMED
+from ringtool.trace.reading.sources import SOURCE_NAMED
 
 OPEN, EXEC = SOURCE_NAMED["open"].needs.optional, SOURCE_NAMED["exec"].needs.optional
 

@@ -19,10 +19,10 @@ from ringtool.event.json_lines import printable_line
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
-from ringtool.trace.output_columns import ColumnOutput, format_event
-from ringtool.trace.output_json import JsonOutput
-from ringtool.trace.stats import TraceStats
-from ringtool.trace.tui import TraceTui
+from ringtool.trace.dashboard.tui import TraceTui
+from ringtool.trace.report.stats import TraceStats
+from ringtool.trace.writers.output_columns import ColumnOutput, format_event
+from ringtool.trace.writers.output_json import JsonOutput
 from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.stats import new_stats, open_batch
 

@@ -24,8 +24,8 @@ from ringtool.event.kmes_types import TRACE_EVENT_BASE, TracePayloads
 from ringtool.event.layout import TRACE_HEADER, LayoutError, load_layout, parse_layout
 from ringtool.event.records import Records
 from ringtool.export.wire import compact_rows, expand_rows
-from ringtool.trace.output_columns import ColumnOutput, format_event
-from ringtool.trace.output_fields import field_rows
+from ringtool.trace.writers.output_columns import ColumnOutput, format_event
+from ringtool.trace.writers.output_fields import field_rows
 from tests.helpers.net_records import net_records, net_sample
 
 LAYOUT = load_layout()

@@ -16,7 +16,7 @@ from ringtool.programs.kernel_features import (
     member_defines,
     task_field_defines,
 )
-from ringtool.trace.sources import SOURCE_NAMED
+from ringtool.trace.reading.sources import SOURCE_NAMED
 
 
 def test_kernel_version() -> None:

@@ -22,7 +22,7 @@ from ringtool.programs.tracepoints import (
     parse_format,
     read_format,
 )
-from ringtool.trace.sources import SOURCE_NAMED
+from ringtool.trace.reading.sources import SOURCE_NAMED
 from tests.helpers.paths import ROOT
 
 TRACEFS = ROOT / "tests" / "fixtures" / "tracefs"

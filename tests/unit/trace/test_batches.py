@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ringtool.event.records import Records
 from ringtool.export.batcher import Batcher
 from ringtool.trace.batches import pieces
-from ringtool.trace.tui_recent import RecentEvents
+from ringtool.trace.dashboard.tui_recent import RecentEvents
 from tests.helpers.stats import LAYOUT
 
 OPEN = LAYOUT.type_id("open")

@@ -10,12 +10,12 @@ from rich.console import Console
 
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
-from ringtool.trace.cost import CostFigures, CostReport, CostSampler, ProgCost
-from ringtool.trace.output_columns import format_summary
-from ringtool.trace.stats_json import stats_record, summary_record
-from ringtool.trace.tui import TraceTui
-from ringtool.trace.tui_cost import cost_panel
-from ringtool.trace.tui_view import KEYS
+from ringtool.trace.dashboard.tui import TraceTui
+from ringtool.trace.dashboard.tui_cost import cost_panel
+from ringtool.trace.dashboard.tui_view import KEYS
+from ringtool.trace.reading.cost import CostFigures, CostReport, CostSampler, ProgCost
+from ringtool.trace.report.stats_json import stats_record, summary_record
+from ringtool.trace.writers.output_columns import format_summary
 from tests.helpers.stats import new_stats
 
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ringtool.trace.flight_count import Overwritten, perf_overwritten, ringbuf_overwritten
-from ringtool.trace.output_columns import format_stats, format_summary
-from ringtool.trace.stats import TraceStats
-from ringtool.trace.stats_json import stats_record, summary_record
+from ringtool.trace.reading.flight_count import Overwritten, perf_overwritten, ringbuf_overwritten
+from ringtool.trace.report.stats import TraceStats
+from ringtool.trace.report.stats_json import stats_record, summary_record
+from ringtool.trace.writers.output_columns import format_stats, format_summary
 
 
 def test_perf_outputs_less_written_less_damaged_per_cpu() -> None:

@@ -1,4 +1,4 @@
-""":class:`ringtool.trace.flight_net.NetDumps` on hand-built samples: each dump returns
+""":class:`ringtool.trace.recorder.flight_net.NetDumps` on hand-built samples: each dump returns
 what no earlier dump returned, oldest first across CPUs, with a watermark per CPU."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.flight_net import NetDumps, ts_offset
+from ringtool.trace.recorder.flight_net import NetDumps, ts_offset
 
 OFF = ts_offset(load_layout().net)
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.flight import FlightSession
+from ringtool.trace.recorder.flight import FlightSession
 
 
 class _Snapshots:

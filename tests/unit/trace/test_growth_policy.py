@@ -1,4 +1,4 @@
-"""The ring growth policy (ringtool.trace.growth_policy): when a ring grows or shrinks,
+"""The ring growth policy (ringtool.trace.reading.growth_policy): when a ring grows or shrinks,
 and the cap, as properties over random runs of samples."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.errors import ArgumentError
-from ringtool.trace.growth_policy import (
+from ringtool.trace.reading.growth_policy import (
     DEFAULT_MAX_BYTES,
     GROW_FILL,
     MAX_RING_BYTES,

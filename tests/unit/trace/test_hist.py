@@ -9,10 +9,10 @@ from rich.console import Console
 
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
-from ringtool.trace.hist import format_log2, hist_lines, hist_records, slot_range, spark
-from ringtool.trace.latency_buckets import bucket_of
-from ringtool.trace.stats import TraceStats
-from ringtool.trace.tui import TraceTui
+from ringtool.trace.dashboard.tui import TraceTui
+from ringtool.trace.reading.latency_buckets import bucket_of
+from ringtool.trace.report.hist import format_log2, hist_lines, hist_records, slot_range, spark
+from ringtool.trace.report.stats import TraceStats
 from tests.helpers.latency import from_log2
 from tests.helpers.stats import new_stats
 

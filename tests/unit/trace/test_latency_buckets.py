@@ -10,7 +10,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ringtool.trace.latency_buckets import (
+from ringtool.trace.reading.latency_buckets import (
     INDEXES,
     MAX_ERROR,
     SUB,

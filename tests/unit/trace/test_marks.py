@@ -13,7 +13,7 @@ from ringtool.cli.main import main
 from ringtool.errors import BpfSyscallError
 from ringtool.kernel import bpf
 from ringtool.kernel.proc_start import process_key
-from ringtool.trace.marks import entry_name, is_live, liveness, namespace_key
+from ringtool.trace.reading.marks import entry_name, is_live, liveness, namespace_key
 
 
 def test_a_directory_is_live_while_its_process_runs() -> None:

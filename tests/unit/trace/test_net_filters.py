@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ringtool.kernel.proc_start import process_key, process_start
-from ringtool.trace.net_filters import FILTER_PRIO, TcFilter, classify, filter_name, owner
+from ringtool.trace.reading.net_filters import FILTER_PRIO, TcFilter, classify, filter_name, owner
 
 
 def _bpf(name: str, prio: int = FILTER_PRIO, hook: str = "ingress") -> TcFilter:

@@ -1,4 +1,4 @@
-"""Net samples in timestamp order across CPUs (:mod:`ringtool.trace.net_order`).
+"""Net samples in timestamp order across CPUs (:mod:`ringtool.trace.reading.net_order`).
 
 A model of the perf buffers: each CPU's samples are stamped in order and committed
 within ``COMMIT`` ns of their stamp; a read begins at some time and takes CPU after
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.net_order import MAX_HOLD_NS, NetReorder
+from ringtool.trace.reading.net_order import MAX_HOLD_NS, NetReorder
 
 COMMIT = 1_000
 

@@ -22,8 +22,8 @@ from ringtool.event.decode import Decoder, Event
 from ringtool.event.json_lines import printable_line
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
-from ringtool.trace.output_columns import ColumnOutput, format_event
-from ringtool.trace.output_json import JsonOutput
+from ringtool.trace.writers.output_columns import ColumnOutput, format_event
+from ringtool.trace.writers.output_json import JsonOutput
 from tests.helpers.records import OFFSETS, SETTINGS, record, record_array
 
 LAYOUT = load_layout()

@@ -9,8 +9,8 @@ import numpy as np
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
-from ringtool.trace.output_columns import HEADER, ColumnOutput, cut, fit, format_event
-from ringtool.trace.stats import TraceStats
+from ringtool.trace.report.stats import TraceStats
+from ringtool.trace.writers.output_columns import HEADER, ColumnOutput, cut, fit, format_event
 
 
 def test_fit_keeps_the_end() -> None:

@@ -16,8 +16,8 @@ from ringtool.event.decode import Decoder, Event
 from ringtool.event.fields import FIELD_NAMES
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
-from ringtool.trace.output_fields import CsvOutput, FieldColumnOutput
-from ringtool.trace.output_json import JsonOutput
+from ringtool.trace.writers.output_fields import CsvOutput, FieldColumnOutput
+from ringtool.trace.writers.output_json import JsonOutput
 from tests.helpers.net_records import net_event_records
 from tests.helpers.records import OFFSETS, SETTINGS, record, record_array
 

@@ -1,4 +1,4 @@
-"""Batch pacing of the trace's ring reads (ringtool.trace.pacing): when it sleeps, when
+"""Batch pacing of the trace's ring reads (ringtool.trace.reading.pacing): when it sleeps, when
 it stops, and that other fds still end it at once. No timing is asserted."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ringtool.trace.pacing import PACE_FILL, BatchPacer
+from ringtool.trace.reading.pacing import PACE_FILL, BatchPacer
 
 
 def fills(*values: float) -> Iterator[float]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ringtool.trace.parents import running_parents, seed_parents
+from ringtool.trace.reading.parents import running_parents, seed_parents
 
 
 def _stat(root: Path, pid: int, comm: bytes, ppid: bytes) -> None:

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from ringtool.errors import PcapngFormatError
 from ringtool.event.records import NetRecords
-from ringtool.trace.output_pcap import PcapSink, is_loopback
-from ringtool.trace.pcapng import Packet, PcapngWriter, read_pcapng
+from ringtool.trace.writers.output_pcap import PcapSink, is_loopback
+from ringtool.trace.writers.pcapng import Packet, PcapngWriter, read_pcapng
 from tests.helpers.net_records import net_records, net_sample
 
 FRAMES = [

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ringtool.errors import UsageError
-from ringtool.trace.private_file import open_private
+from ringtool.trace.writers.private_file import open_private
 
 NOBODY = 65534
 

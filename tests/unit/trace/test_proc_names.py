@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.proc_names import NET_LABEL, latest_names
-from ringtool.trace.stats import TraceStats
+from ringtool.trace.report.proc_names import NET_LABEL, latest_names
+from ringtool.trace.report.stats import TraceStats
 from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.records import header_records
 

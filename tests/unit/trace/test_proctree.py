@@ -9,10 +9,10 @@ from rich.console import Console
 
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
-from ringtool.trace import proctree
-from ringtool.trace.proctree import ProcessTree
-from ringtool.trace.stats import TraceStats
-from ringtool.trace.tui import TraceTui
+from ringtool.trace.dashboard.tui import TraceTui
+from ringtool.trace.report import proctree
+from ringtool.trace.report.proctree import ProcessTree
+from ringtool.trace.report.stats import TraceStats
 
 
 def _records(rows: list[tuple[str, int, int]]) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ringtool.trace.cost import program_label
+from ringtool.trace.reading.cost import program_label
 
 
 def test_tracepoint_and_raw_tracepoint_names() -> None:

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ringtool.event.layout import load_layout
-from ringtool.trace.log_slots import percentile_from_log2
-from ringtool.trace.stats import DROP_LOG, TraceStats
-from ringtool.trace.stats_json import stats_record, summary_record
+from ringtool.trace.report.log_slots import percentile_from_log2
+from ringtool.trace.report.stats import DROP_LOG, TraceStats
+from ringtool.trace.report.stats_json import stats_record, summary_record
 from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.records import header_records
 
@@ -66,7 +66,7 @@ def test_counts_rates_top_and_summary() -> None:
 
 def test_short_net_samples_are_counted_not_dropped_silently() -> None:
     from ringtool.event.decode import Decoder
-    from ringtool.trace.output_columns import format_summary
+    from ringtool.trace.writers.output_columns import format_summary
 
     lay = load_layout()
     dec = Decoder(lay)

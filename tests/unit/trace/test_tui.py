@@ -15,9 +15,9 @@ from rich.console import Console
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
-from ringtool.trace.latency_buckets import bucket_of
-from ringtool.trace.stats import TraceStats
-from ringtool.trace.tui import TraceTui, sparkline
+from ringtool.trace.dashboard.tui import TraceTui, sparkline
+from ringtool.trace.reading.latency_buckets import bucket_of
+from ringtool.trace.report.stats import TraceStats
 from tests.helpers.stats import new_stats, open_batch
 
 

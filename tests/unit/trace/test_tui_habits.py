@@ -14,12 +14,12 @@ from rich.console import Console
 
 from ringtool.event.decode import Decoder
 from ringtool.event.records import Records
-from ringtool.trace.stats import TraceStats
-from ringtool.trace.tui import TraceTui
-from ringtool.trace.tui_exits import EXITING, GONE, LIVE, Exits
-from ringtool.trace.tui_keys import KeyParser
-from ringtool.trace.tui_tree import tree_rows
-from ringtool.trace.tui_view import ViewState
+from ringtool.trace.dashboard.tui import TraceTui
+from ringtool.trace.dashboard.tui_exits import EXITING, GONE, LIVE, Exits
+from ringtool.trace.dashboard.tui_keys import KeyParser
+from ringtool.trace.dashboard.tui_tree import tree_rows
+from ringtool.trace.dashboard.tui_view import ViewState
+from ringtool.trace.report.stats import TraceStats
 from tests.helpers.stats import LAYOUT, new_stats
 from tests.helpers.tui import frame
 

@@ -13,10 +13,10 @@ from rich.console import Console
 
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
-from ringtool.trace.stats import TraceStats
-from ringtool.trace.tui import TraceTui
-from ringtool.trace.tui_keys import KeyParser
-from ringtool.trace.tui_view import KEYS, ViewState
+from ringtool.trace.dashboard.tui import TraceTui
+from ringtool.trace.dashboard.tui_keys import KeyParser
+from ringtool.trace.dashboard.tui_view import KEYS, ViewState
+from ringtool.trace.report.stats import TraceStats
 from tests.helpers.records import header_records
 from tests.helpers.stats import new_stats
 from tests.helpers.tui import frame

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ringtool.trace.tui_recent import RecentEvents
+from ringtool.trace.dashboard.tui_recent import RecentEvents
 from tests.helpers.stats import LAYOUT
 
 OPEN, EXEC, SYSCALL = LAYOUT.type_id("open"), LAYOUT.type_id("exec"), LAYOUT.type_id("syscall")

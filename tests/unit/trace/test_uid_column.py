@@ -6,9 +6,9 @@ import io
 
 from rich.console import Console
 
-from ringtool.trace.output_columns import format_event
-from ringtool.trace.tui_panels import events_table
-from ringtool.trace.tui_view import ViewState
+from ringtool.trace.dashboard.tui_panels import events_table
+from ringtool.trace.dashboard.tui_view import ViewState
+from ringtool.trace.writers.output_columns import format_event
 
 EV = {"type": "open", "ts": 0.0, "cpu": 1, "pid": 42, "tid": 42, "comm": "cat", "uid": 4321,
       "gid": 5, "path": "/etc/x", "flags": 0, "mode": 0, "ret": 3, "syscall": "openat"}  # fmt: skip

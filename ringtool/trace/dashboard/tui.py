@@ -1,0 +1,389 @@
+"""The live dashboard of ``ringtool trace`` (rich ``Live``, alternate screen).
+
+Panels (:mod:`ringtool.trace.dashboard.tui_panels`): a header (state: paused, the filter;
+uptime, total events/s and per source, a sparkline of events/s), the per-CPU table
+(ring fill %, events/s, drops, lost), top processes, top syscalls (count, rate, p99
+latency), per-source counters, and a tail of recent exec/open/net events. Keys, as in
+htop (the ``?``/F1 overlay lists them all, :data:`ringtool.trace.dashboard.tui_view.KEYS`):
+``q`` quit, ``p`` pause (the display; counting goes on), ``<``/``>`` sort the
+processes by another column and ``I`` invert, ``s`` cycle the syscalls' sort, ``/``
+filter by comm (every panel: the ones the kernel counts for all processes say so),
+arrows/PgUp/PgDn/Home/End scroll (``Tab``: which table), ``Enter`` drill down into a
+process, ``Esc`` back. The state and what each key does are
+:class:`ringtool.trace.dashboard.tui_view.ViewState`; terminal input is parsed by
+:class:`ringtool.trace.dashboard.tui_keys.KeyParser` (unknown keys and sequences are ignored).
+
+It fits 80×24 and gives extra rows to the tables and the tail; below 80×24 it says
+that the terminal is too small instead of drawing cut cells. Numbers are scaled and
+their columns have fixed minimum widths, so a number is never cut and columns do not
+jump between frames. Data is never markup (see :func:`ringtool.trace.dashboard.tui_panels.data`).
+
+Cost: records are only counted (vectorised) as they arrive, and each process's newest
+exec/open records are kept raw (:mod:`ringtool.trace.dashboard.tui_recent`); only the rows a
+frame shows are decoded. The screen is drawn once per interval and after a key, never
+per event. Pausing draws a copy of the stats and the recent events taken when ``p``
+was pressed (:mod:`ringtool.trace.dashboard.tui_freeze`); counting goes on behind it.
+
+Start-up: the dashboard opens before the BPF programs compile, and until the first
+batch says what it is doing (compiling which source, attaching) and for how long
+(:meth:`TraceTui.step`, redrawn four times a second). ``__exit__`` always restores the terminal
+(tty mode, alternate screen, cursor), also when the loop raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import sys
+import termios
+import threading
+import time
+import tty
+from collections import deque
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.layout import Layout
+from rich.live import Live
+from rich.text import Text
+
+from ringtool.event.decode import Decoder, Event
+from ringtool.event.records import NO_PACKETS, Records
+from ringtool.trace.dashboard import tui_panels as panels
+from ringtool.trace.dashboard.tui_cost import cost_panel
+from ringtool.trace.dashboard.tui_exits import Exits
+from ringtool.trace.dashboard.tui_freeze import frozen_stats
+from ringtool.trace.dashboard.tui_keys import ESC_TIMEOUT, MOUSE_OFF, MOUSE_ON, KeyParser
+from ringtool.trace.dashboard.tui_mouse import click_target
+from ringtool.trace.dashboard.tui_panels import TAIL_TYPES, data, sparkline
+from ringtool.trace.dashboard.tui_recent import RecentEvents, shown_events
+from ringtool.trace.dashboard.tui_view import SORTS, ViewState
+from ringtool.trace.report.stats import TraceStats
+
+#: The smallest terminal the dashboard draws in; below it a one-line message says so.
+MIN_WIDTH, MIN_HEIGHT = 80, 24
+TAIL_KEEP = 200
+
+
+class TraceTui:
+    """The TUI output (see the module doc); a context manager around rich ``Live``."""
+
+    def __init__(
+        self,
+        decoder: Decoder,
+        *,
+        interval: float = 1.0,
+        console: Console | None = None,
+        input_fd: int | None = None,
+        keep_exited: bool = False,
+    ) -> None:
+        self.decoder = decoder
+        self.interval = interval
+        self.console = console or Console()
+        #: decoded events (net), beside the per-process raw records of ``recent``
+        self.tail: deque[Event] = deque(maxlen=TAIL_KEEP)
+        #: the newest packets not yet decoded into ``tail`` (an owned copy; decoded
+        #: through the field table when a frame is drawn)
+        self._net = NO_PACKETS
+        lay = decoder.layout
+        self.recent = RecentEvents(lay.event, [lay.type_id(t) for t in TAIL_TYPES if t != "net"])
+        exit_ids = [t for t, name in lay.type_names.items() if name == "exit"]
+        self.exits = Exits(exit_ids[0] if exit_ids else None)
+        self.view = ViewState(keep_exited=keep_exited, exits=self.exits)
+        self.keys = KeyParser()
+        self._frozen: tuple[TraceStats | None, RecentEvents, list[Event]] | None = None
+        self._forgotten: set[int] = set()  # pids whose records were dropped (gone)
+        self._layout: Layout | None = None
+        self._steps: list[tuple[str, float]] = []  # start-up: (what, since) (monotonic)
+        self._started = time.monotonic()
+        self._ticker: threading.Thread | None = None
+        self._ticking = threading.Event()
+        self.sources: list[str] = []
+        self.notes: list[str] = []
+        self._stats: TraceStats | None = None
+        self._live: Live | None = None
+        self._tty_saved: Any = None
+        if input_fd is None:
+            input_fd = sys.stdin.fileno() if sys.stdin.isatty() else -1
+        self.input_fd = input_fd
+
+    # the view's state, under the names the runner and tests use
+    @property
+    def paused(self) -> bool:
+        return self.view.paused
+
+    @property
+    def sort(self) -> int:
+        return self.view.sort
+
+    @property
+    def filter(self) -> str:
+        return self.view.filter
+
+    @filter.setter
+    def filter(self, value: str) -> None:
+        self.view.filter = value
+
+    @property
+    def editing(self) -> str | None:
+        return self.view.editing
+
+    @editing.setter
+    def editing(self, value: str | None) -> None:
+        self.view.editing = value
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def __enter__(self) -> TraceTui:
+        if self._live is not None:  # opened early (start-up progress): once
+            return self
+        if self.input_fd >= 0:
+            self._tty_saved = termios.tcgetattr(self.input_fd)
+            tty.setcbreak(self.input_fd)
+        self._live = Live(
+            console=self.console, screen=True, auto_refresh=False, redirect_stdout=False,
+            redirect_stderr=False, transient=True,
+        )  # fmt: skip
+        try:
+            self._live.__enter__()
+            if self.input_fd >= 0:
+                self.console.file.write(MOUSE_ON)  # clicks as SGR reports (tui_keys)
+                self.console.file.flush()
+        except BaseException:
+            self._restore_tty()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
+    ) -> None:
+        self._stop_ticker()
+        try:
+            if self._live is not None:
+                if self.input_fd >= 0:
+                    self.console.file.write(MOUSE_OFF)
+                self._live.__exit__(exc_type, exc, tb)
+        finally:
+            self._live = None
+            self._restore_tty()
+
+    def _restore_tty(self) -> None:
+        if self._tty_saved is not None:
+            with contextlib.suppress(termios.error):
+                termios.tcsetattr(self.input_fd, termios.TCSADRAIN, self._tty_saved)
+            self._tty_saved = None
+
+    # --- Output protocol ---------------------------------------------------------------
+
+    def open(self) -> None:
+        """The :class:`~ringtool.trace.sink.Output` call: ``__enter__``."""
+        self.__enter__()
+
+    def close(self) -> None:
+        """The :class:`~ringtool.trace.sink.Output` call: ``__exit__``."""
+        self.__exit__(None, None, None)
+
+    def step(self, text: str) -> None:
+        """Start-up: what the trace does now (``compiling trace_open.c``); shown with
+        the time it has taken so far until the sources are read."""
+        self._steps.append((text, time.monotonic()))
+        if self._live is not None and self._ticker is None:
+            self._ticking.clear()
+            self._ticker = threading.Thread(target=self._tick_startup, daemon=True)
+            self._ticker.start()
+        self._draw()
+
+    def _tick_startup(self) -> None:
+        while not self._ticking.wait(0.25):
+            self._draw()
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticking.set()
+            self._ticker.join()
+            self._ticker = None
+
+    def start(self, sources: list[str], notes: list[str]) -> None:
+        self._stop_ticker()
+        self.sources = sources
+        self.notes = list(notes)
+        self._draw()
+
+    def batch(self, records: Records) -> None:
+        """Keep each process's newest exec/open records (vectorised, not decoded), the
+        exits, and a copy of the newest packets (decoded when drawn); also while paused
+        (the frozen copy is drawn)."""
+        arr, net = records.events, records.net
+        if len(arr):
+            self.recent.add_batch(arr)
+            self.exits.add_batch(arr)
+        if len(net):
+            kept = self._net.concat(net.take(slice(-TAIL_KEEP, None)))
+            self._net = kept.take(slice(-TAIL_KEEP, None)) if len(kept) > TAIL_KEEP else kept
+
+    def stats(self, stats: TraceStats) -> None:
+        self._stats = stats
+        quiet = ((pid, row[2] or 0) for pid, _, _, recent in stats.proc_rows() if not recent
+                 for row in (stats.procs[pid],))  # fmt: skip
+        self.exits.sweep(quiet)  # exits whose records were lost (drops)
+        if not self.view.paused:
+            self._draw()
+
+    def summary(self, stats: TraceStats) -> None:
+        from ringtool.trace.report.summary import format_summary
+
+        for line in format_summary(stats, None):
+            print(line)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    @property
+    def drill_pid(self) -> int | None:
+        """The process of the drill-down (the runner counts its syscalls), or None."""
+        return self.view.drill
+
+    # --- keys --------------------------------------------------------------------------
+
+    def handle_input(self) -> bool:
+        """Read the pending keys (an escape sequence's rest is waited for up to
+        :data:`ESC_TIMEOUT`); True when the user asked to quit."""
+        keys = self._read_keys()
+        for key in keys:
+            if key.startswith("click:"):
+                self._click(key)
+            elif self.view.key(key):
+                return True
+        if keys:
+            self._draw()
+        return False
+
+    def _read_keys(self) -> list[str]:
+        try:
+            keys = self.keys.feed(os.read(self.input_fd, 256))
+            while self.keys.pending and select.select([self.input_fd], [], [], ESC_TIMEOUT)[0]:
+                more = os.read(self.input_fd, 256)
+                if not more:
+                    break
+                keys += self.keys.feed(more)
+        except OSError:
+            return []
+        return keys + self.keys.flush()
+
+    # --- drawing -----------------------------------------------------------------------
+
+    def _click(self, key: str) -> None:
+        """A mouse click (``click:X:Y``) on the process table: select or sort."""
+        if self._layout is None or self.view.help or self.view.editing is not None:
+            return
+        _, x, y = key.split(":")
+        row, column = click_target(self._layout, self.console, int(x) - 1, int(y) - 1)
+        self.view.click(row, column)
+
+    def _draw(self) -> None:
+        if self._live is not None:
+            self._live.update(self.render(), refresh=True)
+
+    def _shown(self) -> tuple[TraceStats | None, RecentEvents, list[Event]]:
+        """What a frame draws: now, or (paused) the copy taken when it paused."""
+        if len(self._net):  # the packets kept since the last frame join the tail
+            self.tail.extend(self.decoder.decode(self._net.rec))
+            self._net = NO_PACKETS
+        if not self.view.paused:
+            self._frozen = None
+            return self._stats, self.recent, list(self.tail)
+        if self._frozen is None:
+            s = frozen_stats(self._stats) if self._stats is not None else None
+            self._frozen = (s, self.recent.frozen(), list(self.tail))
+        return self._frozen
+
+    def render(self) -> RenderableType:
+        """The whole screen for the console's current size (below
+        :data:`MIN_WIDTH` x :data:`MIN_HEIGHT`, a message asking for more room)."""
+        width, height = self.console.size
+        if width < MIN_WIDTH or height < MIN_HEIGHT:
+            return self._too_small(width, height)
+        if self._live is not None and not self.sources and self._steps:
+            return panels.startup(self._steps, self._started, time.monotonic(), width)
+        s, recent, tail = self._shown()
+        v = self.view
+        ncpu = s.ncpu if s is not None else 1
+        # the process table grows with the height; the CPU table beside it shows
+        # every CPU it has room for
+        rows_a = max(3, (height - 12) // 3)
+        rows_b = max(3, min(8, (height - 12) // 3))
+        # what is left below the header (2), the two rows of tables (each with a title,
+        # a header and its rule) and the footer (1), less the tail's own 3 lines
+        rows_tail = max(1, height - rows_a - rows_b - 12)
+        layout = Layout()
+        self._layout = layout
+        bottom = Layout(panels.footer(v), name="footer", size=1)
+        if v.help:  # the overlay takes the room of the tables
+            top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
+            layout.split_column(top, Layout(panels.help_table(), name="help"), bottom)
+            return layout
+        if v.cost:  # the cost panel takes the room of the tables too
+            top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
+            panel = cost_panel(s.cost if s is not None else None, height - 3)
+            layout.split_column(top, Layout(panel, name="cost"), bottom)
+            return layout
+        procs = panels.procs_table(s, v, rows_a)  # first: it picks the rows of the filter
+        self._forget_gone()
+        top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
+        shown, total = shown_events(self.view, self.decoder, recent, tail, rows_tail)
+        uid = width >= panels.UID_WIDTH
+        layout.split_column(
+            top,
+            Layout(name="a", size=rows_a + 3),
+            Layout(name="b", size=rows_b + 3),
+            Layout(
+                panels.events_table(shown, v, rows_tail, uid=uid, total=total, width=width),
+                name="tail",
+            ),
+            bottom,
+        )
+        layout["a"].split_row(
+            Layout(panels.cpu_table(s, v, min(ncpu, rows_a), width)),
+            Layout(procs, name="procs"),
+        )
+        if v.drill is not None:
+            # the drill-down's histograms need room: 2/3 of the row beside the
+            # syscalls of all processes, or all of it below 120 columns
+            wide = width >= 120
+            drill = panels.drill_table(s, v, rows_b, width * 2 // 3 if wide else width)
+            if wide:
+                layout["b"].split_row(
+                    Layout(drill, ratio=2), Layout(panels.syscalls_table(s, v, rows_b), ratio=1)
+                )
+            else:
+                layout["b"].update(drill)
+        else:
+            layout["b"].split_row(
+                Layout(panels.syscalls_table(s, v, rows_b)),
+                Layout(panels.sources_table(s, v, self.sources, self.notes, rows_b)),
+            )
+        return layout
+
+    def _forget_gone(self) -> None:
+        """Drop the recent records of processes that left the table (exited)."""
+        new = [pid for pid in self.view.gone if pid not in self._forgotten]
+        if new and not self.view.paused:
+            self.recent.forget(new)
+            self._forgotten.update(new)
+
+    def _too_small(self, width: int, height: int) -> RenderableType:
+        need = (
+            f"terminal too small: {width}x{height}, ringtool trace needs {MIN_WIDTH}x{MIN_HEIGHT}"
+        )
+        return Group(
+            Text(need, style="bold red", overflow="fold"),
+            Text("enlarge the window (q quits)", overflow="fold"),
+        )
+
+
+__all__ = ["MIN_HEIGHT", "MIN_WIDTH", "SORTS", "TraceTui", "data", "sparkline"]

@@ -1,0 +1,114 @@
+"""Syscall latency histograms as bcc's tools print them (``--hist``) and as one-line
+sparklines (the dashboard's drill-down).
+
+The syscalls source counts latencies in log-linear buckets
+(:mod:`ringtool.trace.reading.latency_buckets`); the rows and sparklines merge them into log2
+slots of nanoseconds (``bpf_log2l``): slot ``s`` >= 1 holds latencies in
+``[2**(s-1), 2**s)``, slot 0 a latency of 0. The ranges are printed as bcc's
+``print_log2_hist`` does (``low -> high`` inclusive, the first row ``0 -> 1``), so the
+output reads like ``biolatency`` or ``syscount -L``'s companion histograms. The p99
+comes from the fine buckets (within 1.6%) and is printed with 2 significant digits;
+``--json`` gives the fine buckets themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ringtool.trace.reading.latency_buckets import (
+    MAX_ERROR,
+    approx,
+    approx_duration,
+    bucket_range,
+    to_log2,
+)
+from ringtool.trace.report.stats import SyscallRow, TraceStats
+from ringtool.trace.units import duration_ns
+
+#: Width of the ``distribution`` bar (bcc's is 40).
+BAR = 40
+#: Sparkline characters, low to high.
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def slot_range(slot: int) -> tuple[int, int]:
+    """The inclusive ``(low, high)`` ns of a log2 slot, as bcc prints it."""
+    low, high = (1 << slot) >> 1, (1 << slot) - 1
+    if low == high:
+        low -= 1
+    return max(low, 0), max(high, 0)
+
+
+def format_log2(buckets: Mapping[int, int], unit: str = "nsecs") -> list[str]:
+    """bcc's ``print_log2_hist`` for ``{slot: count}`` (with its leading empty rows
+    stripped): every slot from the lowest to the highest one used,
+    ``low -> high : count |*****  |``; empty: no lines."""
+    used = [max(s, 1) for s, n in buckets.items() if n > 0]
+    if not used:
+        return []
+    top = max(used)
+    peak = max(buckets.values())
+    high_w = len(str(slot_range(top)[1]))
+    lines = [f"{unit:>{2 * high_w + 4}} : {'count':<9} distribution"]
+    for slot in range(min(used), top + 1):
+        n = buckets.get(slot, 0) + (buckets.get(0, 0) if slot == 1 else 0)  # 0 ns: 0 -> 1
+        low, high = slot_range(slot)
+        stars = "*" * (n * BAR // peak) if peak else ""
+        lines.append(f"{low:>{high_w}} -> {high:<{high_w}} : {n:<9} |{stars:<{BAR}}|")
+    return lines
+
+
+def spark(buckets: Mapping[int, int], width: int) -> str:
+    """``"1µs ▁▃█▂ 65µs"``: the used slots' counts as a sparkline between the lowest
+    and highest latency, at most ``width`` characters (the bars are cut first; when
+    fewer than 3 would be left, the lowest latency is left out: ``"▁▃█▂ 65µs"``)."""
+    used = sorted(s for s, n in buckets.items() if n > 0)
+    if not used:
+        return ""
+    lo, hi = used[0], used[-1]
+    counts = [buckets.get(s, 0) for s in range(lo, hi + 1)]
+    peak = max(counts)
+    left = duration_ns(float(slot_range(lo)[0]))
+    right = duration_ns(float(slot_range(hi)[1] + 1))
+    bars = "".join(SPARKS[min(7, (c * 8 - 1) // peak)] if c else " " for c in counts)
+    room = width - len(left) - len(right) - 2
+    if room < 3:
+        return f"{bars[: max(1, width - len(right) - 1)]} {right}"
+    return f"{left} {bars[:room]} {right}"
+
+
+def _ordered(stats: TraceStats) -> list[SyscallRow]:
+    return sorted(stats.syscalls, key=lambda r: (-r.count, r.name))
+
+
+def hist_lines(stats: TraceStats) -> Iterator[str]:
+    """``--hist`` at the end: per syscall, most called first, a title line and its
+    histogram (nanoseconds)."""
+    for row in _ordered(stats):
+        buckets = stats.sys_hist.get(row.nr, {})
+        if not row.count:
+            continue
+        yield ""
+        yield f"syscall {row.name}: {row.count:,} calls, p99 {approx_duration(row.p99_ns)}"
+        yield from format_log2(to_log2(buckets))
+
+
+def hist_records(stats: TraceStats) -> Iterator[dict[str, Any]]:
+    """``--hist --json`` at the end: one ``{"type": "hist", ...}`` object per syscall,
+    most called first; ``p99_ns`` with 2 significant digits, ``p99_max_error`` the
+    estimate's bound (a fraction of the true value), ``buckets`` the used fine
+    buckets as ``[low_ns, high_ns, count]`` (inclusive)."""
+    for row in _ordered(stats):
+        buckets = stats.sys_hist.get(row.nr, {})
+        yield {
+            "type": "hist",
+            "syscall": row.name,
+            "count": row.count,
+            "p99_ns": round(approx(row.p99_ns)),
+            "p99_max_error": MAX_ERROR,
+            "buckets": [[*bucket_range(i), n] for i, n in sorted(buckets.items()) if n],
+        }
+
+
+__all__ = ["format_log2", "hist_lines", "hist_records", "slot_range", "spark"]
