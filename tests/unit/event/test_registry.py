@@ -14,6 +14,7 @@ from ringtool.event import detail, fields, layout, registry
 from ringtool.event.registry import BY_NAME, EVENT_TYPES, RECENT, RECENT_TITLE, types_in
 from ringtool.export import metrics
 from ringtool.kernel.needs import KernelNeeds
+from ringtool.trace.dashboard import tui_panels
 from ringtool.trace.reading.options import TraceOptions
 from ringtool.trace.reading.sources import (
     ALL_EVENTS,
@@ -23,7 +24,7 @@ from ringtool.trace.reading.sources import (
     SOURCES,
     Source,
 )
-from ringtool.trace.report import stats, tui_panels
+from ringtool.trace.report import stats
 from tests.helpers.paths import ROOT
 
 HEADER = (bpf_dir() / "trace_event.h").read_text()
