@@ -91,7 +91,8 @@ def register(subs: Any) -> None:
         help="comma-separated event kinds: exec (ring buffer), exit (perf buffer)",
     )
     p.add_argument(
-        "-d", "--duration", type=v.number(0, unit="seconds"), default=0.0, metavar="SECONDS",
+        "-d", "--duration", type=v.number(0, v.DURATION_MAX_S, unit="seconds"), default=0.0,
+        metavar="SECONDS",
         help="stop after N seconds (0: run until Ctrl-C)",
     )  # fmt: skip
     p.add_argument(
