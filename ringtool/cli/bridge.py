@@ -250,7 +250,7 @@ def _run(args: argparse.Namespace) -> int:
         hook.flush()
         bridge.start()
         print(
-            f"ringtool bridge: serving {args.socket}: {len(bridge.cpus)} CPUs x "
+            f"ringtool bridge: serving {v.shown(args.socket)}: {len(bridge.cpus)} CPUs x "
             f"{bridge.capacity} bytes, events {','.join(sorted(kinds))}; Ctrl-C stops",
             file=sys.stderr,
             flush=True,
