@@ -97,7 +97,19 @@ install_generated() {  # TARGET COMMAND...: COMMAND's output as TARGET (mode 064
 # content is written to a temporary file in the same directory, checked with `bash -n`
 # when the original passed it, given the original's mode and owner, and renamed over
 # it. A block glued to the last line by an older setup is taken out the same way.
+# A bash.bashrc that cannot be edited (a dangling symlink or a symlink loop, a
+# directory it cannot write a file in, an immutable file) is one line saying so, the
+# temporary file is removed (also by the EXIT trap, whatever stops the script), and
+# the rest of the step goes on: `ringtool` is linked all the same.
 BASHRC_LOADER='^[[:space:]]*(\.|source)[[:space:]]+["'"'"']?(/usr/share/bash-completion/bash_completion|/etc/bash_completion)["'"'"']?[[:space:]]*(;|#|$)'
+
+exec 3>&1  # what bashrc_target says, past the $(...) that reads its answer
+TMP_FILES=()
+trap 'rm -f "${TMP_FILES[@]}"' EXIT
+
+new_temp() {  # FILE > stdout: a new temporary file beside FILE (removed at exit)
+    mktemp "$(dirname "$1")/.bash.bashrc.XXXXXX" 2>/dev/null
+}
 
 block_at() {  # FILE: "BEGIN END KIND" of its first ringtool block (END 0: no end)
     awk -v b="$BLOCK_BEGIN" -v bn="$BLOCK_BEGIN_NL" -v e="$BLOCK_END" '
@@ -109,21 +121,28 @@ block_at() {  # FILE: "BEGIN END KIND" of its first ringtool block (END 0: no en
         END { if (start && !found) print start, 0, kind }' "$1"
 }
 
-replace_file() {  # TARGET NEW: NEW's content as TARGET (mode, owner kept; bash -n)
-    local target="$1" new="$2"
+replace_file() {  # TARGET NEW WHAT: NEW's content as TARGET (mode, owner kept; bash -n)
+    local target="$1" new="$2" what="$3" err
     if bash -n "$target" 2>/dev/null && ! bash -n "$new" 2>/dev/null; then
         rm -f "$new"
         say "left $target alone: the edit would not be valid bash"
         return 1
     fi
-    chmod --reference="$target" "$new"
+    chmod --reference="$target" "$new" 2>/dev/null || true
     chown --reference="$target" "$new" 2>/dev/null || true
-    mv -f "$new" "$target"
+    if ! err="$(mv -f "$new" "$target" 2>&1)"; then
+        rm -f "$new"
+        say "cannot edit $target: ${err##*: } (immutable?); $what"
+        return 1
+    fi
 }
 
-bashrc_target() {  # the file to edit: BASHRC, or where its symlink points
-    [[ -L "$BASHRC" ]] && { readlink -f "$BASHRC"; return; }
-    echo "$BASHRC"
+bashrc_target() {  # WHAT: the file to edit, BASHRC or where its symlink points; when
+    # the symlink dangles or loops, one line saying so (with WHAT) and status 1
+    [[ -L "$BASHRC" ]] || { echo "$BASHRC"; return 0; }
+    readlink -e "$BASHRC" && return 0
+    say "cannot edit $BASHRC: a dangling symlink or a symlink loop; $1" >&3
+    return 1
 }
 
 without_block() {  # FILE BEGIN END KIND > stdout: FILE without that block, byte-exact
@@ -149,14 +168,18 @@ remove_block() {  # FILE: take out its first complete block; 1 when there is non
         say "left $file alone: a ringtool begin marker (line $1) has no end marker"
         return 2
     fi
-    tmp="$(mktemp "$(dirname "$file")/.bash.bashrc.XXXXXX")"
+    if ! tmp="$(new_temp "$file")"; then
+        say "cannot edit $file: no file can be made in its directory; block not removed"
+        return 2
+    fi
+    TMP_FILES+=("$tmp")
     without_block "$file" "$1" "$2" "$3" > "$tmp"
-    replace_file "$file" "$tmp" || return 2
+    replace_file "$file" "$tmp" "block not removed" || return 2
 }
 
 enable_completion() {
     local file at tmp begin="$BLOCK_BEGIN"
-    file="$(bashrc_target)"
+    file="$(bashrc_target "bash completion not enabled")" || return 0
     [[ -f "$file" ]] || return 0
     at="$(block_at "$file")"
     if [[ -n "$at" ]]; then
@@ -166,7 +189,11 @@ enable_completion() {
         remove_block "$file" || return 0  # an older setup's glued block: redone below
     fi
     grep -Eq "$BASHRC_LOADER" "$file" && return 0
-    tmp="$(mktemp "$(dirname "$file")/.bash.bashrc.XXXXXX")"
+    if ! tmp="$(new_temp "$file")"; then
+        say "cannot edit $file: no file can be made in its directory; bash completion not enabled"
+        return 0
+    fi
+    TMP_FILES+=("$tmp")
     cat "$file" > "$tmp"
     if [[ -s "$file" && -n "$(tail -c 1 "$file")" ]]; then
         echo >> "$tmp"
@@ -183,12 +210,14 @@ enable_completion() {
         echo 'fi'
         echo "$BLOCK_END"
     } >> "$tmp"
-    replace_file "$file" "$tmp" && say "enabled bash completion in $file"
+    if replace_file "$file" "$tmp" "bash completion not enabled"; then
+        say "enabled bash completion in $file"
+    fi
 }
 
 disable_completion() {  # exactly the block(s) enable_completion added
     local file
-    file="$(bashrc_target)"
+    file="$(bashrc_target "bash completion block not removed")" || return 0
     [[ -f "$file" ]] || return 0
     while remove_block "$file"; do
         say "removed the bash completion block from $file"

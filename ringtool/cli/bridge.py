@@ -91,7 +91,8 @@ def register(subs: Any) -> None:
         help="comma-separated event kinds: exec (ring buffer), exit (perf buffer)",
     )
     p.add_argument(
-        "-d", "--duration", type=v.number(0, unit="seconds"), default=0.0, metavar="SECONDS",
+        "-d", "--duration", type=v.number(0, v.DURATION_MAX_S, unit="seconds"), default=0.0,
+        metavar="SECONDS",
         help="stop after N seconds (0: run until Ctrl-C)",
     )  # fmt: skip
     p.add_argument(
@@ -249,7 +250,7 @@ def _run(args: argparse.Namespace) -> int:
         hook.flush()
         bridge.start()
         print(
-            f"ringtool bridge: serving {args.socket}: {len(bridge.cpus)} CPUs x "
+            f"ringtool bridge: serving {v.shown(args.socket)}: {len(bridge.cpus)} CPUs x "
             f"{bridge.capacity} bytes, events {','.join(sorted(kinds))}; Ctrl-C stops",
             file=sys.stderr,
             flush=True,

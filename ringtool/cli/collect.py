@@ -18,6 +18,9 @@ from ringtool.cli import validate as v
 from ringtool.cli.export_args import add_broker_args, add_metrics_arg, broker_url
 from ringtool.export.config import MAX_HOSTS, check_token, display_url
 
+#: The widest ``--merged`` reorder window, ms of event time: an hour.
+WINDOW_MAX_MS = 3_600_000
+
 DESCRIPTION = """\
 The fleet view of what 'ringtool trace --export' and 'ringtool bridge --export'
 publish to NATS JetStream. Reads the stream with a durable consumer (acknowledged,
@@ -58,11 +61,12 @@ def register(subs: Any) -> None:
         "--merged", action="store_true", help="all hosts' events as JSON lines, in timestamp order"
     )
     p.add_argument(
-        "--window-ms", type=v.number(0, unit="ms"), default=2000.0,
+        "--window-ms", type=v.number(0, WINDOW_MAX_MS, unit="ms"), default=2000.0,
         help="--merged: reorder window in ms of event time (2000)",
     )  # fmt: skip
     p.add_argument(
-        "-d", "--duration", type=v.number(above=0, unit="seconds"), metavar="SECONDS",
+        "-d", "--duration", type=v.number(above=0, hi=v.DURATION_MAX_S, unit="seconds"),
+        metavar="SECONDS",
         help="stop after this",
     )  # fmt: skip
     p.add_argument("--drain", action="store_true", help="stop once the backlog is read")
@@ -71,7 +75,7 @@ def register(subs: Any) -> None:
         help=f"hosts kept at most; messages of more hosts are refused ({MAX_HOSTS})",
     )  # fmt: skip
     p.add_argument(
-        "--interval", type=v.number(above=0, unit="seconds"), default=1.0,
+        "--interval", type=v.number(above=0, hi=3600, unit="seconds"), default=1.0,
         help="refresh interval, s (1)",
     )  # fmt: skip
     add_metrics_arg(p)

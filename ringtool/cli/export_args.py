@@ -84,7 +84,8 @@ def add_export_args(
         help="json: JSON lines (default); rows: the raw records, compact",
     )  # fmt: skip
     g.add_argument(
-        "--export-drain", type=v.number(0, unit="seconds"), default=5.0, metavar="SECONDS",
+        "--export-drain", type=v.number(0, v.DAY_S, unit="seconds"), default=5.0,
+        metavar="SECONDS",
         help="at the end, wait this long for acknowledgements (5)",
     )  # fmt: skip
     g.add_argument(

@@ -25,6 +25,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from ringtool.cli.validate import shown
 from ringtool.cli.validate_paths import socket_path
 from ringtool.errors import KmesBridgeDiedError, KmesError, RingtoolError
 from ringtool.event.kmes_types import TracePayloads
@@ -148,7 +149,8 @@ def _trace_payloads() -> TracePayloads | None:
 def _announce(sock: str, readers: list[Reader], verb: str) -> None:
     pid = readers[0].writer_pid if readers else None
     print(
-        f"ringtool kmes-read: {verb} {sock} (bridge pid {pid}): CPUs {[r.cpu for r in readers]}, "
+        f"ringtool kmes-read: {verb} {shown(sock)} (bridge pid {pid}): "
+        f"CPUs {[r.cpu for r in readers]}, "
         f"capacity {readers[0].capacity if readers else 0}, "
         f"generation {readers[0].generation if readers else 0}",
         file=sys.stderr,

@@ -104,7 +104,8 @@ def register(subs: Any) -> None:
         "that never reached ESTABLISHED",
     )
     p.add_argument(
-        "-d", "--duration", type=v.number(above=0, unit="seconds"), metavar="SECONDS",
+        "-d", "--duration", type=v.number(above=0, hi=v.DURATION_MAX_S, unit="seconds"),
+        metavar="SECONDS",
         help="stop after this",
     )  # fmt: skip
     p.add_argument(

@@ -8,7 +8,9 @@ is refused before a privilege check, an import of BCC or a BPF program load. Che
 that involve more than one flag raise :class:`ringtool.errors.UsageError` from the
 subcommand's ``check(args)`` (same line, same status; see :mod:`ringtool.cli.main`).
 
-Numbers: NaN and infinities are refused everywhere; ranges are inclusive. Strings: a
+Numbers: NaN and infinities are refused everywhere; ranges are inclusive, and every
+number a flag takes has an upper bound (a duration at most :data:`DURATION_MAX_S`), so
+no value the parser takes overflows a wait, a datetime or a struct later. Strings: a
 value that was not UTF-8 on the command line (Python keeps it as surrogate escapes)
 is refused where the kernel or a file format needs text; a regular expression is
 compiled here, its every failure (a syntax error, a repeat count too large, nesting too
@@ -43,6 +45,12 @@ PID_MAX = 4 * 1024 * 1024
 REGEX_MAX = 4096
 #: A path or value quoted in a message: at most this many characters.
 SHOWN_MAX = 120
+#: Seconds in a day: the longest wait at the end of a run (``--export-drain``).
+DAY_S = 86_400
+#: The longest run (``-d``) and any other duration a flag takes, in seconds: a year.
+#: Far below what a wait can be given (``threading.TIMEOUT_MAX``, about 292 years) or a
+#: datetime hold, so no value the parser takes overflows later.
+DURATION_MAX_S = 366 * DAY_S
 #: Where ``--metrics PORT`` listens when no address is given: this machine only.
 LOCAL_HOST = "127.0.0.1"
 
@@ -289,6 +297,8 @@ def name_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
 
 __all__ = [
     "COMM_MAX",
+    "DAY_S",
+    "DURATION_MAX_S",
     "LOCAL_HOST",
     "PID_MAX",
     "REGEX_MAX",

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ringtool.errors import ExportError, InputFileError
-from ringtool.kernel.files import read_regular
+from ringtool.kernel.files import read_regular, utf8_text
 
 DEFAULT_STREAM = "RINGTOOL"
 DEFAULT_PREFIX = "ringtool"
@@ -179,9 +179,9 @@ def parse_creds(data: bytes, path: Path) -> tuple[str, str]:
     """``(user, password)`` from the first line ``user:password`` of ``data``, the
     contents of the credentials file ``path`` (named in the ExportError)."""
     try:
-        lines = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise ExportError(f"credentials file {path}: not UTF-8 text") from None
+        lines = utf8_text(data).splitlines()
+    except ValueError as exc:
+        raise ExportError(f"credentials file {path}: {exc}") from None
     user, sep, password = (lines[0].strip() if lines else "").partition(":")
     if not sep or not user:
         raise ExportError(f"credentials file {path}: the first line must be user:password")

@@ -7,6 +7,10 @@ a blocked ``open``), and a device such as ``/dev/zero`` never ends. The open its
 ``O_NONBLOCK`` (a FIFO put in its place after the stat cannot block it) and the open
 file is checked again with ``fstat``; then at most ``limit`` bytes are read. Symbolic
 links are followed: CA bundles and config files are often links (``/etc/ssl/certs``).
+
+A message about such a file says where and what is wrong, never what it holds (it may
+be ``/etc/shadow``): :func:`utf8_text` names the line and column of a byte that is not
+UTF-8.
 """
 
 from __future__ import annotations
@@ -62,4 +66,16 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     return data
 
 
-__all__ = ["read_regular"]
+def utf8_text(data: bytes) -> str:
+    """``data`` decoded as UTF-8; a ValueError ``not UTF-8 text (line N, column M)``
+    naming where the first bad byte is (1-based; the column counts bytes), never the
+    bytes themselves."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise ValueError(f"not UTF-8 text (line {line}, column {column})") from None
+
+
+__all__ = ["read_regular", "utf8_text"]

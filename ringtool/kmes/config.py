@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ringtool.errors import InputFileError, KmesCapacityError, KmesError
-from ringtool.kernel.files import read_regular
+from ringtool.kernel.files import read_regular, utf8_text
 from ringtool.kmes import layout as L
 
 DEFAULT_CONFIG = "/etc/ringtool/kmes.conf"
@@ -30,12 +30,13 @@ def parse_size(text: str) -> int:
 
 
 def parse_config(data: bytes, path: str | Path) -> dict[str, str]:
-    """The ``key = value`` pairs of ``data``, the contents of the config file ``path``
-    (named in a KmesError for a line that is not one)."""
+    """The ``key = value`` pairs of ``data``, the contents of the config file ``path``.
+    A KmesError names ``path`` and the line (and column) of what is wrong, never the
+    line's text: the file may be one that is not a config file at all (``/etc/shadow``)."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise KmesError(f"{path}: not UTF-8 text") from None
+        text = utf8_text(data)
+    except ValueError as exc:
+        raise KmesError(f"{path}: {exc}") from None
     values: dict[str, str] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -43,7 +44,7 @@ def parse_config(data: bytes, path: str | Path) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep:
-            raise KmesError(f"{path}:{lineno}: expected `key = value`, got {raw.strip()!r}")
+            raise KmesError(f"{path}: line {lineno} is not a `key = value` line (no '=')")
         values[key.strip().lower()] = value.strip()
     return values
 
@@ -73,7 +74,9 @@ def resolve_capacity(explicit: int | None, path: str | Path = DEFAULT_CONFIG) ->
     try:
         capacity = parse_size(value)
     except ValueError:
-        raise KmesCapacityError(f"{path}: capacity {value!r} is not a size in bytes") from None
+        raise KmesCapacityError(
+            f"{path}: the capacity is not a size in bytes (e.g. 1048576 or 1M)"
+        ) from None
     try:
         return L.check_capacity(capacity)
     except KmesCapacityError as exc:

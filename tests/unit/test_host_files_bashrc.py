@@ -9,9 +9,11 @@ completion file kept the block out, and the file was rewritten in place."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -106,3 +108,60 @@ def test_a_symlink_is_followed_and_stays_a_symlink(tmp_path: Path) -> None:
     assert valid(target) and BEGIN in target.read_text()
     uninstall(tmp_path, link)
     assert link.is_symlink() and target.read_bytes() == original
+
+
+def linked(prefix: Path) -> bool:
+    """Whether install linked ``ringtool`` into the prefix's /usr/local/bin."""
+    return (prefix / "usr" / "local" / "bin" / "ringtool").is_symlink()
+
+
+def temp_files_left(directory: Path) -> list[str]:
+    return [p.name for p in directory.iterdir() if p.name.startswith(".bash.bashrc.")]
+
+
+BROKEN_LINKS = {
+    "a symlink loop": lambda etc: etc / "bash.bashrc",
+    "a dangling symlink": lambda etc: etc / "no-such-dir" / "bash.bashrc",
+}
+
+
+@pytest.mark.parametrize("points_at", BROKEN_LINKS.values(), ids=BROKEN_LINKS.keys())
+def test_a_broken_symlink_is_one_line_and_ringtool_is_still_linked(
+    tmp_path: Path, points_at: Callable[[Path], Path]
+) -> None:
+    # before: readlink -f failed under set -e: install stopped (status 1, no word)
+    # before linking ringtool
+    link = etc(tmp_path) / "bash.bashrc"
+    link.symlink_to(points_at(etc(tmp_path)))
+    out = install(tmp_path, link)
+    assert f"cannot edit {link}: a dangling symlink or a symlink loop" in out, out
+    assert "bash completion not enabled" in out and linked(tmp_path)
+    assert "block not removed" in uninstall(tmp_path, link)
+    assert not linked(tmp_path) and link.is_symlink()
+
+
+@contextlib.contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """``path`` immutable (chattr +i) for the block; a skip where the file system
+    refuses the attribute."""
+    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"this file system refuses chattr +i: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_an_immutable_bashrc_is_one_line_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    # before: the rename failed under set -e: status 1, .bash.bashrc.XXXXXX left behind,
+    # ringtool not linked
+    bashrc = etc(tmp_path) / "bash.bashrc"
+    original = b"alias ll='ls -l'\n"
+    bashrc.write_bytes(original)
+    with immutable(bashrc):
+        out = install(tmp_path, bashrc)
+        assert f"cannot edit {bashrc}: Operation not permitted" in out, out
+        assert "bash completion not enabled" in out and linked(tmp_path)
+        assert bashrc.read_bytes() == original
+        assert temp_files_left(bashrc.parent) == []

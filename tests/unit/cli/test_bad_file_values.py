@@ -113,4 +113,28 @@ def test_collects_creds_errors_name_its_own_flag(where: Path) -> None:
 def test_a_bad_config_line_is_refused_while_parsing(where: Path) -> None:
     (where / "kmes.conf").write_text("capacity = 1M\nno equals sign\n")
     line = _check("bridge", [], "--config", str(where / "kmes.conf"))
-    assert "kmes.conf:2: expected `key = value`" in line
+    assert "kmes.conf: line 2 is not a `key = value` line" in line
+
+
+#: Contents none of the file flags accepts, each holding a secret (a file named by
+#: mistake, such as /etc/shadow): as text without '=' or ':', and as bytes not UTF-8.
+SECRETS = {
+    "text": b"SECRET-root-hash $6$SECRET\nmore\n",
+    "not utf-8": b"ok\nSECRET\xff-root-hash\n",
+}
+
+
+@pytest.mark.parametrize("content", SECRETS.values(), ids=SECRETS.keys())
+@pytest.mark.parametrize(("command", "argv", "flag"), READ_FLAGS, ids=IDS)
+def test_a_file_that_does_not_parse_is_never_echoed(
+    tmp_path: Path, command: str, argv: list[str], flag: str, content: bytes
+) -> None:
+    # before: --config echoed the line it could not parse (/etc/shadow's first line)
+    (tmp_path / "secret").write_bytes(content)
+    line = _check(command, argv, flag, str(tmp_path / "secret"))
+    assert "SECRET" not in line and "$6$" not in line, line
+    assert str(tmp_path / "secret") in line, line  # where: the file ...
+    if content.isascii() and flag == "--config":
+        assert "line 1 is not a `key = value` line" in line, line  # ... and its line
+    if not content.isascii() and flag != "--tls-ca" and flag != "--export-tls-ca":
+        assert "not UTF-8 text (line 2, column 7)" in line, line

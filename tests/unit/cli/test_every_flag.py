@@ -115,9 +115,49 @@ def test_a_value_parses_or_is_one_line(
     assert len(lines[0]) < 1000, lines[0][:300]
 
 
+#: Small values one of which a numeric flag takes (a count, a size with its suffix).
+SMALL = ("1", "64K", "1M")
+#: Beyond every bound a numeric flag may have: a wait this long overflows
+#: (threading.TIMEOUT_MAX is about 9.2e9 s), and so does a size or count.
+HUGE = ("1e12", "1" + "0" * 20, str(2**64), "64000000000G")
+
+
+def _numeric(action: argparse.Action) -> bool:
+    """Whether ``action``'s ``type=`` takes one of :data:`SMALL` and gives a number."""
+    for text in SMALL:
+        try:
+            value = action.type(text) if callable(action.type) else None
+        except argparse.ArgumentTypeError:
+            continue
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+    return False
+
+
+NUMERIC = [
+    pytest.param(a, id=f"{name}-{max(a.option_strings, key=len)}")
+    for name, sub in _subparsers(PARSER).items()
+    for a in sub._actions
+    if a.option_strings and a.nargs != 0 and _numeric(a)
+]
+
+
+@pytest.mark.parametrize("action", NUMERIC)
+def test_every_numeric_flag_has_an_upper_bound(action: argparse.Action) -> None:
+    # a duration, interval, size or count the parser takes may later be handed to a
+    # wait, a datetime, a struct or an mmap: a value beyond every sane bound is refused
+    # while parsing, not an OverflowError at the end of the run
+    assert callable(action.type)
+    for text in HUGE:
+        with pytest.raises(argparse.ArgumentTypeError):
+            action.type(text)
+
+
 def test_every_command_is_walked() -> None:
     assert {c for c, _, _ in FLAGS} >= {"trace", "bridge", "collect", "kmes-read", "bench", "mark"}
     assert ("trace", "--name", False) in FLAGS and ("collect", "url", True) in FLAGS
+    numeric = {max(p.values[0].option_strings, key=len) for p in NUMERIC}  # type: ignore[union-attr]
+    assert {"--export-drain", "--duration", "--window-ms", "--capacity"} <= numeric, numeric
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,9 @@ BAD: list[tuple[list[Arg], str]] = [
     (["trace", "-d", "-1"], "--duration"),
     (["trace", "-d", "0"], "--duration"),
     (["trace", "-d", "ten"], "--duration"),
+    (["trace", "-d", "1e12"], "--duration"),  # beyond what a wait can take
+    (["trace", "--export-drain", "1e12"], "--export-drain"),  # overflowed at the end
+    (["trace", "--export-drain", str(2**64)], "--export-drain"),
     (["trace", "-p", "-5"], "--pid"),
     (["trace", "-p", "0"], "--pid"),
     (["trace", "-p", "99999999999999999999"], "--pid"),
@@ -111,6 +114,8 @@ BAD: list[tuple[list[Arg], str]] = [
     (["bridge", "--duration", "-1"], "--duration"),
     (["bridge", "--duration", "nan"], "--duration"),
     (["bridge", "--duration", "inf"], "--duration"),
+    (["bridge", "--duration", "1e12"], "--duration"),
+    (["bridge", "--export-drain", "1e12"], "--export-drain"),
     (["bridge", "--ring-pages", "3"], "--ring-pages"),
     (["bridge", "--ring-pages", "0"], "--ring-pages"),
     (["bridge", "--ring-pages", "-8"], "--ring-pages"),
@@ -127,6 +132,10 @@ BAD: list[tuple[list[Arg], str]] = [
     (["bridge", "--socket", LONG_SOCKET], "--socket"),
     (["bridge", "--config", "/tmp"], "--config"),
     (["bridge", "--config", ""], "--config"),
+    # collect: numbers
+    (["collect", "nats://127.0.0.1:4222", "-d", "1e12"], "--duration"),
+    (["collect", "nats://127.0.0.1:4222", "--interval", "1e12"], "--interval"),
+    (["collect", "nats://127.0.0.1:4222", "--window-ms", "1e300"], "--window-ms"),
     # kmes-read, bench, doctor
     (["kmes-read", "--socket", ""], "--socket"),
     (["kmes-read", "--socket", LONG_SOCKET], "--socket"),

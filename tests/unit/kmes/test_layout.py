@@ -128,5 +128,9 @@ def test_config(tmp_path: Path) -> None:
     with pytest.raises(KmesCapacityError, match=r"kmes\.conf"):
         resolve_capacity(None, conf)
     conf.write_text("capacity\n")
-    with pytest.raises(KmesError, match=":1:"):
+    with pytest.raises(KmesError, match="line 1 is not"):
         resolve_capacity(None, conf)
+    conf.write_text("capacity = SECRET\n")  # the value is not echoed: say where, not what
+    with pytest.raises(KmesCapacityError, match=r"kmes\.conf: the capacity is not a size") as e:
+        resolve_capacity(None, conf)
+    assert "SECRET" not in str(e.value)
