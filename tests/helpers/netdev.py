@@ -28,6 +28,25 @@ class Dummy:
                               capture_output=True, text=True, check=True).stdout  # fmt: skip
 
 
+def add_bpf_filter(dev: str, hook: str, prio: int, handle: int, name: str) -> None:
+    """A direct-action bpf filter (a program that passes every packet on) on ``dev``'s
+    clsact ``hook`` (``"ingress"``/``"egress"``; the clsact must be there), named
+    ``name``, as another tool (or another namespace's ringtool) would add it."""
+    from bcc import BPF
+    from pyroute2 import IPRoute
+
+    prog = BPF(text=b"int pass(struct __sk_buff *skb) { return -1; }")  # TC_ACT_UNSPEC
+    try:
+        fn = prog.load_func(b"pass", BPF.SCHED_CLS)
+        parent = {"ingress": "ffff:fff2", "egress": "ffff:fff3"}[hook]
+        with IPRoute() as ipr:
+            index = ipr.link_lookup(ifname=dev)[0]
+            ipr.tc("add-filter", "bpf", index, handle, fd=fn.fd, name=name, parent=parent,
+                   classid=1, direct_action=True, prio=prio)  # fmt: skip
+    finally:
+        prog.cleanup()
+
+
 @contextmanager
 def dummy() -> Iterator[Dummy]:
     """A new veth pair, both ends up, this one 198.18.N.1/24 (RFC 2544 test range);
@@ -48,4 +67,4 @@ def dummy() -> Iterator[Dummy]:
         subprocess.run([*ip, "del", name], check=False)
 
 
-__all__ = ["Dummy", "dummy"]
+__all__ = ["Dummy", "add_bpf_filter", "dummy"]

@@ -60,7 +60,8 @@ from ringtool.kernel.pin_root import (
     open_pin_root,
     remove_at,
 )
-from ringtool.kernel.proc_start import is_running, process_key
+from ringtool.kernel.proc_start import liveness as process_liveness
+from ringtool.kernel.proc_start import namespace_key, process_key
 from ringtool.kernel.ringbuf_map import has_user_ringbuf
 from ringtool.programs.clang_loader import load_pinned
 from ringtool.readers.ringbuf_group import RingBufGroup
@@ -75,23 +76,6 @@ _GATE = "mark_gate"
 _GATE_KEY = struct.pack("=I", 0)
 
 
-def namespace_key() -> str:
-    """``<pid ns>_<time ns>``: the inodes of our PID and time namespaces, which the
-    pids and start times we read in ``/proc`` are relative to (start times are shifted
-    by a time namespace's boot-time offset, fs/proc/array.c); ``?`` when our ``/proc``
-    is not of our PID namespace (then no liveness can be told here). No ``.``: bpffs
-    refuses names holding one (``bpf_lookup`` in kernel/bpf/inode.c)."""
-    if os.readlink("/proc/self") != str(os.getpid()):
-        return "?"
-    keys = []
-    for ns in ("pid", "time"):
-        try:
-            keys.append(str(os.stat(f"/proc/self/ns/{ns}").st_ino))
-        except FileNotFoundError:  # a kernel without time namespaces: one time base
-            keys.append("0")
-    return "_".join(keys)
-
-
 def entry_name(pid: int, ns: str, session: str) -> str:
     """The name of the marker directory of trace ``session`` of process ``pid``, made
     in the namespaces ``ns`` (:func:`namespace_key`)."""
@@ -103,12 +87,9 @@ def liveness(name: str, ns: str) -> bool | None:
     ``ns`` (:func:`namespace_key`)? None when that cannot be told here: a directory of
     other namespaces, or a name ringtool does not make."""
     parts = name.split("-")
-    if ns == "?" or len(parts) != 4 or parts[2] != ns:
+    if len(parts) != 4:
         return None
-    pid, start = parts[0], parts[1]
-    if not (pid.isdigit() and start.isdigit()):
-        return None
-    return is_running(f"{pid}-{start}")
+    return process_liveness(f"{parts[0]}-{parts[1]}", parts[2], ns)
 
 
 def is_live(name: str) -> bool:

@@ -3,8 +3,9 @@
 :class:`NetSource` compiles the program, opens a :class:`ringtool.PerfBuffer` on its
 PERF_EVENT_ARRAY, and attaches both directions to ``iface`` with pyroute2: it adds
 the clsact qdisc when the interface has none, else shares it; on close it deletes only
-its two filters, then the clsact it added only when no filter is left on it (another
-tool may have added some while the trace ran).
+its two filters (by their handle: another filter at our priority, which another
+namespace's trace may have added while we ran, stays), then the clsact it added only
+when no filter is left on it (another tool may have added some while the trace ran).
 ``close()`` always detaches, also after a failed setup; it is idempotent.
 Its filters are named for this process (:mod:`ringtool.trace.reading.net_filters`): those a
 killed ringtool left on the interface are replaced (and its clsact removed at close
@@ -27,16 +28,29 @@ import time
 from typing import Any
 
 from ringtool.errors import RingtoolError
-from ringtool.kernel.proc_start import process_key
+from ringtool.kernel.proc_start import namespace_key, process_key
 from ringtool.programs.loader import compile_program, load_function
 from ringtool.readers.perfbuf import PerfBuffer
-from ringtool.trace.reading.net_filters import FILTER_PRIO, classify, filter_name, read_filters
+from ringtool.trace.reading.net_filters import (
+    FILTER_HANDLE,
+    FILTER_PRIO,
+    classify,
+    filter_name,
+    read_filters,
+)
 from ringtool.trace.reading.net_order import NetReorder
 from ringtool.trace.reading.sources import SOURCE_NAMED
 
 TC_INGRESS = "ffff:fff2"  # clsact parents (TC_H_MIN_INGRESS / TC_H_MIN_EGRESS)
 TC_EGRESS = "ffff:fff3"
 HOOKS = {"ingress": TC_INGRESS, "egress": TC_EGRESS}
+
+
+def _del_filter(ipr: Any, index: int, parent: str, handle: int) -> None:
+    """Delete the one bpf filter ``handle`` at :data:`FILTER_PRIO` on hook ``parent``
+    (never the priority's other filters: a handle of 0 would delete them all)."""
+    assert handle
+    ipr.tc("del-filter", "bpf", index, handle, parent=parent, prio=FILTER_PRIO)
 
 
 class NetSourceError(RingtoolError):
@@ -95,27 +109,30 @@ class NetSource:
         self._pb = PerfBuffer(
             self._obj[b"net_events"], on_sample, page_cnt=pages, overwrite=self.overwrite
         )
+        me, ns = process_key(os.getpid()), namespace_key()
         with IPRoute() as ipr:
-            self._take_hooks(ipr)
+            self._take_hooks(ipr, me, ns)
             for parent, fn in progs.items():
                 ipr.tc(
-                    "add-filter", "bpf", self._index, ":1", fd=fn.fd,
-                    name=filter_name(fn.name.decode(), process_key(os.getpid())),
+                    "add-filter", "bpf", self._index, FILTER_HANDLE, fd=fn.fd,
+                    name=filter_name(fn.name.decode(), me, ns),
                     parent=parent, classid=1, direct_action=True, prio=FILTER_PRIO,
                 )  # fmt: skip
                 self._filters.append(parent)
 
-    def _take_hooks(self, ipr: Any) -> None:
+    def _take_hooks(self, ipr: Any, me: str, ns: str) -> None:
         """The clsact qdisc (added, or shared), with a killed ringtool's filters
-        removed; a conflict is a :class:`NetSourceError` (see the module doc)."""
+        removed (each by its handle); a conflict is a :class:`NetSourceError` (see the
+        module doc). ``me``, ``ns``: this process's key and namespace key."""
         from pyroute2.netlink.exceptions import NetlinkError
 
-        found = classify(read_filters(ipr, self._index, HOOKS), process_key(os.getpid()))
+        found = classify(read_filters(ipr, self._index, HOOKS), me, ns)
         if found.conflicts:
             what = "; ".join(dict.fromkeys(f.describe() for f in found.conflicts))
             raise NetSourceError(
                 f"cannot capture on {self.iface}: TC priority {FILTER_PRIO} is taken ({what}): "
-                f"another ringtool trace runs there, or remove that filter "
+                f"another ringtool trace runs there (also one in a container sharing this "
+                f"network namespace), or remove that filter "
                 f"(tc filter del dev {self.iface} ingress|egress pref {FILTER_PRIO})"
             )
         try:
@@ -124,8 +141,8 @@ class NetSource:
         except NetlinkError as exc:
             if exc.code != 17:  # EEXIST: someone's clsact is there; share it
                 raise
-        for hook in sorted({f.hook for f in found.leftovers}):
-            ipr.tc("del-filter", "bpf", self._index, parent=HOOKS[hook], prio=FILTER_PRIO)
+        for f in found.leftovers:
+            _del_filter(ipr, self._index, HOOKS[f.hook], f.handle)
         if found.leftovers:
             # its clsact too, at close, when nothing else is on it
             self._own_qdisc = True
@@ -199,8 +216,7 @@ class NetSource:
         with contextlib.suppress(Exception), IPRoute() as ipr:
             for parent in self._filters:
                 with contextlib.suppress(Exception):
-                    ipr.tc("del-filter", "bpf", self._index, parent=parent,
-                           prio=FILTER_PRIO)  # fmt: skip
+                    _del_filter(ipr, self._index, parent, FILTER_HANDLE)
             # the clsact only when nothing is on it now: another tool may have added
             # filters while we ran (read at close, on both hooks)
             if self._own_qdisc and not read_filters(ipr, self._index, HOOKS):

@@ -1,20 +1,25 @@
 """Which TC filters on an interface's clsact hooks are ringtool's, and whose.
 
 ringtool's net source (:mod:`ringtool.trace.reading.net`) adds one direct-action ``bpf`` filter
-per direction at priority :data:`FILTER_PRIO`, handle 1, with the filter name
-(``TCA_BPF_NAME``, shown by ``tc filter show`` and pyroute2) :func:`filter_name`:
-``ringtool/PID-START/FUNCTION`` (``START``: the process's start time,
-:mod:`ringtool.kernel.proc_start`). A process killed with SIGKILL (or by the OOM
-killer) cannot remove them: they stay attached, and adding ours again fails with EEXIST.
+per direction at priority :data:`FILTER_PRIO`, handle :data:`FILTER_HANDLE`, with the
+filter name (``TCA_BPF_NAME``, shown by ``tc filter show`` and pyroute2)
+:func:`filter_name`: ``ringtool/PID-START-NS/FUNCTION`` (``START``: the process's start
+time; ``NS``: the PID and time namespaces both are relative to,
+:func:`ringtool.kernel.proc_start.namespace_key`). A process killed with SIGKILL (or by
+the OOM killer) cannot remove them: they stay attached, and adding ours again fails
+with EEXIST.
 
-:func:`classify` sorts what is on a hook: filters of a process that is gone (no process
-has that pid and start time; whatever now has the pid, and whatever its command line)
-are *leftovers*, which the net source replaces; a filter of a process still running
-(a ``ringtool`` command or a program using the net source in-process), or anything
-else at our priority (also a filter named as older ringtools named them, without a
-start time or without a pid: such a ringtool may still run), is a *conflict* (the
-source is refused with a message naming it); every other filter is *foreign*: left
-alone, and named in a note.
+:func:`classify` sorts what is on a hook: filters of a process of our namespaces that
+is gone (no process has that pid and start time; whatever now has the pid, and whatever
+its command line) are *leftovers*, which the net source replaces; a filter of a process
+still running (a ``ringtool`` command or a program using the net source in-process), of
+other namespaces (a container sharing the host's network namespace but not its PID or
+time namespace: whether its process runs cannot be told here), or anything else at our
+priority (also a filter named as older ringtools named them, without a namespace key, a
+start time or a pid: such a ringtool may still run), is a *conflict* (the source is
+refused with a message naming it); every other filter is *foreign*: left alone, and
+named in a note. A filter is only ever deleted by its handle (its own, or a leftover's
+as listed), never by priority: that would take every filter there.
 """
 
 from __future__ import annotations
@@ -22,27 +27,35 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ringtool.kernel.proc_start import is_running
+from ringtool.kernel.proc_start import liveness
 
-FILTER_PRIO = 49152  # a fixed priority: our filters are found (and deleted) by it
+FILTER_PRIO = 49152  # a fixed priority: our filters are found by it
+#: The handle of each of our filters (one per hook): what deletes it.
+FILTER_HANDLE = 1
 #: The functions of bpf/trace_net.c attached as filters.
 FUNCTIONS = ("trace_net_ingress", "trace_net_egress")
 _PREFIX = "ringtool/"
 
 
-def filter_name(function: str, key: str) -> str:
+def filter_name(function: str, key: str, ns: str) -> str:
     """The ``TCA_BPF_NAME`` of ringtool's filter running ``function`` for the process
-    ``key`` (:func:`ringtool.kernel.proc_start.process_key`: ``PID-START``)."""
-    return f"{_PREFIX}{key}/{function}"
+    ``key`` (:func:`ringtool.kernel.proc_start.process_key`: ``PID-START``) of the
+    namespaces ``ns`` (:func:`ringtool.kernel.proc_start.namespace_key`)."""
+    return f"{_PREFIX}{key}-{ns}/{function}"
 
 
-def owner(name: str) -> str | None:
-    """The process key (``PID-START``) in a :func:`filter_name`; None: not one."""
+def owner(name: str) -> tuple[str, str] | None:
+    """The process key (``PID-START``) and namespace key in a :func:`filter_name`;
+    None: not one (also the names of older ringtools)."""
     if not name.startswith(_PREFIX):
         return None
-    key, _, function = name[len(_PREFIX) :].partition("/")
-    pid, _, start = key.partition("-")
-    return key if pid.isdigit() and start.isdigit() and function in FUNCTIONS else None
+    who, _, function = name[len(_PREFIX) :].partition("/")
+    parts = who.split("-")
+    if len(parts) != 3 or function not in FUNCTIONS:
+        return None
+    pid, start, ns = parts
+    ns_ok = ns == "?" or all(p.isdigit() for p in ns.split("_"))
+    return (f"{pid}-{start}", ns) if pid.isdigit() and start.isdigit() and ns_ok else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +84,17 @@ class Survey:
     foreign: list[TcFilter] = field(default_factory=list)
 
 
-def classify(filters: list[TcFilter], me: str) -> Survey:
-    """Sort ``filters`` (this process: key ``me``, ``PID-START``) into a :class:`Survey`."""
+def classify(filters: list[TcFilter], me: str, ns: str) -> Survey:
+    """Sort ``filters`` (this process: key ``me``, ``PID-START``, in the namespaces
+    ``ns``, :func:`ringtool.kernel.proc_start.namespace_key`) into a :class:`Survey`."""
     out = Survey()
     for f in filters:
-        key = owner(f.name) if f.kind == "bpf" else None
+        who = owner(f.name) if f.kind == "bpf" else None
         if f.prio != FILTER_PRIO:
             out.foreign.append(f)
-        elif key is not None and key != me and not is_running(key):
+        elif who is not None and who != (me, ns) and liveness(*who, ns) is False:
             out.leftovers.append(f)
-        else:  # at our priority: deleting by priority would take it too
+        else:  # running, or not ours to judge: at our priority, ours cannot be added
             out.conflicts.append(f)
     return out
 
@@ -103,6 +117,7 @@ def read_filters(ipr: Any, index: int, hooks: dict[str, str]) -> list[TcFilter]:
 
 
 __all__ = [
+    "FILTER_HANDLE",
     "FILTER_PRIO",
     "FUNCTIONS",
     "Survey",
