@@ -7,6 +7,14 @@ them) must not receive the packets.
 
 Contract of :func:`open_private`:
 
+- the directory part of ``path`` is looked up once, a component at a time from ``/``
+  (or the working directory), into a directory fd, and every later step is relative to
+  that fd (``openat``, ``fstatat``, ``renameat``): a link swapped in afterwards changes
+  nothing. A symbolic link among those components is followed only when it is ours
+  (owned by root or the effective uid) in a directory no other user can change (owned
+  by root or us, and not writable by group/others unless sticky), so ``/var/run ->
+  /run`` works; its target is walked by the same rules. Another user's link (one in
+  their directory too) is refused: it could point root at any directory;
 - a new file is created with ``O_CREAT|O_EXCL|O_NOFOLLOW``, mode 0600 (umask can only
   narrow it): a symlink at ``path``, dangling or not, is never followed;
 - an existing file is refused (a :class:`UsageError` naming the path and ``--force``);
@@ -36,76 +44,134 @@ from ringtool.errors import UsageError
 
 #: Flags of every open: never follow a symlink, never leak the fd to a child.
 _BASE = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: A directory component: a handle for ``*at`` calls only, never through a symlink.
+_DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Symbolic links followed in one lookup at most, as the kernel's ``MAXSYMLINKS``.
+_MAX_LINKS = 40
 
 
 def _fail(flag: str, path: Path, why: str) -> UsageError:
     return UsageError(f"{flag} {path}: {why}")
 
 
-def _temp_name(path: Path) -> str:
-    return f".{path.name}.{secrets.token_hex(8)}.ringtool"
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
-def _replace(path: Path, flag: str) -> int:
+def _ours(uid: int) -> bool:
+    return uid in (0, os.geteuid())
+
+
+def _trusted_link(link: os.stat_result, parent: os.stat_result) -> bool:
+    """Whether only root or we could have made or can change ``link`` in ``parent``."""
+    shared = parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return _ours(link.st_uid) and _ours(parent.st_uid) and (
+        not shared or bool(parent.st_mode & stat.S_ISVTX))  # fmt: skip
+
+
+def _step(fd: int, name: str, shown: str, flag: str, path: Path) -> tuple[int, str | None]:
+    """Component ``name`` of the directory at ``fd``: ``(new fd, None)`` for a
+    directory, ``(-1, target)`` for a symbolic link we trust (see the module doc)."""
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if stat.S_ISLNK(st.st_mode):
+            if not _trusted_link(st, os.fstat(fd)):
+                why = "is a symbolic link another user could change: not followed"
+                raise _fail(flag, path, f"{shown} {why}; give the real directory")
+            return -1, os.readlink(name, dir_fd=fd)
+        return os.open(name, _DIR, dir_fd=fd), None
+    except OSError as exc:
+        raise _fail(flag, path, f"{shown}: {_why(exc)}") from None
+
+
+def _open_dir(path: Path, flag: str) -> int:
+    """The directory holding ``path``, looked up once without following a link another
+    user could change (module doc): an ``O_PATH`` fd the caller closes."""
+    parent = os.fspath(path.parent)
+    todo = [c for c in reversed(parent.split("/")) if c not in ("", ".")]
+    shown = "/" if parent.startswith("/") else "."
+    links = 0
+    fd = os.open(shown, _DIR)
+    try:
+        while todo:
+            name = todo.pop()
+            shown = os.path.join(shown, name)
+            new, target = _step(fd, name, shown, flag, path)
+            if target is None:
+                os.close(fd)
+                fd = new
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                raise _fail(flag, path, f"{shown}: {os.strerror(errno.ELOOP)}")
+            todo.extend(c for c in reversed(target.split("/")) if c not in ("", "."))
+            if target.startswith("/"):
+                os.close(fd)
+                fd = os.open("/", _DIR)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _temp_name(name: str) -> str:
+    return f".{name}.{secrets.token_hex(8)}.ringtool"
+
+
+def _replace(dir_fd: int, name: str, path: Path, flag: str) -> int:
     """``--force`` on a regular file: a new 0600 file renamed over it (module doc)."""
     try:
-        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _fail(flag, path, exc.strerror or str(exc)) from None
-    try:
-        tmp = _temp_name(path)
+        tmp = _temp_name(name)
         fd = os.open(tmp, _BASE | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
         try:
-            os.rename(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             os.unlink(tmp, dir_fd=dir_fd)
             os.close(fd)
             raise
         return fd
     except OSError as exc:
-        raise _fail(flag, path, exc.strerror or str(exc)) from None
-    finally:
-        os.close(dir_fd)
+        raise _fail(flag, path, _why(exc)) from None
 
 
-def _check_owner(path: Path, st: os.stat_result, flag: str) -> None:
+def _check_owner(dir_fd: int, path: Path, st: os.stat_result, flag: str) -> None:
     """Refuse a device/FIFO ``st`` at ``path`` that another user could read from."""
-    if st.st_uid not in (0, os.geteuid()):
+    if not _ours(st.st_uid):
         raise _fail(flag, path, f"is a device or FIFO of uid {st.st_uid}: not written "
                                 f"(another user would read the packets)")  # fmt: skip
     try:
-        parent = os.stat(path.parent).st_mode
+        parent = os.fstat(dir_fd).st_mode
     except OSError as exc:
-        raise _fail(flag, path, exc.strerror or str(exc)) from None
+        raise _fail(flag, path, _why(exc)) from None
     if parent & stat.S_ISVTX and parent & stat.S_IWOTH:
         raise _fail(flag, path, "is a device or FIFO in a sticky directory anyone can "
                                 "write to: not written; give a path elsewhere")  # fmt: skip
 
 
-def _reopen(path: Path, flag: str) -> int:
-    """``--force``: the existing file at ``path`` replaced, or the device/FIFO there
-    opened as it is (see the module doc)."""
+def _reopen(dir_fd: int, name: str, path: Path, flag: str) -> int:
+    """``--force``: the existing file ``name`` in ``dir_fd`` replaced, or the
+    device/FIFO there opened as it is (see the module doc)."""
     try:
-        st = os.lstat(path)
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except OSError as exc:
-        raise _fail(flag, path, exc.strerror or str(exc)) from None
+        raise _fail(flag, path, _why(exc)) from None
     if stat.S_ISLNK(st.st_mode):
         raise _fail(flag, path, "is a symbolic link: not followed; give the file itself")
     if stat.S_ISREG(st.st_mode):
         if st.st_nlink != 1:
             raise _fail(flag, path, f"has {st.st_nlink} hard links: not overwritten")
-        return _replace(path, flag)
+        return _replace(dir_fd, name, path, flag)
     if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
         raise _fail(flag, path, "is not a regular file, a device or a FIFO")
-    _check_owner(path, st, flag)
-    try:
-        fd = os.open(path, _BASE | os.O_NONBLOCK)  # a FIFO without a reader: ENXIO, no hang
+    _check_owner(dir_fd, path, st, flag)
+    try:  # a FIFO without a reader: ENXIO, no hang
+        fd = os.open(name, _BASE | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _fail(
                 flag, path, "is a symbolic link: not followed; give the file itself"
             ) from None
-        raise _fail(flag, path, exc.strerror or str(exc)) from None
+        raise _fail(flag, path, _why(exc)) from None
     try:
         now = os.fstat(fd)
         if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):  # swapped since the lstat
@@ -113,7 +179,7 @@ def _reopen(path: Path, flag: str) -> int:
         os.set_blocking(fd, True)
     except OSError as exc:
         os.close(fd)
-        raise _fail(flag, path, exc.strerror or str(exc)) from None
+        raise _fail(flag, path, _why(exc)) from None
     except BaseException:
         os.close(fd)
         raise
@@ -124,13 +190,19 @@ def open_private(path: Path, *, force: bool = False, flag: str = "--pcap") -> Bi
     """``path`` opened for writing, binary (see the module doc); a path that cannot
     be used is a one-line :class:`UsageError` naming ``flag`` and the path."""
     try:
-        fd = os.open(path, _BASE | os.O_CREAT | os.O_EXCL, 0o600)
+        dir_fd = _open_dir(path, flag)
+    except OSError as exc:  # "/" or the working directory itself
+        raise _fail(flag, path, _why(exc)) from None
+    try:
+        fd = os.open(path.name, _BASE | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
     except FileExistsError:
         if not force:
             raise _fail(flag, path, "exists: add --force to overwrite it") from None
-        fd = _reopen(path, flag)
+        fd = _reopen(dir_fd, path.name, path, flag)
     except OSError as exc:
-        raise _fail(flag, path, exc.strerror or str(exc)) from None
+        raise _fail(flag, path, _why(exc)) from None
+    finally:
+        os.close(dir_fd)
     return os.fdopen(fd, "wb")
 
 
