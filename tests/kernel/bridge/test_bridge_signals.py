@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers.kmes import bridge
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # signals, paths, modes: not the kernel
 
 
 def test_sigusr1_does_not_kill_the_bridge(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from tests.helpers.kmes import wait_for_socket
 from tests.helpers.paths import RINGTOOL, ROOT
 from tests.helpers.procs import run_ringtool, stop
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # signals, paths, modes: not the kernel
 
 ESC_NAME = "k\x1b[2J\x1b]0;owned\x07.sock"
 

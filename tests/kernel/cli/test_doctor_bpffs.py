@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers.bpffs import in_fresh_bpffs
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # signals, paths, modes: not the kernel
 
 
 def access_lines(setup: str = ":", mode: str | None = None) -> list[str]:

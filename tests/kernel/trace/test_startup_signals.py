@@ -19,7 +19,7 @@ from tests.helpers.procs import Lines, stop
 from tests.helpers.startup import FullFifo, wait_blocked_writing
 from tests.helpers.trace import told_json
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]  # signals, paths, modes: not the kernel
 
 
 @pytest.mark.parametrize("sig", [signal.SIGUSR1, signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
