@@ -25,7 +25,7 @@ from tests.helpers.paths import ROOT
 
 # Every pane command starts with `unset COLUMNS LINES`: pytest exports COLUMNS/LINES,
 # tmux passes them on, and rich would size the dashboard by them instead of the pane.
-RUN = f"unset COLUMNS LINES; cd {ROOT} && {sys.executable} -m ringtool.cli.main"
+RUN = f"unset COLUMNS LINES; cd {ROOT} && {sys.executable} -m ringtool"
 
 #: Skips a test where tmux is not installed.
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
