@@ -17,11 +17,17 @@ uninstall:
 trace: setup
 	$(VENV)/bin/ringtool trace $(ARGS)
 
+# The suite in parallel (pytest-xdist): the tests that load BPF programs stay on one
+# worker, one after another (tests/conftest.py puts them in one xdist group), the
+# rest is spread over the others. PARALLEL= runs everything in one process (the
+# emulated test VM does: one emulated CPU thread gains nothing from two workers).
+PARALLEL ?= -n auto --maxprocesses=4 --dist loadgroup
+
 test: setup
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest $(PARALLEL) $(ARGS)
 
 test-unit: setup
-	$(PY) -m pytest -m "not kernel" $(ARGS)
+	$(PY) -m pytest $(PARALLEL) -m "not kernel" $(ARGS)
 
 # The whole suite in a Debian 12 VM (root; builds the box once): see vagrant/README.md.
 # ARGS go to pytest in the VM (CI: ARGS='-m kernel').

@@ -35,6 +35,13 @@ def kernel_bpf_unavailable() -> str | None:
     return None
 
 
+def _parallel(config: pytest.Config) -> bool:
+    """True when pytest-xdist runs this session with workers (``-n N``, N > 0)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return False
+    return bool(getattr(config.option, "numprocesses", 0))
+
+
 #: Why a ``host_only`` test does not run in the test VM.
 HOST_ONLY = (
     "host_only: needs root but nothing of the kernel's version (packaging, the export "
@@ -60,6 +67,17 @@ def _cpu_affinity_kept() -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _parallel(config):
+        # Under pytest-xdist (`make test`), every test that loads BPF programs runs on
+        # one worker, one after another, as they always have: they pin CPUs, count
+        # wakeups, read machine-wide rings and tracepoints and compare costs, and two
+        # of them at once would see each other's programs and events. The rest (pure
+        # logic, hand-built rings, the NATS servers on their own ports) is spread over
+        # the other workers.
+        group = pytest.mark.xdist_group("kernel")
+        for item in items:
+            if "kernel" in item.keywords:
+                item.add_marker(group)
     if os.environ.get("RINGTOOL_VM") == "1":
         for item in items:
             if "host_only" in item.keywords:

@@ -252,7 +252,7 @@ main() {
     say "make test ARGS='$args' in the VM; log: $OUT/test.log"
     set +e
     timeout "${RINGTOOL_VM_TEST_TIMEOUT:-5400}" vagrant ssh -c \
-        "cd /vagrant && sudo RINGTOOL_VM=1 make test ARGS=$(printf %q "$args")" \
+        "cd /vagrant && sudo RINGTOOL_VM=1 make test PARALLEL= ARGS=$(printf %q "$args")" \
         >"$OUT/test.log" 2>&1 &
     wait $! # (in the background: a SIGTERM's trap runs now, not when the suite ends)
     TEST_STATUS=$?
