@@ -23,8 +23,7 @@ EPILOG = """\
 examples:
   ringtool export-stream nats://admin:admin-secret@broker:4222
   ringtool export-stream nats://admin:s@broker:4222 --max-age 604800 --max-bytes 50000000000
-  ringtool export-stream nats://n1:4222,nats://n2:4222,nats://n3:4222 --creds admin.creds \\
-      --replicas 3
+  ringtool export-stream nats://n1:4222,nats://n2:4222,nats://n3:4222 --creds admin.creds
 """
 
 
@@ -39,8 +38,9 @@ def register(subs: Any) -> None:
         help="nats://[user:pass@]HOST:PORT or tls://...; a cluster's servers separated by commas",
     )  # fmt: skip
     add_broker_args(p, "")
-    p.add_argument("--replicas", type=v.integer(1, 5), default=1, metavar="N",
-                   help="replicas of a new stream (1; 3 for a cluster of three)")  # fmt: skip
+    p.add_argument("--replicas", type=v.integer(1, 5), default=0, metavar="N",
+                   help="replicas of a new stream (default: 3 when URL names three or more "
+                   "servers, else 1; as trace --export)")  # fmt: skip
     p.add_argument(
         "--max-age", type=v.number(0, 100 * 365 * v.DAY_S, unit="seconds"), default=0.0,
         metavar="SECONDS", help="a new stream removes older events (0: never)",
@@ -53,12 +53,13 @@ def register(subs: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ringtool.export.config import default_replicas
     from ringtool.export.stream_setup import StreamSpec, run_setup
 
     spec = StreamSpec(
         url=args.url, stream=args.stream, subject_prefix=args.subject_prefix, creds=args.creds,
-        tls_ca=args.tls_ca, replicas=args.replicas, max_age_s=args.max_age,
-        max_bytes=args.max_bytes,
+        tls_ca=args.tls_ca, replicas=args.replicas or default_replicas(args.url),
+        max_age_s=args.max_age, max_bytes=args.max_bytes,
     )  # fmt: skip
     print(f"ringtool export-stream: {run_setup(spec)}")
     return 0
