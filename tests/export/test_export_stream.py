@@ -19,6 +19,7 @@ from ringtool.export.accounting import ExportCounters
 from ringtool.export.config import ExportConfig
 from ringtool.export.publisher import Publisher
 from ringtool.export.wire import Encoder, Origin
+from tests.helpers.cluster import nats_cluster
 from tests.helpers.collect import fleet_stream_config
 from tests.helpers.fleet_broker import as_user, export_stream, fleet_broker, url
 from tests.helpers.paths import RINGTOOL, ROOT
@@ -132,3 +133,14 @@ def _plain(server: NatsServer) -> Any:
 def _export_stream_url(broker: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*RINGTOOL, "export-stream", broker, *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_a_cluster_gets_three_replicas(tmp_path: Path) -> None:
+    """Given a three-node cluster's URL, the stream is made with three replicas (as
+    ``trace --export`` would), every one of them current."""
+    with nats_cluster(tmp_path / "cluster") as cluster:
+        done = _export_stream_url(cluster.url)
+        assert done.returncode == 0 and "3 replica(s)" in done.stdout, done
+        cluster.wait_current()
+        replicas = cluster.stream_cluster().replicas or []
+        assert len(replicas) == 2, replicas  # the leader and two others
