@@ -328,52 +328,47 @@ def _btf_members() -> Check:
     return Check("BTF members", True, shown, required=False)
 
 
-CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
-    _kernel_version,
-    _privileges,
-    _btf,
-    _bpf_maps,
-    _perf_event,
-    _ringbuf_overwrite,
-    _markers,
-    _tracefs,
-    _bpffs,
-    _bpffs_access,
-    _headers,
-    _bpf_sources,
-    _tracepoint_layouts,
-    _btf_members,
-    _bcc,
-    _kprobes,
-)
-
-
-_NEEDS_PRIVILEGE = {
-    "_bpf_maps",
-    "_perf_event",
-    "_ringbuf_overwrite",
-    "_markers",
-    "_bpffs_access",
-    "_bcc",
-    "_tracepoint_layouts",
-}
+#: Every check with the labels of the lines it gives (label, required) and whether it
+#: needs BPF privileges. A run without them gives the same labels: each check it could
+#: not do is one line per label saying so and why (``doctor`` as a user and as root
+#: list the same checks under the same names).
+CHECKS: tuple[tuple[Callable[[], Check | list[Check]], tuple[tuple[str, bool], ...], bool], ...] = (
+    (_kernel_version, (("kernel version", True),), False),
+    (_privileges, (("privileges", True),), False),
+    (_btf, (("kernel BTF", False),), False),
+    (_bpf_maps, (("bpf() maps", True),), True),
+    (_perf_event, (("perf_event_open", True),), True),
+    (_ringbuf_overwrite, (("ringbuf overwrite", False),), True),
+    (_markers, (("markers", False),), True),
+    (_tracefs, (("tracefs", True),), False),
+    (_bpffs, (("bpffs", False),), False),
+    (_bpffs_access, (("bpffs access", False),), True),
+    (_headers, (("kernel headers", True),), False),
+    (_bpf_sources, (("BPF sources", True),), False),
+    (_tracepoint_layouts, (("tracepoint layout", True), ("optional tracepoints", False)), True),
+    (_btf_members, (("BTF members", False),), False),
+    (_bcc, (("BCC", True),), True),
+    (_kprobes, (("kprobes", False),), False),
+)  # fmt: skip
 
 
 def run_checks() -> list[Check]:
-    """Run every check; never raises. Without privileges the checks that need them
-    are reported as failed with that reason instead of being attempted."""
+    """Run every check; never raises. Without privileges the checks that need them are
+    not attempted: each of their labels is a failed line saying so and why, with the
+    fix (the same labels as a privileged run)."""
     from ringtool.kernel.privileges import has_bpf_privileges
 
     privileged = has_bpf_privileges()
+    why = f"not tried: needs root or CAP_BPF+CAP_PERFMON (this is uid {os.geteuid()})"
     out = []
-    for check in CHECKS:
-        if not privileged and check.__name__ in _NEEDS_PRIVILEGE:
-            name = check.__name__.strip("_").replace("_", " ")
-            out.append(Check(name, False, "not tried: needs root", "run with sudo"))
+    for check, labels, needs_privilege in CHECKS:
+        if needs_privilege and not privileged:
+            out += [Check(name, False, why, "run with sudo", req) for name, req in labels]
             continue
         try:
             result = check()
             out.extend(result if isinstance(result, list) else [result])
         except Exception as exc:
-            out.append(Check(check.__name__.strip("_"), False, f"check crashed: {exc}"))
+            name, required = labels[0]
+            out.append(Check(name, False, f"check crashed: {exc}", required=required))
     return out

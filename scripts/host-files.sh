@@ -3,13 +3,16 @@
 # (so that `make uninstall` removes exactly what scripts/setup.sh installs):
 #   host-files.sh headers         where /lib/modules/$(uname -r)/build is missing, link
 #                                 Debian's generic headers there (+ a marker for doctor)
-#   host-files.sh install VENV    /usr/local/bin/ringtool -> VENV/bin/ringtool, the bash
-#                                 completion and the man page ringtool(1), and a marked
+#   host-files.sh install VENV    /usr/local/bin/ringtool -> VENV/bin/ringtool, the
+#                                 command ringtool-python (VENV's Python: ringtool, BCC
+#                                 and numpy for the library; `python3` has no ringtool),
+#                                 the bash completion, the man page ringtool(1), a marked
 #                                 block in /etc/bash.bashrc that loads bash-completion in
 #                                 interactive shells (where nothing loads it yet)
 #   host-files.sh uninstall VENV  remove all of the above: the header links only where
 #                                 the marker says setup made them, the command link only
-#                                 when it points into VENV
+#                                 when it points into VENV (ringtool-python: when it
+#                                 runs VENV's Python)
 # Every step is idempotent and says what it changed. RINGTOOL_PREFIX (default: none, /)
 # is put before every path, so that the tests can run it in a temporary directory;
 # RINGTOOL_BASHRC names the bash.bashrc to edit (default: $RINGTOOL_PREFIX/etc/bash.bashrc).
@@ -20,6 +23,8 @@ KREL="$(uname -r)"
 MODULES="$PREFIX/lib/modules"
 MARKER_NAME=".ringtool-linked-headers"
 BIN_LINK="$PREFIX/usr/local/bin/ringtool"
+PYTHON_CMD="$PREFIX/usr/local/bin/ringtool-python"
+PYTHON_CMD_TAG="# ringtool-python: the Python ringtool is installed in (scripts/host-files.sh)"
 COMPLETION="$PREFIX/etc/bash_completion.d/ringtool"
 MANPAGE="$PREFIX/usr/local/share/man/man1/ringtool.1"
 BASHRC="${RINGTOOL_BASHRC:-$PREFIX/etc/bash.bashrc}"
@@ -236,6 +241,27 @@ link_command() {  # VENV: `ringtool` on root's PATH (and sudo's secure_path)
     say "linked $BIN_LINK -> $entry"
 }
 
+python_script() {  # VENV > stdout: ringtool-python's text. A script, not a link: a
+    # link to VENV/bin/python (itself a link to /usr/bin/python3) would start Python
+    # outside the venv (it finds pyvenv.cfg beside the path it was started as).
+    printf '#!/bin/sh\n%s\nexec %q "$@"\n' "$PYTHON_CMD_TAG" "$1/bin/python"
+}
+
+python_command() {  # VENV: `ringtool-python` on root's PATH, for the library's examples
+    local tmp
+    if [[ -e "$PYTHON_CMD" || -L "$PYTHON_CMD" ]] && ! grep -qxF "$PYTHON_CMD_TAG" "$PYTHON_CMD" 2>/dev/null; then
+        say "left $PYTHON_CMD alone: setup did not make it"
+        return 0
+    fi
+    tmp="$(mktemp)"
+    TMP_FILES+=("$tmp")
+    python_script "$1" > "$tmp"
+    cmp -s "$tmp" "$PYTHON_CMD" && return 0
+    mkdir -p "$(dirname "$PYTHON_CMD")"
+    install -m 0755 "$tmp" "$PYTHON_CMD"
+    say "installed $PYTHON_CMD (runs $1/bin/python)"
+}
+
 install_files() {  # VENV
     local venv="$1"
     # Shell completion and the man page ringtool(1), generated from the CLI's own parser
@@ -244,6 +270,7 @@ install_files() {  # VENV
     install_generated "$MANPAGE" "$venv/bin/python" -m ringtool --print-manpage
     enable_completion
     link_command "$venv"
+    python_command "$venv"
 }
 
 uninstall_files() {  # VENV
@@ -254,6 +281,14 @@ uninstall_files() {  # VENV
             say "removed $BIN_LINK"
         else
             say "left $BIN_LINK alone: it points at $(readlink "$BIN_LINK"), not $entry"
+        fi
+    fi
+    if [[ -f "$PYTHON_CMD" && ! -L "$PYTHON_CMD" ]]; then
+        if cmp -s "$PYTHON_CMD" <(python_script "$1"); then
+            rm -f "$PYTHON_CMD"
+            say "removed $PYTHON_CMD"
+        else
+            say "left $PYTHON_CMD alone: it does not run $1/bin/python"
         fi
     fi
     for path in "$COMPLETION" "$MANPAGE"; do

@@ -73,6 +73,12 @@ def _collect(subs: Any) -> None:
     collect.register(subs)
 
 
+def _export_stream(subs: Any) -> None:
+    from ringtool.cli import export_stream
+
+    export_stream.register(subs)
+
+
 def _doctor(subs: Any) -> None:
     from ringtool.cli import doctor
 
@@ -93,6 +99,7 @@ SUBCOMMANDS: dict[str, Register] = {
     "bridge": _bridge,
     "kmes-read": _kmes_read,
     "collect": _collect,
+    "export-stream": _export_stream,
     "doctor": _doctor,
     "mark": _mark,
 }

@@ -101,7 +101,8 @@ async def _probe(js: Any, cfg: ExportConfig, probe: str) -> bool:
     except (TimeoutError, NatsTimeout):
         raise StreamNotReady(f"stream {cfg.stream}: no answer to a publish on {probe} within "
                              f"{API_TIMEOUT_S:.0f} s; if the stream does not exist, create it "
-                             "with a user allowed to (docs/fleet.md)") from None  # fmt: skip
+                             "as the broker's admin: ringtool export-stream (docs/fleet.md)"
+                             ) from None  # fmt: skip
     return True  # stored: cannot be (no stream is at sequence 2**64-1)
 
 
@@ -121,8 +122,8 @@ async def _ensure(nc: Any, cfg: ExportConfig, on_note: Callable[[str], None]) ->
     except NatsTimeout:  # no right to ask (docs/fleet.md's hosts have none)
         raise StreamNotReady(
             f"no stream takes {probe} and no answer to stream info within "
-            f"{API_TIMEOUT_S:.0f} s: if stream {cfg.stream} does not exist, create it with "
-            "a user allowed to (docs/fleet.md)"
+            f"{API_TIMEOUT_S:.0f} s: if stream {cfg.stream} does not exist, create it as "
+            "the broker's admin: ringtool export-stream (docs/fleet.md)"
         ) from None
     except NotFoundError:
         try:
@@ -137,7 +138,8 @@ async def _ensure(nc: Any, cfg: ExportConfig, on_note: Callable[[str], None]) ->
             raise _not_ready(exc, f"cannot create stream {cfg.stream}{hint}") from None
         except NatsTimeout:
             raise ExportError(f"stream {cfg.stream} does not exist and no answer to creating "
-                              "it: create it with a user allowed to (docs/fleet.md)"
+                              "it: create it as the broker's admin: ringtool export-stream "
+                              "(docs/fleet.md)"
                               ) from None  # fmt: skip
         copies = f", {cfg.stream_replicas} replicas" if cfg.stream_replicas > 1 else ""
         on_note(f"export: created stream {cfg.stream} (subjects {cfg.all_subjects}, file "

@@ -1,6 +1,6 @@
 """A real nats-server run with exactly docs/fleet.md's configuration block (one user
-per host, the collector's own user), its stream made by the admin user with the
-guide's stream configuration, and ways to act as each user of that block."""
+per host, the collector's own user), its stream made by the admin user as the guide
+says (``ringtool export-stream``), and ways to act as each user of that block."""
 
 from __future__ import annotations
 
@@ -12,27 +12,28 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.collect import FLEET_USERS, Msg, fleet_conf, fleet_stream_config
+from tests.helpers.collect import FLEET_USERS, Msg, fleet_conf
 from tests.helpers.paths import RINGTOOL, ROOT
 from tests.helpers.servers import NatsServer, nats_server
 
 
 @contextlib.contextmanager
 def fleet_broker(tmp_path: Path, *, stream: bool = True) -> Iterator[NatsServer]:
-    """nats-server with docs/fleet.md's block; the stream made by its admin user from
-    the guide's JSON configuration (``stream=False``: none)."""
+    """nats-server with docs/fleet.md's block; the stream made by its admin user with
+    ``ringtool export-stream`` (``stream=False``: none)."""
     conf = tmp_path / "nats.conf"
     conf.write_text(fleet_conf())
     with nats_server(tmp_path / "nats", conf=conf) as server:
         if stream:
-
-            async def make(nc: Any) -> None:
-                reply = await nc.request("$JS.API.STREAM.CREATE.RINGTOOL",
-                                         fleet_stream_config(), timeout=10)  # fmt: skip
-                assert "error" not in json.loads(reply.data), reply.data
-
-            as_user(server, "admin", make)
+            made = export_stream(server, "admin")
+            assert made.returncode == 0 and "created stream" in made.stdout, made
         yield server
+
+
+def export_stream(server: NatsServer, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``ringtool export-stream ARGS`` as ``user``, finished."""
+    return subprocess.run([*RINGTOOL, "export-stream", url(server, user), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
 
 
 def url(server: NatsServer, user: str) -> str:
@@ -100,5 +101,5 @@ def stream_messages(server: NatsServer) -> int:
     return int(as_user(server, "admin", count)[0])
 
 
-__all__ = ["as_user", "collect", "collect_run", "fleet_broker", "publish", "stream_messages",
-           "url"]  # fmt: skip
+__all__ = ["as_user", "collect", "collect_run", "export_stream", "fleet_broker", "publish",
+           "stream_messages", "url"]  # fmt: skip

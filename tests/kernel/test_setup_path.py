@@ -3,8 +3,9 @@ root's login PATH and runs, so the README's examples work as written. The real s
 runs in a private mount namespace whose /usr/local/bin, /etc/bash_completion.d and
 /usr/local/share/man are empty tmpfs and whose /etc/bash.bashrc is a copy: the paths
 are the real ones, the host's files are not touched. A fresh interactive root shell
-then has ringtool's completion. (Removal by ``make uninstall``:
-tests/unit/test_host_files.py.)"""
+then has ringtool's completion, and ``ringtool-python`` imports ringtool, BCC and numpy
+(the library's examples: Debian's ``python3`` has no ringtool). (Removal by ``make
+uninstall``: tests/unit/test_host_files.py.)"""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ echo "link=$(readlink /usr/local/bin/ringtool)"
 echo "version=$(bash -lc 'ringtool --version')"
 bash -lc 'ringtool doctor' >&2 && echo doctor=ok
 echo "sudo=$(sudo -n ringtool --version)"
+echo "python=$(cd / && bash -lc 'ringtool-python -c "import bcc, numpy, ringtool; print(1)"')"
 find /etc/bash_completion.d /usr/local/share/man -type f | sed 's/^/file=/'
 mkdir "$work/home"
 env -i HOME="$work/home" TERM=dumb PATH=/usr/bin:/bin bash -ic 'complete -p ringtool' \\
@@ -59,6 +61,7 @@ def test_setup_puts_ringtool_on_roots_login_path() -> None:
     assert seen["version"][0].startswith("ringtool "), seen
     assert seen["doctor"] == ["ok"]
     assert seen["sudo"] == seen["version"]  # setup installs sudo; its secure_path has it
+    assert seen["python"] == ["1"]  # ringtool-python: the library's examples run with it
     assert "ringtool" in seen["complete"][0]  # a fresh interactive root shell has it
     assert sorted(seen["file"]) == [
         "/etc/bash_completion.d/ringtool",

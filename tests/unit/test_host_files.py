@@ -14,6 +14,8 @@ from tests.helpers.host_files import SCRIPT, VENV, host_files
 from tests.helpers.paths import ROOT
 
 KREL = os.uname().release
+#: The environment without PYTHONPATH: what a user's shell has.
+NO_PYTHONPATH = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 HEADERS = "usr/src/linux-headers-6.1.0-99-amd64"
 
 
@@ -37,13 +39,14 @@ def prefix(tmp_path: Path) -> Path:
 
 def test_setup_steps_then_uninstall_leave_nothing(prefix: Path) -> None:
     said = host_files(prefix, "headers") + host_files(prefix, "install", str(VENV))
-    assert "linked fallback headers" in said and "linked" in said.splitlines()[-1]
+    assert "linked fallback headers" in said and "linked" in said.splitlines()[-2]
     modules = f"lib/modules/{KREL}"
     installed = {
         f"{modules}/build",
         f"{modules}/source",
         f"{modules}/.ringtool-linked-headers",
         "usr/local/bin/ringtool",
+        "usr/local/bin/ringtool-python",
         "etc/bash_completion.d/ringtool",
         "usr/local/share/man/man1/ringtool.1",
     }
@@ -53,11 +56,16 @@ def test_setup_steps_then_uninstall_leave_nothing(prefix: Path) -> None:
     assert os.readlink(prefix / modules / "build") == str(prefix / HEADERS)
     version = subprocess.run([str(link), "--version"], capture_output=True, text=True)
     assert version.stdout.startswith("ringtool "), version
+    # ringtool-python: the venv's Python, from any directory (the library's examples)
+    py = prefix / "usr/local/bin/ringtool-python"
+    lib = subprocess.run([str(py), "-c", "import bcc, numpy, ringtool, sys; print(sys.prefix)"],
+                         capture_output=True, text=True, cwd="/", env=NO_PYTHONPATH)  # fmt: skip
+    assert lib.returncode == 0 and lib.stdout.strip() == str(VENV), lib.stderr
     # a second setup changes nothing and says nothing
     assert host_files(prefix, "headers") + host_files(prefix, "install", str(VENV)) == ""
     said = host_files(prefix, "uninstall", str(VENV))
     assert files_under(prefix) == set(), said
-    assert len(said.splitlines()) == 4  # the link, completion, man page, header links
+    assert len(said.splitlines()) == 5  # 2 commands, completion, man page, header links
     assert host_files(prefix, "uninstall", str(VENV)) == ""
 
 
@@ -67,8 +75,13 @@ def test_what_setup_did_not_make_is_left_alone(prefix: Path, tmp_path: Path) -> 
     own = prefix / "usr/local/bin/ringtool"
     own.parent.mkdir(parents=True)
     own.write_text("#!/bin/sh\n")  # e.g. a system-wide `pip install .`
+    own_py = prefix / "usr/local/bin/ringtool-python"
+    own_py.write_text('#!/bin/sh\nexec python3 "$@"\n')  # someone else's
     said = host_files(prefix, "headers") + host_files(prefix, "install", str(VENV))
     assert "left" in said and own.read_text() == "#!/bin/sh\n"
+    assert f"left {own_py} alone" in said
+    assert host_files(prefix, "uninstall", str(VENV)).count("left") == 1  # ringtool-python
+    own_py.unlink()
     own.unlink()
     own.symlink_to(tmp_path / "other-checkout" / ".venv" / "bin" / "ringtool")
     said = host_files(prefix, "uninstall", str(VENV))

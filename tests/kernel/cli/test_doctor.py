@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli_values import AS_NOBODY
 from tests.helpers.paths import RINGTOOL, ROOT
 
 pytestmark = pytest.mark.kernel
@@ -32,6 +33,35 @@ def test_doctor_as_nobody_fails_with_fixes_and_no_traceback() -> None:
     assert res.returncode == 1
     assert "Traceback" not in res.stdout + res.stderr
     assert "✗ privileges" in res.stdout and "fix: run with sudo" in res.stdout
+
+
+def _labels(stdout: str) -> list[str]:
+    """The check labels of doctor's lines, in order, each once (a check may give
+    several lines under one label: one per tracepoint layout)."""
+    labels: list[str] = []
+    for ln in stdout.splitlines():
+        if ln[:2] in ("✓ ", "✗ ", "- "):
+            label = ln[2:].split("  ")[0].strip()
+            if label not in labels:
+                labels.append(label)
+    return labels
+
+
+def test_doctor_as_nobody_has_the_labels_of_root() -> None:
+    """A user's run lists every check of root's run under the same label, in the same
+    order; the checks it could not do say so and why, with the fix."""
+    root = subprocess.run([*RINGTOOL, "doctor"], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)  # fmt: skip
+    user = subprocess.run([*AS_NOBODY, *RINGTOOL, "doctor"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)  # fmt: skip
+    assert root.returncode == 0 and user.returncode == 1, root.stdout + user.stdout
+    assert _labels(user.stdout) == _labels(root.stdout), (root.stdout, user.stdout)
+    lines = user.stdout.splitlines()
+    not_done = [i for i, ln in enumerate(lines) if "not tried" in ln]
+    assert len(not_done) >= 5, user.stdout  # maps, perf, overwrite, markers, BCC, ...
+    for i in not_done:
+        assert "needs root or CAP_BPF+CAP_PERFMON" in lines[i], lines[i]
+        assert lines[i + 1].strip() == "fix: run with sudo", user.stdout
 
 
 def test_doctor_reports_each_tracepoint_layout_choice() -> None:

@@ -23,6 +23,7 @@ MODULES = {
     "bridge": "ringtool.cli.bridge",
     "kmes-read": "ringtool.cli.kmes_read",
     "collect": "ringtool.cli.collect",
+    "export-stream": "ringtool.cli.export_stream",
     "doctor": "ringtool.cli.doctor",
     "mark": "ringtool.cli.mark",
     "bench": "ringtool.bench.command",
