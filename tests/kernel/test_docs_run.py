@@ -11,7 +11,9 @@ import pytest
 from tests.helpers.docs_run import expected_outputs, pages, run_page
 from tests.helpers.paths import ROOT
 
-pytestmark = [pytest.mark.kernel, pytest.mark.slow]
+# host_only: the commands as a reader types them; what depends on the kernel is
+# tested on every kernel by the tests of each command.
+pytestmark = [pytest.mark.kernel, pytest.mark.slow, pytest.mark.host_only]
 
 
 def test_the_pages_people_start_from_have_runnable_blocks() -> None:
