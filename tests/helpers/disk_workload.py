@@ -7,7 +7,7 @@ own (``python -m tests.helpers.disk_workload DEVICE COMM``): ``O_DIRECT`` writes
 :data:`READ_SIZE` at :data:`READS` offsets, each waited for (one request each: no
 plug merges them, no page cache reads ahead); it reports its pid and every call's
 offset, size and result, and the device's own counters (/sys/block/NAME/stat) are
-read before and after it.
+read before and after it (after udev, where it runs, has settled).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import ctypes
 import json
 import mmap
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -42,9 +43,18 @@ def loop_device(tmp: Path) -> Iterator[str]:
     dev = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60).stdout
     dev = dev.strip()
     try:
+        settle()
         yield dev
     finally:
         subprocess.run(["losetup", "-d", dev], check=False, capture_output=True, timeout=60)
+
+
+def settle() -> None:
+    """Where udev runs, wait for its queue to empty: it probes a new device (blkid's
+    reads), and again when a writer closes it (its inotify watch), and those reads
+    must fall outside, or wholly inside, what a test counts."""
+    if shutil.which("udevadm"):
+        subprocess.run(["udevadm", "settle", "--timeout=60"], check=False, timeout=90)
 
 
 def device_stat(dev: str) -> dict[str, int]:
@@ -72,6 +82,7 @@ def run_io(dev: str, comm: str) -> dict[str, Any]:
     out = subprocess.run(
         argv, cwd=ROOT, check=True, capture_output=True, text=True, timeout=120
     ).stdout
+    settle()
     after = device_stat(dev)
     report: dict[str, Any] = json.loads(out)
     report["stat"] = {k: after[k] - before[k] for k in after}
