@@ -113,6 +113,23 @@ def test_filters_apply_to_the_issuer(tmp_path: Path, flag: str) -> None:
     assert hist["count"] == WRITES + READS, hist
 
 
+def test_queue_time_of_requests_through_a_scheduler(tmp_path: Path) -> None:
+    """Under mq-deadline every request is inserted (block_rq_insert) before it is
+    issued: its queue time is the time between, never 0 (the insert's program alone
+    runs after its clock read); the service time is still the device's."""
+    comm = unique_comm()
+    with loop_device(tmp_path) as dev:
+        sched = Path(f"/sys/block/{Path(dev).name}/queue/scheduler")
+        if "mq-deadline" not in sched.read_text():
+            pytest.skip(f"this kernel has no mq-deadline scheduler: {sched.read_text()!r}")
+        sched.write_text("mq-deadline")
+        numbers = device_numbers(dev)
+        report, events = run_traced(dev, comm, "-c", comm)
+    disk = on_device(events, numbers)
+    check_the_workload(report, disk, dev, comm)
+    assert len(disk) == WRITES + READS and all(e["queue_us"] > 0 for e in disk), disk
+
+
 def biolatency_slots(out: list[str], disk: str) -> dict[int, int]:
     """biolatency -D's histogram of ``disk``: ``{low_us: count}`` of its log2 slots."""
     slots: dict[int, int] = {}
