@@ -82,8 +82,8 @@ class EventType:
     :data:`EVENT_RECORD` (the default), :data:`NET_RECORD` (net packets: perf samples
     of their own, :class:`ringtool.event.records.NetRecords`), or another RINGBUF record
     of ``struct trace_event``'s size that ends in ``pad`` (tcp: ``trace_tcp``, disk:
-    ``trace_disk``), whose
-    records are viewed as it (:data:`ringtool.event.layout.RECORD_STRUCTS`)."""
+    ``trace_disk``), whose records are viewed as it
+    (:data:`ringtool.event.layout.RECORD_STRUCTS`)."""
 
     name: str
     source: str

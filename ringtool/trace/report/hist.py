@@ -1,7 +1,8 @@
-"""Syscall latency histograms as bcc's tools print them (``--hist``) and as one-line
-sparklines (the dashboard's drill-down).
+"""Syscall latency histograms, and the disk source's service times per block device,
+as bcc's tools print them (``--hist``) and as one-line sparklines (the dashboard's
+drill-down).
 
-The syscalls source counts latencies in log-linear buckets
+The syscalls and disk sources count latencies in log-linear buckets
 (:mod:`ringtool.trace.reading.latency_buckets`); the rows and sparklines merge them into log2
 slots of nanoseconds (``bpf_log2l``): slot ``s`` >= 1 holds latencies in
 ``[2**(s-1), 2**s)``, slot 0 a latency of 0. The ranges are printed as bcc's
