@@ -9,7 +9,7 @@
  * natural alignment, no bit fields, C block comments only.
  *
  * Records go to the per-CPU RINGBUF group of bpf/percpu_ringbuf.h (exec, exit, fork,
- * open, slow syscalls, tcp) or, for net, to a PERF_EVENT_ARRAY with the packet bytes
+ * open, slow syscalls, tcp, disk) or, for net, to a PERF_EVENT_ARRAY with the packet bytes
  * appended by the kernel (BPF_F_CTXLEN_MASK).
  *
  * Filters arrive as -D constants (ringtool/trace/reading/filters.py builds them):
@@ -46,6 +46,7 @@
 #define TRACE_NET 6
 #define TRACE_MARK 7  /* `ringtool mark TEXT`: data = the text (bpf/trace_mark.bpf.c) */
 #define TRACE_TCP 8   /* a TCP connection's life, at its close: a struct trace_tcp */
+#define TRACE_DISK 10 /* a block I/O request, at its completion: a struct trace_disk */
 
 /* open, exec: the syscall an event came from (`call`); ringtool/event/layout.py names
  * them (TRACE_CALL_OPENAT -> "openat"). Numbers of ringtool's own, the same on every
@@ -113,6 +114,26 @@ struct trace_tcp {
     u8 pad[TRACE_TCP_PAD];
 };
 
+/* disk (bpf/trace_disk.c): one block I/O request, emitted at its completion. A RINGBUF
+ * record of struct trace_event's size (`pad`), like trace_tcp; the header's task
+ * fields are the task that issued the request (see trace_disk.c), ts and cpu those
+ * of the completion. */
+#define TRACE_RWBS_LEN 16
+#define TRACE_DISK_PAD 236
+struct trace_disk {
+    struct trace_hdr h;
+    u64 sector;                  /* the first 512-byte sector */
+    u64 queue_ns;                /* block_rq_insert -> block_rq_issue (0: not inserted) */
+    u64 service_ns;              /* block_rq_issue -> block_rq_complete */
+    u32 uid;                     /* the issuer's real uid and gid */
+    u32 gid;
+    u32 dev;                     /* the kernel's dev_t: major << 20 | minor */
+    u32 bytes;                   /* the request's size at its issue */
+    s32 error;                   /* the completion's: 0, or a -errno */
+    char rwbs[TRACE_RWBS_LEN];   /* the operation and flags as blktrace's letters ("WS") */
+    u8 pad[TRACE_DISK_PAD];
+};
+
 /* net (TC, PERF_EVENT_ARRAY): followed by `captured` packet bytes from the MAC header. */
 struct trace_net {
     struct trace_hdr h;
@@ -136,6 +157,8 @@ _Static_assert(sizeof(struct trace_event) == TRACE_EVENT_SIZE,
 #endif
 _Static_assert(sizeof(struct trace_tcp) == sizeof(struct trace_event),
                "struct trace_tcp: a RINGBUF record is a struct trace_event's size (TRACE_TCP_PAD)");
+_Static_assert(sizeof(struct trace_disk) == sizeof(struct trace_event),
+               "struct trace_disk: a RINGBUF record is a struct trace_event's size (TRACE_DISK_PAD)");
 #ifdef TRACE_NET_SIZE
 _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
                "struct trace_net differs from ringtool/event/layout.py");

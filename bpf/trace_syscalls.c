@@ -38,6 +38,7 @@
  */
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
+#include "trace_lat.h"
 
 #ifndef TRACE_HAVE_TASK_STORAGE
 #error "trace_syscalls.c: compile with ringtool's kernel feature cflags (programs/kernel_features.py)"
@@ -47,30 +48,12 @@
 #define TRACE_SLOW_NS 100000000ULL
 #endif
 
-#ifndef TRACE_LAT_SUB_BITS
-#define TRACE_LAT_SUB_BITS 5
-#endif
-#ifndef TRACE_LAT_KEY_BITS
-#define TRACE_LAT_KEY_BITS 11
-#endif
 #ifndef TRACE_LAT_NRS
 #define TRACE_LAT_NRS 512
 #endif
 #ifndef TRACE_LAT_FAST_BUCKETS
 #define TRACE_LAT_FAST_BUCKETS 1024
 #endif
-
-/* The log-linear bucket of `v` ns: v itself below 2^SUB_BITS, else (with
- * m = floor(log2 v)) ((m - SUB_BITS + 1) << SUB_BITS) | the SUB_BITS bits after the
- * leading one. No loop, no float: bpf_log2l is BCC's branch-free log2 (+1). */
-static __always_inline u64 lat_bucket(u64 v)
-{
-    if (v < (1ULL << TRACE_LAT_SUB_BITS))
-        return v;
-    u64 m = bpf_log2l(v) - 1;
-    u64 sub = (v >> (m - TRACE_LAT_SUB_BITS)) & ((1ULL << TRACE_LAT_SUB_BITS) - 1);
-    return ((m - TRACE_LAT_SUB_BITS + 1) << TRACE_LAT_SUB_BITS) | sub;
-}
 
 struct sys_start {
     u64 ts;

@@ -25,7 +25,10 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   64 iterations);
 * ``trace-startup``: seconds from starting ``ringtool trace --json`` to its first
   event line on stdout, the producer already running (``ready_s``: to the sources
-  being attached).
+  being attached);
+* ``trace-source-cost``, per RINGBUF source: its programs' runs, average ns, CPU share
+  and BPF ns per event, every source traced at once under a mixed load
+  (:mod:`ringtool.bench.trace_sources`).
 
 Only numbers; nothing here is asserted.
 """
@@ -49,6 +52,7 @@ from ringtool.bench.trace_proc import (
     run_loop,
     task_cpu_ns,
 )
+from ringtool.bench.trace_sources import source_cost
 from ringtool.kernel.privileges import require_bpf_privileges
 
 PRODUCER_CPU = 0
@@ -233,6 +237,8 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
         rows.append(overhead(binary, secs))
         rows.append(idle(binary, secs))
         rows.append(startup(binary))
+        rows.extend(source_cost(binary, secs, tmp, producer_cpu=PRODUCER_CPU,
+                                trace_cpu=TRACE_CPU))  # fmt: skip
     return rows
 
 

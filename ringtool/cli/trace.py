@@ -48,6 +48,7 @@ examples:
   sudo ringtool trace --events exec -p 1234    # exec/exit/fork of one process
   sudo ringtool trace --events open -x -u 1000 # failed opens of uid 1000
   sudo ringtool trace --events exec -x         # failed exec attempts
+  sudo ringtool trace --events disk --hist     # block I/O, then latency per device
   sudo ringtool trace --cgroup /sys/fs/cgroup/system.slice/docker-ID.scope  # a container
   sudo ringtool trace --events net -i eth0 --snaplen 128 --pcap out.pcapng
   sudo ringtool trace --json --ordered --window-us 500   # merged in timestamp order
@@ -101,7 +102,7 @@ def register(subs: Any) -> None:
         "--failed",
         action="store_true",
         help="failed calls only: opens and exec attempts that failed, TCP connections "
-        "that never reached ESTABLISHED",
+        "that never reached ESTABLISHED, disk requests completed with an error",
     )
     p.add_argument(
         "-d", "--duration", type=v.number(above=0, hi=v.DURATION_MAX_S, unit="seconds"),
@@ -212,11 +213,12 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--force lets --pcap overwrite a file: add --pcap FILE")
     if args.window_us is not None and not args.ordered:
         raise UsageError("--window-us needs --ordered")
-    if args.hist and "syscalls" not in events_of(args):
-        raise UsageError("--hist shows the syscalls source's histograms: add syscalls to --events")
-    if args.failed and not {"open", "exec", "tcp"} & set(events_of(args)):
-        raise UsageError("-x/--failed selects failed opens, execs and TCP connections: add "
-                         "open, exec or tcp to --events")  # fmt: skip
+    if args.hist and not {"syscalls", "disk"} & set(events_of(args)):
+        raise UsageError("--hist shows the syscalls and disk sources' histograms: add "
+                         "syscalls or disk to --events")  # fmt: skip
+    if args.failed and not {"open", "exec", "tcp", "disk"} & set(events_of(args)):
+        raise UsageError("-x/--failed selects failed opens, execs, TCP connections and disk "
+                         "requests: add open, exec, tcp or disk to --events")  # fmt: skip
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
     check_growth(args)

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import orjson
 
-from ringtool.event import calls, exec_data, tcp_data
+from ringtool.event import calls, disk_data, exec_data, tcp_data
 from ringtool.event.fields import PROTOS, Field
 
 Array = np.ndarray[Any, Any]
@@ -285,6 +285,14 @@ def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], s
         return [tcp_data.state_names(m) for m in col.tolist()]
     if kind == "tcp_failed":
         return [tcp_data.failed(m) for m in col.tolist()]
+    if kind == "blk_dev":
+        return _named(col, disk_data.dev_text)
+    if kind == "blk_disk":
+        return _named(col, disk_data.disk_name)
+    if kind == "blk_op":
+        return [disk_data.op(r) for r in cstrings(col).values]
+    if kind == "blk_sync":
+        return [disk_data.sync(r) for r in cstrings(col).values]
     raise ValueError(f"field {f.key}: unknown kind {kind!r}")
 
 

@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ringtool.event import open_flags, tcp_data
+from ringtool.event import open_flags, safe_text, tcp_data
 from ringtool.event.decode import Event
 from ringtool.event.registry import BY_NAME, EVENT_TYPES
 
@@ -79,6 +79,20 @@ def _rest_tcp(c: Columns) -> list[str]:
     ]  # fmt: skip
 
 
+def _rest_disk(c: Columns) -> list[str]:
+    """``loop0 (7:0) write WS 4096 B @8 0.1 ms q=0.0 ms``: the device (its name where
+    /sys knows it), the operation and its letters, the bytes and first sector, the
+    service time and the queue time; a failed one ``= -errno``. Reads the keys of the
+    registry's entry (its ``detail.reads``), in their order."""
+    return [
+        (f"{safe_text.printable(name)} ({dev})" if name else dev)
+        + f" {op} {safe_text.printable(rwbs)} {n} B @{sector} {us / 1000:.3f} ms"
+        + f" q={q / 1000:.3f} ms" + (f" = {err}" if err else "")
+        for name, dev, op, rwbs, n, sector, us, q, err
+        in zip(*(c[k] for k in BY_NAME["disk"].detail.reads), strict=True)
+    ]  # fmt: skip
+
+
 def _rest_net(c: Columns) -> list[str]:
     return [
         f"{d[:3]} {proto} {src}:{sport} > {dst}:{dport} len={n}"
@@ -94,6 +108,7 @@ def _rest_net(c: Columns) -> list[str]:
 _REST: dict[str, Callable[[Columns], list[str]]] = {
     "exec": _rest_exec, "open": _rest_open, "exit": _rest_exit, "fork": _rest_fork,
     "syscall": _rest_syscall, "mark": _rest_mark, "net": _rest_net, "tcp": _rest_tcp,
+    "disk": _rest_disk,
 }  # fmt: skip
 
 #: Per type: the key of its file name (None: no file name), the rest of its detail,

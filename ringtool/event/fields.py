@@ -38,9 +38,14 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
 * ``flag``: ``True`` when the column is non-zero;
 * ``tcp_states``: the names of the TCP states whose bits the column has
   (``["ESTABLISHED", "SYN_SENT", ...]``, :mod:`ringtool.event.tcp_data`);
-* ``tcp_failed``: ``True`` when those states lack ESTABLISHED.
+* ``tcp_failed``: ``True`` when those states lack ESTABLISHED;
+* ``blk_dev``: a kernel ``dev_t`` as ``"major:minor"``; ``blk_disk``: the name of
+  that block device (``loop0``), ``""`` where /sys/dev/block has none;
+* ``blk_op``: the operation of blktrace's ``rwbs`` letters (``read``, ``write``,
+  ``flush``, ``discard``, ...); ``blk_sync``: ``True`` when they have ``S``
+  (:mod:`ringtool.event.disk_data`).
 
-A type whose records are a struct of their own (tcp: ``struct trace_tcp``,
+A type whose records are a struct of their own (tcp: ``struct trace_tcp``, disk,
 :data:`ringtool.event.layout.RECORD_STRUCTS`) names that struct's fields.
 
 ``uid``/``gid`` (the task's real ids) are common to every RINGBUF event type; net

@@ -23,7 +23,8 @@ from ringtool.event.safe_text import printable
 
 #: Kinds whose value is a function of the field's own column (see fields.py).
 COLUMN_ONLY = frozenset(("int", "syscall", "latency_us", "truncated", "low32", "high32", "call",
-                         "ip", "flag", "tcp_states", "tcp_failed"))  # fmt: skip
+                         "ip", "flag", "tcp_states", "tcp_failed", "blk_dev", "blk_disk",
+                         "blk_op", "blk_sync"))  # fmt: skip
 
 
 def group_values(

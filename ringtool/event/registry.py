@@ -81,8 +81,9 @@ class EventType:
     struct of its records, whose members its fields' columns are:
     :data:`EVENT_RECORD` (the default), :data:`NET_RECORD` (net packets: perf samples
     of their own, :class:`ringtool.event.records.NetRecords`), or another RINGBUF record
-    of ``struct trace_event``'s size that ends in ``pad`` (tcp: ``trace_tcp``), whose
-    records are viewed as it (:data:`ringtool.event.layout.RECORD_STRUCTS`)."""
+    of ``struct trace_event``'s size that ends in ``pad`` (tcp: ``trace_tcp``, disk:
+    ``trace_disk``), whose records are viewed as it
+    (:data:`ringtool.event.layout.RECORD_STRUCTS`)."""
 
     name: str
     source: str
@@ -199,6 +200,21 @@ EVENT_TYPES: tuple[EventType, ...] = (
             BtfMember("sock.sk_err", 4, "TRACE_SOCK_ERR_OFF"),
         ))]),
         record="trace_tcp",
+    ),
+    EventType(
+        "disk", "disk",
+        (Field("dev", "dev", "blk_dev"), Field("disk", "dev", "blk_disk"),
+         Field("op", "rwbs", "blk_op"), Field("sync", "rwbs", "blk_sync"),
+         Field("rwbs", "rwbs", "str"), Field("sector", "sector", "int"),
+         Field("bytes", "bytes", "int"), Field("queue_us", "queue_ns", "latency_us"),
+         Field("service_us", "service_ns", "latency_us"), Field("error", "error", "int")),
+        Detail(None, ("disk", "dev", "op", "rwbs", "bytes", "sector", "service_us", "queue_us",
+                      "error")),
+        panels=frozenset({RECENT}),
+        # the issuer's header from the task; block_io_start (6.5 on): the submitter
+        needs=KernelNeeds.union([TASK_HEADER, KernelNeeds(optional=(OptionalTracepoints(
+            "block", ("block_io_start",), "TRACE_HAVE_BLOCK_IO_START"),))]),
+        record="trace_disk",
     ),
 )  # fmt: skip
 

@@ -31,6 +31,7 @@ from ringtool.trace.held_writes import HeldWrites
 from ringtool.trace.outputs import RunConfig, close_sinks, make_output, open_sinks
 from ringtool.trace.reading.cost import CostSampler
 from ringtool.trace.reading.filters import NameFilter
+from ringtool.trace.reading.hist_maps import disk_hists
 from ringtool.trace.reading.ordered import OrderedReader
 from ringtool.trace.reading.session import TraceOptions, TraceSession
 from ringtool.trace.report.stats import TraceStats
@@ -190,6 +191,7 @@ def _tick(
         lost_cpu=session.lost_per_cpu(),
         overwritten=session.overwritten(),
         syscall_hist=session.syscall_hist(),
+        disk_hist=disk_hists(session.sources.get("disk")),
         drill=(drill, session.drill_hist()),
     )
 

@@ -1,4 +1,5 @@
-"""Reading the syscalls source's latency histogram maps (bpf/trace_syscalls.c).
+"""Reading the syscalls source's latency histogram maps (bpf/trace_syscalls.c), and the
+disk source's (bpf/trace_disk.c: one hash, keyed by device as ``sys_hist`` by syscall).
 
 Most latencies are counted in ``sys_lat``, an mmapable ARRAY indexed
 ``nr * FAST_BUCKETS + bucket`` (:class:`LatencyArray`: read from its mapping, no
@@ -52,6 +53,13 @@ def read_hists(table: Any, pid: int | None = None, into: Hists | None = None) ->
         buckets = out.setdefault(nr, {})
         buckets[key & mask] = buckets.get(key & mask, 0) + _int(v)
     return out
+
+
+def disk_hists(obj: Any) -> Hists:
+    """The disk source's service-time histograms (bpf/trace_disk.c's ``disk_hist``,
+    keyed ``dev << KEY_BITS | bucket``) as the kernel's ``dev_t -> {bucket: count}``;
+    ``obj``: the source's BCC object (None: the source does not run: {})."""
+    return {} if obj is None else read_hists(obj[b"disk_hist"])
 
 
 class LatencyArray:
@@ -128,4 +136,4 @@ class SyscallHists:
             self._lat = None
 
 
-__all__ = ["Hists", "LatencyArray", "SyscallHists", "read_hists"]
+__all__ = ["Hists", "LatencyArray", "SyscallHists", "disk_hists", "read_hists"]

@@ -1,9 +1,10 @@
-"""Log-linear latency buckets: the syscalls source's histograms, and quantiles with a
-stated, bounded error.
+"""Log-linear latency buckets: the syscalls and disk sources' histograms, and quantiles
+with a stated, bounded error.
 
 Like HdrHistogram and bpftrace's ``hist``/``lhist`` combined, every power of two of
-nanoseconds is split into :data:`SUB` equal linear sub-buckets (bpf/trace_syscalls.c
-computes the index with ``bpf_log2l``, a shift and a mask: no loop, no float):
+nanoseconds is split into :data:`SUB` equal linear sub-buckets (bpf/trace_lat.h, for
+bpf/trace_syscalls.c and bpf/trace_disk.c, computes the index with ``bpf_log2l``, a
+shift and a mask: no loop, no float):
 
 * ``v < SUB``: index ``v`` (exact, width 1);
 * else, with ``m = floor(log2 v)`` (``>= SUB_BITS``):

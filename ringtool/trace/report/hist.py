@@ -1,7 +1,8 @@
-"""Syscall latency histograms as bcc's tools print them (``--hist``) and as one-line
-sparklines (the dashboard's drill-down).
+"""Syscall latency histograms, and the disk source's service times per block device,
+as bcc's tools print them (``--hist``) and as one-line sparklines (the dashboard's
+drill-down).
 
-The syscalls source counts latencies in log-linear buckets
+The syscalls and disk sources count latencies in log-linear buckets
 (:mod:`ringtool.trace.reading.latency_buckets`); the rows and sparklines merge them into log2
 slots of nanoseconds (``bpf_log2l``): slot ``s`` >= 1 holds latencies in
 ``[2**(s-1), 2**s)``, slot 0 a latency of 0. The ranges are printed as bcc's
@@ -16,11 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ringtool.event import disk_data
 from ringtool.trace.reading.latency_buckets import (
     MAX_ERROR,
     approx,
     approx_duration,
     bucket_range,
+    quantile,
     to_log2,
 )
 from ringtool.trace.report.stats import SyscallRow, TraceStats
@@ -84,7 +87,8 @@ def _ordered(stats: TraceStats) -> list[SyscallRow]:
 
 def hist_lines(stats: TraceStats) -> Iterator[str]:
     """``--hist`` at the end: per syscall, most called first, a title line and its
-    histogram (nanoseconds)."""
+    histogram (nanoseconds); then per block device (the disk source), by its numbers,
+    its requests' service times."""
     for row in _ordered(stats):
         buckets = stats.sys_hist.get(row.nr, {})
         if not row.count:
@@ -92,13 +96,25 @@ def hist_lines(stats: TraceStats) -> Iterator[str]:
         yield ""
         yield f"syscall {row.name}: {row.count:,} calls, p99 {approx_duration(row.p99_ns)}"
         yield from format_log2(to_log2(buckets))
+    for dev, buckets in sorted(stats.disk_hist.items()):
+        count = sum(buckets.values())
+        if not count:
+            continue
+        name = disk_data.disk_name(dev)
+        where = f"{name} ({disk_data.dev_text(dev)})" if name else disk_data.dev_text(dev)
+        yield ""
+        yield (f"disk {where}: {count:,} requests, service time p99 "
+               f"{approx_duration(quantile(buckets))}")  # fmt: skip
+        yield from format_log2(to_log2(buckets))
 
 
 def hist_records(stats: TraceStats) -> Iterator[dict[str, Any]]:
     """``--hist --json`` at the end: one ``{"type": "hist", ...}`` object per syscall,
-    most called first; ``p99_ns`` with 2 significant digits, ``p99_max_error`` the
-    estimate's bound (a fraction of the true value), ``buckets`` the used fine
-    buckets as ``[low_ns, high_ns, count]`` (inclusive)."""
+    most called first (``syscall``: its name), then per block device (``dev``:
+    ``"major:minor"``, ``disk``: its name or ``""``; the disk source's service times);
+    ``p99_ns`` with 2 significant digits, ``p99_max_error`` the estimate's bound (a
+    fraction of the true value), ``buckets`` the used fine buckets as
+    ``[low_ns, high_ns, count]`` (inclusive)."""
     for row in _ordered(stats):
         buckets = stats.sys_hist.get(row.nr, {})
         yield {
@@ -106,6 +122,16 @@ def hist_records(stats: TraceStats) -> Iterator[dict[str, Any]]:
             "syscall": row.name,
             "count": row.count,
             "p99_ns": round(approx(row.p99_ns)),
+            "p99_max_error": MAX_ERROR,
+            "buckets": [[*bucket_range(i), n] for i, n in sorted(buckets.items()) if n],
+        }
+    for dev, buckets in sorted(stats.disk_hist.items()):
+        yield {
+            "type": "hist",
+            "dev": disk_data.dev_text(dev),
+            "disk": disk_data.disk_name(dev),
+            "count": sum(buckets.values()),
+            "p99_ns": round(approx(quantile(buckets))),
             "p99_max_error": MAX_ERROR,
             "buckets": [[*bucket_range(i), n] for i, n in sorted(buckets.items()) if n],
         }

@@ -115,6 +115,9 @@ class TraceStats:
     drop_intervals: int = 0  # intervals with drops or losses (also those forgotten)
     #: the latest cumulative histograms of every syscall: nr -> {bucket: count}
     sys_hist: dict[int, dict[int, int]] = field(default_factory=dict)
+    #: the latest cumulative service-time histograms of the disk source: the kernel's
+    #: dev_t -> {bucket: count} (the same log-linear buckets)
+    disk_hist: dict[int, dict[int, int]] = field(default_factory=dict)
     #: the dashboard's drill-down: its process, since when (uptime s) its syscalls are
     #: counted, their histograms and rows (count since then, rate, p99)
     drill_pid: int | None = None
@@ -211,6 +214,7 @@ class TraceStats:
         lost_cpu: Mapping[int, int] | None = None,
         overwritten: Overwritten | None = None,
         syscall_hist: Mapping[int, Mapping[int, int]] | None = None,
+        disk_hist: Mapping[int, Mapping[int, int]] | None = None,
         drill: tuple[int | None, Mapping[int, Mapping[int, int]]] | None = None,
         now: float | None = None,
     ) -> None:
@@ -260,6 +264,8 @@ class TraceStats:
         if syscall_hist is not None:
             self.sys_hist = {nr: dict(b) for nr, b in syscall_hist.items()}
             self.syscalls = self._rows(self.sys_hist, self._sys_prev, dt)
+        if disk_hist is not None:
+            self.disk_hist = {dev: dict(b) for dev, b in disk_hist.items()}
         if drill is not None:
             pid, per_proc = drill
             if pid != self.drill_pid:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ringtool.bench.trace_proc import build_loop, run_loop
+from ringtool.trace.reading.sources import RING_SOURCES
 from tests.helpers.paths import RINGTOOL
 
 # host_only: the bench's output (timings in an emulated VM mean nothing); the trace
@@ -36,7 +37,8 @@ def test_bench_trace_json_lines() -> None:
     by_bench: dict[str, list[dict[str, object]]] = {}
     for row in rows:
         by_bench.setdefault(str(row["bench"]), []).append(row)
-    assert set(by_bench) == {"trace-e2e", "trace-overhead", "trace-idle", "trace-startup"}
+    assert set(by_bench) == {"trace-e2e", "trace-overhead", "trace-idle", "trace-startup",
+                             "trace-source-cost"}  # fmt: skip
 
     e2e = by_bench["trace-e2e"]
     assert sorted(str(r["output"]) for r in e2e) == sorted(OUTPUTS)
@@ -65,6 +67,13 @@ def test_bench_trace_json_lines() -> None:
     assert _number(idle["cpu_pct"]) and float(idle["cpu_pct"]) >= 0  # type: ignore[arg-type]
     (start,) = by_bench["trace-startup"]
     assert _number(start["seconds"]) and float(start["seconds"]) > 0  # type: ignore[arg-type]
+    # every RINGBUF source's programs ran and were measured, disk's too (its O_DIRECT
+    # reads are block requests)
+    cost = {str(r["source"]): r for r in by_bench["trace-source-cost"]}
+    assert set(RING_SOURCES) <= set(cost), cost
+    for source in ("open", "exec", "syscalls", "disk"):
+        assert _number(cost[source]["avg_ns"]) and _number(cost[source]["bpf_ns_per_event"]), (
+            source, cost[source])  # fmt: skip
 
 
 def test_loop_counts_its_syscalls(tmp_path: Path) -> None:

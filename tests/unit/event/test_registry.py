@@ -91,7 +91,9 @@ def test_sources_of_the_stats_and_metrics_are_the_registry() -> None:
 
 
 def test_the_dashboard_tail_is_the_registry_panels() -> None:
-    assert tui_panels.TAIL_TYPES == types_in(RECENT) == ("exec", "open", "net", "mark", "tcp")
+    assert (
+        tui_panels.TAIL_TYPES == types_in(RECENT) == ("exec", "open", "net", "mark", "tcp", "disk")
+    )
     assert tui_panels.TAIL_TITLE == "recent exec/open/net"
     assert set(types_in(RECENT_TITLE)) <= set(types_in(RECENT))
     for t in EVENT_TYPES:
@@ -106,7 +108,7 @@ def test_every_type_has_its_source_and_every_source_types() -> None:
 
 
 def test_the_events_lists_are_the_sources_table() -> None:
-    assert ALL_EVENTS == ("exec", "open", "syscalls", "net", "tcp")
+    assert ALL_EVENTS == ("exec", "open", "syscalls", "net", "tcp", "disk")
     assert {s.name: s.bpf_file for s in SOURCES if s.ring and s.selectable} == RING_SOURCES
     assert DEFAULT_EVENTS == ("exec", "open", "syscalls") == TraceOptions().events
     assert cli_trace.EVENTS == ALL_EVENTS and cli_trace.DEFAULT_EVENTS == DEFAULT_EVENTS
