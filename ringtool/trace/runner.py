@@ -160,7 +160,7 @@ def _loop(
         _ingest(session, stats, out, sinks, decoder, ordered, held, final=True, keep=keep)
         _tick(session, stats, ordered, drill=out.drill_pid)
         stats.cost = cost.sample()
-        if stats.dropped_interval or stats.lost_interval:
+        if stats.interval_dropped:
             out.stats(stats)  # the last, partial interval: every drop has its stats line
     finally:
         if cost is not None:
