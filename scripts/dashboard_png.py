@@ -84,7 +84,7 @@ def to_svg(ansi: str, width: int, title: str) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "dashboard.png")
     p.add_argument("--size", default="120x40", help="terminal WIDTHxHEIGHT (120x40)")
     p.add_argument("--seconds", type=float, default=6.0, help="tracing before the capture")

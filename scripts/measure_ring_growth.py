@@ -98,7 +98,7 @@ def _columns_summary(err: str) -> tuple[int, int, list[dict[str, float]], int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--outputs", default="--json,--no-tui")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ringtool.cli import validate as v
 from ringtool.cli import validate_paths as vp
 from ringtool.cli.export_args import add_export_args, add_metrics_arg
-from ringtool.cli.trace_targets import require_interface, target_notes
+from ringtool.cli.trace_targets import require_interface, shown_filters, target_notes
 from ringtool.errors import UsageError
 from ringtool.event.fields import FIELD_NAMES
 from ringtool.kernel.cpus import online_cpus
@@ -35,22 +35,27 @@ EVENTS = sources.ALL_EVENTS  # the trace sources' table
 DEFAULT_EVENTS = sources.DEFAULT_EVENTS
 
 EPILOG = """\
-output: the live TUI when stdout is a terminal (keys: ? help, q quit, p pause,
-< > sort, / filter, Enter drill-down), else columns (whole lines; cut to the
-terminal with --no-tui unless -w); --json for JSON lines. stdout carries the
-events only (--json: and the summary); notes and stats lines go to stderr.
+output: the live TUI when stdout is a terminal and no stream is asked for; a
+stream otherwise: --no-tui columns (cut to the terminal unless -w; whole lines
+into a pipe or file, also without --no-tui), --json lines, --csv (--fields,
+--stats and --flight-recorder stream columns unless --json/--csv is given).
+TUI keys: ? help, q quit, p pause, < > sort, / filter, Enter drill-down.
+stdout carries the events only (--json: and the summary); notes go to stderr,
+and with --stats a stats line every --interval (without it, only an interval
+with drops or losses gets one).
 
 examples:
   sudo ringtool trace                          # TUI, exec/exit/fork + open + syscalls
   sudo ringtool trace --no-tui -c bash         # columns, only processes named bash
   sudo ringtool trace --json -d 10 > ev.jsonl  # 10 s of JSON lines, then a summary
   sudo ringtool trace --no-tui -d 10 --hist    # then each syscall's latency histogram
-  sudo ringtool trace --events exec -p 1234    # exec/exit/fork of one process
-  sudo ringtool trace --events open -x -u 1000 # failed opens of uid 1000
-  sudo ringtool trace --events exec -x         # failed exec attempts
-  sudo ringtool trace --events disk --hist     # block I/O, then latency per device
-  sudo ringtool trace --cgroup /sys/fs/cgroup/system.slice/docker-ID.scope  # a container
-  sudo ringtool trace --events net -i eth0 --snaplen 128 --pcap out.pcapng
+  sudo ringtool trace --json --stats 2>st.jsonl >ev.jsonl  # and a stats line a second
+  sudo ringtool trace --events exec -p 1234    # TUI: exec/exit/fork of one process
+  sudo ringtool trace --no-tui --events open -x -u 1000  # failed opens of uid 1000
+  sudo ringtool trace --no-tui --events exec -x          # failed exec attempts
+  sudo ringtool trace --no-tui --events disk --hist  # block I/O, then latency per device
+  sudo ringtool trace --cgroup /sys/fs/cgroup/system.slice/docker-ID.scope  # TUI, a container
+  sudo ringtool trace --quiet --events net -i eth0 --snaplen 128 --pcap out.pcapng
   sudo ringtool trace --json --ordered --window-us 500   # merged in timestamp order
   sudo ringtool trace --json --flight-recorder 1M > fr.jsonl  # kill -USR1 PID: dump
 """
@@ -136,7 +141,13 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--interval", type=v.number(0.01, 3600, unit="seconds"), default=1.0,
-        help="stats/refresh interval, s (default 1)",
+        help="the TUI's refresh and --stats' interval, s (default 1)",
+    )  # fmt: skip
+    p.add_argument(
+        "--stats", action="store_true",
+        help="a stats line on stderr every --interval (rates, ring fill, drops per CPU, cost; "
+        "JSON with --json); without it only an interval with drops or losses gets one. "
+        "Streams columns unless --json/--csv",
     )  # fmt: skip
     p.add_argument(
         "--slow-ms", type=v.number(0.001, 1e9, unit="ms"), default=100.0,
@@ -221,6 +232,8 @@ def check(args: argparse.Namespace) -> None:
                          "requests: add open, exec, tcp or disk to --events")  # fmt: skip
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
+    if args.stats and args.quiet:
+        raise UsageError("--stats writes a stats line beside the events: not with --quiet")
     check_growth(args)
     if args.flight_recorder is not None:
         if args.max_buffer_mb is not None:
@@ -297,16 +310,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
     events = events_of(args)
     for note in target_notes(args.pid, args.tid):
         print(f"ringtool trace: {note}", file=sys.stderr)
-    if args.quiet:
-        mode = "quiet"
-    elif args.json:
-        mode = "json"
-    elif args.csv:
-        mode = "csv"
-    elif args.no_tui or args.fields or args.flight_recorder or not sys.stdout.isatty():
-        mode = "columns"
-    else:
-        mode = "tui"
+    mode = output_mode(args, terminal=sys.stdout.isatty())
     width = None if args.wide or not sys.stdout.isatty() else shutil.get_terminal_size().columns
     opts = TraceOptions(
         events=events, pid=args.pid, comm=args.comm, buffer_pages=buffer_pages(args),
@@ -320,6 +324,22 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         window_us=args.window_us, pcap=args.pcap, force=args.force, kmes=args.kmes, width=width,
         hist=args.hist, cost=not args.no_cost,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
-        keep_exited=args.keep_exited,
+        keep_exited=args.keep_exited, stats_lines=args.stats,
+        filters=shown_filters(args, events, DEFAULT_EVENTS + (("net",) if args.iface else ())),
     )  # fmt: skip
     return opts, cfg
+
+
+def output_mode(args: argparse.Namespace, *, terminal: bool) -> str:
+    """The output: ``quiet``, ``json`` or ``csv`` when asked for; ``columns`` when
+    stdout is no ``terminal`` or a flag asks for a stream (``--no-tui``, and
+    ``--fields``, ``--stats``, ``--flight-recorder``, which only a stream shows);
+    else the dashboard, ``tui``."""
+    if args.quiet:
+        return "quiet"
+    if args.json:
+        return "json"
+    if args.csv:
+        return "csv"
+    streamed = args.no_tui or args.fields or args.stats or args.flight_recorder is not None
+    return "columns" if streamed or not terminal else "tui"

@@ -1,13 +1,17 @@
 """``ringtool trace``'s targets checked against the running system before loading:
 an interface that does not exist is a usage error; a ``-p``/``-t`` that matches no
-live task is worth one note (it may come: the trace goes on).
+live task is worth one note (it may come: the trace goes on). And the targets as the
+dashboard's header shows them (:func:`shown_filters`).
 
 Reads ``/proc`` and ``if_nametoindex(3)`` only (no privileges, no BCC).
 """
 
 from __future__ import annotations
 
+import argparse
+import shlex
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 
 from ringtool.errors import UsageError
@@ -51,4 +55,19 @@ def target_notes(pid: int | None, tid: int | None, proc: Path = Path("/proc")) -
     return notes
 
 
-__all__ = ["require_interface", "target_notes"]
+def shown_filters(
+    args: argparse.Namespace, events: Sequence[str], default: Sequence[str]
+) -> tuple[str, ...]:
+    """Every filter of the command line as its flag and value (``--events open``, ``-p
+    1234``, ``-t``, ``-c bash``, ``-u 1000``, ``--cgroup PATH``, ``-n REGEX``, ``-x``),
+    values shell-quoted; ``--events`` only when ``events`` are not the ``default``
+    ones. For the dashboard's header (it makes them printable)."""
+    shown = [] if tuple(events) == tuple(default) else [f"--events {','.join(events)}"]
+    values = (("-p", args.pid), ("-t", args.tid), ("-c", args.comm), ("-u", args.uid),
+              ("--cgroup", args.cgroup and args.cgroup.path),
+              ("-n", args.name and args.name.pattern))  # fmt: skip
+    shown += [f"{flag} {shlex.quote(str(value))}" for flag, value in values if value is not None]
+    return (*shown, *(["-x"] if args.failed else []))
+
+
+__all__ = ["require_interface", "shown_filters", "target_notes"]

@@ -50,6 +50,12 @@ class RunConfig:
     cost: bool = True
     #: ``--keep-exited``: the dashboard keeps exited processes in its table
     keep_exited: bool = False
+    #: ``--stats``: json, csv and columns write a stats line every interval on stderr
+    #: (else only for an interval with drops or losses)
+    stats_lines: bool = False
+    #: the command's filters as flags (``-c bash``, ``-x``): the dashboard's header
+    #: shows them (:func:`ringtool.cli.trace_targets.shown_filters`)
+    filters: tuple[str, ...] = ()
 
 
 def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[TraceStats]:
@@ -57,13 +63,14 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[Trac
     if cfg.mode == "json":
         from ringtool.trace.writers.output_json import JsonOutput
 
-        return JsonOutput(stream, decoder, cfg.fields)
+        return JsonOutput(stream, decoder, cfg.fields, stats_lines=cfg.stats_lines)
     if cfg.mode == "csv" or (cfg.mode == "columns" and cfg.fields):
         from ringtool.trace.writers.output_fields import CsvOutput, FieldColumnOutput
 
         if cfg.mode == "csv":
-            return CsvOutput(stream, decoder, cfg.fields)
-        return FieldColumnOutput(stream, decoder, cfg.fields or (), width=cfg.width)
+            return CsvOutput(stream, decoder, cfg.fields, stats_lines=cfg.stats_lines)
+        return FieldColumnOutput(stream, decoder, cfg.fields or (), width=cfg.width,
+                                 stats_lines=cfg.stats_lines)  # fmt: skip
     if cfg.mode == "quiet":
         from ringtool.trace.writers.output_quiet import QuietOutput
 
@@ -71,10 +78,11 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[Trac
     if cfg.mode == "tui":
         from ringtool.trace.dashboard.tui import TraceTui
 
-        return TraceTui(decoder, interval=cfg.interval, keep_exited=cfg.keep_exited)
+        return TraceTui(decoder, interval=cfg.interval, keep_exited=cfg.keep_exited,
+                        filters=cfg.filters)  # fmt: skip
     from ringtool.trace.writers.output_columns import ColumnOutput
 
-    return ColumnOutput(stream, decoder, width=cfg.width)
+    return ColumnOutput(stream, decoder, width=cfg.width, stats_lines=cfg.stats_lines)
 
 
 def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> list[Sink[TraceStats]]:

@@ -7,6 +7,13 @@ the output and the sinks (:mod:`ringtool.trace.sink`), and once per ``interval``
 takes the kernel counters (drops, lost, syscall histograms) and emits a stats line /
 redraws. At the end it drains what is left, takes the counters a last time, writes the
 summary and detaches everything — also when the output raised.
+
+A stop signal that came during start-up (:class:`~ringtool.trace.signals.StartSignals`)
+ends the run before its loop's first turn: the sources were attached and detached at
+once, so the run says :data:`STOPPED_AT_START` as a note, measures no cost (a CPU
+share over milliseconds of start-up would read as ringtool's), and the text outputs
+(dashboard, columns, CSV) print no summary when nothing was counted. ``--json`` and
+``--quiet`` still end with their summary (the documented last line, events 0).
 """
 
 from __future__ import annotations
@@ -40,6 +47,10 @@ from ringtool.trace.sink import Output, Sink
 
 #: Records read per batch at most (bounds latency of one loop turn under load).
 BATCH = 65536
+#: The note of a run stopped by a signal during start-up, before it read anything.
+STOPPED_AT_START = "stopped during start-up (a stop signal came before tracing began)"
+#: The outputs whose summary is data a reader expects as the last line.
+SUMMARY_ALWAYS = frozenset({"json", "quiet"})
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,7 @@ def _loop(
         if cfg.cost and cost.note is not None:
             out.note(f"cost: {cost.note}")
         session.on_note = out.note  # later notes (CPU hotplug) go to the output
+        at_start = stop.stopped  # a stop signal during start-up: the loop never turns
         start = time.monotonic()
         deadline = None if cfg.duration is None else start + cfg.duration
         next_tick = start + cfg.interval
@@ -160,14 +172,21 @@ def _loop(
         session.stopping()
         _ingest(session, stats, out, sinks, decoder, ordered, held, final=True, keep=keep)
         _tick(session, stats, ordered, drill=out.drill_pid)
-        stats.cost = cost.sample()
-        if stats.dropped_interval or stats.lost_interval:
+        stats.cost = None if at_start else cost.sample()
+        if stats.interval_dropped:
             out.stats(stats)  # the last, partial interval: every drop has its stats line
     finally:
         if cost is not None:
             cost.close()  # the statistics off again: q, Ctrl-C, SIGTERM and errors alike
         out.close()
         close_sinks(sinks, stats)
+    if at_start:
+        if cfg.mode == "tui":  # closed: its notes are printed after it (run_trace)
+            session.notes.append(STOPPED_AT_START)
+        else:
+            out.note(STOPPED_AT_START)
+        if cfg.mode not in SUMMARY_ALWAYS and not (stats.total or stats.dropped or stats.lost):
+            return
     out.summary(stats)
     if cfg.hist:
         _print_hist(stats, json_lines=cfg.mode == "json", stream=stream)

@@ -15,9 +15,9 @@ from tests.helpers.trace import Trace, Worker, hot_file, unique_comm
 
 
 def start_trace(server: NatsServer, comm: str, *extra: str) -> Trace:
-    """``trace --json`` of ``comm``'s opens, exporting as host h1 (rings of 8 MiB per
+    """``trace --json --stats`` of ``comm``'s opens, exporting as host h1 (rings of 8 MiB per
     CPU: the workload must not overflow them while the test runs alongside)."""
-    return Trace("--json", "-c", comm, "--events", "open", "--interval", "0.5",
+    return Trace("--json", "--stats", "-c", comm, "--events", "open", "--interval", "0.5",
                  "--buffer-pages", "2048", "--export", server.url, "--host-name", "h1",
                  *extra)  # fmt: skip
 

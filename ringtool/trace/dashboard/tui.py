@@ -1,6 +1,7 @@
 """The live dashboard of ``ringtool trace`` (rich ``Live``, alternate screen).
 
-Panels (:mod:`ringtool.trace.dashboard.tui_panels`): a header (state: paused, the filter;
+Panels (:mod:`ringtool.trace.dashboard.tui_panels`): a header (the command's filters,
+``-c bash -x``; state: paused, the comm filter;
 uptime, total events/s and per source, a sparkline of events/s), the per-CPU table
 (ring fill %, events/s, drops, lost), top processes, top syscalls (count, rate, p99
 latency), per-source counters, and a tail of recent exec/open/net events. Keys, as in
@@ -78,8 +79,11 @@ class TraceTui:
         console: Console | None = None,
         input_fd: int | None = None,
         keep_exited: bool = False,
+        filters: tuple[str, ...] = (),
     ) -> None:
         self.decoder = decoder
+        #: the command's filters as flags (``-c bash``, ``-x``), shown in the header
+        self.filters = filters
         self.interval = interval
         self.console = console or Console()
         #: decoded events (net), beside the per-process raw records of ``recent``
@@ -323,18 +327,16 @@ class TraceTui:
         layout = Layout()
         self._layout = layout
         bottom = Layout(panels.footer(v), name="footer", size=1)
+        top = Layout(panels.header(s, v, self.sources, width, self.filters), name="header", size=2)
         if v.help:  # the overlay takes the room of the tables
-            top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
             layout.split_column(top, Layout(panels.help_table(), name="help"), bottom)
             return layout
         if v.cost:  # the cost panel takes the room of the tables too
-            top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
             panel = cost_panel(s.cost if s is not None else None, height - 3)
             layout.split_column(top, Layout(panel, name="cost"), bottom)
             return layout
         procs = panels.procs_table(s, v, rows_a)  # first: it picks the rows of the filter
         self._forget_gone()
-        top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
         shown, total = shown_events(self.view, self.decoder, recent, tail, rows_tail)
         uid = width >= panels.UID_WIDTH
         layout.split_column(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich import box
@@ -89,9 +89,18 @@ def _global(title: str, view: ViewState) -> str:
     return f"{title} (all processes)" if view.filter or view.drill is not None else title
 
 
-def header(s: TraceStats | None, view: ViewState, sources: list[str], width: int) -> RenderableType:
-    """Two lines: state (paused, filter), uptime and rates; the events/s sparkline."""
+def header(
+    s: TraceStats | None,
+    view: ViewState,
+    sources: list[str],
+    width: int,
+    filters: Sequence[str] = (),
+) -> RenderableType:
+    """Two lines: the command's ``filters`` (``-c bash -x``, :func:`filters_text`),
+    state (paused, the comm filter), uptime and rates; the events/s sparkline."""
     state = Text()
+    if filters:
+        state.append("  " + filters_text(filters, width // 2 - 8), "bold cyan")
     if view.paused:
         state.append("  [PAUSED]", "bold yellow")
     if view.filter:
@@ -117,6 +126,22 @@ def header(s: TraceStats | None, view: ViewState, sources: list[str], width: int
     label = f"events/s (max {count(max(hist, default=0))}) "
     line2 = Text(label + sparkline(hist, max(0, width - len(label))), style="green")
     return Group(line1, line2)
+
+
+def filters_text(filters: Sequence[str], room: int) -> str:
+    """``filters`` (``FLAG`` or ``FLAG VALUE`` each) made printable and joined, in
+    about ``room`` characters: the longest value is cut in its middle
+    (:func:`shorten_middle`) until they fit or no value can be cut further; the flags
+    always stay."""
+    items = [printable(f) for f in filters]
+    while len(text := " ".join(items)) > room:
+        i = max(range(len(items)), key=lambda k: len(items[k]))
+        flag, _, value = items[i].partition(" ")
+        shorter = shorten_middle(value, len(value) - (len(text) - room))
+        if len(shorter) >= len(value):
+            break
+        items[i] = f"{flag} {shorter}"
+    return text
 
 
 def cpu_table(s: TraceStats | None, view: ViewState, rows: int, width: int) -> Table:

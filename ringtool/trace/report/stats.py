@@ -139,6 +139,12 @@ class TraceStats:
         self.drops_cpu = [0] * self.ncpu
         self.drops_cpu_interval = [0] * self.ncpu
 
+    @property
+    def interval_dropped(self) -> bool:
+        """The last interval had drops or losses: its stats line is written even
+        without ``--stats`` (a drop is never silent until the summary)."""
+        return bool(self.dropped_interval or self.lost_interval)
+
     def begin(self, now: float | None = None) -> None:
         """Reading starts now (the sources were just attached): uptime and the first
         interval count from here, and fill samples taken before are forgotten."""

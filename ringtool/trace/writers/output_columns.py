@@ -10,7 +10,8 @@ stdout (``stream``) carries the header and one line per event, nothing else, so
 ``UID`` is the task's real uid (``-`` for net events: no task).
 
 stderr (``err``) gets the rest: notes, ``sources: ...``, ``Tracing... Ctrl-C to end.``,
-the ``--`` stats line per interval and the summary.
+the ``--`` stats line of each interval with ``stats_lines`` (``--stats``; else only of
+an interval with drops or losses) and the summary.
 
 With a ``width`` (the CLI gives the terminal's width when stdout is one), every line is
 cut to ``width`` characters: a long path keeps its end and what follows it (``…``
@@ -188,12 +189,19 @@ class ColumnOutput(OutputBase):
     (default stderr; see the module doc)."""
 
     def __init__(
-        self, stream: TextIO, decoder: Decoder, width: int | None = 80, err: TextIO | None = None
+        self,
+        stream: TextIO,
+        decoder: Decoder,
+        width: int | None = 80,
+        err: TextIO | None = None,
+        stats_lines: bool = False,
     ) -> None:
         self.stream = stream
         self.decoder = decoder
         self.width = width
         self.err = err or sys.stderr
+        #: ``--stats``: a stats line every interval (else: those with drops or losses)
+        self.stats_lines = stats_lines
 
     def start(self, sources: list[str], notes: list[str]) -> None:
         self._tell(self.start_lines(sources, notes))
@@ -221,7 +229,8 @@ class ColumnOutput(OutputBase):
             self._write(lines)
 
     def stats(self, stats: TraceStats) -> None:
-        self._tell([format_stats(stats, self.width)])
+        if self.stats_lines or stats.interval_dropped:
+            self._tell([format_stats(stats, self.width)])
 
     def summary(self, stats: TraceStats) -> None:
         self._tell(format_summary(stats, self.width))

@@ -13,7 +13,9 @@ one cell that a CSV reader gives back unchanged: data, never structure); ``None`
 (an unknown exit code) is an empty cell; ``ts`` is written as ``repr`` of the float;
 a list (an exec's ``argv``) is its JSON array text and a boolean ``true``/``false``,
 as in ``--json`` (:func:`cell`).
-Notes and the summary go to stderr (printable), so stdout is only CSV.
+Notes, the summary and the columns' ``--`` stats lines (every interval's with
+``--stats``, else only an interval's with drops or losses) go to stderr (printable), so
+stdout is only CSV.
 Exact, that is, into a file or a pipe. When stdout is a terminal, the CSV is for eyes,
 and the terminal would act on an ESC, BEL or CR inside a cell (a comm or file name
 chosen by whoever runs the traced process): there every string cell goes through
@@ -43,7 +45,13 @@ from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.sink import OutputBase
-from ringtool.trace.writers.output_columns import ColumnOutput, clocks, cut, format_summary
+from ringtool.trace.writers.output_columns import (
+    ColumnOutput,
+    clocks,
+    cut,
+    format_stats,
+    format_summary,
+)
 
 #: Column widths of the ``--fields`` columns (others: 8, or the header's length).
 WIDTHS = {"ts": 8, "cpu": 3, "pid": 7, "tid": 7, "comm": 16, "type": 7, "child_comm": 16}
@@ -114,8 +122,11 @@ class CsvOutput(OutputBase):
         fields: Sequence[str] | None = None,
         err: TextIO | None = None,
         terminal: bool | None = None,
+        stats_lines: bool = False,
     ) -> None:
         self.stream = stream
+        #: ``--stats``: a stats line every interval (else: those with drops or losses)
+        self.stats_lines = stats_lines
         self.terminal = _is_terminal(stream) if terminal is None else terminal
         self.decoder = decoder
         self.keys = list(fields or FIELD_NAMES)
@@ -141,7 +152,10 @@ class CsvOutput(OutputBase):
         self.stream.flush()
 
     def stats(self, stats: TraceStats) -> None:
-        """Nothing: stdout is only CSV (the summary goes to ``err``)."""
+        """The columns' ``--`` stats line on ``err`` (stdout is only CSV)."""
+        if self.stats_lines or stats.interval_dropped:
+            self.err.write(format_stats(stats, None) + "\n")
+            self.err.flush()
 
     def summary(self, stats: TraceStats) -> None:
         self.err.write("".join(f"{line}\n" for line in format_summary(stats, None)))
@@ -163,8 +177,9 @@ class FieldColumnOutput(ColumnOutput):
         fields: Sequence[str],
         width: int | None = 80,
         err: TextIO | None = None,
+        stats_lines: bool = False,
     ) -> None:
-        super().__init__(stream, decoder, width, err)
+        super().__init__(stream, decoder, width, err, stats_lines)
         self.keys = list(fields)
         self._pads = [max(WIDTHS.get(k, 8), len(k)) for k in self.keys[:-1]] + [0]
 

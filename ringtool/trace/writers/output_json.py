@@ -4,7 +4,8 @@ Line kinds (``type``): on stdout (``stream``) one per event (see
 :mod:`ringtool.event.decode`, encoded by :mod:`ringtool.event.json_lines`) and a final
 ``summary`` whose ``events`` equals the number of event lines written (with ``--hist``,
 the ``hist`` lines after it); on stderr (``err``) ``start`` (sources running, notes: the
-ready line), ``stats`` once per interval and ``note``, so stdout is the events alone. A
+ready line), ``stats`` (each interval's with ``stats_lines``, ``--stats``; else only
+an interval's with drops or losses) and ``note``, so stdout is the events alone. A
 batch of records is written with one ``write`` and flushed, so a reader (or ``head``)
 sees lines promptly. ``--fields`` keeps only the named keys, in that order, in event
 lines (net ones too).
@@ -33,8 +34,11 @@ class JsonOutput(OutputBase):
         decoder: Decoder,
         fields: Sequence[str] | None = None,
         err: TextIO | None = None,
+        stats_lines: bool = False,
     ) -> None:
         self.stream = stream
+        #: ``--stats``: a stats line every interval (else: those with drops or losses)
+        self.stats_lines = stats_lines
         self.decoder = decoder
         #: ``--fields``: the keys of an event line, in this order (None: all)
         self.fields = list(fields) if fields else None
@@ -50,7 +54,8 @@ class JsonOutput(OutputBase):
             self.stream.flush()
 
     def stats(self, stats: TraceStats) -> None:
-        self._write([stats_record(stats)], self.err)
+        if self.stats_lines or stats.interval_dropped:
+            self._write([stats_record(stats)], self.err)
 
     def summary(self, stats: TraceStats) -> None:
         self._write([summary_record(stats)], self.stream)

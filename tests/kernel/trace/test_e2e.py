@@ -60,12 +60,13 @@ def test_json_finds_exec_and_open_of_a_known_command(tmp_path: Path) -> None:
         by_type[e["type"]] = by_type.get(e["type"], 0) + 1
     assert summary["by_type"] == by_type
     assert summary["dropped"] == sum(summary["dropped_per_cpu"])
-    told = told_json(err)  # stderr: the start line and a stats line per interval
-    assert told[0]["type"] == "start" and any(o["type"] == "stats" for o in told)
+    told = told_json(err)  # stderr: the start line; stats lines only with --stats
+    assert told[0]["type"] == "start"
+    assert [o for o in told if o["type"] == "stats" and not o["dropped_interval"]] == []
 
 
 def test_no_tui_columns_into_a_pipe(tmp_path: Path) -> None:
-    proc = Trace("--no-tui", "-d", "3", "--events", "exec,open")
+    proc = Trace("--no-tui", "--stats", "-d", "3", "--events", "exec,open")
     pid, path = run_cat(tmp_path)
     lines, err = proc.finish()
     # stdout: the header, then events only (`> events.txt` and `| head` get events)
@@ -76,7 +77,7 @@ def test_no_tui_columns_into_a_pipe(tmp_path: Path) -> None:
     assert any(f[3:7] == [uid, "cat", "exec", "/bin/cat"] for f in mine)
     # into a pipe lines are whole (cutting to 80 is for terminals: test_trace_columns)
     assert any(f[5] == "open" and f[6] == str(path) and f[7].startswith("O_RDONLY") for f in mine)
-    # stderr: what is said about the trace
+    # stderr: what is said about the trace, and (--stats) a stats line per interval
     told = err.splitlines()
     assert told[:2] == ["sources: exec, open", "Tracing... Ctrl-C to end."]
     assert any(line.startswith("--") and "ev/s" in line for line in told)
@@ -151,7 +152,8 @@ def test_no_unaccounted_loss_with_a_large_buffer(tmp_path: Path) -> None:
 
 
 def test_ordered_output_is_sorted_by_timestamp(tmp_path: Path) -> None:
-    proc = Trace("--json", "-d", "3", "--events", "exec,open", "--ordered", "--window-us", "2000")
+    proc = Trace("--json", "--stats", "-d", "3", "--events", "exec,open", "--ordered",
+                 "--window-us", "2000")  # fmt: skip
     for _ in range(3):
         run_cat(tmp_path)
     out, err = proc.finish()

@@ -28,7 +28,7 @@ def test_written_dropped_lost_and_overwritten_add_up_to_what_was_emitted(
     tmp_path: Path,
 ) -> None:
     comm, target = unique_comm(), hot_file(tmp_path)
-    trace = Trace("--json", "--events", "open", "-c", comm, "--flight-recorder", "4K",
+    trace = Trace("--json", "--stats", "--events", "open", "-c", comm, "--flight-recorder", "4K",
                   "--interval", "0.2", start_timeout=START)  # fmt: skip
     try:
         first = Worker(comm, "open", target, FIRST)

@@ -55,7 +55,15 @@ def wait_for(trace: Trace, tag: str, n: int) -> list[int]:
 def test_sigusr1_dumps_then_the_exit_dumps_the_rest() -> None:
     tag = "fr" + secrets.token_hex(4)
     trace = Trace(
-        "--json", "--events", "exec", "-c", "true", "--flight-recorder", "64K", start_timeout=START
+        "--json",
+        "--stats",
+        "--events",
+        "exec",
+        "-c",
+        "true",
+        "--flight-recorder",
+        "64K",
+        start_timeout=START,
     )
     try:
         run_marked(tag, range(3))

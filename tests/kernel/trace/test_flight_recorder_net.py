@@ -66,7 +66,7 @@ def in_json(lines: list[str]) -> list[int]:
 
 
 def trace(veth: str, pcap: Path, size: str) -> Trace:
-    return Trace("--json", "--events", "net", "-i", veth, "--snaplen", str(SNAPLEN),
+    return Trace("--json", "--stats", "--events", "net", "-i", veth, "--snaplen", str(SNAPLEN),
                  "--pcap", str(pcap), "--flight-recorder", size,
                  start_timeout=START)  # fmt: skip
 

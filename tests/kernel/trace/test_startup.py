@@ -45,7 +45,8 @@ def load() -> Iterator[subprocess.Popen[str]]:
 def test_no_startup_drops_and_first_fill_is_read_time(
     load: subprocess.Popen[str], tmp_path: Path
 ) -> None:
-    proc = Trace("--json", "--events", "exec,open,syscalls", "-d", "2", "--interval", "0.5")
+    proc = Trace("--json", "--stats", "--events", "exec,open,syscalls", "-d", "2", "--interval",
+                 "0.5")  # fmt: skip
     lines, err = proc.finish()
     objs = [json.loads(line) for line in lines]
     opens = [o for o in objs if o["type"] == "open" and o["pid"] == load.pid]
