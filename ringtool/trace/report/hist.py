@@ -96,16 +96,17 @@ def hist_lines(stats: TraceStats) -> Iterator[str]:
 
 def hist_records(stats: TraceStats) -> Iterator[dict[str, Any]]:
     """``--hist --json`` at the end: one ``{"type": "hist", ...}`` object per syscall,
-    most called first; ``p99_ns`` with 2 significant digits, ``p99_max_error`` the
-    estimate's bound (a fraction of the true value), ``buckets`` the used fine
-    buckets as ``[low_ns, high_ns, count]`` (inclusive)."""
+    most called first; ``p99_us`` with 2 significant digits (microseconds, as every
+    latency of the JSON lines), ``p99_max_error`` the estimate's bound (a fraction of
+    the true value), ``buckets`` the used fine buckets as ``[low_ns, high_ns, count]``
+    (inclusive: the kernel's bucket bounds, exact in nanoseconds)."""
     for row in _ordered(stats):
         buckets = stats.sys_hist.get(row.nr, {})
         yield {
             "type": "hist",
             "syscall": row.name,
             "count": row.count,
-            "p99_ns": round(approx(row.p99_ns)),
+            "p99_us": approx(row.p99_ns / 1000),
             "p99_max_error": MAX_ERROR,
             "buckets": [[*bucket_range(i), n] for i, n in sorted(buckets.items()) if n],
         }
