@@ -168,24 +168,23 @@ EVENT_TYPES: tuple[EventType, ...] = (
          _PPID),
         Detail(None, ("exit_code", "ppid")),
         needs=TASK_HEADER,
-        doc="a process ended (its last thread); source exec",
+        doc="a process ended (its thread group leader exited); source exec",
     ),
     EventType(
         "fork", "exec",
-        (Field("child_pid", "aux", "int", "", "the new process's id"),
-         Field("child_comm", "data", "str", "", "the new process's name (its parent's)"),
+        (Field("child_pid", "aux", "int", "", "the new task's id (a new thread's tid)"),
+         Field("child_comm", "data", "str", "", "the new task's name (its parent's)"),
          _PPID),
         Detail(None, ("child_pid", "child_comm")),
         # sched_process_fork's child_comm: char[16] on 6.1, __data_loc on 6.18
         needs=KernelNeeds.union([TASK_HEADER, KernelNeeds(string_fields=(StringField(
             "sched", "sched_process_fork", "child_comm", "TRACE_FORK_CHILD_COMM_DATA_LOC"),))]),
-        doc="a process made a new process (fork, vfork, clone without CLONE_THREAD); "
-            "source exec",
+        doc="a task made a new task (fork, vfork, clone: threads too); source exec",
     ),
     EventType(
         "open", "open",
         (Field("path", "data", "str", "", "the file name passed to the syscall"),
-         Field("flags", "value", "int", "", "the open flags (O_RDONLY|O_CLOEXEC...) as a number"),
+         Field("flags", "value", "int", "", "the open(2) flags, as a number"),
          Field("mode", "mode", "int", "", "the mode of a created file (permission bits)"),
          Field("ret", "ret", "int", "", _RET + "the file descriptor, or -errno"),
          _call("opened (open, openat, openat2, creat, open_by_handle_at)")),
@@ -205,8 +204,8 @@ EVENT_TYPES: tuple[EventType, ...] = (
          Field("ret", "ret", "int", "", _RET + "a value, or -errno")),
         Detail(None, ("syscall", "latency_us", "ret")),
         needs=KernelNeeds.union([TASK_HEADER, _PER_THREAD]),
-        doc="a syscall slower than the --slow threshold; source syscalls (the one "
-            "source named in the plural: it watches every syscall)",
+        doc="a syscall slower than --slow-ms; source syscalls (the one source named in "
+            "the plural: it times every syscall)",
     ),
     EventType(
         "net", "net",
