@@ -47,6 +47,7 @@ lint: setup
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) scripts/check_architecture.py
 	$(PY) scripts/check_api_docs.py
+	$(PY) scripts/gen_schema.py --check
 
 bench: setup
 	$(VENV)/bin/ringtool bench all $(ARGS)

@@ -24,11 +24,13 @@ fi
 # bpftool: `bpftool prog show`, the reference for the cost panel's run times; with
 # clang-14 it builds and loads bpf/*.bpf.c (USER_RINGBUF drains, which BCC cannot load:
 # `ringtool mark`, ringtool.programs.clang_loader).
+# python3-jsonschema: the tests check every `trace --json` line against
+# docs/trace-events.schema.json (tests/helpers/json_schema.py).
 # bash-completion: loads /etc/bash_completion.d/ringtool (step 5 enables it for
 # interactive shells in /etc/bash.bashrc: scripts/host-files.sh).
 PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make
       nats-server prometheus gcc libbpf-dev man-db groff-base sudo bpftrace jq curl
-      bpftool bash-completion clang-14 libbpf-tools)
+      bpftool bash-completion clang-14 libbpf-tools python3-jsonschema)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

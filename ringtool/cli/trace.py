@@ -19,7 +19,7 @@ from ringtool.cli import validate_paths as vp
 from ringtool.cli.export_args import add_export_args, add_metrics_arg
 from ringtool.cli.trace_targets import require_interface, shown_filters, target_notes
 from ringtool.errors import UsageError
-from ringtool.event.fields import FIELD_NAMES
+from ringtool.event.fields import FIELD_NAMES, field_name
 from ringtool.kernel.cpus import online_cpus
 from ringtool.kernel.privileges import require_bpf_privileges
 from ringtool.trace.reading import sources
@@ -165,8 +165,9 @@ def register(subs: Any) -> None:
         help="bcc-style columns (cut to the terminal's width; whole lines into a pipe or file)",
     )  # fmt: skip
     p.add_argument(
-        "--fields", type=v.name_list(FIELD_NAMES), metavar="A,B,C",
-        help="only these event fields, in this order (--json, --csv, columns)",
+        "--fields", type=v.name_list(FIELD_NAMES, field_name), metavar="A,B,C",
+        help="only these event fields, in this order (--json, --csv, columns): their "
+        "names (docs/schema.md) or column headers (ts or TS)",
     )  # fmt: skip
     p.add_argument(
         "-w", "--wide", action="store_true", help="columns: never cut lines, also on a terminal"

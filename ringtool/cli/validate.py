@@ -278,13 +278,22 @@ def kmes_capacity(text: str) -> int:
         bad(str(exc))
 
 
-def name_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+def name_list(
+    choices: Sequence[str], name: Callable[[str], str | None] | None = None
+) -> Callable[[str], tuple[str, ...]]:
     """A ``type=`` for a comma-separated, non-empty list of ``choices`` (duplicates
-    dropped, order kept)."""
+    dropped, order kept). ``name``: the choice a given word means (None: none; default:
+    the word itself when it is a choice)."""
+
+    def meant(word: str) -> str | None:
+        if name is not None:
+            return name(word)
+        return word if word in choices else None
 
     def parse(text: str) -> tuple[str, ...]:
-        names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-        unknown = [n for n in names if n not in choices]
+        words = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [w for w in words if meant(w) is None]
+        names = tuple(dict.fromkeys(m for w in words if (m := meant(w)) is not None))
         if unknown or not names:
             bad(
                 f"unknown {shown(', '.join(map(repr, unknown))) or '(none)'}: choose from "

@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 
 from ringtool.event import calls, disk_data, exec_data, tcp_data
-from ringtool.event.fields import PROTOS, Field
+from ringtool.event.fields import NET_LABEL, PROTOS, Field
 
 Array = np.ndarray[Any, Any]
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
@@ -253,6 +253,8 @@ def values(rec: Array, f: Field, offset_ns: int, syscall_name: Callable[[int], s
         return col.tolist()  # type: ignore[no-any-return]
     if kind == "str":
         return cstrings(col).values
+    if kind == "packet_comm":
+        return [v or NET_LABEL for v in cstrings(col).values]
     if kind == "time":
         return wall_seconds(col, offset_ns).tolist()  # type: ignore[no-any-return]
     if kind == "exit_code":

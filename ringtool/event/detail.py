@@ -95,7 +95,7 @@ def _rest_disk(c: Columns) -> list[str]:
 
 def _rest_net(c: Columns) -> list[str]:
     return [
-        f"{d[:3]} {proto} {src}:{sport} > {dst}:{dport} len={n}"
+        f"{d} {proto} {src}:{sport} > {dst}:{dport} len={n}"
         for d, proto, src, sport, dst, dport, n in zip(
             c["dir"], c["proto"], c["src"], c["sport"], c["dst"], c["dport"], c["len"],
             strict=True,

@@ -44,6 +44,10 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
 * ``blk_op``: the operation of blktrace's ``rwbs`` letters (``read``, ``write``,
   ``flush``, ``discard``, ...); ``blk_sync``: ``True`` when they have ``S``
   (:mod:`ringtool.event.disk_data`).
+* ``packet_comm``: a packet's comm (a string column): :data:`NET_LABEL` where it is
+  empty (TC programs run without a task), so every output shows the same name.
+
+Each kind's JSON type is :data:`KIND_JSON` (the JSON Schema of docs/schema.md).
 
 A type whose records are a struct of their own (tcp: ``struct trace_tcp``, disk,
 :data:`ringtool.event.layout.RECORD_STRUCTS`) names that struct's fields.
@@ -58,20 +62,57 @@ a type of :data:`TASKLESS`), then its type's :data:`BY_TYPE` fields, in this ord
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ringtool.event.registry import EVENT_TYPES, Field
 
+#: The comm of a packet: TC programs run without a task (softirq, a queue's transmit).
+NET_LABEL = "[net]"
+
+#: The first key of every event (and every other ``--json`` line): its type's name.
+TYPE = Field("type", "h.type", "type", "", "the event's type (see the types below)")
+
+_COMM = "the thread's name (task comm, at most 15 bytes)"
 #: Fields of the common header (``struct trace_hdr``) of every record, after ``type``.
 HEADER: tuple[Field, ...] = (
-    Field("ts", "h.ts", "time"),
-    Field("cpu", "h.cpu", "int"),
-    Field("pid", "h.pid", "int"),
-    Field("tid", "h.tid", "int"),
-    Field("comm", "h.comm", "str"),
-    Field("cgroup", "h.cgroup", "int"),
+    Field("ts", "h.ts", "time", "s", "when it happened: seconds since the epoch (UTC)"),
+    Field("cpu", "h.cpu", "int", "", "the CPU it happened on"),
+    Field("pid", "h.pid", "int", "", "the process id (thread group id; net: 0)"),
+    Field("tid", "h.tid", "int", "", "the thread id (net: 0)"),
+    Field("comm", "h.comm", "str", "", _COMM),
+    Field("cgroup", "h.cgroup", "int", "", "the cgroup v2 id of the task (net: 0)"),
 )
 
 #: Fields of every event of a task, after ``type``.
-COMMON: tuple[Field, ...] = (*HEADER, Field("uid", "uid", "int"), Field("gid", "gid", "int"))
+COMMON: tuple[Field, ...] = (
+    *HEADER,
+    Field("uid", "uid", "int", "", "the task's real user id"),
+    Field("gid", "gid", "int", "", "the task's real group id"),
+)
+
+#: The common fields of a packet (:data:`TASKLESS`): the header's, its comm
+#: :data:`NET_LABEL` (no task).
+NET_HEADER: tuple[Field, ...] = tuple(
+    Field("comm", f.column, "packet_comm", "", f"{NET_LABEL}: a packet has no task")
+    if f.key == "comm" else f
+    for f in HEADER
+)  # fmt: skip
+
+_STR: dict[str, object] = {"type": "string"}
+_INT: dict[str, object] = {"type": "integer"}
+_BOOL: dict[str, object] = {"type": "boolean"}
+_STRS: dict[str, object] = {"type": "array", "items": _STR}
+#: The JSON Schema of each field kind's values.
+KIND_JSON: dict[str, dict[str, object]] = {
+    "type": _STR, "int": _INT, "str": _STR, "time": {"type": "number"},
+    "exit_code": {"type": ["integer", "null"]}, "syscall": _STR,
+    "latency_us": {"type": "number", "minimum": 0},
+    "argv": {"type": ["array", "null"], "items": _STR}, "truncated": _BOOL,
+    "low32": _INT, "high32": _INT, "call": {"type": ["string", "null"]}, "addr": _STR,
+    "proto": _STR, "direction": {"enum": ["ingress", "egress"]}, "ip": _STR, "flag": _BOOL,
+    "tcp_states": _STRS, "tcp_failed": _BOOL, "packet_comm": _STR, "blk_dev": _STR,
+    "blk_disk": _STR, "blk_op": _STR, "blk_sync": _BOOL,
+}  # fmt: skip
 
 #: The types whose records have no task (no ``uid``/``gid``): :data:`HEADER` only.
 TASKLESS = frozenset(t.name for t in EVENT_TYPES if t.taskless)
@@ -87,7 +128,15 @@ BY_TYPE: dict[str, tuple[Field, ...]] = {t.name: t.fields for t in EVENT_TYPES i
 def fields_of(type_name: str) -> tuple[Field, ...]:
     """``COMMON`` (``HEADER`` for a :data:`TASKLESS` type) plus the type's own fields
     (just ``COMMON`` for an unknown type)."""
-    return (HEADER if type_name in TASKLESS else COMMON) + BY_TYPE.get(type_name, ())
+    return (NET_HEADER if type_name in TASKLESS else COMMON) + BY_TYPE.get(type_name, ())
+
+
+def names_of(types: Iterable[str]) -> tuple[str, ...]:
+    """The field names of events of ``types`` (all: :data:`FIELD_NAMES`), in the order
+    of :data:`FIELD_NAMES` (``type``, the common fields, then each type's fields as
+    first listed): the ``--csv`` columns of a trace of those types."""
+    wanted = {f.key for t in types for f in fields_of(t)}
+    return tuple(k for k in FIELD_NAMES if k == "type" or k in wanted)
 
 
 def _all_names() -> tuple[str, ...]:
@@ -98,7 +147,18 @@ def _all_names() -> tuple[str, ...]:
 
 
 #: Every output field name, in a stable order: ``type``, the common fields, then each
-#: type's fields as first listed (the default ``--csv`` columns).
+#: type's fields as first listed.
 FIELD_NAMES: tuple[str, ...] = _all_names()
 
-__all__ = ["BY_TYPE", "COMMON", "FIELD_NAMES", "HEADER", "PROTOS", "TASKLESS", "Field", "fields_of"]
+
+def field_name(text: str) -> str | None:
+    """The field ``text`` names: its key (``ts``) or its column header (``TS``), in
+    any case; None when no field has that name."""
+    key = text.strip().lower()
+    return key if key in FIELD_NAMES else None
+
+
+__all__ = [
+    "BY_TYPE", "COMMON", "FIELD_NAMES", "HEADER", "KIND_JSON", "NET_HEADER", "NET_LABEL", "PROTOS",
+    "TASKLESS", "TYPE", "Field", "field_name", "fields_of", "names_of",
+]  # fmt: skip

@@ -43,6 +43,9 @@ def group_values(
             texts = cstrings(col)
             values[f.key] = texts.values
             shown[f.key] = texts.values if texts.printable else list(map(printable, texts.values))
+        elif f.kind == "packet_comm":
+            values[f.key] = decoder.values(rec, f)
+            shown[f.key] = list(map(printable, values[f.key]))
         elif n and f.kind in COLUMN_ONLY and (col == col[0]).all():
             values[f.key] = decoder.values(rec[:1], f) * n
         else:

@@ -40,8 +40,8 @@ from ringtool.event.safe_text import printable_json as printable_line
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
 _str = encode_basestring  # a JSON string literal (C implementation)
 #: Field kinds whose values are strings from a small set (a packet's addresses,
-#: protocol, direction; a block device's numbers and name, its operation).
-NAMES = frozenset(("addr", "proto", "direction", "blk_dev", "blk_disk", "blk_op"))
+#: protocol, direction, comm; a block device's numbers and name, its operation).
+NAMES = frozenset(("addr", "proto", "direction", "packet_comm", "blk_dev", "blk_disk", "blk_op"))
 
 
 def _value(v: Any) -> str:

@@ -31,13 +31,23 @@ from ringtool.kernel.needs import (
 
 
 class Field(NamedTuple):
-    """One output field: ``key`` in the output, record ``column`` (a member of its
-    type's :attr:`EventType.record` struct; ``h.NAME`` for the common header),
-    ``kind`` (how the column becomes a value: :mod:`ringtool.event.fields`)."""
+    """One output field: ``key`` in the output (its one name in every output: JSON,
+    CSV, ``--fields``; the columns' header is :attr:`header`), record ``column`` (a
+    member of its type's :attr:`EventType.record` struct; ``h.NAME`` for the common
+    header), ``kind`` (how the column becomes a value: :mod:`ringtool.event.fields`),
+    ``unit`` (of a quantity: ``s``, ``us``, ``bytes``; ``""``: none) and ``doc``
+    (its meaning, one sentence: docs/schema.md is generated from it)."""
 
     key: str
     column: str
     kind: str
+    unit: str = ""
+    doc: str = ""
+
+    @property
+    def header(self) -> str:
+        """Its column header: the key in upper case (``--fields`` takes either)."""
+        return self.key.upper()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +93,8 @@ class EventType:
     of their own, :class:`ringtool.event.records.NetRecords`), or another RINGBUF record
     of ``struct trace_event``'s size that ends in ``pad`` (tcp: ``trace_tcp``, disk:
     ``trace_disk``), whose records are viewed as it
-    (:data:`ringtool.event.layout.RECORD_STRUCTS`)."""
+    (:data:`ringtool.event.layout.RECORD_STRUCTS`); ``doc``: what one event of it is
+    (docs/schema.md)."""
 
     name: str
     source: str
@@ -93,6 +104,7 @@ class EventType:
     needs: KernelNeeds = NO_NEEDS
     taskless: bool = False
     record: str = EVENT_RECORD
+    doc: str = ""
 
     @property
     def constant(self) -> str:
@@ -124,72 +136,117 @@ def _syscalls(*names: str) -> tuple[OptionalTracepoints, ...]:
 
 _TAIL = frozenset({RECENT, RECENT_TITLE})
 
+#: The fields several types share (one meaning each).
+_PPID = Field("ppid", "ppid", "int", "", "the parent's process id (0: unknown)")
+_RET = "the syscall's result: "
+
+
+def _call(what: str) -> Field:
+    return Field("syscall", "call", "call", "", f"the syscall that {what} (null: unknown)")
+
+
 #: Every event type, in the order of their constants.
 EVENT_TYPES: tuple[EventType, ...] = (
     EventType(
         "exec", "exec",
-        (Field("filename", "data", "str"), Field("argv", "data", "argv"),
-         Field("argv_truncated", "aux2", "truncated"), Field("ppid", "ppid", "int"),
-         Field("ret", "ret", "int"), Field("syscall", "call", "call")),
+        (Field("filename", "data", "str", "", "the file executed, as passed to the syscall"),
+         Field("argv", "data", "argv", "",
+               "the arguments, argv[0] first (null: not read; cut when argv_truncated)"),
+         Field("argv_truncated", "aux2", "truncated", "",
+               "true when more arguments were passed than the record holds"),
+         _PPID,
+         Field("ret", "ret", "int", "", _RET + "0, or -errno of a failed attempt"),
+         _call("executed (execve, execveat)")),
         Detail("filename", ("argv", "argv_truncated", "ppid", "uid", "ret")),
         panels=_TAIL, needs=TASK_HEADER,
+        doc="an execve/execveat attempt (failed ones too); source exec",
     ),
     EventType(
         "exit", "exec",
-        (Field("exit_code", "value", "exit_code"), Field("ppid", "ppid", "int")),
+        (Field("exit_code", "value", "exit_code", "",
+               "the code passed to exit(2)/exit_group(2) (null: ended otherwise, "
+               "e.g. by a signal)"),
+         _PPID),
         Detail(None, ("exit_code", "ppid")),
         needs=TASK_HEADER,
+        doc="a process ended (its thread group leader exited); source exec",
     ),
     EventType(
         "fork", "exec",
-        (Field("child_pid", "aux", "int"), Field("child_comm", "data", "str"),
-         Field("ppid", "ppid", "int")),
+        (Field("child_pid", "aux", "int", "", "the new task's id (a new thread's tid)"),
+         Field("child_comm", "data", "str", "", "the new task's name (its parent's)"),
+         _PPID),
         Detail(None, ("child_pid", "child_comm")),
         # sched_process_fork's child_comm: char[16] on 6.1, __data_loc on 6.18
         needs=KernelNeeds.union([TASK_HEADER, KernelNeeds(string_fields=(StringField(
             "sched", "sched_process_fork", "child_comm", "TRACE_FORK_CHILD_COMM_DATA_LOC"),))]),
+        doc="a task made a new task (fork, vfork, clone: threads too); source exec",
     ),
     EventType(
         "open", "open",
-        (Field("path", "data", "str"), Field("flags", "value", "int"),
-         Field("mode", "mode", "int"), Field("ret", "ret", "int"),
-         Field("syscall", "call", "call")),
+        (Field("path", "data", "str", "", "the file name passed to the syscall"),
+         Field("flags", "value", "int", "", "the open(2) flags, as a number"),
+         Field("mode", "mode", "int", "", "the mode of a created file (permission bits)"),
+         Field("ret", "ret", "int", "", _RET + "the file descriptor, or -errno"),
+         _call("opened (open, openat, openat2, creat, open_by_handle_at)")),
         Detail("path", ("flags", "mode", "ret", "syscall")),
         panels=_TAIL,
         # open/creat: not on arm64; openat2: Linux 5.6; open_by_handle_at: CONFIG_FHANDLE
         needs=KernelNeeds.union([TASK_HEADER, _PER_THREAD, KernelNeeds(
             optional=_syscalls("open", "creat", "openat2", "open_by_handle_at"))]),
+        doc="a file open, at its return; source open",
     ),
     EventType(
         "syscall", "syscalls",
-        (Field("syscall", "aux", "syscall"), Field("nr", "aux", "int"),
-         Field("latency_us", "value", "latency_us"), Field("ret", "ret", "int")),
+        (Field("syscall", "aux", "syscall", "", "the syscall's name (sys_NR when unknown)"),
+         Field("nr", "aux", "int", "", "the syscall's number on this architecture"),
+         Field("latency_us", "value", "latency_us", "us",
+               "from the syscall's entry to its return, to 0.1 us"),
+         Field("ret", "ret", "int", "", _RET + "a value, or -errno")),
         Detail(None, ("syscall", "latency_us", "ret")),
         needs=KernelNeeds.union([TASK_HEADER, _PER_THREAD]),
+        doc="a syscall slower than --slow-ms; source syscalls (the one source named in "
+            "the plural: it times every syscall)",
     ),
     EventType(
         "net", "net",
-        (Field("src", "saddr", "addr"), Field("dst", "daddr", "addr"),
-         Field("sport", "sport", "int"), Field("dport", "dport", "int"),
-         Field("proto", "proto", "proto"), Field("len", "len", "int"),
-         Field("ifindex", "ifindex", "int"), Field("dir", "dir", "direction"),
-         Field("captured", "captured", "int")),
+        (Field("src", "saddr", "addr", "", "the source IP address (\"\": not IP)"),
+         Field("dst", "daddr", "addr", "", "the destination IP address (\"\": not IP)"),
+         Field("sport", "sport", "int", "", "the source port (TCP, UDP; else 0)"),
+         Field("dport", "dport", "int", "", "the destination port (TCP, UDP; else 0)"),
+         Field("proto", "proto", "proto", "",
+               "the IP protocol (tcp, udp, icmp, icmp6, or a number)"),
+         Field("len", "len", "int", "bytes", "the packet's length"),
+         Field("ifindex", "ifindex", "int", "", "the network interface's index"),
+         Field("dir", "dir", "direction", "", "ingress (received) or egress (sent)"),
+         Field("captured", "captured", "int", "bytes",
+               "how many of the packet's first bytes were captured (--pcap)")),
         Detail(None, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
         panels=_TAIL, taskless=True, record=NET_RECORD,  # TC: no task, no task members
+        doc="a packet seen by a TC program (no task: pid 0, comm [net]); source net",
     ),
     EventType(
-        "mark", "mark", (Field("text", "data", "str"),), Detail(None, ("text",)),
+        "mark", "mark", (Field("text", "data", "str", "", "the marker's text"),),
+        Detail(None, ("text",)),
         panels=frozenset({RECENT}),  # a clang-built program: no -D needs
+        doc="a marker sent by 'ringtool mark' (any trace receives them)",
     ),
     EventType(
         "tcp", "tcp",
-        (Field("family", "family", "int"), Field("laddr", "saddr", "ip"),
-         Field("lport", "sport", "int"), Field("raddr", "daddr", "ip"),
-         Field("rport", "dport", "int"), Field("active", "active", "flag"),
-         Field("tx_bytes", "tx_bytes", "int"), Field("rx_bytes", "rx_bytes", "int"),
-         Field("duration_us", "duration_ns", "latency_us"),
-         Field("states", "states", "tcp_states"), Field("failed", "states", "tcp_failed"),
-         Field("error", "error", "int")),
+        (Field("family", "family", "int", "", "the IP version: 4 or 6"),
+         Field("laddr", "saddr", "ip", "", "the local IP address"),
+         Field("lport", "sport", "int", "", "the local port"),
+         Field("raddr", "daddr", "ip", "", "the remote IP address"),
+         Field("rport", "dport", "int", "", "the remote port"),
+         Field("active", "active", "flag", "",
+               "true when this end opened the connection (connect), false: accepted"),
+         Field("tx_bytes", "tx_bytes", "int", "bytes", "bytes sent and acknowledged"),
+         Field("rx_bytes", "rx_bytes", "int", "bytes", "bytes received"),
+         Field("duration_us", "duration_ns", "latency_us", "us",
+               "from the connection's first state change to its close, to 0.1 us"),
+         Field("states", "states", "tcp_states", "", "the TCP states the connection went through"),
+         Field("failed", "states", "tcp_failed", "", "true when it never was ESTABLISHED"),
+         Field("error", "error", "int", "", "the socket's last error (an errno; 0: none)")),
         Detail(None, ("active", "laddr", "lport", "raddr", "rport", "tx_bytes", "rx_bytes",
                       "duration_us", "failed", "error")),
         panels=frozenset({RECENT}),
@@ -200,14 +257,25 @@ EVENT_TYPES: tuple[EventType, ...] = (
             BtfMember("sock.sk_err", 4, "TRACE_SOCK_ERR_OFF"),
         ))]),
         record="trace_tcp",
+        doc="a TCP connection, at its close; source tcp",
     ),
     EventType(
         "disk", "disk",
-        (Field("dev", "dev", "blk_dev"), Field("disk", "dev", "blk_disk"),
-         Field("op", "rwbs", "blk_op"), Field("sync", "rwbs", "blk_sync"),
-         Field("rwbs", "rwbs", "str"), Field("sector", "sector", "int"),
-         Field("bytes", "bytes", "int"), Field("queue_us", "queue_ns", "latency_us"),
-         Field("service_us", "service_ns", "latency_us"), Field("error", "error", "int")),
+        (Field("dev", "dev", "blk_dev", "", "the block device as major:minor"),
+         Field("disk", "dev", "blk_disk", "",
+               "the block device's name from /sys/dev/block (empty where it has none)"),
+         Field("op", "rwbs", "blk_op", "",
+               "the operation: read, write, flush, discard, secure-erase, write-zeroes, ..."),
+         Field("sync", "rwbs", "blk_sync", "", "true for a synchronous request (rwbs has S)"),
+         Field("rwbs", "rwbs", "str", "", "the operation and flags as blktrace's letters"),
+         Field("sector", "sector", "int", "",
+               "the first sector, in 512-byte units from the start of the device"),
+         Field("bytes", "bytes", "int", "bytes", "the request's size"),
+         Field("queue_us", "queue_ns", "latency_us", "us",
+               "from insertion into the I/O scheduler to issue to the device (0: not inserted)"),
+         Field("service_us", "service_ns", "latency_us", "us",
+               "from issue to completion: the device's time"),
+         Field("error", "error", "int", "", "the completion's status: 0 or a negative errno")),
         Detail(None, ("disk", "dev", "op", "rwbs", "bytes", "sector", "service_us", "queue_us",
                       "error")),
         panels=frozenset({RECENT}),
@@ -215,6 +283,7 @@ EVENT_TYPES: tuple[EventType, ...] = (
         needs=KernelNeeds.union([TASK_HEADER, KernelNeeds(optional=(OptionalTracepoints(
             "block", ("block_io_start",), "TRACE_HAVE_BLOCK_IO_START"),))]),
         record="trace_disk",
+        doc="a block I/O request, at its completion; source disk",
     ),
 )  # fmt: skip
 

@@ -4,6 +4,12 @@ The bridge's BPF programs (``bpf/kmes_bridge.c``) emit records that start with a
 8-byte prefix ``u32 cpu, u32 event_type``; the bridge strips it and writes the rest as
 the KMES payload. Event type 0 is never used (docs/kmes.md §4.1); the types and
 payloads are listed in docs/kmes.md §12.1.
+
+The decoded fields are named as ``ringtool trace`` names them (docs/schema.md): the
+payload's ``tgid`` (the process) is ``pid``, its ``pid`` (the kernel's id of the
+thread) is ``tid``, and sched_process_exec's ``old_pid`` (the thread's id before the
+exec) is ``old_tid``; an exit's ``prio`` is the kernel's priority of the task (120:
+nice 0), a field the trace's events do not have.
 """
 
 from __future__ import annotations
@@ -30,11 +36,11 @@ def _cstr(raw: bytes) -> str:
 
 
 def _exec(p: bytes) -> dict[str, Any]:
-    pid, tgid, old_pid, uid, comm, filename = _EXEC.unpack_from(p)
+    tid, pid, old_tid, uid, comm, filename = _EXEC.unpack_from(p)
     return {
         "pid": pid,
-        "tgid": tgid,
-        "old_pid": old_pid,
+        "tid": tid,
+        "old_tid": old_tid,
         "uid": uid,
         "comm": _cstr(comm),
         "filename": _cstr(filename),
@@ -42,8 +48,8 @@ def _exec(p: bytes) -> dict[str, Any]:
 
 
 def _exit(p: bytes) -> dict[str, Any]:
-    pid, tgid, prio, uid, comm = _EXIT.unpack_from(p)
-    return {"pid": pid, "tgid": tgid, "prio": prio, "uid": uid, "comm": _cstr(comm)}
+    tid, pid, prio, uid, comm = _EXIT.unpack_from(p)
+    return {"pid": pid, "tid": tid, "prio": prio, "uid": uid, "comm": _cstr(comm)}
 
 
 def _lost(p: bytes) -> dict[str, Any]:

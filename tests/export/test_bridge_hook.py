@@ -54,7 +54,7 @@ def test_bridge_exports_exec_events(nats: NatsServer, tmp_path: Path) -> None:
     content = read_stream(nats)
     assert content.count("br1") == exported
     execs = [json.loads(v) for v in content.lines("br1")]
-    mine = [e for e in execs if e["type"] == "exec" and e.get("tgid") in pids]
+    mine = [e for e in execs if e["type"] == "exec" and e.get("pid") in pids]
     assert len(mine) == len(pids), execs[:3]
     assert all(e["filename"] == "/bin/true" for e in mine)
     assert content.summaries["br1"]["exported"] == exported

@@ -95,7 +95,7 @@ def old_decode_net(samples: list[bytes], offset_ns: int) -> list[dict[str, Any]]
         captured = int(rec["captured"])
         out.append({
             "type": "net", "ts": (int(h["ts"]) + offset_ns) / 1e9, "cpu": int(h["cpu"]),
-            "pid": int(h["pid"]), "tid": int(h["tid"]), "comm": cstr(bytes(h["comm"])),
+            "pid": int(h["pid"]), "tid": int(h["tid"]), "comm": cstr(bytes(h["comm"])) or "[net]",
             "cgroup": int(h["cgroup"]),
             "src": _addr(fam, bytes(rec["saddr"])), "dst": _addr(fam, bytes(rec["daddr"])),
             "sport": int(rec["sport"]), "dport": int(rec["dport"]),

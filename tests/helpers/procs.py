@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from tests.helpers.json_schema import check_trace_output
 from tests.helpers.paths import PY, RINGTOOL, ROOT
 
 #: BCC compiles at start: over a minute in an emulated guest on a loaded machine
@@ -39,10 +40,15 @@ def child(
 
 
 def run_ringtool(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
-    """``ringtool ARGS`` run to its end from the repository root, its output captured."""
-    return subprocess.run(
+    """``ringtool ARGS`` run to its end from the repository root, its output captured;
+    a ``trace --json`` that succeeded has its lines checked against the schema
+    (:mod:`tests.helpers.json_schema`)."""
+    done = subprocess.run(
         [*RINGTOOL, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kw
     )
+    if args[:1] == ("trace",) and done.returncode == 0 and isinstance(done.stdout, str):
+        check_trace_output(args, done.stdout.splitlines(), done.stderr.splitlines())
+    return done
 
 
 def stop(p: subprocess.Popen[str] | None, sig: int = signal.SIGTERM, wait: float = 10) -> None:

@@ -5,7 +5,6 @@ running trace's marker directory (:func:`marker_dir`)."""
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import subprocess
@@ -21,6 +20,7 @@ import numpy as np
 from ringtool.event.layout import load_layout
 from ringtool.trace.reading.marks import PIN_ROOT
 from ringtool.trace.reading.session import TraceOptions, TraceSession
+from tests.helpers.json_schema import check_lines, check_trace_output
 from tests.helpers.paths import RINGTOOL
 from tests.helpers.procs import Lines
 
@@ -33,6 +33,7 @@ class Trace(Lines):
 
     def __init__(self, *args: str, start_timeout: float = 240) -> None:
         super().__init__([*RINGTOOL, "trace", *args])
+        self.args = args
         ready = ("--json" in args and '"type": "start"') or "Tracing... Ctrl-C to end."
         deadline = time.monotonic() + start_timeout
         while not any(ready in line for line in list(self.err_lines)):
@@ -50,6 +51,7 @@ class Trace(Lines):
         err = self.err
         assert self.proc.returncode == 0, err
         assert "Traceback" not in err, err
+        check_trace_output(self.args, self.lines, self.err_lines)  # the schema
         return self.lines, err
 
 
@@ -59,9 +61,11 @@ def marker_dir(t: Trace) -> str:
     return os.path.join(PIN_ROOT, name)
 
 
-def told_json(err: str) -> list[dict[str, Any]]:
-    """The JSON lines (start, stats, note) a ``--json`` trace wrote on stderr."""
-    return [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+def told_json(err: str, partial: bool = False) -> list[dict[str, Any]]:
+    """The JSON lines (start, stats, note) a ``--json`` trace wrote on stderr, each
+    checked against the schema (:mod:`tests.helpers.json_schema`; partial: the trace
+    ran with ``--fields``)."""
+    return check_lines((line for line in err.splitlines() if line.startswith("{")), partial)
 
 
 #: The child: set the comm, report ready, wait for go, run the loop, _exit.

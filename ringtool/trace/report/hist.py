@@ -112,16 +112,17 @@ def hist_records(stats: TraceStats) -> Iterator[dict[str, Any]]:
     """``--hist --json`` at the end: one ``{"type": "hist", ...}`` object per syscall,
     most called first (``syscall``: its name), then per block device (``dev``:
     ``"major:minor"``, ``disk``: its name or ``""``; the disk source's service times);
-    ``p99_ns`` with 2 significant digits, ``p99_max_error`` the estimate's bound (a
-    fraction of the true value), ``buckets`` the used fine buckets as
-    ``[low_ns, high_ns, count]`` (inclusive)."""
+    ``p99_us`` with 2 significant digits (microseconds, as every latency of the JSON
+    lines), ``p99_max_error`` the estimate's bound (a fraction of the true value),
+    ``buckets`` the used fine buckets as ``[low_ns, high_ns, count]`` (inclusive: the
+    kernel's bucket bounds, exact in nanoseconds)."""
     for row in _ordered(stats):
         buckets = stats.sys_hist.get(row.nr, {})
         yield {
             "type": "hist",
             "syscall": row.name,
             "count": row.count,
-            "p99_ns": round(approx(row.p99_ns)),
+            "p99_us": approx(row.p99_ns / 1000),
             "p99_max_error": MAX_ERROR,
             "buckets": [[*bucket_range(i), n] for i, n in sorted(buckets.items()) if n],
         }
@@ -131,7 +132,7 @@ def hist_records(stats: TraceStats) -> Iterator[dict[str, Any]]:
             "dev": disk_data.dev_text(dev),
             "disk": disk_data.disk_name(dev),
             "count": sum(buckets.values()),
-            "p99_ns": round(approx(quantile(buckets))),
+            "p99_us": approx(quantile(buckets) / 1000),
             "p99_max_error": MAX_ERROR,
             "buckets": [[*bucket_range(i), n] for i, n in sorted(buckets.items()) if n],
         }

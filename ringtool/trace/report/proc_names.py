@@ -19,8 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-#: What the process table and the columns show for packets (TC: no process known).
-NET_LABEL = "[net]"
+from ringtool.event.fields import NET_LABEL  # a packet's comm in every output
 
 
 class BatchNames(NamedTuple):

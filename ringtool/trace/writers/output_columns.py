@@ -3,11 +3,13 @@
 stdout (``stream``) carries the header and one line per event, nothing else, so
 ``ringtool trace --no-tui > events.txt`` or ``| head`` gets events only::
 
-    TIME     CPU PID     UID    COMM             EVENT   DETAIL
+    TS       CPU PID     UID    COMM             TYPE    DETAIL
     12:00:01   1 4242    1000   cat              exec    /usr/bin/cat ppid=4241 uid=1000
     12:00:01   1 4242    1000   cat              open    /etc/passwd O_RDONLY|O_CLOEXEC = 3 (openat)
 
-``UID`` is the task's real uid (``-`` for net events: no task).
+The headers are the fields' names in upper case (``ts``: ``TS``, the time of day;
+``type``: ``TYPE``), as ``--fields`` columns name them. ``UID`` is the task's real
+uid (``-`` for net events: no task).
 
 stderr (``err``) gets the rest: notes, ``sources: ...``, ``Tracing... Ctrl-C to end.``,
 the ``--`` stats line of each interval with ``stats_lines`` (``--stats``; else only of
@@ -18,7 +20,8 @@ cut to ``width`` characters: a long path keeps its end and what follows it (``�
 marks the cut: ``…/LC_MESSAGES/x.mo``, never a relative-looking ``../``), other
 details and lines keep their start and end in ``…`` (a net line keeps direction and
 protocol). ``width=None`` (stdout is a pipe or a file, or ``-w``) never cuts. Packets
-(no process: TC) show :data:`~ringtool.trace.report.proc_names.NET_LABEL` as their COMM.
+(no process: TC) show :data:`~ringtool.event.fields.NET_LABEL` as their COMM, as in
+every output.
 Strings from traced processes (comm, paths) and notes go through
 :func:`ringtool.event.safe_text.printable`: a control character or escape sequence
 in a file name is printed escaped (``\x1b[2J``), never sent to the terminal.
@@ -35,7 +38,7 @@ import numpy as np
 from ringtool.event.columns import TypeGroup, by_type, in_array_order, wall_seconds
 from ringtool.event.decode import Decoder, Event
 from ringtool.event.detail import DETAIL, detail_split
-from ringtool.event.fields import fields_of
+from ringtool.event.fields import COMMON, TYPE, fields_of
 from ringtool.event.group_values import group_values
 from ringtool.event.line_pieces import Piece, lines_of, text_of
 from ringtool.event.records import Records
@@ -45,7 +48,13 @@ from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.report.summary import ELLIPSIS, cut, format_summary
 from ringtool.trace.sink import OutputBase
 
-HEADER = f"{'TIME':<8} {'CPU':>3} {'PID':<7} {'UID':<6} {'COMM':<16} {'EVENT':<7} DETAIL"
+_H = {f.key: f.header for f in (TYPE, *COMMON)}
+#: The header: the fields' column headers (:attr:`~ringtool.event.fields.Field.header`),
+#: then the detail.
+HEADER = (
+    f"{_H['ts']:<8} {_H['cpu']:>3} {_H['pid']:<7} {_H['uid']:<6} {_H['comm']:<16} "
+    f"{_H['type']:<7} DETAIL"
+)
 
 
 def fit(text: str, width: int) -> str:
@@ -77,7 +86,7 @@ def fit_parts(path: str, rest: str, width: int | None) -> str:
 def format_event(ev: Event, width: int | None = 80) -> str:
     """One column line for ``ev``, at most ``width`` characters (None: no limit)."""
     clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
-    comm = printable(shown_comm(ev["comm"], ev["type"]))  # packets: NET_LABEL
+    comm = printable(shown_comm(ev["comm"], ev["type"]))  # a packet's: NET_LABEL
     comm = comm if width is None else comm[:16]
     uid = ev.get("uid", "-")  # net events have none
     head = f"{clock:<8} {ev['cpu']:>3} {ev['pid']:<7} {uid:<6} {comm:<16} {ev['type']:<7} "
@@ -144,7 +153,7 @@ def _group_pieces(
     and rest of the detail (the last two pieces)."""
     cols, shown = group_values(decoder, g.rec, fields_of(g.name))
     clock = clocks(wall_seconds(g.rec["h"]["ts"], decoder.offset_ns))
-    comm = [shown_comm(c, g.name) for c in shown["comm"]] if g.name == "net" else shown["comm"]
+    comm = shown["comm"]  # a packet's: NET_LABEL (its field's kind)
     path_key, rest_of, rest_keys = DETAIL.get(g.name, (None, None, ()))
     path: Piece = _texts(shown[path_key], "%s") if path_key else ""
     rest: Piece = ""

@@ -1,8 +1,10 @@
 """Tables of chosen fields: ``--csv``, and ``--no-tui --fields a,b,c`` columns.
 
 Both write one row per event with the fields named by ``--fields`` (default for CSV:
-every field, :data:`ringtool.event.fields.FIELD_NAMES`), in that order; a field the
-event's type does not have is empty (CSV) or ``-`` (columns). Values come from the
+every field of the types the running sources emit, and of markers, in the order of
+:data:`ringtool.event.fields.FIELD_NAMES`: :func:`~ringtool.event.fields.names_of`),
+in that order; a field the event's type does not have is empty (CSV) or ``-``
+(columns). Values come from the
 field spec a column at a time (:func:`field_rows`), the same values as
 :meth:`ringtool.event.decode.Decoder.decode`.
 
@@ -22,7 +24,8 @@ chosen by whoever runs the traced process): there every string cell goes through
 :func:`ringtool.event.safe_text.printable` (``\x1b``, ``\x0d`` written out) — still
 valid CSV, no longer byte-exact (``terminal``).
 
-The columns form writes a header of the upper-cased names, pads every column but the
+The columns form writes a header of the upper-cased names (the fields' column
+headers: ``ts`` is ``TS``), pads every column but the
 last, makes every value printable (:func:`ringtool.event.safe_text.printable`),
 shows ``ts`` as the time of day like the default columns and cuts each line to
 ``width`` (None: never).
@@ -40,8 +43,9 @@ import numpy as np
 
 from ringtool.event.columns import by_type
 from ringtool.event.decode import Decoder
-from ringtool.event.fields import FIELD_NAMES, fields_of
+from ringtool.event.fields import FIELD_NAMES, fields_of, names_of
 from ringtool.event.records import Records
+from ringtool.event.registry import EVENT_TYPES
 from ringtool.event.safe_text import printable
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.sink import OutputBase
@@ -130,12 +134,18 @@ class CsvOutput(OutputBase):
         self.terminal = _is_terminal(stream) if terminal is None else terminal
         self.decoder = decoder
         self.keys = list(fields or FIELD_NAMES)
+        #: no --fields: the columns of the running sources' types (at :meth:`start`)
+        self._by_sources = not fields
         self.err = err or sys.stderr
         self._csv = csv.writer(stream, lineterminator="\r\n")
 
     def start(self, sources: list[str], notes: list[str]) -> None:
         for note in notes:
             self.note(note)
+        if self._by_sources:  # markers come to any trace
+            self.keys = list(
+                names_of(t.name for t in EVENT_TYPES if t.source in {*sources, "mark"})
+            )
         self._csv.writerow(self.keys)
         self.stream.flush()
 
@@ -189,7 +199,7 @@ class FieldColumnOutput(ColumnOutput):
 
     def start(self, sources: list[str], notes: list[str]) -> None:
         self._tell(self.start_lines(sources, notes))
-        self._write([self._line(["TIME" if k == "ts" else k.upper() for k in self.keys])])
+        self._write([self._line([k.upper() for k in self.keys])])  # Field.header
 
     def batch(self, records: Records) -> None:
         rows = field_rows(self.decoder, records, self.keys)

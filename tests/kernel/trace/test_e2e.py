@@ -70,7 +70,7 @@ def test_no_tui_columns_into_a_pipe(tmp_path: Path) -> None:
     pid, path = run_cat(tmp_path)
     lines, err = proc.finish()
     # stdout: the header, then events only (`> events.txt` and `| head` get events)
-    assert lines[0].split() == ["TIME", "CPU", "PID", "UID", "COMM", "EVENT", "DETAIL"]
+    assert lines[0].split() == ["TS", "CPU", "PID", "UID", "COMM", "TYPE", "DETAIL"]
     assert all(re.match(r"\d\d:\d\d:\d\d +\d+ +\d+ ", line) for line in lines[1:]), lines
     mine = [line.split() for line in lines if f" {pid} " in line]
     uid = str(os.getuid())
@@ -194,7 +194,7 @@ def test_pipe_into_head_gets_events_and_exits_quietly(tmp_path: Path, mode: str)
     if mode == "--json":  # events only: no start, note or stats line among them
         assert [json.loads(line)["type"] for line in lines] == ["open"] * 3
     else:  # the header, then events
-        assert lines[0].split()[:6] == ["TIME", "CPU", "PID", "UID", "COMM", "EVENT"]
+        assert lines[0].split()[:6] == ["TS", "CPU", "PID", "UID", "COMM", "TYPE"]
         assert [line.split()[5] for line in lines[1:]] == ["open"] * 2
     assert "Tracing..." in err or '"type": "start"' in err
     assert "Traceback" not in err and "BrokenPipe" not in err

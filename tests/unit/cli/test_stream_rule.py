@@ -47,7 +47,7 @@ def _readme_examples() -> list[tuple[str, str]]:
                 comment = ""
             elif line.startswith("#"):
                 comment += line + " "
-            elif "ringtool trace" in line.partition("#")[0]:
+            elif "ringtool trace" in line.partition("#")[0] and "--help" not in line:
                 command, _, own = line.partition("  #")
                 found.append((command, comment + own))
                 comment = ""

@@ -59,7 +59,7 @@ def test_end_histograms_text_and_json() -> None:
                         f"2048 -> 4095 : 10        |{'*' * 4:<40}|"]  # fmt: skip
     assert "syscall read: 3 calls" in text[6]  # most called first
     records = list(hist_records(st))
-    assert records[0] == {"type": "hist", "syscall": "openat", "count": 100, "p99_ns": 3000,
+    assert records[0] == {"type": "hist", "syscall": "openat", "count": 100, "p99_us": 3.0,
                           "p99_max_error": 1 / 64,
                           "buckets": [[1472, 1503, 90], [2944, 3007, 10]]}  # fmt: skip
 

@@ -32,12 +32,12 @@ def test_event_lines_fit_80_columns() -> None:
     line = format_event(ev)
     assert len(line) == 80 and line.endswith("= -13")
     assert len(HEADER) <= 80 and HEADER.split() == [
-        "TIME",
+        "TS",
         "CPU",
         "PID",
         "UID",
         "COMM",
-        "EVENT",
+        "TYPE",
         "DETAIL",
     ]
 
@@ -85,7 +85,7 @@ def test_cut_lines_keep_what_matters() -> None:
     net = _ev("net", dir="egress", proto="tcp", src="2001:db8::1" * 3, sport=443,
               dst="2001:db8::2" * 3, dport=51234, len=1500, pid=0, comm="")  # fmt: skip
     line = format_event(net, 80)
-    assert len(line) == 80 and line.split()[6:8] == ["egr", "tcp"] and line.endswith("…")
+    assert len(line) == 80 and line.split()[6:8] == ["egress", "tcp"] and line.endswith("…")
     assert line.split()[4] == "[net]"  # packets: no process, labelled, not a blank COMM
     assert format_event(net, 400).endswith("len=1500")
 

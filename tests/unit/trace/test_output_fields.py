@@ -16,6 +16,7 @@ from ringtool.event.decode import Decoder, Event
 from ringtool.event.fields import FIELD_NAMES
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
+from ringtool.event.registry import EVENT_TYPES
 from ringtool.trace.writers.output_fields import CsvOutput, FieldColumnOutput
 from ringtool.trace.writers.output_json import JsonOutput
 from tests.helpers.net_records import net_event_records
@@ -27,6 +28,8 @@ NET: Event = {
     "src": "10.0.0.1", "dst": "10.0.0.2", "sport": 1, "dport": 2, "proto": "tcp", "len": 60,
     "ifindex": 1, "dir": "egress", "captured": 0, "ts_ns": 1, "payload": b"", "raw": b"",
 }  # fmt: skip
+#: Every source: the default CSV columns are every field.
+ALL_SOURCES = sorted({t.source for t in EVENT_TYPES})
 keys_st = st.one_of(
     st.none(),
     st.lists(st.sampled_from(FIELD_NAMES), min_size=1, max_size=8, unique=True),
@@ -52,7 +55,7 @@ def test_csv_reads_back_as_the_event_dicts(
     decoder = Decoder(LAYOUT, realtime_offset_ns=offset)
     buf, err = io.StringIO(newline=""), io.StringIO()
     out = CsvOutput(buf, decoder, keys, err=err)
-    out.start(["open"], ["a note\x1b[2J"])
+    out.start(ALL_SOURCES, ["a note\x1b[2J"])
     out.batch(Records(arr, net_event_records([NET], offset)))
     out.batch(Records(arr[:0]))
     text = buf.getvalue()
@@ -63,6 +66,20 @@ def test_csv_reads_back_as_the_event_dicts(
     assert rows[1:] == [[_cell(ev.get(k)) for k in names] for ev in events]
     assert text.count("\r\n") >= len(events) + 1  # CRLF line ends
     assert err.getvalue() == "note: a note\\x1b[2J\n"  # not in the CSV, printable
+
+
+def test_csv_columns_are_those_of_the_running_sources_types() -> None:
+    """``--events net`` writes the packets' columns (and the markers'), not all 45."""
+    buf = io.StringIO(newline="")
+    out = CsvOutput(buf, Decoder(LAYOUT, realtime_offset_ns=0), None, err=io.StringIO())
+    out.start(["net"], [])
+    out.batch(Records(record_array([]), net_event_records([NET])))
+    rows = list(csv.reader(io.StringIO(buf.getvalue(), newline="")))
+    net = ["src", "dst", "sport", "dport", "proto", "len", "ifindex", "dir", "captured"]
+    # uid, gid: a marker's (any trace receives markers), empty in a packet's row
+    assert rows[0] == ["type", "ts", "cpu", "pid", "tid", "comm", "cgroup", "uid", "gid",
+                       *net, "text"]  # fmt: skip
+    assert rows[1] == [_cell(NET.get(k)) for k in rows[0]]
 
 
 @SETTINGS
@@ -101,7 +118,7 @@ def test_field_columns_are_printable_one_line_per_event(
     lines = buf.getvalue().splitlines()
     assert len(lines) == 1 + len(arr) + 1  # stdout: the header and the events only
     assert err.getvalue().splitlines() == ["sources: open", "Tracing... Ctrl-C to end."]
-    names = " ".join("TIME" if k == "ts" else k.upper() for k in keys)
+    names = " ".join(k.upper() for k in keys)  # the fields' own names: ts is TS
     assert " ".join(lines[0].split()) == names if width is None else len(lines[0]) <= width
     assert all(line.isprintable() for line in lines), lines
     assert width is None or all(len(line) <= width for line in lines)
