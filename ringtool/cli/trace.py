@@ -143,7 +143,8 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--hist", action="store_true",
-        help="at the end, each syscall's latency histogram (log2 ns, like bcc's biolatency)",
+        help="at the end, each syscall's latency histogram (log2 ns slots, printed as bcc's "
+        "funclatency prints a function's)",
     )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON lines on stdout")
