@@ -160,6 +160,10 @@ def register(subs: Any) -> None:
     p.add_argument(
         "-w", "--wide", action="store_true", help="columns: never cut lines, also on a terminal"
     )
+    p.add_argument(
+        "-T", "--date", action="store_true",
+        help="columns: times with their date (2026-12-06 12:00:01.250; default 12:00:01.250)",
+    )  # fmt: skip
     p.add_argument("--pcap", type=vp.output_file, metavar="FILE", help=PCAP_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
@@ -320,5 +324,6 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         hist=args.hist, cost=not args.no_cost,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
         keep_exited=args.keep_exited,
+        dates=args.date,
     )  # fmt: skip
     return opts, cfg

@@ -50,6 +50,8 @@ class RunConfig:
     cost: bool = True
     #: ``--keep-exited``: the dashboard keeps exited processes in its table
     keep_exited: bool = False
+    #: ``-T``/``--date``: the columns' times with their date
+    dates: bool = False
 
 
 def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[TraceStats]:
@@ -63,7 +65,9 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[Trac
 
         if cfg.mode == "csv":
             return CsvOutput(stream, decoder, cfg.fields)
-        return FieldColumnOutput(stream, decoder, cfg.fields or (), width=cfg.width)
+        return FieldColumnOutput(
+            stream, decoder, cfg.fields or (), width=cfg.width, dates=cfg.dates
+        )
     if cfg.mode == "quiet":
         from ringtool.trace.writers.output_quiet import QuietOutput
 
@@ -74,7 +78,7 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[Trac
         return TraceTui(decoder, interval=cfg.interval, keep_exited=cfg.keep_exited)
     from ringtool.trace.writers.output_columns import ColumnOutput
 
-    return ColumnOutput(stream, decoder, width=cfg.width)
+    return ColumnOutput(stream, decoder, width=cfg.width, dates=cfg.dates)
 
 
 def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> list[Sink[TraceStats]]:

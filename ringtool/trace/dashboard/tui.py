@@ -336,13 +336,12 @@ class TraceTui:
         self._forget_gone()
         top = Layout(panels.header(s, v, self.sources, width), name="header", size=2)
         shown, total = shown_events(self.view, self.decoder, recent, tail, rows_tail)
-        uid = width >= panels.UID_WIDTH
         layout.split_column(
             top,
             Layout(name="a", size=rows_a + 3),
             Layout(name="b", size=rows_b + 3),
             Layout(
-                panels.events_table(shown, v, rows_tail, uid=uid, total=total, width=width),
+                panels.events_table(shown, v, rows_tail, total=total, width=width),
                 name="tail",
             ),
             bottom,

@@ -21,9 +21,12 @@ chosen by whoever runs the traced process): there every string cell goes through
 valid CSV, no longer byte-exact (``terminal``).
 
 The columns form writes a header of the upper-cased names, pads every column but the
-last, makes every value printable (:func:`ringtool.event.safe_text.printable`),
-shows ``ts`` as the time of day like the default columns and cuts each line to
-``width`` (None: never).
+last to its :data:`WIDTHS` (a longer value pushes the rest of its line), writes values
+as the default columns do (:func:`ringtool.event.value_text.field_text`: ``flags`` by
+name, ``mode`` in octal, an error ``ret`` with its name; ``ts`` as the time of day with
+milliseconds, with ``dates`` also the date), makes every value printable
+(:func:`ringtool.event.safe_text.printable`) and cuts each line to ``width`` (None:
+never).
 """
 
 from __future__ import annotations
@@ -41,12 +44,16 @@ from ringtool.event.decode import Decoder
 from ringtool.event.fields import FIELD_NAMES, fields_of
 from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
+from ringtool.event.value_text import clock_texts, clock_width, field_text
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.sink import OutputBase
-from ringtool.trace.writers.output_columns import ColumnOutput, clocks, cut, format_summary
+from ringtool.trace.writers.output_columns import ColumnOutput, cut, format_summary
 
-#: Column widths of the ``--fields`` columns (others: 8, or the header's length).
-WIDTHS = {"ts": 8, "cpu": 3, "pid": 7, "tid": 7, "comm": 16, "type": 7, "child_comm": 16}
+#: Column widths of the ``--fields`` columns (others: 8, or the header's length; ``ts``:
+#: :func:`ringtool.event.value_text.clock_width`): ``flags`` fits ``O_RDONLY|O_CLOEXEC``,
+#: ``ret`` ``-13 EACCES``.
+WIDTHS = {"cpu": 3, "pid": 7, "tid": 7, "comm": 16, "type": 7, "child_comm": 16,
+          "flags": 18, "mode": 4, "ret": 10}  # fmt: skip
 _MISSING = object()
 
 
@@ -163,10 +170,12 @@ class FieldColumnOutput(ColumnOutput):
         fields: Sequence[str],
         width: int | None = 80,
         err: TextIO | None = None,
+        dates: bool = False,
     ) -> None:
-        super().__init__(stream, decoder, width, err)
+        super().__init__(stream, decoder, width, err, dates)
         self.keys = list(fields)
-        self._pads = [max(WIDTHS.get(k, 8), len(k)) for k in self.keys[:-1]] + [0]
+        widths = {**WIDTHS, "ts": clock_width(dates)}
+        self._pads = [max(widths.get(k, 8), len(k)) for k in self.keys[:-1]] + [0]
 
     def _line(self, cells: Sequence[str]) -> str:
         text = " ".join(c.ljust(pad) for c, pad in zip(cells, self._pads, strict=True))
@@ -185,11 +194,12 @@ class FieldColumnOutput(ColumnOutput):
             col = [row[j] for row in rows]
             if key == "ts":
                 seconds = np.array([-1.0 if v is _MISSING else v for v in col])
-                cols.append(clocks(seconds))
+                cols.append(clock_texts(seconds, self.dates))
             else:
                 cols.append(
-                    ["-" if v is _MISSING or v is None else printable(str(cell(v))) for v in col]
-                )
+                    ["-" if v is _MISSING or v is None else printable(field_text(key, cell(v)))
+                     for v in col]
+                )  # fmt: skip
         self._write([self._line(cells) for cells in zip(*cols, strict=True)])
 
 
