@@ -46,14 +46,18 @@ def _second(seconds: float, dates: bool) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S" if dates else "%H:%M:%S", time.localtime(seconds))
 
 
-def clock_texts(seconds: np.ndarray[Any, Any], dates: bool = False) -> list[str]:
-    """The local time of each float timestamp with milliseconds (see the module doc);
-    each distinct second is formatted once (a batch spans a few seconds at most: indexed
-    by the second's offset from the first, with no sort)."""
+#: ``.000 `` to ``.999 ``: the milliseconds' texts, one lookup per record.
+_MILLIS = np.array([f".{ms:03d}" for ms in range(1000)], dtype=object)
+
+
+def clock_parts(seconds: np.ndarray[Any, Any], dates: bool = False) -> tuple[list[str], list[str]]:
+    """The two parts of :func:`clock_texts`: the second (``12:00:01``) and the
+    milliseconds (``.250``) of each timestamp, so that a batch's lines are built without
+    a string made per record (:mod:`ringtool.event.line_pieces`)."""
     if len(seconds) == 0:
-        return []
+        return [], []
     whole = np.floor(seconds)
-    millis = np.minimum(((seconds - whole) * 1000).astype(np.int64), 999).tolist()
+    millis = np.minimum(((seconds - whole) * 1000).astype(np.intp), 999)
     lo, hi = float(whole.min()), float(whole.max())
     if hi - lo <= CLOCK_SPAN:
         labels = [_second(lo + i, dates) for i in range(int(hi - lo) + 1)]
@@ -63,7 +67,15 @@ def clock_texts(seconds: np.ndarray[Any, Any], dates: bool = False) -> list[str]
         labels = [_second(s, dates) for s in uniq.tolist()]
         index = inverse.reshape(-1)
     shown: list[str] = np.array(labels, dtype=object)[index].tolist()
-    return list(map("{}.{:03d}".format, shown, millis))
+    return shown, _MILLIS[millis].tolist()
+
+
+def clock_texts(seconds: np.ndarray[Any, Any], dates: bool = False) -> list[str]:
+    """The local time of each float timestamp with milliseconds (see the module doc);
+    each distinct second is formatted once (a batch spans a few seconds at most: indexed
+    by the second's offset from the first, with no sort)."""
+    shown, millis = clock_parts(seconds, dates)
+    return list(map(str.__add__, shown, millis))
 
 
 def clock_text(seconds: float, dates: bool = False) -> str:
@@ -86,6 +98,7 @@ def field_text(key: str, value: Any) -> str:
 
 
 __all__ = [
-    "CLOCK_SPAN", "CLOCK_WIDTH", "DATE_CLOCK_WIDTH", "MAX_ERRNO", "clock_text", "clock_texts",
+    "CLOCK_SPAN", "CLOCK_WIDTH", "DATE_CLOCK_WIDTH", "MAX_ERRNO", "clock_parts", "clock_text",
+    "clock_texts",
     "clock_width", "field_text", "result_text",
 ]  # fmt: skip

@@ -244,6 +244,11 @@ def children_line(s: TraceStats, pid: int, width: int) -> Text:
     return line
 
 
+#: The terminal width from which the events table always has a UID column (below it,
+#: only where it fits: :func:`events_table`).
+UID_WIDTH = 100
+
+
 def events_table(
     tail: Iterable[dict[str, Any]], view: ViewState, rows: int, *, uid: bool | None = None,
     total: int | None = None, width: int | None = None,
@@ -251,8 +256,9 @@ def events_table(
     """The recent events (:data:`TAIL_TYPES`) of the filter (or of the drill-down's process),
     newest last; scrolled back, the title says which ones. TIME is the local time with
     milliseconds. ``uid``: with a UID column (the task's real uid; ``-`` for net
-    events); None: where it fits, that is when with it every row's detail still fits
-    ``width`` with at most its flags and syscall name cut. ``total`` given: ``tail`` is
+    events); None: from :data:`UID_WIDTH` columns, and below where it fits, that is
+    when with it every row's detail still fits ``width`` with at most its flags and
+    syscall name cut. ``total`` given: ``tail`` is
     already the rows to show (:meth:`ViewState.event_window`) of ``total``. ``width``:
     the table's width, so that the detail is cut by
     :func:`ringtool.event.detail_fit.fit_parts` (an open's syscall name, then its flags,
@@ -278,7 +284,7 @@ def events_table(
         cells.append([clock_text(ev["ts"]), str(ev["pid"]), str(ev.get("uid", "-")), comm,
                       ev["type"], printable(path), printable(rest)])  # fmt: skip
     if uid is None:
-        uid = width is None or _uid_fits(cells, width)
+        uid = width is None or width >= UID_WIDTH or _uid_fits(cells, width)
     if not uid:
         cells = [[c[0], c[1], *c[3:]] for c in cells]
     cols = _UID_COLS if uid else [c for c in _UID_COLS if c[0] != "UID"]

@@ -38,13 +38,13 @@ import numpy as np
 from ringtool.event.columns import TypeGroup, by_type, in_array_order, wall_seconds
 from ringtool.event.decode import Decoder, Event
 from ringtool.event.detail import DETAIL, detail_split
-from ringtool.event.detail_fit import ELLIPSIS, cut, fit, fit_parts
+from ringtool.event.detail_fit import ELLIPSIS, Plan, apply, cut, fit, fit_parts, plan
 from ringtool.event.fields import fields_of
 from ringtool.event.group_values import group_values
 from ringtool.event.line_pieces import Piece, lines_of, text_of
 from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
-from ringtool.event.value_text import clock_text, clock_texts, clock_width
+from ringtool.event.value_text import clock_parts, clock_text, clock_width
 from ringtool.trace.report.proc_names import shown_comm
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.report.summary import format_summary
@@ -104,8 +104,9 @@ def _texts(values: list[Any], fmt: str) -> Piece:
     return fmt % (values[0],) if _same(values) else [fmt % (v,) for v in values]
 
 
-def _at(piece: Piece, i: int) -> str:
-    return piece if isinstance(piece, str) else piece[i]
+def _plain(texts: list[str]) -> Piece:
+    """The texts as a piece: one text when all are equal, else the list itself."""
+    return texts[0] if _same(texts) else texts
 
 
 def _group_pieces(
@@ -115,7 +116,7 @@ def _group_pieces(
     in the group is formatted once, :mod:`ringtool.event.line_pieces`), and the path
     and rest of the detail (the last two pieces)."""
     cols, shown = group_values(decoder, g.rec, fields_of(g.name))
-    clock = clock_texts(wall_seconds(g.rec["h"]["ts"], decoder.offset_ns), dates)
+    second, millis = clock_parts(wall_seconds(g.rec["h"]["ts"], decoder.offset_ns), dates)
     comm = [shown_comm(c, g.name) for c in shown["comm"]] if g.name == "net" else shown["comm"]
     path_key, rest_of, rest_keys = DETAIL.get(g.name, (None, None, ()))
     path: Piece = _texts(shown[path_key], "%s") if path_key else ""
@@ -126,7 +127,8 @@ def _group_pieces(
         else:
             rest = _printable_all(rest_of(cols))
     pieces: list[Piece] = [
-        _texts(clock, "%s "), _texts(cols["cpu"], "%3d "), _texts(cols["pid"], "%-7d "),
+        _plain(second), _plain(millis), " ", _texts(cols["cpu"], "%3d "),
+        _texts(cols["pid"], "%-7d "),
         _texts(cols["uid"], "%-6d ") if "uid" in cols else f"{'-':<6} ",  # net: no task
         _texts(comm if width is None else [c[:16] for c in comm], "%-16s "),
         f"{g.name:<7} ", path, rest,
@@ -143,10 +145,19 @@ def group_lines(
     n = len(g.rec)
     lines = lines_of(pieces, n)
     if width is not None:
+        plans: dict[tuple[int, str, int], Plan] = {}  # a cut planned once per shape
+        is_open = g.name == "open"
+        paths = path if isinstance(path, list) else None
+        rests = rest if isinstance(rest, list) else None
         for i in np.flatnonzero(np.fromiter(map(len, lines), np.int64, n) > width).tolist():
-            p, r = _at(path, i), _at(rest, i)
-            head = lines[i][: len(lines[i]) - len(p) - len(r)]
-            lines[i] = head + fit_parts(p, r, max(0, width - len(head)), g.name == "open")
+            line = lines[i]
+            p = path if paths is None else paths[i]
+            r = rest if rests is None else rests[i]
+            head = len(line) - len(p) - len(r)
+            key = (len(p), r, width - head)
+            if (how := plans.get(key)) is None:
+                how = plans[key] = plan(*key, is_open)
+            lines[i] = line[:head] + apply(how, p, r)
     return lines
 
 

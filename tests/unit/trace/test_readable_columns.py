@@ -9,10 +9,14 @@ import os
 import re
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 
 from ringtool.event.decode import Decoder
+from ringtool.event.detail_fit import cut_flags, fit_parts
 from ringtool.event.layout import load_layout
+from ringtool.event.open_flags import flag_text
 from ringtool.event.records import Records
 from ringtool.event.value_text import clock_texts, field_text, result_text
 from ringtool.trace.dashboard.tui import TraceTui
@@ -103,11 +107,29 @@ def test_a_cut_line_keeps_the_path_and_cuts_the_flags_first() -> None:
         lines = [format_event(_open(p, flags=CLOEXEC | os.O_NOFOLLOW), width) for p in paths]
         for path, line in zip(paths, lines, strict=True):
             assert len(line) <= width and f" {path} " in line and line.endswith(" = 3"), line
-    short = format_event(_open("/etc/hosts", flags=CLOEXEC | os.O_NOFOLLOW), 80)
-    assert " /etc/hosts O_RD" in short and short.endswith("… = 3"), short
-    assert len(short) == 80  # the flags take what the path leaves, cut with …
+    assert [cut_flags("O_RDONLY|O_CLOEXEC", w) for w in (18, 17, 10, 9)] == [
+        "O_RDONLY|O_CLOEXEC", "O_RDONLY|…", "O_RDONLY|…", "…",
+    ]  # fmt: skip
+    short = format_event(_open("/etc/a", flags=CLOEXEC | os.O_NOFOLLOW), 80)
+    assert short.endswith(" /etc/a O_RDONLY|… = 3"), short  # whole names, then …
     hostile = format_event(_open("/tmp/\x1b[2J" + "d" * 60, ret=-2), 80)
     assert hostile.isprintable() and len(hostile) <= 80 and hostile.endswith("-2 ENOENT")
+
+
+@given(
+    path=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=90),
+    flags=st.integers(0, 2**21 - 1),
+    ret=st.sampled_from([3, -2, -13]),
+    width=st.integers(0, 140),
+)
+def test_a_path_that_fits_without_the_flags_stays_whole(
+    path: str, flags: int, ret: int, width: int
+) -> None:
+    result = f" = {result_text(ret)}"
+    out = fit_parts(path, f" {flag_text(flags)}{result} (openat)", width, flags_first=True)
+    assert len(out) <= width
+    if len(path) + len(" …") + len(result) <= width:
+        assert out.startswith(path + " ") and out.removesuffix(" (openat)").endswith(result), out
 
 
 def _dashboard(rows: list[tuple[str, int, int, bytes]], width: int = 80) -> list[str]:
