@@ -147,12 +147,10 @@ def group_lines(
     if width is not None:
         plans: dict[tuple[int, str, int], Plan] = {}  # a cut planned once per shape
         is_open = g.name == "open"
-        paths = path if isinstance(path, list) else None
-        rests = rest if isinstance(rest, list) else None
         for i in np.flatnonzero(np.fromiter(map(len, lines), np.int64, n) > width).tolist():
             line = lines[i]
-            p = path if paths is None else paths[i]
-            r = rest if rests is None else rests[i]
+            p = path if isinstance(path, str) else path[i]
+            r = rest if isinstance(rest, str) else rest[i]
             head = len(line) - len(p) - len(r)
             key = (len(p), r, width - head)
             if (how := plans.get(key)) is None:
