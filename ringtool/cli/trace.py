@@ -37,8 +37,10 @@ DEFAULT_EVENTS = sources.DEFAULT_EVENTS
 EPILOG = """\
 output: the live TUI when stdout is a terminal (keys: ? help, q quit, p pause,
 < > sort, / filter, Enter drill-down), else columns (whole lines; cut to the
-terminal with --no-tui unless -w); --json for JSON lines. stdout carries the
-events only (--json: and the summary); notes and stats lines go to stderr.
+terminal with --no-tui unless -w, an open's flags before its path; times with
+milliseconds, -T with the date; errors by name: = -2 ENOENT); --json for JSON
+lines. stdout carries the events only (--json: and the summary); notes and stats
+lines go to stderr.
 
 examples:
   sudo ringtool trace                          # TUI, exec/exit/fork + open + syscalls
@@ -47,6 +49,7 @@ examples:
   sudo ringtool trace --no-tui -d 10 --hist    # then each syscall's latency histogram
   sudo ringtool trace --events exec -p 1234    # exec/exit/fork of one process
   sudo ringtool trace --events open -x -u 1000 # failed opens of uid 1000
+  sudo ringtool trace --no-tui -T --fields ts,pid,comm,flags,ret,path  # chosen columns
   sudo ringtool trace --events exec -x         # failed exec attempts
   sudo ringtool trace --cgroup /sys/fs/cgroup/system.slice/docker-ID.scope  # a container
   sudo ringtool trace --events net -i eth0 --snaplen 128 --pcap out.pcapng
