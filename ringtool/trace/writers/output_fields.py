@@ -21,7 +21,8 @@ chosen by whoever runs the traced process): there every string cell goes through
 valid CSV, no longer byte-exact (``terminal``).
 
 The columns form writes a header of the upper-cased names, pads every column but the
-last to its :data:`WIDTHS` (a longer value pushes the rest of its line), writes values
+last to its :data:`WIDTHS` (a longer value pushes the rest of its line; on a terminal
+flags are cut to it instead), writes values
 as the default columns do (:func:`ringtool.event.value_text.field_text`: ``flags`` by
 name, ``mode`` in octal, an error ``ret`` with its name; ``ts`` as the time of day with
 milliseconds, with ``dates`` also the date), makes every value printable
@@ -41,6 +42,7 @@ import numpy as np
 
 from ringtool.event.columns import by_type
 from ringtool.event.decode import Decoder
+from ringtool.event.detail_fit import cut_flags
 from ringtool.event.fields import FIELD_NAMES, fields_of
 from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
@@ -50,10 +52,11 @@ from ringtool.trace.sink import OutputBase
 from ringtool.trace.writers.output_columns import ColumnOutput, cut, format_summary
 
 #: Column widths of the ``--fields`` columns (others: 8, or the header's length; ``ts``:
-#: :func:`ringtool.event.value_text.clock_width`): ``flags`` fits ``O_RDONLY|O_CLOEXEC``,
-#: ``ret`` ``-13 EACCES``.
+#: :func:`ringtool.event.value_text.clock_width`): ``flags`` fits ``O_RDONLY|O_CLOEXEC``
+#: (on a terminal longer flags are cut by whole names, ``O_WRONLY|O_CREAT|…``, so the
+#: columns after them stay in line), ``ret`` ``-20 ENOTDIR``.
 WIDTHS = {"cpu": 3, "pid": 7, "tid": 7, "comm": 16, "type": 7, "child_comm": 16,
-          "flags": 18, "mode": 4, "ret": 10}  # fmt: skip
+          "flags": 18, "mode": 4, "ret": 11}  # fmt: skip
 _MISSING = object()
 
 
@@ -196,10 +199,11 @@ class FieldColumnOutput(ColumnOutput):
                 seconds = np.array([-1.0 if v is _MISSING else v for v in col])
                 cols.append(clock_texts(seconds, self.dates))
             else:
-                cols.append(
-                    ["-" if v is _MISSING or v is None else printable(field_text(key, cell(v)))
-                     for v in col]
-                )  # fmt: skip
+                texts = ["-" if v is _MISSING or v is None else printable(field_text(key, cell(v)))
+                         for v in col]  # fmt: skip
+                if key == "flags" and self.width is not None and self._pads[j]:
+                    texts = [cut_flags(t, self._pads[j]) for t in texts]  # the columns stay
+                cols.append(texts)
         self._write([self._line(cells) for cells in zip(*cols, strict=True)])
 
 

@@ -96,6 +96,15 @@ def test_fields_columns_name_the_flags_and_stay_aligned() -> None:
     for name, value in (("RET", "3"), ("PATH", "/etc/a")):
         assert head.index(name) == lines[0].index(value)
     assert lines[2].index("-2 ENOENT") == head.index("RET")
+    out = io.StringIO()  # on a terminal: long flags cut by names, the columns in line
+    col = FieldColumnOutput(out, Decoder(LAYOUT, realtime_offset_ns=0),
+                            ["flags", "ret", "path"], 80, io.StringIO())  # fmt: skip
+    col.start(["open"], [])
+    col.batch(Records(_records([("cat", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 3, b"/a")])))
+    head, line = out.getvalue().splitlines()
+    assert line.split()[:2] == ["O_WRONLY|O_CREAT|…", "3"] and line.index("/a") == head.index(
+        "PATH"
+    )
 
 
 def test_a_cut_line_keeps_the_path_and_cuts_the_flags_first() -> None:
