@@ -6,20 +6,20 @@ The names come from, first to last (a number takes the first name found for it):
    ``/lib/modules/$(uname -r)/build/arch/<arch>/include/generated/uapi/asm/unistd_64.h``
    (present where its headers are installed: BPF programs are compiled against them);
 2. the C library's copy of the kernel headers,
-   ``/usr/include/<multiarch>/asm/unistd_64.h`` (or ``asm-generic/unistd.h``);
+   ``/usr/include/<multiarch>/asm/unistd_64.h`` (and ``asm-generic/unistd.h`` on an
+   architecture numbered by it, arm64);
 3. BCC's table (``bcc.syscall``), which stops at the kernel it was made for (BCC 0.26:
    before ``close_range``, 436).
 
 So a number the running kernel has is named as its headers name it (``close_range``,
-``futex_waitv``), and ``sys_<nr>`` is left for a number none of them knows. The headers
-are read once per :func:`syscall_table` call's arguments (cached: the table does not
-change while ringtool runs). Needs no privilege (``ringtool collect`` names a fleet's
-syscalls with it).
+``futex_waitv``), and ``sys_<nr>`` is left for a number none of them knows. A namer
+(:func:`syscall_namer`) reads the table once, when it is made, and keeps it (no state
+outside it). Needs no privilege (``ringtool collect`` names a fleet's syscalls with
+it).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import platform
 import re
@@ -27,21 +27,29 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-#: Per machine: the kernel's arch directory and the C library's multiarch directory.
-_ARCH = {"x86_64": ("x86", "x86_64-linux-gnu"), "aarch64": ("arm64", "aarch64-linux-gnu")}
+#: Per machine: the kernel's arch directory, the C library's multiarch directory, and
+#: whether the architecture numbers its syscalls as ``asm-generic/unistd.h`` does.
+_ARCH = {
+    "x86_64": ("x86", "x86_64-linux-gnu", False),
+    "aarch64": ("arm64", "aarch64-linux-gnu", True),
+}
 
 _DEFINE = re.compile(r"^#define\s+(__NR3264_\w+|__NR_\w+)\s+(\w+)\s*$", re.MULTILINE)
 
 
 def header_paths(release: str | None = None, machine: str | None = None) -> list[Path]:
     """The headers :func:`syscall_table` reads for this kernel, in order (see the module
-    doc); ``release``/``machine`` default to the running kernel's (``uname``)."""
+    doc); ``release``/``machine`` default to the running kernel's (``uname``). A machine
+    not in the table has none: BCC's table alone names its syscalls."""
     release = release or os.uname().release
-    arch, multiarch = _ARCH.get(machine or platform.machine(), ("x86", "x86_64-linux-gnu"))
+    known = _ARCH.get(machine or platform.machine())
+    if known is None:
+        return []
+    arch, multiarch, generic = known
     return [
         Path(f"/lib/modules/{release}/build/arch/{arch}/include/generated/uapi/asm/unistd_64.h"),
         Path(f"/usr/include/{multiarch}/asm/unistd_64.h"),
-        Path("/usr/include/asm-generic/unistd.h"),
+        *([Path("/usr/include/asm-generic/unistd.h")] if generic else []),
     ]
 
 
@@ -70,7 +78,6 @@ def _bcc_names() -> dict[int, str]:
     return {int(nr): bytes(name).decode() for nr, name in syscalls.items()}
 
 
-@functools.cache
 def syscall_table(paths: tuple[Path, ...] | None = None, bcc: bool = True) -> Mapping[int, str]:
     """Number -> name from the headers at ``paths`` (default :func:`header_paths`), the
     first that names a number winning, then BCC's table (``bcc``) for what they lack."""

@@ -43,3 +43,11 @@ def test_the_running_kernel_names_every_number_of_its_header() -> None:
         pytest.skip("no unistd_64.h of this kernel or C library installed")
     listed = parse_header(header.read_text())
     assert listed and all(name(nr) == n for nr, n in listed.items())
+
+
+def test_an_architecture_reads_only_its_own_headers() -> None:
+    x86 = header_paths("6.1.0", "x86_64")
+    assert [p.name for p in x86] == ["unistd_64.h", "unistd_64.h"]
+    assert str(x86[0]).startswith("/lib/modules/6.1.0/build/arch/x86/")
+    assert header_paths("6.1.0", "aarch64")[-1].name == "unistd.h"  # asm-generic numbers
+    assert header_paths("6.1.0", "mips64") == []  # unknown: BCC's table alone
