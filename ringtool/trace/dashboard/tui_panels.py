@@ -257,8 +257,8 @@ def events_table(
     newest last; scrolled back, the title says which ones. TIME is the local time with
     milliseconds. ``uid``: with a UID column (the task's real uid; ``-`` for net
     events); None: from :data:`UID_WIDTH` columns, and below where it fits, that is
-    when with it every row's detail still fits ``width`` with at most its flags and
-    syscall name cut. ``total`` given: ``tail`` is
+    when with it every row keeps its path whole, an open its result too (its flags
+    and syscall name may be cut). ``total`` given: ``tail`` is
     already the rows to show (:meth:`ViewState.event_window`) of ``total``. ``width``:
     the table's width, so that the detail is cut by
     :func:`ringtool.event.detail_fit.fit_parts` (an open's syscall name, then its flags,
@@ -305,9 +305,9 @@ def _detail_room(cols: list[Column], cells: list[list[str]], width: int) -> int:
 
 
 def _uid_fits(cells: list[list[str]], width: int) -> bool:
-    """Whether, with a UID column, each row's detail fits ``width`` whole, or for an open
-    with its path and result whole (only its syscall name and flags cut); ``cells``:
-    rows with the UID."""
+    """Whether, with a UID column, every row keeps its path whole (an open its result
+    too: only its syscall name and flags cut); the rest of another detail is cut at its
+    end either way. ``cells``: rows with the UID."""
     if not cells:
         return True
     room = _detail_room(_UID_COLS, cells, width)
@@ -316,7 +316,7 @@ def _uid_fits(cells: list[list[str]], width: int) -> bool:
         if fitted == path + rest:
             continue
         result = rest[rest.rfind(" = ") :].split(" (")[0]  # `` = -2 ENOENT``
-        if typ != "open" or not fitted.startswith(path + " ") or not fitted.endswith(result):
+        if not fitted.startswith(path) or (typ == "open" and not fitted.endswith(result)):
             return False
     return True
 
