@@ -30,6 +30,7 @@ from ringtool.cli.validate_paths import socket_path
 from ringtool.errors import KmesBridgeDiedError, KmesError, RingtoolError
 from ringtool.event.kmes_types import TracePayloads
 from ringtool.event.safe_text import printable
+from ringtool.event.value_text import field_text
 from ringtool.kmes.attach import DEFAULT_SOCKET, attach, attach_new
 from ringtool.kmes.events import decode
 from ringtool.kmes.layout import ORIGINS, Event
@@ -90,13 +91,21 @@ def event_dict(ev: Event, trace: TracePayloads | None = None) -> dict[str, Any]:
     return out
 
 
+#: The fields of an open that a text line writes as the columns do.
+_NAMED = frozenset(("flags", "mode"))
+
+
 def format_text(ev: Event, trace: TracePayloads | None = None) -> str:
     """One line for a terminal: every value (a comm, a file name: whatever the traced
-    process chose) made printable, so no escape sequence reaches the terminal."""
+    process chose) made printable, so no escape sequence reaches the terminal; an
+    open's ``flags`` by name (``flags=O_RDONLY|O_CLOEXEC``), its ``mode`` in octal."""
     d = event_dict(ev, trace)
     when = datetime.fromtimestamp(ev.timestamp / 1e9, UTC).strftime("%H:%M:%S.%f")
+    named = d["name"] == "open"  # an open's flags by name, its mode in octal (columns' way)
     body = (
-        " ".join(f"{k}={v}" for k, v in d["data"].items())
+        " ".join(
+            f"{k}={field_text(k, v) if named and k in _NAMED else v}" for k, v in d["data"].items()
+        )
         if "data" in d
         else f"payload={d['payload_hex'] or '-'}"
     )

@@ -36,9 +36,10 @@ DEFAULT_EVENTS = sources.DEFAULT_EVENTS
 
 EPILOG = """\
 output: the live TUI when stdout is a terminal and no stream is asked for; a
-stream otherwise: --no-tui columns (cut to the terminal unless -w; whole lines
-into a pipe or file, also without --no-tui), --json lines, --csv (--fields,
---stats and --flight-recorder stream columns unless --json/--csv is given).
+stream otherwise: --no-tui columns (cut to the terminal unless -w, an open's flags
+before its path; whole lines into a pipe or file, also without --no-tui; times with
+milliseconds, -T with the date; errors by name: = -2 ENOENT), --json lines, --csv
+(--fields, --stats and --flight-recorder stream columns unless --json/--csv is given).
 TUI keys: ? help, q quit, p pause, < > sort, / filter, Enter drill-down.
 stdout carries the events only (--json: and the summary); notes go to stderr,
 and with --stats a stats line every --interval (without it, only an interval
@@ -52,6 +53,7 @@ examples:
   sudo ringtool trace --json --stats 2>st.jsonl >ev.jsonl  # and a stats line a second
   sudo ringtool trace --events exec -p 1234    # TUI: exec/exit/fork of one process
   sudo ringtool trace --no-tui --events open -x -u 1000  # failed opens of uid 1000
+  sudo ringtool trace --no-tui -T --fields ts,pid,comm,flags,ret,path  # chosen columns
   sudo ringtool trace --no-tui --events exec -x          # failed exec attempts
   sudo ringtool trace --no-tui --events disk --hist  # block I/O, then latency per device
   sudo ringtool trace --cgroup /sys/fs/cgroup/system.slice/docker-ID.scope  # TUI, a container
@@ -155,7 +157,8 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--hist", action="store_true",
-        help="at the end, each syscall's latency histogram (log2 ns, like bcc's biolatency)",
+        help="at the end, each syscall's latency histogram (log2 ns slots, printed as bcc's "
+        "funclatency prints a function's)",
     )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON lines on stdout")
@@ -172,6 +175,10 @@ def register(subs: Any) -> None:
     p.add_argument(
         "-w", "--wide", action="store_true", help="columns: never cut lines, also on a terminal"
     )
+    p.add_argument(
+        "-T", "--date", action="store_true",
+        help="columns: times with their date (2026-12-06 12:00:01.250; default 12:00:01.250)",
+    )  # fmt: skip
     p.add_argument("--pcap", type=vp.output_file, metavar="FILE", help=PCAP_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
@@ -327,6 +334,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
         keep_exited=args.keep_exited, stats_lines=args.stats,
         filters=shown_filters(args, events, DEFAULT_EVENTS + (("net",) if args.iface else ())),
+        dates=args.date,
     )  # fmt: skip
     return opts, cfg
 

@@ -11,13 +11,14 @@ from typing import Any
 from ringtool.event import open_flags, safe_text, tcp_data
 from ringtool.event.decode import Event
 from ringtool.event.registry import BY_NAME, EVENT_TYPES
+from ringtool.event.value_text import result_text
 
 Columns = Mapping[str, list[Any]]
 
 
 def _rest_exec(c: Columns) -> list[str]:
     """The arguments after argv[0] (execsnoop's ARGS; shell-quoted), `...` when cut,
-    then ppid and uid, and for a failed attempt ``= -errno``. An event without
+    then ppid and uid, and for a failed attempt ``= -errno NAME``. An event without
     argv/uid/ret (built by hand, or recorded before exec had them) shows what it has."""
     n = len(c["ppid"])
     argvs, cuts, uids, rets = (c.get(k, [None] * n)
@@ -25,20 +26,21 @@ def _rest_exec(c: Columns) -> list[str]:
     return [
         ("" if args is None else "".join(" " + shlex.quote(a) for a in args[1:]))
         + (" ..." if cut else "") + f" ppid={p}" + ("" if u is None else f" uid={u}")
-        + (f" = {r}" if r else "")
+        + (f" = {result_text(r)}" if r else "")
         for args, cut, p, u, r in zip(argvs, cuts, c["ppid"], uids, rets, strict=True)
     ]  # fmt: skip
 
 
 def _rest_open(c: Columns) -> list[str]:
     """`` O_FLAGS [mode] = ret (syscall)``: flags by name, the mode where the flags use
-    it, the result, the syscall. An event without flags/syscall (built by hand) shows
-    what it has."""
+    it, the result (an error with its name: ``-2 ENOENT``), the syscall. An event
+    without flags/syscall (built by hand) shows what it has."""
     n = len(c["ret"])
     flags, modes, calls = (c.get(k, [None] * n) for k in ("flags", "mode", "syscall"))
     names = open_flags.names_of(flags)
     return [
-        name + open_flags.mode_text(f, m) + f" = {r}" + ("" if s is None else f" ({s})")
+        name + open_flags.mode_text(f, m) + f" = {result_text(r)}"
+        + ("" if s is None else f" ({s})")
         for f, name, m, r, s in zip(flags, names, modes, c["ret"], calls, strict=True)
     ]  # fmt: skip
 
@@ -53,7 +55,7 @@ def _rest_fork(c: Columns) -> list[str]:
 
 
 def _rest_syscall(c: Columns) -> list[str]:
-    return [f"{s} {lat / 1000:.1f} ms = {r}"
+    return [f"{s} {lat / 1000:.1f} ms = {result_text(r)}"
             for s, lat, r in zip(c["syscall"], c["latency_us"], c["ret"], strict=True)]  # fmt: skip
 
 

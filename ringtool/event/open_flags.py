@@ -34,8 +34,16 @@ FLAGS: tuple[tuple[str, int], ...] = (
 )
 ACCMODE = 3
 _ACCESS = {0: "O_RDONLY", int(os.O_WRONLY): "O_WRONLY", int(os.O_RDWR): "O_RDWR"}
-#: The flags with which ``mode`` is used (open(2): with O_CREAT or O_TMPFILE).
-_MODE_FLAGS = int(os.O_CREAT) | int(getattr(os, "O_TMPFILE", 0))
+#: The flags with which ``mode`` is used (open(2): with O_CREAT or O_TMPFILE). O_TMPFILE
+#: holds the O_DIRECTORY bit: it is set only when all of its bits are.
+_CREAT = int(os.O_CREAT)
+_TMPFILE = int(getattr(os, "O_TMPFILE", 0))
+
+
+def uses_mode(flags: int) -> bool:
+    """Whether the kernel reads ``mode`` for ``flags``: O_CREAT, or all of O_TMPFILE's
+    bits (O_DIRECTORY alone is not O_TMPFILE)."""
+    return bool(flags & _CREAT) or (_TMPFILE != 0 and flags & _TMPFILE == _TMPFILE)
 
 
 def flag_text(flags: int) -> str:
@@ -54,7 +62,7 @@ def flag_text(flags: int) -> str:
 def mode_text(flags: int | None, mode: int | None) -> str:
     """`` 0644``: ``mode`` in octal after a space when ``flags`` make the kernel use it
     (O_CREAT or O_TMPFILE), else ``""`` (also when either is unknown)."""
-    if flags is None or mode is None or not flags & _MODE_FLAGS:
+    if flags is None or mode is None or not uses_mode(flags):
         return ""
     return f" {mode:04o}"
 
@@ -66,4 +74,4 @@ def names_of(values: Sequence[Any]) -> list[str]:
     return [texts[v] for v in values]
 
 
-__all__ = ["FLAGS", "flag_text", "mode_text", "names_of"]
+__all__ = ["FLAGS", "flag_text", "mode_text", "names_of", "uses_mode"]

@@ -1,30 +1,110 @@
-"""Syscall names for the numbers in syscall events: BCC's table of this machine's
-architecture (``bcc.syscall``), cached; ``sys_<nr>`` where BCC is missing or does not
-know the number. Needs no privilege (``ringtool collect`` names a fleet's syscalls
-with it)."""
+"""Syscall names for the numbers in syscall events, from the running kernel's own table.
+
+The names come from, first to last (a number takes the first name found for it):
+
+1. the running kernel's generated header,
+   ``/lib/modules/$(uname -r)/build/arch/<arch>/include/generated/uapi/asm/unistd_64.h``
+   (present where its headers are installed: BPF programs are compiled against them);
+2. the C library's copy of the kernel headers,
+   ``/usr/include/<multiarch>/asm/unistd_64.h`` (and ``asm-generic/unistd.h`` on an
+   architecture numbered by it, arm64);
+3. BCC's table (``bcc.syscall``), which stops at the kernel it was made for (BCC 0.26:
+   before ``close_range``, 436).
+
+So a number the running kernel has is named as its headers name it (``close_range``,
+``futex_waitv``), and ``sys_<nr>`` is left for a number none of them knows. A namer
+(:func:`syscall_namer`) reads the table once, when it is made, and keeps it (no state
+outside it). Needs no privilege (``ringtool collect`` names a fleet's syscalls with
+it).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import platform
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+#: Per machine: the kernel's arch directory, the C library's multiarch directory, and
+#: whether the architecture numbers its syscalls as ``asm-generic/unistd.h`` does.
+_ARCH = {
+    "x86_64": ("x86", "x86_64-linux-gnu", False),
+    "aarch64": ("arm64", "aarch64-linux-gnu", True),
+}
+
+_DEFINE = re.compile(r"^#define\s+(__NR3264_\w+|__NR_\w+)\s+(\w+)\s*$", re.MULTILINE)
+
+
+def header_paths(release: str | None = None, machine: str | None = None) -> list[Path]:
+    """The headers :func:`syscall_table` reads for this kernel, in order (see the module
+    doc); ``release``/``machine`` default to the running kernel's (``uname``). A machine
+    not in the table has none: BCC's table alone names its syscalls."""
+    release = release or os.uname().release
+    known = _ARCH.get(machine or platform.machine())
+    if known is None:
+        return []
+    arch, multiarch, generic = known
+    return [
+        Path(f"/lib/modules/{release}/build/arch/{arch}/include/generated/uapi/asm/unistd_64.h"),
+        Path(f"/usr/include/{multiarch}/asm/unistd_64.h"),
+        *([Path("/usr/include/asm-generic/unistd.h")] if generic else []),
+    ]
+
+
+def parse_header(text: str) -> dict[int, str]:
+    """The ``__NR_name number`` definitions of a ``unistd`` header as number -> name;
+    a definition by another name (``#define __NR_fcntl __NR3264_fcntl``) takes that
+    name's number; anything else (a macro expression) is skipped."""
+    values: dict[str, int] = {}
+    names: dict[int, str] = {}
+    for macro, value in _DEFINE.findall(text):
+        nr = int(value, 0) if value[0].isdigit() else values.get(value)
+        if nr is None:
+            continue
+        values[macro] = nr
+        if macro.startswith("__NR_") and not macro.startswith("__NR_syscalls"):
+            names.setdefault(nr, macro[len("__NR_") :])
+    return names
+
+
+def _bcc_names() -> dict[int, str]:
+    """BCC's table for this machine (empty without BCC)."""
+    try:
+        from bcc.syscall import syscalls
+    except ImportError:
+        return {}
+    return {int(nr): bytes(name).decode() for nr, name in syscalls.items()}
+
+
+def syscall_table(paths: tuple[Path, ...] | None = None, bcc: bool = True) -> Mapping[int, str]:
+    """Number -> name from the headers at ``paths`` (default :func:`header_paths`), the
+    first that names a number winning, then BCC's table (``bcc``) for what they lack."""
+    names: dict[int, str] = {}
+    sources: Iterable[Path] = header_paths() if paths is None else paths
+    for path in sources:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:  # not installed: the next one
+            continue
+        for nr, name in parse_header(text).items():
+            names.setdefault(nr, name)
+    if bcc:
+        for nr, name in _bcc_names().items():
+            names.setdefault(nr, name)
+    return MappingProxyType(names)
 
 
 def syscall_namer() -> Callable[[int], str]:
-    """A function naming syscall numbers (see the module doc)."""
-    try:
-        from bcc.syscall import syscall_name
-    except ImportError:
-        return lambda nr: f"sys_{nr}"
-    cache: dict[int, str] = {}
+    """A function naming syscall numbers (see the module doc): ``sys_<nr>`` for a number
+    no table names."""
+    table = syscall_table()
 
     def name(nr: int) -> str:
-        if nr not in cache:
-            try:
-                cache[nr] = syscall_name(nr).decode()
-            except Exception:
-                cache[nr] = f"sys_{nr}"
-        return cache[nr]
+        return table.get(nr) or f"sys_{nr}"
 
     return name
 
 
-__all__ = ["syscall_namer"]
+__all__ = ["header_paths", "parse_header", "syscall_namer", "syscall_table"]

@@ -56,6 +56,8 @@ class RunConfig:
     #: the command's filters as flags (``-c bash``, ``-x``): the dashboard's header
     #: shows them (:func:`ringtool.cli.trace_targets.shown_filters`)
     filters: tuple[str, ...] = ()
+    #: ``-T``/``--date``: the columns' times with their date
+    dates: bool = False
 
 
 def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[TraceStats]:
@@ -70,7 +72,7 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[Trac
         if cfg.mode == "csv":
             return CsvOutput(stream, decoder, cfg.fields, stats_lines=cfg.stats_lines)
         return FieldColumnOutput(stream, decoder, cfg.fields or (), width=cfg.width,
-                                 stats_lines=cfg.stats_lines)  # fmt: skip
+                                 stats_lines=cfg.stats_lines, dates=cfg.dates)  # fmt: skip
     if cfg.mode == "quiet":
         from ringtool.trace.writers.output_quiet import QuietOutput
 
@@ -82,7 +84,9 @@ def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[Trac
                         filters=cfg.filters)  # fmt: skip
     from ringtool.trace.writers.output_columns import ColumnOutput
 
-    return ColumnOutput(stream, decoder, width=cfg.width, stats_lines=cfg.stats_lines)
+    return ColumnOutput(
+        stream, decoder, width=cfg.width, stats_lines=cfg.stats_lines, dates=cfg.dates
+    )
 
 
 def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> list[Sink[TraceStats]]:

@@ -338,13 +338,12 @@ class TraceTui:
         procs = panels.procs_table(s, v, rows_a)  # first: it picks the rows of the filter
         self._forget_gone()
         shown, total = shown_events(self.view, self.decoder, recent, tail, rows_tail)
-        uid = width >= panels.UID_WIDTH
         layout.split_column(
             top,
             Layout(name="a", size=rows_a + 3),
             Layout(name="b", size=rows_b + 3),
             Layout(
-                panels.events_table(shown, v, rows_tail, uid=uid, total=total, width=width),
+                panels.events_table(shown, v, rows_tail, total=total, width=width),
                 name="tail",
             ),
             bottom,

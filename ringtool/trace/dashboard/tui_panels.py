@@ -15,8 +15,6 @@ active.
 
 from __future__ import annotations
 
-import re
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,8 +24,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ringtool.event.detail import detail_split
+from ringtool.event.detail_fit import fit_parts
 from ringtool.event.registry import RECENT, RECENT_TITLE, types_in
 from ringtool.event.safe_text import printable
+from ringtool.event.value_text import CLOCK_WIDTH, clock_text
 from ringtool.trace.dashboard.tui_view import KEYS, PROC_COLUMNS, SORTS, ViewState
 from ringtool.trace.reading.latency_buckets import approx_duration, to_log2
 from ringtool.trace.report.hist import SPARKS, spark
@@ -142,6 +142,16 @@ def filters_text(filters: Sequence[str], room: int) -> str:
             break
         items[i] = f"{flag} {shorter}"
     return text
+
+
+def shorten_middle(text: str, room: int) -> str:
+    """``text`` in at most ``room`` characters, its middle replaced by ``…`` (a
+    quarter of the start and the end stay); at least 8 characters are kept."""
+    room = max(8, room)
+    if len(text) <= room:
+        return text
+    head = max(1, room // 4)
+    return text[:head] + "…" + text[len(text) - (room - 1 - head) :]
 
 
 def cpu_table(s: TraceStats | None, view: ViewState, rows: int, width: int) -> Table:
@@ -269,21 +279,25 @@ def children_line(s: TraceStats, pid: int, width: int) -> Text:
     return line
 
 
-#: The terminal width from which the events table has a UID column (below it the
-#: detail keeps the room: a path and its flags say more).
+#: The terminal width from which the events table always has a UID column (below it,
+#: only where it fits: :func:`events_table`).
 UID_WIDTH = 100
 
 
 def events_table(
-    tail: Iterable[dict[str, Any]], view: ViewState, rows: int, *, uid: bool = True,
+    tail: Iterable[dict[str, Any]], view: ViewState, rows: int, *, uid: bool | None = None,
     total: int | None = None, width: int | None = None,
 ) -> Table:  # fmt: skip
     """The recent events (:data:`TAIL_TYPES`) of the filter (or of the drill-down's process),
-    newest last; scrolled back, the title says which ones. ``uid``: with a UID column
-    (the task's real uid; ``-`` for net events). ``total`` given: ``tail`` is already
-    the rows to show (:meth:`ViewState.event_window`) of ``total``. ``width``: the
-    table's width, so that a long path is shortened in its middle before the rest of
-    the detail (flags, the return value) is cut."""
+    newest last; scrolled back, the title says which ones. TIME is the local time with
+    milliseconds. ``uid``: with a UID column (the task's real uid; ``-`` for net
+    events); None: from :data:`UID_WIDTH` columns, and below where it fits, that is
+    when with it every row keeps its path whole, an open its result too (its flags
+    and syscall name may be cut). ``total`` given: ``tail`` is
+    already the rows to show (:meth:`ViewState.event_window`) of ``total``. ``width``:
+    the table's width, so that the detail is cut by
+    :func:`ringtool.event.detail_fit.fit_parts` (an open's syscall name, then its flags,
+    then the start of its path) rather than at its end."""
     if total is None:
         shown, total = view.events(tail, rows)
     else:
@@ -298,42 +312,54 @@ def events_table(
         title.append(f" ({total})")  # kept: the newest of each process (tui_recent)
     if view.filter:
         title.append(f"  [filter: {printable(view.filter)}]")
-    uid_col: list[Column] = [("UID", "right", 6)] if uid else []
-    cols: list[Column] = [("TIME", "left", 8), ("PID", "right", 7), *uid_col, ("COMM", "left"),
-                          ("EVENT", "left"), ("DETAIL", "left")]  # fmt: skip
-    t = table(title, *cols, flex="DETAIL")
     cells = []
     for ev in shown if rows > 0 else []:
-        clock = time.strftime("%H:%M:%S", time.localtime(ev["ts"]))
         comm = printable(shown_comm(ev["comm"], ev["type"]))  # packets: no task, NET_LABEL
-        ids = [str(ev["pid"]), *([str(ev.get("uid", "-"))] if uid else [])]
         path, rest = detail_split(ev)
-        cells.append([clock, *ids, comm, ev["type"], printable(path), printable(rest)])
-    room = None
-    if width is not None and cells:  # what the other columns (their padding, rules) leave
-        mins = [max([len(name), *width]) for name, _, *width in cols]
-        fixed = [max(mins[i], *(len(c[i]) for c in cells)) for i in range(len(cols) - 1)]
-        room = width - sum(fixed) - 3 * len(cols) + 1  # padding 1+1, a rule between
+        cells.append([clock_text(ev["ts"]), str(ev["pid"]), str(ev.get("uid", "-")), comm,
+                      ev["type"], printable(path), printable(rest)])  # fmt: skip
+    if uid is None:
+        uid = width is None or width >= UID_WIDTH or _uid_fits(cells, width)
+    if not uid:
+        cells = [[c[0], c[1], *c[3:]] for c in cells]
+    cols = _UID_COLS if uid else [c for c in _UID_COLS if c[0] != "UID"]
+    t = table(title, *cols, flex="DETAIL")
+    room = None if width is None or not cells else _detail_room(cols, cells, width)
     for *front, path, rest in cells:
-        if room is not None:
-            if len(path) + len(rest) > room:  # tight: the syscall's name goes first
-                rest = re.sub(r" \(\w+\)$", "", rest)
-            path = shorten_middle(path, room - len(rest))
-        t.add_row(
-            *front[:-2], Text(front[-2], no_wrap=True), front[-1], Text(path + rest, no_wrap=True)
-        )
+        text = path + rest if room is None else fit_parts(path, rest, room, front[-1] == "open")
+        t.add_row(*front[:-2], Text(front[-2], no_wrap=True), front[-1], Text(text, no_wrap=True))
     return t
 
 
-def shorten_middle(text: str, room: int) -> str:
-    """``text`` in at most ``room`` characters, its middle replaced by ``…`` (a
-    quarter of the start and the end, a file's name, stay); at least 8 characters
-    are kept."""
-    room = max(8, room)
-    if len(text) <= room:
-        return text
-    head = max(1, room // 4)
-    return text[:head] + "…" + text[len(text) - (room - 1 - head) :]
+def _detail_room(cols: list[Column], cells: list[list[str]], width: int) -> int:
+    """What the columns before DETAIL (their widest cell, their padding, rules) leave of
+    ``width`` (``cells``: rows of ``cols`` with the detail in two cells)."""
+    mins = [max([len(name), *w]) for name, _, *w in cols]
+    fixed = [max(mins[i], *(len(c[i]) for c in cells)) for i in range(len(cols) - 1)]
+    return width - sum(fixed) - 3 * len(cols) + 1  # padding 1+1, a rule between
+
+
+def _uid_fits(cells: list[list[str]], width: int) -> bool:
+    """Whether, with a UID column, every row keeps its path whole (an open its result
+    too: only its syscall name and flags cut); the rest of another detail is cut at its
+    end either way. ``cells``: rows with the UID."""
+    if not cells:
+        return True
+    room = _detail_room(_UID_COLS, cells, width)
+    for *_, typ, path, rest in cells:
+        fitted = fit_parts(path, rest, room, typ == "open")
+        if fitted == path + rest:
+            continue
+        result = rest[rest.rfind(" = ") :].split(" (")[0]  # `` = -2 ENOENT``
+        if not fitted.startswith(path) or (typ == "open" and not fitted.endswith(result)):
+            return False
+    return True
+
+
+#: The events table's columns with a UID (what :func:`_uid_fits` measures).
+_UID_COLS: list[Column] = [("TIME", "left", CLOCK_WIDTH), ("PID", "right", 7),
+                           ("UID", "right", 6), ("COMM", "left"), ("EVENT", "left"),
+                           ("DETAIL", "left")]  # fmt: skip
 
 
 def help_table() -> Table:
@@ -378,6 +404,6 @@ def footer(view: ViewState) -> Text:
 
 __all__ = [
     "SPARKS", "TAIL_TITLE", "TAIL_TYPES", "data", "footer", "header", "help_table",
-    "shorten_middle", "sparkline",
+    "sparkline",
     "startup", "table",
 ]  # fmt: skip

@@ -7,7 +7,8 @@ The syscalls and disk sources count latencies in log-linear buckets
 slots of nanoseconds (``bpf_log2l``): slot ``s`` >= 1 holds latencies in
 ``[2**(s-1), 2**s)``, slot 0 a latency of 0. The ranges are printed as bcc's
 ``print_log2_hist`` does (``low -> high`` inclusive, the first row ``0 -> 1``), so the
-output reads like ``biolatency`` or ``syscount -L``'s companion histograms. The p99
+output reads like bcc's ``funclatency`` (a function's latency in log2 slots), one
+histogram per syscall. The p99
 comes from the fine buckets (within 1.6%) and is printed with 2 significant digits;
 ``--json`` gives the fine buckets themselves.
 """

@@ -1,22 +1,13 @@
 """The summary at the end of a trace: the lines every text output and the dashboard
 print (totals, drops, export, ordering, cost, ring switches, the top syscalls), each cut
-to a width with :func:`cut`."""
+to a width with :func:`cut` (:mod:`ringtool.event.detail_fit`'s, with its ``…``)."""
 
 from __future__ import annotations
 
+from ringtool.event.detail_fit import ELLIPSIS, cut
 from ringtool.trace.reading.latency_buckets import approx_duration
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.units import size_text
-
-#: What marks cut text (the TUI's mark too).
-ELLIPSIS = "…"
-
-
-def cut(line: str, width: int | None) -> str:
-    """``line`` cut to ``width`` characters (None: whole), ending in ``…`` when cut."""
-    if width is None or len(line) <= width:
-        return line
-    return line[: width - 1] + ELLIPSIS if width > 0 else ""
 
 
 def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:

@@ -26,9 +26,13 @@ valid CSV, no longer byte-exact (``terminal``).
 
 The columns form writes a header of the upper-cased names (the fields' column
 headers: ``ts`` is ``TS``), pads every column but the
-last, makes every value printable (:func:`ringtool.event.safe_text.printable`),
-shows ``ts`` as the time of day like the default columns and cuts each line to
-``width`` (None: never).
+last to its :data:`WIDTHS` (a longer value pushes the rest of its line; on a terminal
+flags are cut to it instead), writes values
+as the default columns do (:func:`ringtool.event.value_text.field_text`: ``flags`` by
+name, ``mode`` in octal, an error ``ret`` with its name; ``ts`` as the time of day with
+milliseconds, with ``dates`` also the date), makes every value printable
+(:func:`ringtool.event.safe_text.printable`) and cuts each line to ``width`` (None:
+never).
 """
 
 from __future__ import annotations
@@ -43,22 +47,27 @@ import numpy as np
 
 from ringtool.event.columns import by_type
 from ringtool.event.decode import Decoder
+from ringtool.event.detail_fit import cut_flags
 from ringtool.event.fields import FIELD_NAMES, fields_of, names_of
 from ringtool.event.records import Records
 from ringtool.event.registry import EVENT_TYPES
 from ringtool.event.safe_text import printable
+from ringtool.event.value_text import clock_texts, clock_width, field_text
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.sink import OutputBase
 from ringtool.trace.writers.output_columns import (
     ColumnOutput,
-    clocks,
     cut,
     format_stats,
     format_summary,
 )
 
-#: Column widths of the ``--fields`` columns (others: 8, or the header's length).
-WIDTHS = {"ts": 8, "cpu": 3, "pid": 7, "tid": 7, "comm": 16, "type": 7, "child_comm": 16}
+#: Column widths of the ``--fields`` columns (others: 8, or the header's length; ``ts``:
+#: :func:`ringtool.event.value_text.clock_width`): ``flags`` fits ``O_RDONLY|O_CLOEXEC``
+#: (on a terminal longer flags are cut by whole names, ``O_WRONLY|O_CREAT|…``, so the
+#: columns after them stay in line), ``ret`` ``-20 ENOTDIR``.
+WIDTHS = {"cpu": 3, "pid": 7, "tid": 7, "comm": 16, "type": 7, "child_comm": 16,
+          "flags": 18, "mode": 4, "ret": 11}  # fmt: skip
 _MISSING = object()
 
 
@@ -188,10 +197,12 @@ class FieldColumnOutput(ColumnOutput):
         width: int | None = 80,
         err: TextIO | None = None,
         stats_lines: bool = False,
+        dates: bool = False,
     ) -> None:
-        super().__init__(stream, decoder, width, err, stats_lines)
+        super().__init__(stream, decoder, width, err, stats_lines, dates)
         self.keys = list(fields)
-        self._pads = [max(WIDTHS.get(k, 8), len(k)) for k in self.keys[:-1]] + [0]
+        widths = {**WIDTHS, "ts": clock_width(dates)}
+        self._pads = [max(widths.get(k, 8), len(k)) for k in self.keys[:-1]] + [0]
 
     def _line(self, cells: Sequence[str]) -> str:
         text = " ".join(c.ljust(pad) for c, pad in zip(cells, self._pads, strict=True))
@@ -210,11 +221,13 @@ class FieldColumnOutput(ColumnOutput):
             col = [row[j] for row in rows]
             if key == "ts":
                 seconds = np.array([-1.0 if v is _MISSING else v for v in col])
-                cols.append(clocks(seconds))
+                cols.append(clock_texts(seconds, self.dates))
             else:
-                cols.append(
-                    ["-" if v is _MISSING or v is None else printable(str(cell(v))) for v in col]
-                )
+                texts = ["-" if v is _MISSING or v is None else printable(field_text(key, cell(v)))
+                         for v in col]  # fmt: skip
+                if key == "flags" and self.width is not None and self._pads[j]:
+                    texts = [cut_flags(t, self._pads[j]) for t in texts]  # the columns stay
+                cols.append(texts)
         self._write([self._line(cells) for cells in zip(*cols, strict=True)])
 
 

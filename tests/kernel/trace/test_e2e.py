@@ -71,7 +71,7 @@ def test_no_tui_columns_into_a_pipe(tmp_path: Path) -> None:
     lines, err = proc.finish()
     # stdout: the header, then events only (`> events.txt` and `| head` get events)
     assert lines[0].split() == ["TS", "CPU", "PID", "UID", "COMM", "TYPE", "DETAIL"]
-    assert all(re.match(r"\d\d:\d\d:\d\d +\d+ +\d+ ", line) for line in lines[1:]), lines
+    assert all(re.match(r"\d\d:\d\d:\d\d\.\d{3} +\d+ +\d+ ", line) for line in lines[1:]), lines
     mine = [line.split() for line in lines if f" {pid} " in line]
     uid = str(os.getuid())
     assert any(f[3:7] == [uid, "cat", "exec", "/bin/cat"] for f in mine)

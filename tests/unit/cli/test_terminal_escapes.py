@@ -86,3 +86,17 @@ def test_quiet_notes_are_printable() -> None:
     err = io.StringIO()
     QuietOutput(io.StringIO(), err=err).note("export: nats says \x1b[2J\x07")
     assert err.getvalue() == "ringtool trace: export: nats says \\x1b[2J\\x07\n"
+
+
+def test_kmes_read_names_an_opens_flags() -> None:
+    """kmes-read's text line writes an open's flags and mode as the columns do."""
+    from ringtool.event.kmes_types import ORIGIN_RINGBUF, TRACE_EVENT_BASE, TracePayloads
+
+    lay = load_layout()
+    rec = np.zeros(1, dtype=lay.event)
+    rec["h"]["type"], rec["value"], rec["mode"] = lay.type_id("open"), os.O_CLOEXEC, 0o640
+    rec["data"] = b"/etc/\x1b[2Jx"
+    kind = TRACE_EVENT_BASE + lay.type_id("open")
+    line = format_text(Event(kind, ORIGIN_RINGBUF, 0, 1, 1, 0, rec.tobytes()), TracePayloads())
+    assert " flags=O_RDONLY|O_CLOEXEC " in line and " mode=0640 " in line, line
+    assert "/etc/\\x1b[2Jx" in line and line.isprintable()

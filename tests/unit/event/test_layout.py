@@ -110,7 +110,7 @@ def test_decode_each_type() -> None:
     assert evs[3]["exit_code"] is None
     assert evs[4]["child_pid"] == 99 and evs[4]["child_comm"] == "bash"
     assert evs[5]["syscall"] == "openat" and evs[5]["latency_us"] == 150000.0
-    assert detail(evs[1]) == "/tmp/x O_WRONLY|O_CREAT 0640 = -2 (creat)"
+    assert detail(evs[1]) == "/tmp/x O_WRONLY|O_CREAT 0640 = -2 ENOENT (creat)"
     assert detail(evs[3]).startswith("code=?")
     assert dec.decode(np.empty(0, dtype=lay.event)) == []
 

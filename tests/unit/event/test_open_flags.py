@@ -32,6 +32,12 @@ def test_mode_only_where_the_kernel_uses_it() -> None:
     assert mode_text(None, 0o644) == "" and mode_text(os.O_CREAT, None) == ""
 
 
+def test_a_directory_open_has_no_mode() -> None:
+    """O_TMPFILE holds O_DIRECTORY's bit: a plain O_DIRECTORY open is not a tmpfile."""
+    assert mode_text(os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, 0) == ""
+    assert mode_text(os.O_DIRECTORY | os.O_CREAT, 0o700) == " 0700"
+
+
 def test_names_of_a_column() -> None:
     assert names_of([0, os.O_WRONLY, None, 0]) == [" O_RDONLY", " O_WRONLY", "", " O_RDONLY"]
 

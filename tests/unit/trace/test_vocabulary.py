@@ -22,12 +22,13 @@ from ringtool.event.fields import FIELD_NAMES, field_name
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
+from ringtool.event.value_text import clock_texts
 from ringtool.trace.reading.latency_buckets import bucket_of
 from ringtool.trace.reading.sources import ALL_EVENTS
 from ringtool.trace.report.hist import hist_records
 from ringtool.trace.report.schema import markdown, schema_text
 from ringtool.trace.report.stats_json import stats_record, summary_record
-from ringtool.trace.writers.output_columns import HEADER, ColumnOutput, clocks
+from ringtool.trace.writers.output_columns import HEADER, ColumnOutput
 from ringtool.trace.writers.output_fields import CsvOutput, FieldColumnOutput, cell
 from ringtool.trace.writers.output_json import JsonOutput
 from tests.helpers.json_schema import SCHEMA_PATH, check_lines
@@ -103,7 +104,7 @@ def test_every_type_has_the_same_names_and_values_in_json_csv_and_columns() -> N
         assert head == key.upper()
         want = [
             "-" if key not in ev or ev[key] is None
-            else clocks(np.array([ev[key]]))[0] if key == "ts"
+            else clock_texts(np.array([ev[key]]), False)[0] if key == "ts"
             else printable(str(cell(ev[key])))
             for ev in events
         ]  # fmt: skip
