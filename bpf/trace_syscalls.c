@@ -29,8 +29,9 @@
  *             drill-down, also into a process that already exited): bounded by
  *             TRACE_PROC_HIST_MAX keys, the least recently counted forgotten first
  *             (kernel/bpf/bpf_lru_list.c), so the busiest processes' buckets stay.
- *             One hash lookup per syscall (ringtool bench trace's trace-overhead rows
- *             measure it); read by user space only while a drill-down is open.
+ *             Only with TRACE_PROC_HIST=1 (the dashboard): one more hash lookup per
+ *             syscall (35-60 ns more of sys_exit's run time, docs/trace.md); read by
+ *             user space only while a drill-down is open.
  * plus one struct trace_event (bpf/trace_event.h, type TRACE_SYSCALL) per syscall
  * slower than TRACE_SLOW_NS, reserved in this CPU's ring of the per-CPU group.
  * The -p/-c filters run at sys_enter, before `started` is touched: sys_exit finds an
@@ -59,8 +60,15 @@
 #ifndef TRACE_LAT_NRS
 #define TRACE_LAT_NRS 512
 #endif
+#ifndef TRACE_PROC_HIST
+#define TRACE_PROC_HIST 0
+#endif
 #ifndef TRACE_PROC_HIST_MAX
+#if TRACE_PROC_HIST
 #define TRACE_PROC_HIST_MAX 65536
+#else
+#define TRACE_PROC_HIST_MAX 1  /* not counted: no memory for it */
+#endif
 #endif
 #ifndef TRACE_LAT_FAST_BUCKETS
 #define TRACE_LAT_FAST_BUCKETS 1024
@@ -169,6 +177,7 @@ RAW_TRACEPOINT_PROBE(sys_exit)  /* args: (struct pt_regs *regs, long ret) */
                 hist_lost.increment(0);
         }
     }
+#if TRACE_PROC_HIST
     u64 pkey = (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) | (key & 0xffffffffULL);
     if ((n = proc_hist.lookup(&pkey))) {
         __sync_fetch_and_add(n, 1);
@@ -177,6 +186,7 @@ RAW_TRACEPOINT_PROBE(sys_exit)  /* args: (struct pt_regs *regs, long ret) */
         if (proc_hist.insert(&pkey, &one) && (n = proc_hist.lookup(&pkey)))
             __sync_fetch_and_add(n, 1);  /* another CPU inserted it first */
     }
+#endif
     if (lat < TRACE_SLOW_NS)
         return 0;
     struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
