@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ringtool.errors import BpfSyscallError
 from ringtool.kernel import bpf
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
 from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS
@@ -119,7 +120,15 @@ class SyscallHists:
         bpf/trace_syscalls.c); {} for no pids."""
         if not pids:
             return {}
-        return read_hists(self.obj[b"proc_hist"], frozenset(pids))
+        table = self.obj[b"proc_hist"]
+        try:  # the whole map in a few syscalls, filtered with numpy: ~10x BCC's items
+            raw_keys, raw_values = bpf.map_lookup_batch_u64(table.map_fd, table.max_entries)
+        except BpfSyscallError:  # no batch operations (kernel < 5.6)
+            return read_hists(table, frozenset(pids))
+        keys = np.frombuffer(raw_keys, dtype=np.uint64)
+        mine = np.isin(keys >> np.uint64(32), np.fromiter(pids, dtype=np.uint64))
+        values = np.frombuffer(raw_values, dtype=np.uint64)[mine]
+        return add_items(zip(keys[mine].tolist(), values.tolist(), strict=True), pids)
 
     def close(self) -> None:
         if self._lat is not None:
