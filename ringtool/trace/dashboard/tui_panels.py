@@ -363,11 +363,13 @@ def footer(view: ViewState) -> Text:
                     style="reverse", no_wrap=True, overflow="ellipsis")  # fmt: skip
     # the state first: a narrow terminal cuts the hints at the end (with …), not it
     state = (" [PAUSED] " if view.paused else "") + (" [keep exited] " if view.keep_exited else "")
+    # paused, the state says it (p resumes): its room goes to the keys after it
+    pause = "" if view.paused else "  p pause"
     back = "  Esc back" if view.drilling else ""
     tree = "  F5 tree" if not view.tree else "  F5 list"
     return Text(
-        f"{state} q quit  ? help  p pause  < > sort  s sort: {SORTS[view.sort]}  / filter{back}"
-        f"{tree}  c cost  Enter/n drill",
+        f"{state} q quit  ? help{pause}  c cost  < > sort  s sort: {SORTS[view.sort]}  / filter"
+        f"{tree}{back}  Enter/n drill",
         style="reverse",
         no_wrap=True,
         overflow="ellipsis",

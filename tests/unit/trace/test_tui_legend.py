@@ -130,4 +130,5 @@ def test_header_names_the_slow_syscalls() -> None:
 
 
 def test_footer_lists_the_cost_key() -> None:
-    assert " c cost" in panels.footer(ViewState()).plain
+    for view in (ViewState(), ViewState(paused=True), ViewState(drill=5, tree=True)):
+        assert " c cost" in panels.footer(view).plain[:80]  # in 80 columns
