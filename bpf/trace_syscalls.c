@@ -24,10 +24,14 @@
  *             ringtool/trace/reading/latency_buckets.py)
  *   sys_hist  HASH  key (nr << TRACE_LAT_KEY_BITS | bucket) -> count: the rest (longer
  *             latencies, numbers beyond TRACE_LAT_NRS); ringtool adds both
- *   drill_hist HASH key (tgid << 32 | nr << TRACE_LAT_KEY_BITS | bucket) -> count, only for the
- *             process whose tgid user space stored in `drill` (the dashboard's
- *             drill-down; 0: none): one array lookup per syscall otherwise. The tgid in
- *             the key keeps a previous process's late increments apart.
+ *   proc_hist LRU_HASH key (tgid << 32 | nr << TRACE_LAT_KEY_BITS | bucket) -> count,
+ *             every process's from the start of the trace (the dashboard's
+ *             drill-down, also into a process that already exited): bounded by
+ *             TRACE_PROC_HIST_MAX keys, the least recently counted forgotten first
+ *             (kernel/bpf/bpf_lru_list.c), so the busiest processes' buckets stay.
+ *             Only with TRACE_PROC_HIST=1 (the dashboard): one more hash lookup per
+ *             syscall (35-60 ns more of sys_exit's run time, docs/trace.md); read by
+ *             user space only while a drill-down is open.
  * plus one struct trace_event (bpf/trace_event.h, type TRACE_SYSCALL) per syscall
  * slower than TRACE_SLOW_NS, reserved in this CPU's ring of the per-CPU group.
  * The -p/-c filters run at sys_enter, before `started` is touched: sys_exit finds an
@@ -51,6 +55,16 @@
 #ifndef TRACE_LAT_NRS
 #define TRACE_LAT_NRS 512
 #endif
+#ifndef TRACE_PROC_HIST
+#define TRACE_PROC_HIST 0
+#endif
+#ifndef TRACE_PROC_HIST_MAX
+#if TRACE_PROC_HIST
+#define TRACE_PROC_HIST_MAX 65536
+#else
+#define TRACE_PROC_HIST_MAX 1  /* not counted: no memory for it */
+#endif
+#endif
 #ifndef TRACE_LAT_FAST_BUCKETS
 #define TRACE_LAT_FAST_BUCKETS 1024
 #endif
@@ -72,8 +86,7 @@ BPF_F_TABLE("array", u32, u64, sys_lat, TRACE_LAT_NRS * TRACE_LAT_FAST_BUCKETS,
 BPF_HASH(sys_hist, u64, u64, 65536);  /* ~100 buckets a syscall in use */
 BPF_PERCPU_ARRAY(hist_lost, u64, 1);  /* latencies a full sys_hist could not count */
 BPF_PERCPU_ARRAY(drops, u64, 1);
-BPF_ARRAY(drill, u32, 1);
-BPF_HASH(drill_hist, u64, u64, 16384);
+BPF_TABLE("lru_hash", u64, u64, proc_hist, TRACE_PROC_HIST_MAX);
 
 RAW_TRACEPOINT_PROBE(sys_enter)  /* args: (struct pt_regs *regs, long id) */
 {
@@ -147,12 +160,16 @@ RAW_TRACEPOINT_PROBE(sys_exit)  /* args: (struct pt_regs *regs, long ret) */
                 hist_lost.increment(0);
         }
     }
-    u32 zero = 0;
-    u32 *want = drill.lookup(&zero);  /* written by user space (TraceSession.set_drill) */
-    if (want && *want && *want == (u32)(bpf_get_current_pid_tgid() >> 32)) {
-        u64 pkey = ((u64)*want << 32) | (key & 0xffffffffULL);
-        drill_hist.atomic_increment(pkey);
+#if TRACE_PROC_HIST
+    u64 pkey = (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) | (key & 0xffffffffULL);
+    if ((n = proc_hist.lookup(&pkey))) {
+        __sync_fetch_and_add(n, 1);
+    } else {
+        u64 one = 1;
+        if (proc_hist.insert(&pkey, &one) && (n = proc_hist.lookup(&pkey)))
+            __sync_fetch_and_add(n, 1);  /* another CPU inserted it first */
     }
+#endif
     if (lat < TRACE_SLOW_NS)
         return 0;
     struct trace_event *e = rt_pcpu_reserve(sizeof(*e));

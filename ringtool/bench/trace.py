@@ -19,7 +19,9 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   ``ringtool trace`` runs by default (the kernel's BPF run-time statistics on for the
   cost panel: ``stats_*``), in alternating rounds; the median of each. The ratio is
   the programs' (``--no-cost``): the statistics' clock reads are the kernel's, paid
-  by every BPF program while they are on, and shown apart;
+  by every BPF program while they are on, and shown apart; ``tui_*``: traced as the
+  dashboard runs (headless, ``--no-cost``), which also keeps every process's syscall
+  histograms in the kernel (bpf/trace_syscalls.c, ``proc_hist``);
 * ``trace-idle``: CPU% of ``trace -c no-such-comm`` (``/proc`` schedstat, exact
   ns) while the producer runs its ``openexec`` mode (opens plus a fork + exec every
   64 iterations);
@@ -123,9 +125,10 @@ def _empty_programs() -> Iterator[None]:
         obj.cleanup()
 
 
-def _traced(binary: Path, seconds: float, *, bpf_stats: bool = False) -> float:
+def _traced(binary: Path, seconds: float, *, bpf_stats: bool = False, tui: bool = False
+            ) -> float:  # fmt: skip
     args = ["-c", binary.name, "--buffer-pages", str(BUFFER_PAGES), "--json"]
-    child = TraceChild(args, TRACE_CPU, bpf_stats=bpf_stats)
+    child = TraceChild(args, TRACE_CPU, bpf_stats=bpf_stats, headless_tui=tui)
     try:
         child.wait_ready()
         ns = run_loop(binary, "open", PRODUCER_CPU, seconds).ns_per_syscall
@@ -137,13 +140,15 @@ def _traced(binary: Path, seconds: float, *, bpf_stats: bool = False) -> float:
 
 def overhead(binary: Path, seconds: float) -> dict[str, Any]:
     slice_s = max(0.5, seconds / OVERHEAD_ROUNDS)
-    runs: dict[str, list[float]] = {"untraced": [], "empty": [], "traced": [], "stats": []}
+    runs: dict[str, list[float]] = {"untraced": [], "empty": [], "traced": [], "stats": [],
+                                    "tui": []}  # fmt: skip
     for _ in range(OVERHEAD_ROUNDS):
         runs["untraced"].append(run_loop(binary, "open", PRODUCER_CPU, slice_s).ns_per_syscall)
         with _empty_programs():
             runs["empty"].append(run_loop(binary, "open", PRODUCER_CPU, slice_s).ns_per_syscall)
         runs["traced"].append(_traced(binary, slice_s))
         runs["stats"].append(_traced(binary, slice_s, bpf_stats=True))
+        runs["tui"].append(_traced(binary, slice_s, tui=True))
     med = {k: statistics.median(v) for k, v in runs.items()}
     added, empty_added = med["traced"] - med["untraced"], med["empty"] - med["untraced"]
     stats_added = med["stats"] - med["untraced"]
@@ -161,6 +166,8 @@ def overhead(binary: Path, seconds: float) -> dict[str, Any]:
         "stats_ns_per_syscall": round(med["stats"], 1),
         "stats_added_ns": round(stats_added, 1),
         "stats_ratio": ratio(stats_added),
+        "tui_ns_per_syscall": round(med["tui"], 1),
+        "tui_added_ns": round(med["tui"] - med["untraced"], 1),
         "rounds": OVERHEAD_ROUNDS, "slice_s": slice_s,
     }  # fmt: skip
 

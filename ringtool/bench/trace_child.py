@@ -25,6 +25,7 @@ run unchanged).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -111,6 +112,8 @@ def main(argv: list[str]) -> int:
     def call() -> int:
         check(args)  # the flag combinations, as the CLI checks them
         opts, cfg = settings(args, hook_options(args))
+        if headless:  # the dashboard's kernel side too: every process's syscall histograms
+            opts = dataclasses.replace(opts, per_process=True)
         return run_trace(opts, cfg, parts=parts)
 
     status = guarded("ringtool trace", call)  # the CLI's handling of errors and exits

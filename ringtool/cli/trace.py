@@ -325,7 +325,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         slow_ms=args.slow_ms, iface=args.iface, snaplen=args.snaplen, tid=args.tid,
         uid=args.uid, cgroup=args.cgroup, failed_only=args.failed,
         max_buffer_bytes=None if args.flight_recorder is not None else max_buffer_bytes(args),
-        flight_bytes=args.flight_recorder,
+        flight_bytes=args.flight_recorder, per_process=mode == "tui",
     )  # fmt: skip
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,

@@ -29,6 +29,7 @@ class Cmd(IntEnum):
     OBJ_GET = 7
     PROG_TEST_RUN = 10
     OBJ_GET_INFO_BY_FD = 15
+    MAP_LOOKUP_BATCH = 24
     ENABLE_STATS = 32
 
 
@@ -40,6 +41,7 @@ class MapType(IntEnum):
     PERF_EVENT_ARRAY = 4
     PERCPU_HASH = 5
     PERCPU_ARRAY = 6
+    LRU_HASH = 9
     ARRAY_OF_MAPS = 12
     HASH_OF_MAPS = 13
     RINGBUF = 27
@@ -180,6 +182,41 @@ def map_lookup(fd: int, key: bytes, value_size: int) -> bytes | None:
             return None
         raise
     return v.raw
+
+
+def map_lookup_batch_u64(fd: int, max_entries: int) -> tuple[bytes, bytes]:
+    """Every ``(u64 key, u64 value)`` of a hash map of at most ``max_entries``, read with
+    BPF_MAP_LOOKUP_BATCH (a few syscalls; kernel 5.6+: :class:`BpfSyscallError` with
+    EINVAL where the kernel has none): the keys and the values as little-endian u64
+    bytes, in the same order. A map written meanwhile may be read half before, half
+    after."""
+    cap = max_entries + 64  # room for a hash bucket's rest (the kernel returns ENOSPC)
+    keys = (ctypes.c_uint64 * cap)()
+    values = (ctypes.c_uint64 * cap)()
+    token = (ctypes.c_uint64 * 2)()  # in/out batch: the hash's bucket index (u32)
+    n, first = 0, True
+    while n < cap:
+        attr = _attr(
+            [
+                (0, ctypes.c_uint64(0 if first else ctypes.addressof(token))),
+                (8, ctypes.c_uint64(ctypes.addressof(token) + 8)),
+                (16, ctypes.c_uint64(ctypes.addressof(keys) + 8 * n)),
+                (24, ctypes.c_uint64(ctypes.addressof(values) + 8 * n)),
+                (32, ctypes.c_uint32(cap - n)),
+                (36, ctypes.c_uint32(fd)),
+            ]
+        )
+        res, err = raw_syscall("bpf", ctypes.c_int(Cmd.MAP_LOOKUP_BATCH), attr,
+                               ctypes.c_uint(_ATTR_SIZE))  # fmt: skip
+        got = ctypes.c_uint32.from_buffer(attr, 32).value  # the count read, also at the end
+        n += got
+        if res < 0:
+            if err == errno.ENOENT:  # the last batch
+                break
+            raise BpfSyscallError(Cmd.MAP_LOOKUP_BATCH.name, err, "")
+        token[0] = token[1]
+        first = False
+    return bytes(keys)[: 8 * n], bytes(values)[: 8 * n]
 
 
 def map_delete(fd: int, key: bytes) -> None:

@@ -43,7 +43,7 @@ from ringtool.trace.reading.ordered import OrderedReader
 from ringtool.trace.reading.session import TraceOptions, TraceSession
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.signals import StopSignals
-from ringtool.trace.sink import Output, Sink
+from ringtool.trace.sink import Drill, Output, Sink
 
 #: Records read per batch at most (bounds latency of one loop turn under load).
 BATCH = 65536
@@ -157,7 +157,7 @@ def _loop(
                 quit_ = out.handle_input()
             _ingest(session, stats, out, sinks, decoder, ordered, held, keep=keep)
             if time.monotonic() >= next_tick:
-                _tick(session, stats, ordered, drill=out.drill_pid)
+                _tick(session, stats, ordered, drill=out.drill)
                 stats.cost = cost.sample()
                 for sink in sinks:
                     for note in sink.tick(stats):
@@ -171,7 +171,7 @@ def _loop(
         session.finish_rings()  # a ring switch in flight: sealed, so read to its end
         session.stopping()
         _ingest(session, stats, out, sinks, decoder, ordered, held, final=True, keep=keep)
-        _tick(session, stats, ordered, drill=out.drill_pid)
+        _tick(session, stats, ordered, drill=out.drill)
         stats.cost = None if at_start else cost.sample()
         if stats.interval_dropped:
             out.stats(stats)  # the last, partial interval: every drop has its stats line
@@ -196,11 +196,10 @@ def _tick(
     session: TraceSession,
     stats: TraceStats,
     ordered: OrderedReader | None = None,
-    drill: int | None = None,
+    drill: Drill | None = None,
 ) -> None:
-    """Take the kernel counters into ``stats``; ``drill``: the process whose syscalls
-    are also counted per process (the TUI's drill-down; None: nobody)."""
-    session.set_drill(drill)
+    """Take the kernel counters into ``stats``; ``drill``: the processes whose
+    syscall histograms are read too (the TUI's drill-down; None: nobody)."""
     if ordered is not None:
         stats.set_ordering(ordered.merger.stats)
     stats.rings = session.rings_record()
@@ -211,7 +210,7 @@ def _tick(
         overwritten=session.overwritten(),
         syscall_hist=session.syscall_hist(),
         disk_hist=disk_hists(session.sources.get("disk")),
-        drill=(drill, session.drill_hist()),
+        drill=(None, {}) if drill is None else (drill[0], session.proc_hist(drill[1])),
     )
 
 

@@ -26,18 +26,21 @@ from ringtool.event.records import Records
 #: loop's is :class:`ringtool.trace.report.stats.TraceStats`: ``Output[TraceStats]``), so
 #: this module depends on no statistics of its own.
 S = TypeVar("S", contravariant=True)
+#: A drill-down: what it is of (a pid, or a comm for every process of that name) and
+#: the pids whose syscalls it adds up.
+Drill = tuple[int | str, frozenset[int]]
 
 
 class Output(Protocol[S]):
     """What the user watches. ``input_fd`` is a file descriptor the loop waits on for
-    keys (-1: none; then :meth:`handle_input` is never called); ``drill_pid`` the
-    process the user drilled into (None: none), whose syscalls the loop also counts per
-    process."""
+    keys (-1: none; then :meth:`handle_input` is never called); ``drill`` what the
+    user drilled into (None: nothing): a :data:`Drill`, whose processes' syscall
+    histograms the loop reads each interval."""
 
     @property
     def input_fd(self) -> int: ...
     @property
-    def drill_pid(self) -> int | None: ...
+    def drill(self) -> Drill | None: ...
     def open(self) -> None: ...
     def close(self) -> None: ...
     def start(self, sources: list[str], notes: list[str]) -> None: ...
@@ -66,7 +69,7 @@ class OutputBase:
         return -1
 
     @property
-    def drill_pid(self) -> int | None:
+    def drill(self) -> Drill | None:
         return None
 
     def open(self) -> None:
@@ -99,4 +102,4 @@ class Sink(Protocol[S]):
     def close(self, stats: S | None) -> None: ...
 
 
-__all__ = ["Output", "OutputBase", "Records", "Sink"]
+__all__ = ["Drill", "Output", "OutputBase", "Records", "Sink"]

@@ -5,12 +5,14 @@ Panels (:mod:`ringtool.trace.dashboard.tui_panels`): a header (the command's fil
 uptime, total events/s and per source, a sparkline of events/s), the per-CPU table
 (ring fill %, events/s, drops, lost), top processes, top syscalls (count, rate, p99
 latency), per-source counters, and a tail of recent exec/open/net events. Keys, as in
-htop (the ``?``/F1 overlay lists them all, :data:`ringtool.trace.dashboard.tui_view.KEYS`):
+htop (the ``?``/F1 overlay lists them all and what every column means,
+:mod:`ringtool.trace.dashboard.tui_help`):
 ``q`` quit, ``p`` pause (the display; counting goes on), ``<``/``>`` sort the
 processes by another column and ``I`` invert, ``s`` cycle the syscalls' sort, ``/``
 filter by comm (every panel: the ones the kernel counts for all processes say so),
 arrows/PgUp/PgDn/Home/End scroll (``Tab``: which table), ``Enter`` drill down into a
-process, ``Esc`` back. The state and what each key does are
+process (``n``: every process of its name), ``w`` the blocking waits in the p99 sort,
+``c`` the cost panel, ``Esc`` back. The state and what each key does are
 :class:`ringtool.trace.dashboard.tui_view.ViewState`; terminal input is parsed by
 :class:`ringtool.trace.dashboard.tui_keys.KeyParser` (unknown keys and sequences are ignored).
 
@@ -56,12 +58,14 @@ from ringtool.trace.dashboard import tui_panels as panels
 from ringtool.trace.dashboard.tui_cost import cost_panel
 from ringtool.trace.dashboard.tui_exits import Exits
 from ringtool.trace.dashboard.tui_freeze import frozen_stats
+from ringtool.trace.dashboard.tui_help import help_table
 from ringtool.trace.dashboard.tui_keys import ESC_TIMEOUT, MOUSE_OFF, MOUSE_ON, KeyParser
 from ringtool.trace.dashboard.tui_mouse import click_target
 from ringtool.trace.dashboard.tui_panels import TAIL_TYPES, data, sparkline
 from ringtool.trace.dashboard.tui_recent import RecentEvents, shown_events
 from ringtool.trace.dashboard.tui_view import SORTS, ViewState
 from ringtool.trace.report.stats import TraceStats
+from ringtool.trace.sink import Drill
 
 #: The smallest terminal the dashboard draws in; below it a one-line message says so.
 MIN_WIDTH, MIN_HEIGHT = 80, 24
@@ -248,9 +252,11 @@ class TraceTui:
         self.notes.append(text)
 
     @property
-    def drill_pid(self) -> int | None:
-        """The process of the drill-down (the runner counts its syscalls), or None."""
-        return self.view.drill
+    def drill(self) -> Drill | None:
+        """What the drill-down is of and its processes (the runner reads their
+        syscalls), or None."""
+        key = self.view.drill_key
+        return None if key is None else (key, self.view.drill_pids(self._stats))
 
     # --- keys --------------------------------------------------------------------------
 
@@ -329,7 +335,7 @@ class TraceTui:
         bottom = Layout(panels.footer(v), name="footer", size=1)
         top = Layout(panels.header(s, v, self.sources, width, self.filters), name="header", size=2)
         if v.help:  # the overlay takes the room of the tables
-            layout.split_column(top, Layout(panels.help_table(), name="help"), bottom)
+            layout.split_column(top, Layout(help_table(v, height - 3), name="help"), bottom)
             return layout
         if v.cost:  # the cost panel takes the room of the tables too
             panel = cost_panel(s.cost if s is not None else None, height - 3)
@@ -352,7 +358,7 @@ class TraceTui:
             Layout(panels.cpu_table(s, v, min(ncpu, rows_a), width)),
             Layout(procs, name="procs"),
         )
-        if v.drill is not None:
+        if v.drilling:
             # the drill-down's histograms need room: 2/3 of the row beside the
             # syscalls of all processes, or all of it below 120 columns
             wide = width >= 120

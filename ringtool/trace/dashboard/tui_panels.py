@@ -28,11 +28,12 @@ from ringtool.event.detail_fit import fit_parts
 from ringtool.event.registry import RECENT, RECENT_TITLE, types_in
 from ringtool.event.safe_text import printable
 from ringtool.event.value_text import CLOCK_WIDTH, clock_text
-from ringtool.trace.dashboard.tui_view import KEYS, PROC_COLUMNS, SORTS, ViewState
+from ringtool.trace.dashboard.tui_view import PROC_COLUMNS, SORTS, ViewState
 from ringtool.trace.reading.latency_buckets import approx_duration, to_log2
 from ringtool.trace.report.hist import SPARKS, spark
 from ringtool.trace.report.proc_names import shown_comm
 from ringtool.trace.report.stats import TraceStats
+from ringtool.trace.report.waits import is_wait
 from ringtool.trace.units import count
 
 Column = tuple[str, str] | tuple[str, str, int]
@@ -86,7 +87,21 @@ def clock(seconds: float) -> str:
 
 
 def _global(title: str, view: ViewState) -> str:
-    return f"{title} (all processes)" if view.filter or view.drill is not None else title
+    return f"{title} (all processes)" if view.filter or view.drilling else title
+
+
+def source_label(name: str) -> str:
+    """A source as the header and the sources table name it: the syscalls source's
+    events are its slow syscalls (every call is counted in the syscalls table)."""
+    return "slow syscalls" if name == "syscalls" else name
+
+
+def syscall_name(name: str) -> Text:
+    """A syscall table's name cell: a blocking wait (:mod:`ringtool.trace.report.waits`)
+    marked ``(wait)`` and dimmed."""
+    if is_wait(name):
+        return Text.assemble(printable(name), (" (wait)", "dim"), style="dim", no_wrap=True)
+    return data(name)
 
 
 def header(
@@ -110,7 +125,7 @@ def header(
         line = Text.assemble(f"ringtool trace: starting {', '.join(sources)}...", state)
         line.truncate(width, overflow="ellipsis")
         return line
-    per = "  ".join(f"{k} {count(v)}/s" for k, v in s.rate_source.items())
+    per = "  ".join(f"{source_label(k)} {count(v)}/s" for k, v in s.rate_source.items())
     if s.ordering is not None:
         per += f"  out-of-order {count(s.ordering['out_of_order'])}"
     if s.export is not None:
@@ -208,12 +223,18 @@ def procs_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
 
 
 def syscalls_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
-    t = table(_global(f"top syscalls (by {SORTS[view.sort]})", view), ("SYSCALL", "left"),
+    """Every process's syscalls (all calls, not only the slow ones) by the sort chosen;
+    sorted by p99, the blocking waits are left out unless ``view.waits`` (key ``w``)."""
+    by = SORTS[view.sort]
+    waits = view.waits or by != "p99"
+    what = by if waits or by != "p99" else "p99, no waits: w"
+    t = table(_global(f"top syscalls (by {what})", view), ("SYSCALL", "left"),
               ("COUNT", "right", 5), ("/S", "right", 5), ("P99", "right", 6),
               flex="SYSCALL")  # fmt: skip
     if s is not None:
-        for r in s.top_syscalls(rows, SORTS[view.sort]):
-            t.add_row(data(r.name), count(r.count), count(r.rate), approx_duration(r.p99_ns))
+        for r in s.top_syscalls(rows, by, waits=waits):
+            t.add_row(syscall_name(r.name), count(r.count), count(r.rate),
+                      approx_duration(r.p99_ns))  # fmt: skip
     return t
 
 
@@ -225,24 +246,31 @@ def sources_table(
     for name in sources[:rows]:
         rate = s.rate_source.get(name, 0.0) if s is not None else 0.0
         drops = s.drops_source.get(name, 0) if s is not None else 0
-        t.add_row(name, count(rate), count(drops))
+        t.add_row(source_label(name), count(rate), count(drops))
     for note in notes[: max(0, rows - len(sources))]:
         t.add_row(data(note, "yellow"), "", "")
     return t
 
 
 def drill_table(s: TraceStats | None, view: ViewState, rows: int, width: int = 53) -> Table:
-    """The drill-down (``width`` columns): one process's syscalls since it was opened,
-    most called first, with count, rate, p99 and the log2 latency histogram as a
-    sparkline (``Esc`` returns)."""
-    pid = view.drill
-    row = s.procs.get(pid) if s is not None and pid is not None else None
-    title = Text(f"process {pid}  ")
-    title.append(printable(row[0]) if row else "(gone)")
+    """The drill-down (``width`` columns): one process's syscalls (or, by name, those
+    of every process of a comm) since the trace started, most called first, with
+    count, rate, p99 and the log2 latency histogram as a sparkline (``Esc``
+    returns)."""
+    pid, name = view.drill, view.drill_name
+    if name is not None:
+        title = Text("name ")
+        title.append(printable(name))
+        n = len(view.drill_pids(s))
+        title.append(f" ({n} process{'es' if n != 1 else ''})")
+    else:
+        row = s.procs.get(pid) if s is not None and pid is not None else None
+        title = Text(f"process {pid}  ")
+        title.append(printable(row[0]) if row else "(gone)")
     title.append("  (Esc returns)")
-    live = s is not None and pid is not None and s.drill_pid == pid
+    live = s is not None and view.drilling and s.drill_key == view.drill_key
     if live:
-        title.append(f"  syscalls since up {clock(s.drill_since)}")  # type: ignore[union-attr]
+        title.append("  syscalls since the trace started")
     title.no_wrap, title.overflow = True, "ellipsis"  # one line: the panel keeps its rows
     t = table(title, ("SYSCALL", "left"), ("COUNT", "right", 5), ("/S", "right", 5),
               ("P99", "right", 6), ("LATENCY (log2)", "left"), flex="LATENCY (log2)")  # fmt: skip
@@ -254,14 +282,16 @@ def drill_table(s: TraceStats | None, view: ViewState, rows: int, width: int = 5
     if "syscalls" not in s.sources:
         t.add_row(data("syscalls source not running"), "", "", "", "")
     elif not live:
-        t.add_row(data("counting its syscalls from the next interval"), "", "", "", "")
+        t.add_row(data("reading its syscalls at the next interval"), "", "", "", "")
     elif not s.drill_syscalls:
-        t.add_row(data("no syscall of it yet"), "", "", "", "")
+        t.add_row(data("no syscall of it counted (or forgotten: the busiest are kept)"),
+                  "", "", "", "")  # fmt: skip
     names = max((len(r.name) for r in s.drill_syscalls[:rows]), default=7)
     room = max(12, width - names - 34)  # what the name and number columns leave
     for r in sorted(s.drill_syscalls, key=lambda r: (-r.count, r.name))[:rows] if live else []:
         hist = spark(to_log2(s.drill_hist.get(r.nr, {})), room)
-        t.add_row(data(r.name), count(r.count), count(r.rate), approx_duration(r.p99_ns), hist)
+        t.add_row(syscall_name(r.name), count(r.count), count(r.rate),
+                  approx_duration(r.p99_ns), hist)  # fmt: skip
     return t
 
 
@@ -304,6 +334,8 @@ def events_table(
         shown = list(tail)
     focus = "▸ " if view.focus == "events" else ""
     what = f"process {view.drill}: " if view.drill is not None else ""
+    if view.drill_name is not None:
+        what = f"name {printable(view.drill_name)}: "
     title = Text(f"{focus}{what}{TAIL_TITLE}")
     if view.back and total:
         first = total - view.back - len(shown) + 1
@@ -362,15 +394,6 @@ _UID_COLS: list[Column] = [("TIME", "left", CLOCK_WIDTH), ("PID", "right", 7),
                            ("DETAIL", "left")]  # fmt: skip
 
 
-def help_table() -> Table:
-    """The help overlay: every key."""
-    t = table("keys (any key closes this help)", ("KEY", "left", 14), ("DOES", "left"),
-              flex="DOES")  # fmt: skip
-    for key, does in KEYS:
-        t.add_row(key, does)
-    return t
-
-
 def startup(steps: list[tuple[str, float]], started: float, now: float, width: int) -> Group:
     """The screen before the first batch: each start-up step (``compiling …``,
     ``attaching``) with how long it took, the current one with how long so far."""
@@ -391,11 +414,13 @@ def footer(view: ViewState) -> Text:
                     style="reverse", no_wrap=True, overflow="ellipsis")  # fmt: skip
     # the state first: a narrow terminal cuts the hints at the end (with …), not it
     state = (" [PAUSED] " if view.paused else "") + (" [keep exited] " if view.keep_exited else "")
-    back = "  Esc back" if view.drill is not None else ""
+    # paused, the state says it (p resumes): its room goes to the keys after it
+    pause = "" if view.paused else "  p pause"
+    back = "  Esc back" if view.drilling else ""
     tree = "  F5 tree" if not view.tree else "  F5 list"
     return Text(
-        f"{state} q quit  ? help  p pause  < > sort  s sort: {SORTS[view.sort]}  / filter{back}"
-        f"{tree}",
+        f"{state} q quit  ? help{pause}  c cost  < > sort  s sort: {SORTS[view.sort]}  / filter"
+        f"{tree}{back}  Enter/n drill",
         style="reverse",
         no_wrap=True,
         overflow="ellipsis",
@@ -403,7 +428,7 @@ def footer(view: ViewState) -> Text:
 
 
 __all__ = [
-    "SPARKS", "TAIL_TITLE", "TAIL_TYPES", "data", "footer", "header", "help_table",
-    "sparkline",
+    "SPARKS", "TAIL_TITLE", "TAIL_TYPES", "data", "footer", "header", "shorten_middle",
+    "source_label", "sparkline",
     "startup", "table",
 ]  # fmt: skip

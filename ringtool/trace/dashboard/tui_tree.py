@@ -1,5 +1,7 @@
 """The dashboard's process table as a tree (htop's F5): each process under the one
-that forked it, from the fork records (:class:`ringtool.trace.report.proctree.ProcessTree`).
+that forked it, from the fork records (:class:`ringtool.trace.report.proctree.ProcessTree`),
+and for a process started before the trace (no fork record), from ``/proc`` as htop
+does (:class:`ProcParents`).
 
 :func:`tree_rows` orders rows depth first: a row whose parent is not among the rows
 is a root; siblings keep the order they were given in (the sort chosen), and a child's
@@ -10,12 +12,42 @@ makes its children roots. A cycle (pids reused) cannot loop: each row is placed 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+
+from ringtool.trace.reading.parents import parent_of
 
 #: Levels indented at most (deeper ones are drawn at this depth: the comm keeps room).
 MAX_DEPTH = 8
+#: Parents read from /proc remembered at most (the oldest forgotten first).
+PROC_PARENTS = 8192
 
 Row = tuple[int, str, int, int]  # pid, comm, events, events in the last interval
+
+
+class ProcParents:
+    """The parents of processes without a fork record, read from ``proc`` once per pid
+    (a process's parent read when it is first drawn; one reparented later keeps it)
+    and remembered (at most :data:`PROC_PARENTS`). A gone process has none."""
+
+    def __init__(self, proc: str = "/proc") -> None:
+        self.proc = proc
+        self._known: dict[int, int | None] = {}
+
+    def parents(self, pids: Iterable[int], forked: Mapping[int, int]) -> dict[int, int]:
+        """``forked`` (child -> parent from the fork records) with the parents of the
+        other ``pids`` from ``/proc`` added."""
+        out = dict(forked)
+        for pid in pids:
+            if pid in out or pid <= 0:
+                continue
+            if pid not in self._known:
+                if len(self._known) >= PROC_PARENTS:
+                    del self._known[next(iter(self._known))]
+                self._known[pid] = parent_of(pid, self.proc)
+            parent = self._known[pid]
+            if parent is not None:
+                out[pid] = parent
+        return out
 
 
 def tree_rows(rows: list[Row], parent_of: Mapping[int, int]) -> list[Row]:
@@ -46,4 +78,4 @@ def tree_rows(rows: list[Row], parent_of: Mapping[int, int]) -> list[Row]:
     return out
 
 
-__all__ = ["MAX_DEPTH", "tree_rows"]
+__all__ = ["MAX_DEPTH", "PROC_PARENTS", "ProcParents", "tree_rows"]

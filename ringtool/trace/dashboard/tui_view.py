@@ -19,6 +19,10 @@ events it shows while new ones arrive. ``Tab`` says which table the keys scroll.
 Exited processes (:mod:`ringtool.trace.dashboard.tui_exits`) are dimmed for a few seconds, then
 left out of the rows unless ``keep_exited`` (``--keep-exited``, key ``e``). ``F5``
 shows the rows as a process tree (:mod:`ringtool.trace.dashboard.tui_tree`).
+
+The drill-down (``Enter``: the selected process; ``n``: every process of its name,
+exited ones too) shows syscalls counted since the trace started
+(``proc_hist``, bpf/trace_syscalls.c).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ringtool.trace.dashboard.tui_exits import GONE, LIVE, Exits
-from ringtool.trace.dashboard.tui_tree import tree_rows
+from ringtool.trace.dashboard.tui_tree import ProcParents, tree_rows
 from ringtool.trace.report.proc_names import shown_comm
 from ringtool.trace.report.stats import TraceStats
 
@@ -42,26 +46,17 @@ _DESCENDING = frozenset({"EVENTS", "EV/IV"})
 SORTS = ("count", "rate", "p99")
 ProcRow = tuple[int, str, int, int]  # pid, comm, events, events in the last interval
 
-#: Every key and what it does (the help overlay draws this list).
-KEYS = (
-    ("q F10", "quit"),
-    ("? F1", "this help (any key closes it)"),
-    ("p", "pause the display (counting goes on)"),
-    ("/ F4", "filter by comm (Enter applies, Esc clears)"),
-    ("F3", "search: select the next process whose comm has it"),
-    ("< >  F6", "sort the processes by the column left/right"),
-    ("I", "invert the sort order"),
-    ("F5", "process tree (children under their parent)"),
-    ("e", "keep exited processes (else they leave after a few s)"),
-    ("s", "sort the syscalls: count / rate / p99"),
-    ("Tab", "scroll the processes or the recent events"),
-    ("↑ ↓ k j  PgUp PgDn", "move in the table"),
-    ("Home End  g G", "first / last row (End: follow the newest events)"),
-    ("Enter", "drill down into the selected process"),
-    ("Esc", "close help or cost panel, leave drill-down, clear filter"),
-    ("c", "cost of tracing: BPF run time per program, own CPU"),
-    ("mouse", "click a row: select it; click a column header: sort by it"),
-)
+#: What each key does: the method of :class:`ViewState` it calls (the arrows, PgUp/PgDn,
+#: Home/End scroll: :data:`SCROLL_KEYS`). Every key here and there has a line in the
+#: help overlay (:data:`ringtool.trace.dashboard.tui_help.KEYS`; a test checks it).
+ACTIONS = {
+    "?": "_help", "f1": "_help", "esc": "_escape", "p": "_pause", "P": "_pause",
+    "s": "_next_sort", "S": "_next_sort", "/": "_start_filter", "<": "_left",
+    ">": "_right", "f6": "_right", "I": "_invert", "tab": "_tab", "enter": "_enter",
+    "n": "_enter_name", "f3": "_search", "f5": "_tree", "e": "_keep", "c": "_cost",
+    "w": "_waits",
+}  # fmt: skip
+SCROLL_KEYS = ("up", "down", "pgup", "pgdn", "home", "end")
 #: Keys that are other names of a key (vim's, htop's).
 ALIASES = {"j": "down", "k": "up", "g": "home", "G": "end", "f10": "q", "f4": "/"}
 
@@ -84,8 +79,12 @@ class ViewState:
     top: int = 0  # first row of the process table shown
     back: int = 0  # events scrolled back from the newest
     drill: int | None = None  # the pid of the drill-down, or None
+    drill_name: str | None = None  # the comm of a drill-down by name (every pid of it)
+    waits: bool = False  # the p99 sort includes the blocking waits (key w)
+    help_top: int = 0  # the first line of the help overlay shown (it scrolls)
     sel_pid: int | None = None  # the process selected (the selection follows it)
     tree: bool = False  # F5: the rows as a process tree
+    parents: ProcParents = field(default_factory=ProcParents)  # the tree's, from /proc
     keep_exited: bool = False
     exits: Exits | None = None
     dim: set[int] = field(default_factory=set)  # pids shown exiting (the last frame's)
@@ -109,18 +108,16 @@ class ViewState:
         key = ALIASES.get(key, key)
         if key in ("q", "Q"):
             return True
-        if self.help:  # any other key closes the help
-            self.help = False
+        if self.help:  # the arrows scroll the help; any other key closes it
+            moves = {"up": -1, "down": 1, "pgup": -10, "pgdn": 10, "home": -(10**6), "end": 10**6}
+            if key in moves:
+                self.help_top = max(0, self.help_top + moves[key])
+            else:
+                self.help = False
             return False
-        action = {
-            "?": self._help, "f1": self._help, "esc": self._escape, "p": self._pause,
-            "P": self._pause, "s": self._next_sort, "S": self._next_sort,
-            "/": self._start_filter, "<": self._left, ">": self._right, "f6": self._right,
-            "I": self._invert, "tab": self._tab, "enter": self._enter, "f3": self._search,
-            "f5": self._tree, "e": self._keep, "c": self._cost,
-        }.get(key)  # fmt: skip
-        if action is not None:
-            action()
+        name = ACTIONS.get(key)
+        if name is not None:
+            getattr(self, name)()
         else:
             self._scroll(key)
         return False
@@ -142,7 +139,10 @@ class ViewState:
             self.editing += key
 
     def _help(self) -> None:
-        self.help = True
+        self.help, self.help_top = True, 0
+
+    def _waits(self) -> None:
+        self.waits = not self.waits
 
     def _cost(self) -> None:
         self.cost = not self.cost
@@ -150,8 +150,8 @@ class ViewState:
     def _escape(self) -> None:
         if self.cost:
             self.cost = False
-        elif self.drill is not None:
-            self.drill = None
+        elif self.drilling:
+            self.drill = self.drill_name = None
         else:  # the main view: Esc clears the filter
             self.filter = ""
 
@@ -219,8 +219,35 @@ class ViewState:
     def _enter(self) -> None:
         self._refresh()  # keys since the last frame may have changed the filter or sort
         if self.focus == "procs" and 0 <= self.sel < len(self._pids):
-            self.drill = self._pids[self.sel]
+            self.drill, self.drill_name = self._pids[self.sel], None
             self.back = 0
+
+    def _enter_name(self) -> None:
+        """Drill down into every process named as the selected one (exited ones too)."""
+        self._refresh()
+        if self.focus == "procs" and 0 <= self.sel < len(self._pids) and self._stats:
+            row = self._stats.procs.get(self._pids[self.sel])
+            if row is not None:
+                self.drill, self.drill_name = None, row[0]
+                self.back = 0
+
+    @property
+    def drilling(self) -> bool:
+        """A drill-down is open (by pid or by name)."""
+        return self.drill is not None or self.drill_name is not None
+
+    @property
+    def drill_key(self) -> int | str | None:
+        """What the drill-down is of: a pid, a comm (by name), or None."""
+        return self.drill_name if self.drill_name is not None else self.drill
+
+    def drill_pids(self, stats: TraceStats | None) -> frozenset[int]:
+        """The processes of the drill-down: its pid, or (by name) every process seen
+        with that comm, exited ones too."""
+        if self.drill_name is not None:
+            procs = stats.procs if stats is not None else {}
+            return frozenset(pid for pid, row in procs.items() if row[0] == self.drill_name)
+        return frozenset() if self.drill is None else frozenset({self.drill})
 
     def _refresh(self) -> None:
         """The process list as the next frame will have it (what Enter and the
@@ -304,7 +331,8 @@ class ViewState:
         every.sort(key=lambda r: r[0])
         every.sort(key=lambda r: r[col], reverse=self.descending)
         if self.tree and stats is not None:
-            every = tree_rows(every, stats.tree.parents())
+            parents = self.parents.parents((r[0] for r in every), stats.tree.parents())
+            every = tree_rows(every, parents)
         self._pids = [r[0] for r in every]
         self._comms = [r[1] for r in every]
         if self.sel_pid in self._pids:  # the selection follows its process
@@ -339,18 +367,17 @@ class ViewState:
         return every[start:end], len(every)
 
     def matching(self, tail: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The decoded events of the filter (or of the drill-down's process)."""
-        drill = self.drill
-        return [
-            e for e in tail
-            if self.matches(shown_comm(e["comm"], e.get("type", ""))) and drill in (None, e["pid"])
-        ]  # fmt: skip
+        """The decoded events of the filter (or of the drill-down's processes)."""
+        if self.drilling:
+            pids = self.drill_pids(self._stats)
+            return [e for e in tail if e["pid"] in pids]
+        return [e for e in tail if self.matches(shown_comm(e["comm"], e.get("type", "")))]
 
     def shown_pids(self) -> list[int] | None:
         """The processes whose events the recent panel shows: the drill-down's, or
         those of the filter (None: every process)."""
-        if self.drill is not None:
-            return [self.drill]
+        if self.drilling:
+            return sorted(self.drill_pids(self._stats))
         if not self.filter:
             return None
         stats = self._stats
@@ -362,4 +389,4 @@ def _bisect_left(keys: Sequence[float], key: float) -> int:
     return bisect.bisect_left(keys, key)
 
 
-__all__ = ["ALIASES", "KEYS", "PROC_COLUMNS", "SORTS", "ProcRow", "ViewState"]
+__all__ = ["ACTIONS", "ALIASES", "PROC_COLUMNS", "SCROLL_KEYS", "SORTS", "ProcRow", "ViewState"]

@@ -40,7 +40,8 @@ def wakeup_bytes(ring_bytes: int, fill: float) -> int:
 def ring_defines(opts: TraceOptions, group_cflags: list[str]) -> dict[str, int | str]:
     """The ``-D`` constants of the RINGBUF sources beyond the filters: the ring group's
     (its ``cflags()``), the slow-syscall threshold, the latency histograms' buckets
-    (:mod:`ringtool.trace.reading.latency_buckets`) and, with adaptive wakeups, the bytes from
+    (:mod:`ringtool.trace.reading.latency_buckets`), whether every process's are kept
+    too (``per_process``) and, with adaptive wakeups, the bytes from
     which a record wakes the reader."""
     out = defines_of(group_cflags)
     out["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
@@ -48,6 +49,7 @@ def ring_defines(opts: TraceOptions, group_cflags: list[str]) -> dict[str, int |
     out["TRACE_LAT_KEY_BITS"] = KEY_BITS
     out["TRACE_LAT_NRS"] = FAST_NRS
     out["TRACE_LAT_FAST_BUCKETS"] = FAST_BUCKETS
+    out["TRACE_PROC_HIST"] = int(opts.per_process)
     if opts.wakeup_fill is not None:
         out["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(opts.buffer_pages * PAGE, opts.wakeup_fill)
     return out

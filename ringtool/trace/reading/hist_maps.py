@@ -4,9 +4,10 @@ disk source's (bpf/trace_disk.c: one hash, keyed by device as ``sys_hist`` by sy
 Most latencies are counted in ``sys_lat``, an mmapable ARRAY indexed
 ``nr * FAST_BUCKETS + bucket`` (:class:`LatencyArray`: read from its mapping, no
 syscall; the nonzero counts found with numpy); the rest in ``sys_hist``, a hash keyed
-``nr << KEY_BITS | bucket``; ``drill_hist`` keys have the tgid in their high 32 bits
-as well (buckets: :mod:`ringtool.trace.reading.latency_buckets`). A busy machine has
-thousands of used buckets, so the hashes are read with ``BPF_MAP_LOOKUP_BATCH`` (a few
+``nr << KEY_BITS | bucket``; ``proc_hist`` (every process's, an LRU hash: the busiest
+kept) has the tgid in its keys' high 32 bits as well (buckets:
+:mod:`ringtool.trace.reading.latency_buckets`). A busy machine has thousands of used
+buckets, so the hashes are read with ``BPF_MAP_LOOKUP_BATCH`` (a few
 syscalls; ~3 ms for 6,700 buckets where one lookup per key took ~40 ms), or key by key
 where the kernel or BCC has no batch operations.
 """
@@ -14,11 +15,12 @@ where the kernel or BCC has no batch operations.
 from __future__ import annotations
 
 import mmap
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import numpy as np
 
+from ringtool.errors import BpfSyscallError
 from ringtool.kernel import bpf
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
 from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS
@@ -39,19 +41,26 @@ def _int(x: Any) -> int:
     return int(getattr(x, "value", x))
 
 
-def read_hists(table: Any, pid: int | None = None, into: Hists | None = None) -> Hists:
+def read_hists(table: Any, pids: Collection[int] | None = None, into: Hists | None = None) -> Hists:
     """The hash ``[pid << 32 |] nr << KEY_BITS | bucket -> count`` as
-    ``nr -> {bucket: count}`` (with ``pid``: only that process's keys), added to
-    ``into`` when given."""
+    ``nr -> {bucket: count}`` (with ``pids``: only those processes' keys, added up),
+    added to ``into`` when given."""
+    return add_items(((_int(k), _int(v)) for k, v in _all_items(table)), pids, into)
+
+
+def add_items(
+    items: Iterable[tuple[int, int]], pids: Collection[int] | None = None,
+    into: Hists | None = None,
+) -> Hists:  # fmt: skip
+    """:func:`read_hists` of ``(key, count)`` pairs already read."""
     out: Hists = {} if into is None else into
     mask = (1 << KEY_BITS) - 1
-    for k, v in _all_items(table):
-        key = _int(k)
-        if pid is not None and key >> 32 != pid:
+    for key, n in items:
+        if pids is not None and key >> 32 not in pids:
             continue
-        nr = key >> KEY_BITS if pid is None else (key & 0xFFFFFFFF) >> KEY_BITS
+        nr = key >> KEY_BITS if pids is None else (key & 0xFFFFFFFF) >> KEY_BITS
         buckets = out.setdefault(nr, {})
-        buckets[key & mask] = buckets.get(key & mask, 0) + _int(v)
+        buckets[key & mask] = buckets.get(key & mask, 0) + n
     return out
 
 
@@ -93,13 +102,12 @@ class LatencyArray:
 
 class SyscallHists:
     """The syscalls source's histograms (``obj``: its BCC object): cumulative per
-    syscall, and per process for the drill-down. ``note`` is told once when the hash
-    filled up. Valid until :meth:`close`."""
+    syscall, and per process (the drill-down's, read only when asked). ``note`` is
+    told once when the hash filled up. Valid until :meth:`close`."""
 
     def __init__(self, obj: Any, note: Callable[[str], None]) -> None:
         self.obj = obj
         self.note = note
-        self.drill_pid: int | None = None  # see set_drill
         self._full = False
         self._lat: LatencyArray | None = None  # mapped at the first read
 
@@ -114,21 +122,21 @@ class SyscallHists:
             self._lat = LatencyArray(self.obj[b"sys_lat"].map_fd)
         return read_hists(self.obj[b"sys_hist"], into=self._lat.read())
 
-    def set_drill(self, pid: int | None) -> None:
-        """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
-        (None: of nobody); the previous process's counts are cleared."""
-        if pid == self.drill_pid:
-            return
-        drill = self.obj[b"drill"]
-        drill[drill.Key(0)] = drill.Leaf(pid or 0)  # read by sys_exit (trace_syscalls.c)
-        self.obj[b"drill_hist"].clear()  # the old pid's keys; late ones: told apart by tgid
-        self.drill_pid = pid
-
-    def drill(self) -> Hists:
-        """The :meth:`set_drill` process's histograms since it was set."""
-        if not self.drill_pid:
+    def per_process(self, pids: Collection[int]) -> Hists:
+        """The histograms of the processes ``pids`` (tgids) added up, since the start of
+        the trace (what the kernel's LRU hash still holds of them: see
+        bpf/trace_syscalls.c); {} for no pids."""
+        if not pids:
             return {}
-        return read_hists(self.obj[b"drill_hist"], self.drill_pid)
+        table = self.obj[b"proc_hist"]
+        try:  # the whole map in a few syscalls, filtered with numpy: ~10x BCC's items
+            raw_keys, raw_values = bpf.map_lookup_batch_u64(table.map_fd, table.max_entries)
+        except BpfSyscallError:  # no batch operations (kernel < 5.6)
+            return read_hists(table, frozenset(pids))
+        keys = np.frombuffer(raw_keys, dtype=np.uint64)
+        mine = np.isin(keys >> np.uint64(32), np.fromiter(pids, dtype=np.uint64))
+        values = np.frombuffer(raw_values, dtype=np.uint64)[mine]
+        return add_items(zip(keys[mine].tolist(), values.tolist(), strict=True), pids)
 
     def close(self) -> None:
         if self._lat is not None:
@@ -136,4 +144,4 @@ class SyscallHists:
             self._lat = None
 
 
-__all__ = ["Hists", "LatencyArray", "SyscallHists", "disk_hists", "read_hists"]
+__all__ = ["Hists", "LatencyArray", "SyscallHists", "add_items", "disk_hists", "read_hists"]

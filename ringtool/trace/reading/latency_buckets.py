@@ -22,7 +22,7 @@ promised in docs/), and shows no digit the histogram cannot back.
 Where the kernel counts them: an array indexed ``nr * FAST_BUCKETS + index``
 (``sys_lat``) for :data:`FAST_NRS` syscall numbers and the first :data:`FAST_BUCKETS`
 indexes, else a hash keyed ``nr << KEY_BITS | index`` (``sys_hist``), with the tgid in
-the high 32 bits for ``drill_hist``; :data:`INDEXES` indexes cover every u64.
+the high 32 bits for ``proc_hist``; :data:`INDEXES` indexes cover every u64.
 """
 
 from __future__ import annotations

@@ -44,6 +44,9 @@ class TraceOptions:
     max_latency_s: float = 0.05
     max_buffer_bytes: int | None = None
     ring_quiet_s: float = 30.0
+    #: every process's syscall latencies kept in the kernel from the start (``proc_hist``,
+    #: bpf/trace_syscalls.c): the dashboard's drill-down; off, the cost is not paid
+    per_process: bool = False
     #: ``--flight-recorder``: bytes per CPU kept in the kernel
     #: (:mod:`ringtool.trace.recorder.flight`)
     flight_bytes: int | None = None

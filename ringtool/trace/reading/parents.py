@@ -6,7 +6,8 @@ not match the running kernel). A process forked before the trace started would h
 ppid 0; :func:`seed_parents` writes each running process's parent from
 ``/proc/PID/stat`` into the map before the programs attach. A process reparented
 later (its parent exited) keeps the parent it had; execsnoop, which reads
-``task->real_parent``, would show the new one.
+``task->real_parent``, would show the new one. :func:`parent_of` is one process's
+parent (the dashboard's tree places processes older than the trace with it).
 """
 
 from __future__ import annotations
@@ -18,21 +19,25 @@ from typing import Any
 from ringtool.kernel.c_ints import u32
 
 
+def parent_of(pid: int, proc: str = "/proc") -> int | None:
+    """The parent of process ``pid`` as ``proc`` has it now (None: gone, or no parent
+    field). The comm in ``stat`` may hold spaces and parentheses: the fields after it
+    start after its last ``)``."""
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
 def running_parents(proc: str = "/proc") -> Iterator[tuple[int, int]]:
     """``(pid, ppid)`` of every process in ``proc`` (one that exits meanwhile is left
-    out). The comm in ``stat`` may hold spaces and parentheses: the fields after it
-    start after its last ``)``."""
+    out)."""
     for name in os.listdir(proc):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"{proc}/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and fields[1].isdigit():
-            yield int(name), int(fields[1])
+        if name.isdigit() and (ppid := parent_of(int(name), proc)) is not None:
+            yield int(name), ppid
 
 
 def seed_parents(table: MutableMapping[Any, Any], limit: int = 32768) -> int:
@@ -47,4 +52,4 @@ def seed_parents(table: MutableMapping[Any, Any], limit: int = 32768) -> int:
     return n
 
 
-__all__ = ["running_parents", "seed_parents"]
+__all__ = ["parent_of", "running_parents", "seed_parents"]

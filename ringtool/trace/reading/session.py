@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import select
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -345,16 +345,10 @@ class TraceSession:
         buckets of ns, :mod:`ringtool.trace.reading.latency_buckets`); {} without the source."""
         return {} if (h := self._hists()) is None else h.cumulative()
 
-    def set_drill(self, pid: int | None) -> None:
-        """Also count the syscalls of process ``pid`` (a tgid) per process, from now on
-        (None: of nobody); the previous process's counts are cleared."""
-        if (h := self._hists()) is not None:
-            h.set_drill(pid)
-
-    def drill_hist(self) -> Hists:
-        """The :meth:`set_drill` process's histograms since it was set, as
-        :meth:`syscall_hist`'s."""
-        return {} if (h := self._hists()) is None else h.drill()
+    def proc_hist(self, pids: Collection[int]) -> Hists:
+        """The processes ``pids``' histograms since the start of the trace, added up,
+        as :meth:`syscall_hist`'s ({} without the source or without pids)."""
+        return {} if (h := self._hists()) is None else h.per_process(pids)
 
     def _hists(self) -> SyscallHists | None:
         if self.hists is None and "syscalls" in self.sources:

@@ -33,6 +33,7 @@ from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.reading.latency_buckets import quantile
 from ringtool.trace.report.proc_names import latest_names, shown_comm
 from ringtool.trace.report.proctree import ProcessTree
+from ringtool.trace.report.waits import is_wait
 
 HISTORY = 120
 #: Intervals with drops or losses remembered (the oldest are forgotten first).
@@ -118,10 +119,10 @@ class TraceStats:
     #: the latest cumulative service-time histograms of the disk source: the kernel's
     #: dev_t -> {bucket: count} (the same log-linear buckets)
     disk_hist: dict[int, dict[int, int]] = field(default_factory=dict)
-    #: the dashboard's drill-down: its process, since when (uptime s) its syscalls are
-    #: counted, their histograms and rows (count since then, rate, p99)
-    drill_pid: int | None = None
-    drill_since: float = 0.0
+    #: the dashboard's drill-down: what it is of (a pid, or a comm: every process of
+    #: that name), its syscalls' histograms and rows since the trace started (count,
+    #: rate, p99)
+    drill_key: int | str | None = None
     drill_hist: dict[int, dict[int, int]] = field(default_factory=dict)
     drill_syscalls: list[SyscallRow] = field(default_factory=list)
     _drill_prev: dict[int, int] = field(default_factory=dict)
@@ -221,12 +222,13 @@ class TraceStats:
         overwritten: Overwritten | None = None,
         syscall_hist: Mapping[int, Mapping[int, int]] | None = None,
         disk_hist: Mapping[int, Mapping[int, int]] | None = None,
-        drill: tuple[int | None, Mapping[int, Mapping[int, int]]] | None = None,
+        drill: tuple[int | str | None, Mapping[int, Mapping[int, int]]] | None = None,
         now: float | None = None,
     ) -> None:
         """Close an interval: compute rates since the last tick and take the counters.
-        ``drill``: the drill-down process and its syscall histograms since it was set
-        (a new pid starts its counts, rates and ``drill_since`` afresh)."""
+        ``drill``: what the drill-down is of (a pid or a comm; None: none) and its
+        syscall histograms since the trace started (a new one starts its rates
+        afresh: 0 in its first interval)."""
         now = time.monotonic() if now is None else now
         dt = max(now - self._mark_time, 1e-6)
         self.rate_total = (self.total - self._mark_total) / dt
@@ -273,10 +275,11 @@ class TraceStats:
         if disk_hist is not None:
             self.disk_hist = {dev: dict(b) for dev, b in disk_hist.items()}
         if drill is not None:
-            pid, per_proc = drill
-            if pid != self.drill_pid:
-                self.drill_pid, self.drill_since, self._drill_prev = pid, now - self.start, {}
-            self.drill_hist = {nr: dict(b) for nr, b in per_proc.items()} if pid else {}
+            key, per_proc = drill
+            self.drill_hist = {nr: dict(b) for nr, b in per_proc.items()} if key else {}
+            if key != self.drill_key:  # no rate before its first interval
+                self.drill_key = key
+                self._drill_prev = {nr: sum(b.values()) for nr, b in self.drill_hist.items()}
             self.drill_syscalls = self._rows(self.drill_hist, self._drill_prev, dt)
 
     def _rows(self, hist: Mapping[int, Mapping[int, int]], prev: dict[int, int],
@@ -327,13 +330,15 @@ class TraceStats:
             rows.sort(key=lambda r: (-r[2], r[0]))
         return rows[:n]
 
-    def top_syscalls(self, n: int, by: str = "count") -> list[SyscallRow]:
-        """Best ``n`` syscalls by ``count``, ``rate`` or ``p99``."""
+    def top_syscalls(self, n: int, by: str = "count", *, waits: bool = True) -> list[SyscallRow]:
+        """Best ``n`` syscalls by ``count``, ``rate`` or ``p99``; ``waits`` False: the
+        blocking waits (:mod:`ringtool.trace.report.waits`) left out."""
         key: Callable[[SyscallRow], float] = {
             "rate": lambda r: -r.rate,
             "p99": lambda r: -r.p99_ns,
         }.get(by, lambda r: -r.count)
-        return sorted(self.syscalls, key=key)[:n]
+        rows = self.syscalls if waits else [r for r in self.syscalls if not is_wait(r.name)]
+        return sorted(rows, key=key)[:n]
 
     def set_ordering(self, merge_stats: Any) -> None:
         """Record a timestamp merge's counts (a ``ringtool.merge.MergeStats``):

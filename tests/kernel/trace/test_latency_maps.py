@@ -2,7 +2,8 @@
 the array covers is counted there, one beyond it (an unknown number, ENOSYS) in the
 hash, and ringtool's figures add both: each count is exactly the number of calls made.
 And the array's reader (:class:`ringtool.trace.reading.hist_maps.LatencyArray`) on a real
-mmapable array: what is written through the map is what the mapping shows."""
+mmapable array: what is written through the map is what the mapping shows; a hash read
+with BPF_MAP_LOOKUP_BATCH (the drill-down's per-process histograms)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import sys
 import pytest
 
 from ringtool.kernel import bpf
-from ringtool.trace.reading.hist_maps import LatencyArray
-from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS
+from ringtool.trace.reading.hist_maps import LatencyArray, add_items
+from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS
 from tests.helpers.paths import ROOT
 from tests.helpers.trace import Trace
 
@@ -78,5 +79,25 @@ def test_the_array_reader_shows_what_the_map_holds() -> None:
         assert lat.read() == want  # through the mapping, no lookup
         lat.close()
         lat.close()  # idempotent
+    finally:
+        bpf.close_fd(fd)
+
+
+def test_batch_lookup_reads_every_key_of_a_hash() -> None:
+    # more keys than one kernel batch step; a hash's order is its own: compared as dicts
+    fd = bpf.map_create(bpf.MapType.HASH, key_size=8, value_size=8, max_entries=5000)
+    try:
+        assert bpf.map_lookup_batch_u64(fd, 5000) == (b"", b"")
+        want = {(pid << 32) | (257 << KEY_BITS) | b: pid * 10 + b
+                for pid in (7, 8, 1 << 20) for b in range(1500)}  # fmt: skip
+        for k, v in want.items():
+            bpf.map_update(fd, struct.pack("<Q", k), struct.pack("<Q", v))
+        keys, values = bpf.map_lookup_batch_u64(fd, 5000)
+        got = dict(zip(struct.unpack(f"<{len(keys) // 8}Q", keys),
+                       struct.unpack(f"<{len(values) // 8}Q", values), strict=True))  # fmt: skip
+        assert got == want
+        # the drill-down's sums: those processes' buckets only
+        hist = add_items(got.items(), {8, 1 << 20})
+        assert hist == {257: {b: 80 + b + (1 << 20) * 10 + b for b in range(1500)}}
     finally:
         bpf.close_fd(fd)

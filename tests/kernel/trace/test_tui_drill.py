@@ -79,7 +79,7 @@ DRILL_ROW = re.compile(
 def _drill_row(screen: str, name: str) -> str | None:
     """``name``'s row in the drill-down: the panel left of "top syscalls", which lists
     every process's syscalls (its rows must not count). Until the first interval after
-    Enter the drill-down says "no syscall of it yet"."""
+    Enter the drill-down says it reads them at the next interval."""
     lines = screen.splitlines()
     split = next((ln.index("top syscalls") for ln in lines if "top syscalls" in ln), 0)
     for ln in lines:
@@ -102,7 +102,7 @@ def test_200x60_drill_down_shows_the_process_syscalls(
         title = f"process {target.pid}  rtop03  (Esc returns)"
         screen = term.wait_for(
             title,
-            "syscalls since up",
+            "syscalls since the trace started",
             "top syscalls",
             match=lambda screen: _drill_row(screen, "openat") is not None,
         )

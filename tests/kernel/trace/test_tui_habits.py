@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ringtool.trace.dashboard.tui_view import KEYS
+from ringtool.trace.dashboard.tui_help import KEYS
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 
 # host_only: the dashboard's keys and mouse: ringtool's own screen, nothing of the
@@ -19,9 +19,10 @@ FIRST_SCREEN = 180.0
 #: Each key of the overlay (as tmux names it): the keys sent, then what the screen shows.
 #: (q, F10 and the mouse are checked on their own below.)
 REACTIONS: dict[str, list[tuple[tuple[str, ...], str]]] = {
-    "? F1": [(("?",), "keys (any key closes this help)"), (("Escape",), "per CPU"),
-             (("F1",), "keys (any key closes this help)"), (("x",), "per CPU")],
-    "p": [(("p",), ""), (("p",), "[PAUSED]")],  # (paused before: rows stay in place)
+    "? F1": [(("?",), "any other key closes"), (("Escape",), "per CPU"),
+             (("F1",), "any other key closes"), (("Down",), "help  2-"),
+             (("x",), "per CPU")],
+    "p P": [(("p",), ""), (("P",), "[PAUSED]")],  # (paused before: rows stay in place)
     "/ F4": [(("/",), "filter by comm:"), (("Escape",), ""), (("F4",), "filter by comm:"),
              (("Escape",), "")],
     "F3": [(("F3",), "search comm:"), (("Escape",), "")],
@@ -29,7 +30,8 @@ REACTIONS: dict[str, list[tuple[tuple[str, ...], str]]] = {
     "I": [(("I",), "EVENTS▲"), (("I",), "EVENTS▼")],
     "F5": [(("F5",), "F5 list"), (("F5",), "F5 tree")],
     "e": [(("e",), "[keep exited]"), (("e",), "")],
-    "s": [(("s",), "sort: rate"), (("s",), "sort: p99"), (("s",), "sort: count")],
+    "s S": [(("s",), "sort: rate"), (("S",), "sort: p99"), (("s",), "sort: count")],
+    "w": [(("s", "s"), "(by p99, no waits: w)"), (("w",), "(by p99)"), (("w", "s"), "(by count)")],
     "Tab": [(("Tab",), "▸ recent"), (("Tab",), "▸ top processes")],
     "↑ ↓ k j  PgUp PgDn": [(("Down",), "top processes  2/"), (("Up",), "top processes  1/"),
                            (("j",), "top processes  2/"), (("k",), "top processes  1/"),
@@ -38,6 +40,7 @@ REACTIONS: dict[str, list[tuple[tuple[str, ...], str]]] = {
                       (("g",), "top processes  1/")],
     "c": [(("c",), "BPF run time"), (("c",), "top processes"), (("c",), "BPF run time"),
           (("Escape",), "top processes")],
+    "n": [(("n",), "(Esc returns)"), (("Escape",), "top processes")],
     "Enter": [(("Enter",), "(Esc returns)")],
     "Esc": [(("Escape",), "top processes"), (("/", "zznothing", "Enter"), "filter: comm~zznothing"),
             (("Escape",), "")],
@@ -47,7 +50,7 @@ GONE = {"p": "[PAUSED]", "/ F4": "filter by comm:", "F3": "search comm:", "e": "
         "Esc": "filter: comm~"}  # fmt: skip
 
 
-ESC_LEAVES = ("(Esc returns)", "filter by comm:", "search comm:", "keys (any key")
+ESC_LEAVES = ("(Esc returns)", "filter by comm:", "search comm:", "any other key closes")
 
 
 def _check_80x24(screen: str) -> None:
@@ -61,7 +64,7 @@ def _check_80x24(screen: str) -> None:
 
 @needs_tmux
 def test_every_key_of_the_help_reacts_at_80x24() -> None:
-    assert {k for k, _ in KEYS} - {"q F10", "mouse"} == set(REACTIONS)  # the overlay's keys
+    assert {k for k, _ in KEYS} - {"q Q F10", "mouse"} == set(REACTIONS)  # the overlay's keys
     cmd = f"{RUN} trace --interval 0.3; echo EXITED rc=$?; sleep 60"
     term = Terminal(cmd, 80, 24)
     try:

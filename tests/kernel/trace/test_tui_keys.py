@@ -18,12 +18,12 @@ def test_keys_in_tmux(w: int, h: int) -> None:
     try:
         term.wait_for("per CPU", "EVENTS▼", "? help", absent=("EV/IV▼",))
         term.send("?")
-        term.wait_for("keys (any key closes this help)", "invert the sort order",
+        term.wait_for("any other key closes", "invert the sort order",
                       "drill down into the selected process", absent=("per CPU",))  # fmt: skip
         term.send("Escape")
         term.wait_for("per CPU", "EVENTS▼")
         term.send("F1")  # the escape sequence of the terminal
-        term.wait_for("keys (any key closes this help)")
+        term.wait_for("any other key closes")
         term.send("x")
         term.wait_for("per CPU")
         term.send(">")

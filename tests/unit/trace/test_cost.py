@@ -12,7 +12,7 @@ from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
 from ringtool.trace.dashboard.tui import TraceTui
 from ringtool.trace.dashboard.tui_cost import cost_panel
-from ringtool.trace.dashboard.tui_view import KEYS
+from ringtool.trace.dashboard.tui_help import KEYS
 from ringtool.trace.reading.cost import CostFigures, CostReport, CostSampler, ProgCost
 from ringtool.trace.report.stats_json import stats_record, summary_record
 from ringtool.trace.writers.output_columns import format_summary

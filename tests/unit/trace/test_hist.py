@@ -64,18 +64,20 @@ def test_end_histograms_text_and_json() -> None:
                           "buckets": [[1472, 1503, 90], [2944, 3007, 10]]}  # fmt: skip
 
 
-def test_drill_counts_start_afresh_for_each_process() -> None:
+def test_drill_counts_are_since_the_trace_started() -> None:
     st = _stats()
     st.tick(drill=(None, {}), now=1.0)
-    assert st.drill_pid is None and st.drill_syscalls == []
-    st.tick(drill=(42, {}), now=2.0)  # the drill-down opened: counting from here
-    assert (st.drill_pid, st.drill_since) == (42, 2.0)
-    st.tick(drill=(42, {257: from_log2({11: 10})}), now=3.0)
-    st.tick(drill=(42, {257: from_log2({11: 30, 13: 2})}), now=4.0)
+    assert st.drill_key is None and st.drill_syscalls == []
+    # opened on a process the kernel has counted since the start: its counts at once
+    st.tick(drill=(42, {257: from_log2({11: 10})}), now=2.0)
     (row,) = st.drill_syscalls
-    assert (row.name, row.count, row.rate) == ("openat", 32, 22.0)
-    st.tick(drill=(7, {}), now=5.0)  # another process: its own start
-    assert (st.drill_pid, st.drill_since, st.drill_syscalls) == (7, 5.0, [])
+    assert (st.drill_key, row.name, row.count, row.rate) == (42, "openat", 10, 0.0)
+    st.tick(drill=(42, {257: from_log2({11: 30, 13: 2})}), now=3.0)
+    (row,) = st.drill_syscalls
+    assert (row.count, row.rate) == (32, 22.0)
+    st.tick(drill=("worker", {257: from_log2({11: 40})}), now=4.0)  # by name: its own
+    (row,) = st.drill_syscalls
+    assert (st.drill_key, row.count, row.rate) == ("worker", 40, 0.0)
 
 
 def _drilled_tui(w: int, h: int) -> tuple[TraceTui, TraceStats, Console, io.StringIO]:
@@ -93,22 +95,22 @@ def _drilled_tui(w: int, h: int) -> tuple[TraceTui, TraceStats, Console, io.Stri
 
 def test_drill_down_panel_shows_the_process_syscalls() -> None:
     tui, st, console, buf = _drilled_tui(200, 60)
-    assert tui.drill_pid == 42  # what the runner asks the kernel to count
+    assert tui.drill == (42, frozenset({42}))  # what the runner reads of the kernel
     st.tick(drill=(None, {}), now=11.0)  # not asked for yet at this tick
     tui.stats(st)
     console.print(tui.render(), height=60)
-    assert "counting its syscalls from the next interval" in buf.getvalue()
+    assert "reading its syscalls at the next interval" in buf.getvalue()
     st.tick(drill=(42, {}), now=12.0)
     buf.seek(0)
     buf.truncate()
     console.print(tui.render(), height=60)
-    assert "no syscall of it yet" in buf.getvalue()
+    assert "no syscall of it counted" in buf.getvalue()
     st.tick(drill=(42, {257: from_log2({11: 8, 12: 1, 14: 4}), 0: from_log2({5: 2})}), now=13.0)
     buf.seek(0)
     buf.truncate()
     console.print(tui.render(), height=60)
     text = buf.getvalue()
-    assert "process 42  worker  (Esc returns)  syscalls since up 0:00:12" in text
+    assert "process 42  worker  (Esc returns)  syscalls since the trace started" in text
     line = next(ln for ln in text.splitlines() if "openat" in ln and "µs" in ln)
     assert "1.02µs █▁ ▄ 16.4µs" in line and " 13 " in line
     assert text.index("openat") < text.index("read ")  # most called first

@@ -22,7 +22,7 @@ from ringtool.event.fields import FIELD_NAMES, field_name
 from ringtool.event.layout import load_layout
 from ringtool.event.records import Records
 from ringtool.event.safe_text import printable
-from ringtool.event.value_text import clock_texts
+from ringtool.event.value_text import clock_texts, field_text
 from ringtool.trace.reading.latency_buckets import bucket_of
 from ringtool.trace.reading.sources import ALL_EVENTS
 from ringtool.trace.report.hist import hist_records
@@ -105,7 +105,7 @@ def test_every_type_has_the_same_names_and_values_in_json_csv_and_columns() -> N
         want = [
             "-" if key not in ev or ev[key] is None
             else clock_texts(np.array([ev[key]]), False)[0] if key == "ts"
-            else printable(str(cell(ev[key])))
+            else printable(field_text(key, cell(ev[key])))  # flags by name, errno named
             for ev in events
         ]  # fmt: skip
         assert [line.rstrip() for line in lines] == [w.rstrip() for w in want], key
