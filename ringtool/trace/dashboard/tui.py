@@ -56,6 +56,7 @@ from ringtool.event.decode import Decoder, Event
 from ringtool.event.records import NO_PACKETS, Records
 from ringtool.trace.dashboard import tui_panels as panels
 from ringtool.trace.dashboard.tui_cost import cost_panel
+from ringtool.trace.dashboard.tui_events import events_table
 from ringtool.trace.dashboard.tui_exits import Exits
 from ringtool.trace.dashboard.tui_freeze import frozen_stats
 from ringtool.trace.dashboard.tui_help import help_table
@@ -349,7 +350,7 @@ class TraceTui:
             Layout(name="a", size=rows_a + 3),
             Layout(name="b", size=rows_b + 3),
             Layout(
-                panels.events_table(shown, v, rows_tail, total=total, width=width),
+                events_table(shown, v, rows_tail, total=total, width=width),
                 name="tail",
             ),
             bottom,

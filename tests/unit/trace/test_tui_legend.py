@@ -16,6 +16,7 @@ from ringtool.event.layout import load_layout
 from ringtool.trace.dashboard import tui_panels as panels
 from ringtool.trace.dashboard.tui import TraceTui
 from ringtool.trace.dashboard.tui_cost import cost_panel
+from ringtool.trace.dashboard.tui_events import events_table
 from ringtool.trace.dashboard.tui_help import KEY_LABELS, KEYS, LEGEND
 from ringtool.trace.dashboard.tui_view import ACTIONS, ALIASES, SCROLL_KEYS, ViewState
 from ringtool.trace.reading.cost import CostFigures, CostReport, ProgCost
@@ -82,7 +83,7 @@ def test_every_column_header_has_a_legend_line() -> None:
         panels.cpu_table(st, view, 2, 200), panels.procs_table(st, view, 5),
         panels.syscalls_table(st, view, 5), panels.sources_table(st, view, ["exec"], [], 5),
         panels.drill_table(st, view, 5, 120),
-        panels.events_table([event], view, 5, uid=True),
+        events_table([event], view, 5, uid=True),
         cost_panel(_cost(None), 20), cost_panel(_cost("no statistics"), 20),
     ]  # fmt: skip
     headers = set().union(*(_headers(t) for t in tables))

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from ringtool.trace.dashboard.tui_panels import events_table
+from ringtool.trace.dashboard.tui_events import events_table
 from ringtool.trace.dashboard.tui_view import ViewState
 from ringtool.trace.writers.output_columns import format_event
 
