@@ -79,6 +79,11 @@ def _rest_tcp(c: Columns) -> list[str]:
     ]  # fmt: skip
 
 
+def _rest_cpuwait(c: Columns) -> list[str]:
+    """``waited 120.5 ms for a CPU``."""
+    return [f"waited {us / 1000:.1f} ms for a CPU" for us in c["wait_us"]]
+
+
 def _rest_net(c: Columns) -> list[str]:
     return [
         f"{d[:3]} {proto} {src}:{sport} > {dst}:{dport} len={n}"
@@ -94,6 +99,7 @@ def _rest_net(c: Columns) -> list[str]:
 _REST: dict[str, Callable[[Columns], list[str]]] = {
     "exec": _rest_exec, "open": _rest_open, "exit": _rest_exit, "fork": _rest_fork,
     "syscall": _rest_syscall, "mark": _rest_mark, "net": _rest_net, "tcp": _rest_tcp,
+    "cpuwait": _rest_cpuwait,
 }  # fmt: skip
 
 #: Per type: the key of its file name (None: no file name), the rest of its detail,

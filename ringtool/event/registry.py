@@ -200,6 +200,22 @@ EVENT_TYPES: tuple[EventType, ...] = (
         ))]),
         record="trace_tcp",
     ),
+    EventType(
+        "cpuwait", "cpuwait", (Field("wait_us", "value", "latency_us"),),
+        Detail(None, ("wait_us",)),
+        # the waiting task's members, read by address from the scheduler's pointers
+        # (raw tracepoints: no task of its own; bpf/trace_cpuwait.c)
+        needs=KernelNeeds(members=(
+            BtfMember("task_struct.pid", 4, "TRACE_CPUWAIT_PID_OFF"),
+            BtfMember("task_struct.tgid", 4, "TRACE_CPUWAIT_TGID_OFF"),
+            BtfMember("task_struct.__state", 4, "TRACE_CPUWAIT_STATE_OFF"),
+            BtfMember("task_struct.group_leader", 8, "TRACE_CPUWAIT_LEADER_OFF"),
+            BtfMember("task_struct.comm", 16, "TRACE_CPUWAIT_COMM_OFF"),
+            BtfMember("task_struct.cred", 8, "TRACE_CPUWAIT_CRED_OFF"),
+            BtfMember("cred.uid", 4, "TRACE_CPUWAIT_UID_OFF"),
+            BtfMember("cred.gid", 4, "TRACE_CPUWAIT_GID_OFF"),
+        )),
+    ),
 )  # fmt: skip
 
 #: Type name -> its entry.

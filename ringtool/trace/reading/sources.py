@@ -51,6 +51,7 @@ SOURCES: tuple[Source, ...] = (
     Source("net", "trace_net.c", ring=False),
     Source("mark", "trace_mark.bpf.c", ring=True, selectable=False),
     Source("tcp", "trace_tcp.c", ring=True),
+    Source("cpuwait", "trace_cpuwait.c", ring=True),
 )
 
 #: Source name -> its entry.
