@@ -139,11 +139,14 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--slow-ms", type=v.number(0.001, 1e9, unit="ms"), default=100.0,
-        help="report syscalls slower than this as events (default 100 ms)",
+        help="report syscalls slower than this, and waits for a CPU this long (cpuwait), "
+        "as events (default 100 ms)",
     )  # fmt: skip
     p.add_argument(
         "--hist", action="store_true",
-        help="at the end, each syscall's latency histogram (log2 ns, like bcc's biolatency)",
+        help="at the end, each syscall's latency histogram (log2 ns, like bcc's biolatency) "
+        "and, with cpuwait, the CPU waits of the machine and the processes that waited "
+        "most (log2 us, like runqlat)",
     )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON lines on stdout")
@@ -212,8 +215,9 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--force lets --pcap overwrite a file: add --pcap FILE")
     if args.window_us is not None and not args.ordered:
         raise UsageError("--window-us needs --ordered")
-    if args.hist and "syscalls" not in events_of(args):
-        raise UsageError("--hist shows the syscalls source's histograms: add syscalls to --events")
+    if args.hist and not {"syscalls", "cpuwait"} & set(events_of(args)):
+        raise UsageError("--hist shows the syscalls and cpuwait sources' histograms: add "
+                         "syscalls or cpuwait to --events")  # fmt: skip
     if args.failed and not {"open", "exec", "tcp"} & set(events_of(args)):
         raise UsageError("-x/--failed selects failed opens, execs and TCP connections: add "
                          "open, exec or tcp to --events")  # fmt: skip

@@ -25,7 +25,7 @@ from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_B
 Hists = dict[int, dict[int, int]]
 
 
-def _all_items(table: Any) -> list[tuple[Any, Any]]:
+def all_items(table: Any) -> list[tuple[Any, Any]]:
     """Every ``(key, value)`` of a BCC hash table."""
     try:
         return list(table.items_lookup_batch())
@@ -44,7 +44,7 @@ def read_hists(table: Any, pid: int | None = None, into: Hists | None = None) ->
     ``into`` when given."""
     out: Hists = {} if into is None else into
     mask = (1 << KEY_BITS) - 1
-    for k, v in _all_items(table):
+    for k, v in all_items(table):
         key = _int(k)
         if pid is not None and key >> 32 != pid:
             continue
@@ -128,4 +128,4 @@ class SyscallHists:
             self._lat = None
 
 
-__all__ = ["Hists", "LatencyArray", "SyscallHists", "read_hists"]
+__all__ = ["Hists", "LatencyArray", "SyscallHists", "all_items", "read_hists"]

@@ -29,8 +29,10 @@ from ringtool.event.decode import cstr
 from ringtool.event.records import NetRecords
 from ringtool.event.registry import SOURCE_OF
 from ringtool.trace.reading.cost import CostReport
+from ringtool.trace.reading.cpuwait_maps import CpuWaits
 from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.reading.latency_buckets import quantile
+from ringtool.trace.report.cpuwait import CpuWaitStats, cpuwait_stats
 from ringtool.trace.report.proc_names import latest_names, shown_comm
 from ringtool.trace.report.proctree import ProcessTree
 
@@ -122,6 +124,8 @@ class TraceStats:
     drill_hist: dict[int, dict[int, int]] = field(default_factory=dict)
     drill_syscalls: list[SyscallRow] = field(default_factory=list)
     _drill_prev: dict[int, int] = field(default_factory=dict)
+    #: the cpuwait source's latest reading (per process and the machine), else None
+    cpuwait: CpuWaitStats | None = None
     #: the children each process forked while traced (the drill-down lists them)
     tree: ProcessTree = field(init=False)
 
@@ -212,9 +216,11 @@ class TraceStats:
         overwritten: Overwritten | None = None,
         syscall_hist: Mapping[int, Mapping[int, int]] | None = None,
         drill: tuple[int | None, Mapping[int, Mapping[int, int]]] | None = None,
+        cpuwait: CpuWaits | None = None,
         now: float | None = None,
     ) -> None:
         """Close an interval: compute rates since the last tick and take the counters.
+        ``cpuwait``: the cpuwait source's histograms (cumulative).
         ``drill``: the drill-down process and its syscall histograms since it was set
         (a new pid starts its counts, rates and ``drill_since`` afresh)."""
         now = time.monotonic() if now is None else now
@@ -260,6 +266,8 @@ class TraceStats:
         if syscall_hist is not None:
             self.sys_hist = {nr: dict(b) for nr, b in syscall_hist.items()}
             self.syscalls = self._rows(self.sys_hist, self._sys_prev, dt)
+        if cpuwait is not None:
+            self.cpuwait = cpuwait_stats(cpuwait)
         if drill is not None:
             pid, per_proc = drill
             if pid != self.drill_pid:
