@@ -5,9 +5,19 @@
  * project, measures it: a thread's enqueue time is taken when it is woken
  * (sched:sched_wakeup, sched:sched_wakeup_new: a new task's first wakeup) and when
  * it leaves a CPU still runnable (sched:sched_switch with the outgoing task's
- * __state == TASK_RUNNING: it was preempted or yielded, and stays queued); at
+ * __state == TASK_RUNNING: it yielded or was preempted, and stays queued); at
  * sched_switch the incoming task's wait is now minus its enqueue time, and the entry
  * is deleted.
+ *
+ * One difference from runqlat, where the kernel differs from its rule: a task
+ * preempted on its way to sleep (its __state set, schedule() not yet called: in a
+ * futex or pipe wait) also stays queued (kernel/sched/core.c, __schedule: only a
+ * switch that is no preemption dequeues a task whose state is set), and waits from
+ * the switch: counted here from it (sched_switch's `preempt` argument; the wakeup
+ * that comes while it is queued does not restart it), where runqlat starts it at
+ * that wakeup, if one comes, or misses it. Such a wait's event says so (`blocking`,
+ * aux = 1). With this rule the waits add up to the scheduler's own account of them
+ * (run_delay, /proc/PID/task/TID/schedstat).
  *
  * Raw tracepoints (BPF_PROG_TYPE_RAW_TRACEPOINT): the kernel calls the program with
  * the tracepoints' arguments, task_struct pointers (sched_wakeup(p), sched_switch(
@@ -72,7 +82,14 @@ struct cpuwait_hist {
     char comm[TRACE_COMM_LEN];       /* proc_wait: the group leader's, at creation */
 };
 
-BPF_HASH(start, u32, u64, TRACE_CPUWAIT_THREADS);
+/* When a waiting thread was put on a run queue; `blocking`: it was preempted while
+ * on its way to sleep (see the top). */
+struct cpuwait_start {
+    u64 ts;
+    u64 blocking;
+};
+
+BPF_HASH(start, u32, struct cpuwait_start, TRACE_CPUWAIT_THREADS);
 BPF_TABLE("lru_hash", u32, struct cpuwait_hist, proc_wait, TRACE_CPUWAIT_PROCS);
 BPF_PERCPU_ARRAY(all_wait, struct cpuwait_hist, 1);
 BPF_PERCPU_ARRAY(drops, u64, 1);
@@ -86,7 +103,7 @@ static __always_inline u32 task_u32(u64 task, int off)
 }
 
 /* Remember when thread `tid` of process `tgid` was put on a run queue. */
-static __always_inline int enqueue(u32 tgid, u32 tid)
+static __always_inline int enqueue(u32 tgid, u32 tid, u64 blocking)
 {
     if (!tid)  /* the idle task */
         return 0;
@@ -96,25 +113,33 @@ static __always_inline int enqueue(u32 tgid, u32 tid)
     if (tid != TRACE_FILTER_TID)
         return 0;
 #endif
-    u64 ts = bpf_ktime_get_ns();
-    if (start.update(&tid, &ts))
+    if (!blocking) {
+        struct cpuwait_start *queued = start.lookup(&tid);
+        if (queued && queued->blocking)
+            return 0;  /* woken while still queued since its preemption: waits since then */
+    }
+    struct cpuwait_start s = {};
+    s.ts = bpf_ktime_get_ns();
+    s.blocking = blocking;
+    if (start.update(&tid, &s))
         lost.increment(0);
     return 0;
 }
 
-static __always_inline int enqueue_task(u64 task)
+static __always_inline int enqueue_task(u64 task, u64 blocking)
 {
-    return enqueue(task_u32(task, TRACE_CPUWAIT_TGID_OFF), task_u32(task, TRACE_CPUWAIT_PID_OFF));
+    return enqueue(task_u32(task, TRACE_CPUWAIT_TGID_OFF), task_u32(task, TRACE_CPUWAIT_PID_OFF),
+                   blocking);
 }
 
 RAW_TRACEPOINT_PROBE(sched_wakeup)  /* args: (struct task_struct *p) */
 {
-    return enqueue_task(ctx->args[0]);
+    return enqueue_task(ctx->args[0], 0);
 }
 
 RAW_TRACEPOINT_PROBE(sched_wakeup_new)  /* args: (struct task_struct *p) */
 {
-    return enqueue_task(ctx->args[0]);
+    return enqueue_task(ctx->args[0], 0);
 }
 
 static __always_inline void add(struct cpuwait_hist *h, u64 slot, u64 wait_ns, int atomic)
@@ -131,7 +156,8 @@ static __always_inline void add(struct cpuwait_hist *h, u64 slot, u64 wait_ns, i
 }
 
 /* The waiting task's record: a slow wait, its header the task's. */
-static __always_inline void slow_event(void *ctx, u64 task, u32 tgid, u32 tid, u64 wait_ns)
+static __always_inline void slow_event(void *ctx, u64 task, u32 tgid, u32 tid, u64 wait_ns,
+                                       u64 blocking)
 {
     struct trace_event *e = rt_pcpu_reserve(sizeof(*e));
     if (!e) {
@@ -159,7 +185,7 @@ static __always_inline void slow_event(void *ctx, u64 task, u32 tgid, u32 tid, u
     e->value = wait_ns;
     e->ppid = 0;
     e->ret = 0;
-    e->aux = 0;
+    e->aux = blocking;
     e->aux2 = 0;
     e->call = 0;
     e->mode = 0;
@@ -171,14 +197,16 @@ RAW_TRACEPOINT_PROBE(sched_switch)  /* args: (bool preempt, prev, next, ...) */
 {
     u64 prev = ctx->args[1];
     u64 next = ctx->args[2];
-    if (task_u32(prev, TRACE_CPUWAIT_STATE_OFF) == CPUWAIT_TASK_RUNNING)
-        enqueue_task(prev);  /* still runnable: queued again from now */
+    u32 state = task_u32(prev, TRACE_CPUWAIT_STATE_OFF);
+    if (state == CPUWAIT_TASK_RUNNING || (ctx->args[0] & 0xff))  /* preempt */
+        enqueue_task(prev, state != CPUWAIT_TASK_RUNNING);  /* still queued: waits from now */
     u32 tid = task_u32(next, TRACE_CPUWAIT_PID_OFF);
-    u64 *tsp = start.lookup(&tid);
-    if (!tsp)
+    struct cpuwait_start *sp = start.lookup(&tid);
+    if (!sp)
         return 0;
     u64 now = bpf_ktime_get_ns();
-    u64 then = *tsp;
+    u64 then = sp->ts;
+    u64 blocking = sp->blocking;
     start.delete(&tid);
     if (now < then)
         return 0;
@@ -207,6 +235,6 @@ RAW_TRACEPOINT_PROBE(sched_switch)  /* args: (bool preempt, prev, next, ...) */
     else
         lost.increment(0);
     if (wait_ns >= TRACE_SLOW_NS)
-        slow_event(ctx, next, tgid, tid, wait_ns);
+        slow_event(ctx, next, tgid, tid, wait_ns, blocking);
     return 0;
 }

@@ -20,6 +20,8 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   cost panel: ``stats_*``), in alternating rounds; the median of each. The ratio is
   the programs' (``--no-cost``): the statistics' clock reads are the kernel's, paid
   by every BPF program while they are on, and shown apart;
+* ``trace-cpuwait``: what the cpuwait source costs each context switch, beside the
+  default sources (:mod:`ringtool.bench.trace_switch`);
 * ``trace-idle``: CPU% of ``trace -c no-such-comm`` (``/proc`` schedstat, exact
   ns) while the producer runs its ``openexec`` mode (opens plus a fork + exec every
   64 iterations);
@@ -49,6 +51,7 @@ from ringtool.bench.trace_proc import (
     run_loop,
     task_cpu_ns,
 )
+from ringtool.bench.trace_switch import cpuwait_cost
 from ringtool.kernel.privileges import require_bpf_privileges
 
 PRODUCER_CPU = 0
@@ -231,6 +234,7 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
                 continue
             rows.append(e2e(binary, output, secs, tmp, url))
         rows.append(overhead(binary, secs))
+        rows.append(cpuwait_cost(tmp, secs))
         rows.append(idle(binary, secs))
         rows.append(startup(binary))
     return rows

@@ -80,8 +80,9 @@ def _rest_tcp(c: Columns) -> list[str]:
 
 
 def _rest_cpuwait(c: Columns) -> list[str]:
-    """``waited 120.5 ms for a CPU``."""
-    return [f"waited {us / 1000:.1f} ms for a CPU" for us in c["wait_us"]]
+    """``waited 120.5 ms for a CPU``, `` (preempted blocking)`` when it began so."""
+    return [f"waited {us / 1000:.1f} ms for a CPU" + (" (preempted blocking)" if b else "")
+            for us, b in zip(c["wait_us"], c["blocking"], strict=True)]  # fmt: skip
 
 
 def _rest_net(c: Columns) -> list[str]:

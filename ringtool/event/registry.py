@@ -201,8 +201,9 @@ EVENT_TYPES: tuple[EventType, ...] = (
         record="trace_tcp",
     ),
     EventType(
-        "cpuwait", "cpuwait", (Field("wait_us", "value", "latency_us"),),
-        Detail(None, ("wait_us",)),
+        "cpuwait", "cpuwait",
+        (Field("wait_us", "value", "latency_us"), Field("blocking", "aux", "flag")),
+        Detail(None, ("wait_us", "blocking")),
         # the waiting task's members, read by address from the scheduler's pointers
         # (raw tracepoints: no task of its own; bpf/trace_cpuwait.c)
         needs=KernelNeeds(members=(
