@@ -25,7 +25,8 @@ from tests.helpers.trace import GoChild
 
 _CHILD = r"""
 import ctypes, hashlib, json, os, sys, threading, time
-name, cpu, threads, iterations = sys.argv[1].encode(), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+name = sys.argv[1].encode()
+cpu, threads, iterations = (int(x) for x in sys.argv[2:5])
 assert ctypes.CDLL(None, use_errno=True).prctl(15, name, 0, 0, 0) == 0  # PR_SET_NAME
 os.sched_setaffinity(0, {cpu})
 sys.stdout.write("ready\n"); sys.stdout.flush()
