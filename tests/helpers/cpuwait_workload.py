@@ -9,8 +9,11 @@ once and take turns on the CPU (the scheduler preempts them: their waits are
 run-queue waits, never sleeps). Each thread reports, at its end, its own tid, wall
 time and CPU time over the work, and the kernel's own count of its run-queue wait
 since it was created (``/proc/thread-self/schedstat``'s second field, run_delay, in
-ns: the scheduler's accounting, kernel/sched/stats.h, not a tracepoint). It prints
-them as one JSON line and exits.
+ns: the scheduler's accounting, kernel/sched/stats.h, not a tracepoint; and its third,
+the times it ran) and its whole CPU time (``cpu_total_ns``) at the end of its work;
+``life_ns`` is the same for all: from before the first thread was started to after
+the last one ended (every thread's life lies inside it). It prints them as one JSON
+line and exits.
 """
 
 from __future__ import annotations
@@ -41,12 +44,16 @@ def work():
     t1, c1 = time.monotonic_ns(), time.thread_time_ns()
     _, run_delay, slices = schedstat()
     out.append({"tid": threading.get_native_id(), "wall_ns": t1 - t0, "cpu_ns": c1 - c0,
-                "run_delay_ns": run_delay, "slices": slices})
+                "cpu_total_ns": c1, "run_delay_ns": run_delay, "slices": slices})
 ts = [threading.Thread(target=work) for _ in range(threads)]
+start = time.monotonic_ns()
 for t in ts:
     t.start()
 for t in ts:
     t.join()
+life = time.monotonic_ns() - start
+for o in out:
+    o["life_ns"] = life
 sys.stdout.write(json.dumps(out) + "\n"); sys.stdout.flush()
 os._exit(0)
 """
@@ -67,7 +74,8 @@ class CpuWaitWorkload(GoChild):
 
     def run(self) -> list[dict[str, Any]]:
         """Go, and the threads' reports (each ``tid``, ``wall_ns``, ``cpu_ns``,
-        ``run_delay_ns``) once the process has exited."""
+        ``run_delay_ns``, ``slices``, ``cpu_total_ns``, ``life_ns``) once the process has
+        exited."""
         self.go()
         assert self.proc.stdout is not None
         threads: list[dict[str, Any]] = json.loads(self.proc.stdout.readline())
