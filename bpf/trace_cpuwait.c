@@ -45,11 +45,11 @@
  * read from it by address), reserved in this CPU's ring of the per-CPU group; a
  * full ring counts in `drops` (and the group's counter).
  *
- * Filters: -p and -t select the waiting task (its tgid, its tid) when it is
- * enqueued, as runqlat's -p; ringtool's own threads are left out. -c, -u and
- * --cgroup are not applied (docs/trace.md).
+ * Filters: -p, -t, -c and -u select the waiting task (its tgid, tid, comm, real
+ * uid) when it is enqueued, as runqlat's -p; ringtool's own threads are left out.
+ * --cgroup is refused with this source (ringtool/cli/trace.py).
  * cflags: RingBufGroup.cflags(), TRACE_SLOW_NS, TRACE_SELF_PID, TRACE_FILTER_PID,
- * TRACE_FILTER_TID, the offsets above.
+ * TRACE_FILTER_TID, TRACE_FILTER_COMM_LO/HI, TRACE_FILTER_UID, the offsets above.
  */
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
@@ -126,8 +126,33 @@ static __always_inline int enqueue(u32 tgid, u32 tid, u64 blocking)
     return 0;
 }
 
+/* 1 when -c or -u leave the task at `task` out (compiled in only when given). */
+static __always_inline int skip_task(u64 task)
+{
+#ifdef TRACE_FILTER_COMM_LO
+    u64 words[2] = {};
+    bpf_probe_read_kernel(words, sizeof(words), (const char *)task + TRACE_CPUWAIT_COMM_OFF);
+    int ended = 0;
+    words[0] = trace_upto_nul(words[0], &ended);
+    words[1] = ended ? 0 : trace_upto_nul(words[1], &ended);
+    if (words[0] != TRACE_FILTER_COMM_LO || words[1] != TRACE_FILTER_COMM_HI)
+        return 1;
+#endif
+#ifdef TRACE_FILTER_UID
+    const char *cred = 0;
+    u32 uid = 0;
+    bpf_probe_read_kernel(&cred, sizeof(cred), (const char *)task + TRACE_CPUWAIT_CRED_OFF);
+    bpf_probe_read_kernel(&uid, sizeof(uid), cred + TRACE_CPUWAIT_UID_OFF);
+    if (uid != TRACE_FILTER_UID)
+        return 1;
+#endif
+    return 0;
+}
+
 static __always_inline int enqueue_task(u64 task, u64 blocking)
 {
+    if (skip_task(task))
+        return 0;
     return enqueue(task_u32(task, TRACE_CPUWAIT_TGID_OFF), task_u32(task, TRACE_CPUWAIT_PID_OFF),
                    blocking);
 }

@@ -221,6 +221,9 @@ def check(args: argparse.Namespace) -> None:
     if args.failed and not {"open", "exec", "tcp"} & set(events_of(args)):
         raise UsageError("-x/--failed selects failed opens, execs and TCP connections: add "
                          "open, exec or tcp to --events")  # fmt: skip
+    if args.cgroup is not None and "cpuwait" in events_of(args):
+        raise UsageError("--cgroup does not select cpuwait's waits (-p, -t, -c and -u do): "
+                         "trace cpuwait without --cgroup")  # fmt: skip
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
     check_growth(args)

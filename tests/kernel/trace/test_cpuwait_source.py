@@ -167,3 +167,19 @@ def test_the_same_histogram_as_runqlat() -> None:
     waits = [round(e["wait_us"] * 1000) for e in out if e["type"] == "cpuwait"]
     assert sum(n for *_, n in theirs) == ours_record["count"], (theirs, ours)
     assert_rows_agree(ours, theirs, waits, JITTER_NS + ROUNDING_NS)
+
+
+def test_comm_and_uid_filters_select_the_waiting_task() -> None:
+    """-c and -u apply to the task that waits (in the kernel, at its enqueue): only
+    the workload's process has a histogram, and the machine's is its own."""
+    work = CpuWaitWorkload(unique_comm(), one_cpu())
+    trace = Trace("--events", "cpuwait", "-c", work.name, "-u", "0", "--json", "--hist")
+    try:
+        work.run()
+    finally:
+        stop(work.proc)
+        trace.signal(signal.SIGINT)
+        lines, _ = trace.finish()
+    hists = {h["pid"]: h for h in map(json.loads, lines) if h["type"] == "cpuwait_hist"}
+    assert set(hists) == {0, work.pid}, hists
+    assert hists[0]["count"] == hists[work.pid]["count"] > 0, hists
