@@ -111,7 +111,9 @@ def register(subs: Any) -> None:
     p.add_argument(
         "--events", type=v.name_list(EVENTS), metavar="LIST",
         help=f"sources, comma-separated: {','.join(EVENTS)} (default "
-        f"{','.join(DEFAULT_EVENTS)}, plus net when -i is given)",
+        f"{','.join(DEFAULT_EVENTS)}, plus net when -i is given; tcp and cpuwait only "
+        "when named: cpuwait, CPU run-queue waits per process like runqlat, runs at every "
+        "context switch and costs more than the default sources)",
     )  # fmt: skip
     p.add_argument(
         "-i", "--iface", type=v.ifname, help="network interface for the net source (TC clsact)"
