@@ -42,7 +42,7 @@
  *              it full is counted in `lost` (that wait is not measured).
  * plus one struct trace_event (type TRACE_CPUWAIT) per wait of TRACE_SLOW_NS or more
  * (`--slow-ms`), its header the waiting task's (pid, tid, comm; uid, gid and cgroup
- * read from it by address), reserved in this CPU's ring of the per-CPU group; a
+ * v2 id read from it by address), reserved in this CPU's ring of the per-CPU group; a
  * full ring counts in `drops` (and the group's counter).
  *
  * Filters: -p, -t, -c and -u select the waiting task (its tgid, tid, comm, real
@@ -198,6 +198,19 @@ static __always_inline void slow_event(void *ctx, u64 task, u32 tgid, u32 tid, u
     __builtin_memset(e->h.comm, 0, sizeof(e->h.comm));
     bpf_probe_read_kernel_str(e->h.comm, sizeof(e->h.comm), t + TRACE_CPUWAIT_COMM_OFF);
     e->h.cgroup = 0;
+#if defined(TRACE_CPUWAIT_CGROUPS_OFF) && defined(TRACE_CPUWAIT_DFL_CGRP_OFF) && \
+    defined(TRACE_CPUWAIT_CGROUP_KN_OFF) && defined(TRACE_CPUWAIT_KN_ID_OFF)
+    {  /* task->cgroups->dfl_cgrp->kn->id: bpf_get_current_cgroup_id's, of this task */
+        const char *p = 0;
+        bpf_probe_read_kernel(&p, sizeof(p), t + TRACE_CPUWAIT_CGROUPS_OFF);
+        if (p)
+            bpf_probe_read_kernel(&p, sizeof(p), p + TRACE_CPUWAIT_DFL_CGRP_OFF);
+        if (p)
+            bpf_probe_read_kernel(&p, sizeof(p), p + TRACE_CPUWAIT_CGROUP_KN_OFF);
+        if (p)
+            bpf_probe_read_kernel(&e->h.cgroup, sizeof(e->h.cgroup), p + TRACE_CPUWAIT_KN_ID_OFF);
+    }
+#endif
     e->uid = 0;
     e->gid = 0;
 #if defined(TRACE_CPUWAIT_CRED_OFF) && defined(TRACE_CPUWAIT_UID_OFF) && \

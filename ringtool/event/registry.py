@@ -215,6 +215,10 @@ EVENT_TYPES: tuple[EventType, ...] = (
             BtfMember("task_struct.cred", 8, "TRACE_CPUWAIT_CRED_OFF"),
             BtfMember("cred.uid", 4, "TRACE_CPUWAIT_UID_OFF"),
             BtfMember("cred.gid", 4, "TRACE_CPUWAIT_GID_OFF"),
+            BtfMember("task_struct.cgroups", 8, "TRACE_CPUWAIT_CGROUPS_OFF"),
+            BtfMember("css_set.dfl_cgrp", 8, "TRACE_CPUWAIT_DFL_CGRP_OFF"),
+            BtfMember("cgroup.kn", 8, "TRACE_CPUWAIT_CGROUP_KN_OFF"),
+            BtfMember("kernfs_node.id", 8, "TRACE_CPUWAIT_KN_ID_OFF"),
         )),
     ),
 )  # fmt: skip

@@ -26,6 +26,7 @@ edges of the lowest rows only).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -34,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cgroups import cgroup2_mount
 from tests.helpers.cpuwait_workload import CpuWaitWorkload, one_cpu
 from tests.helpers.procs import Lines, stop
 from tests.helpers.trace import Trace, unique_comm
@@ -103,6 +105,9 @@ def test_histogram_events_and_the_schedulers_own_accounting_agree() -> None:
     ours = hists[work.pid]
     assert set(hists) == {0, work.pid}, hists  # -p: the machine's is the process's
     assert {e["pid"] for e in events} == {work.pid} and ours["comm"] == work.name, events
+    # the waiting task's ids in each event (read from it, not from the task switched out)
+    cgroup = (cgroup2_mount() / cgroup_path(os.getpid()).lstrip("/")).stat().st_ino  # its parent's
+    assert {(e["comm"], e["uid"], e["cgroup"]) for e in events} == {(work.name, 0, cgroup)}
     # every wait of 1 µs or more is an event: the histogram is theirs, plus the shorter
     waits = [round(e["wait_us"] * 1000) for e in events]
     under = ours["count"] - len(waits)
@@ -135,6 +140,12 @@ def assert_rows_agree(ours: list[Row], theirs: list[Row], waits: list[int], near
         below_theirs = sum(n for _, high, n in theirs if high < edge)
         near = sum(1 for w in waits if abs(w - edge * 1000) <= near_ns)
         assert abs(below_ours - below_theirs) <= near, (edge, near, ours, theirs)
+
+
+def cgroup_path(pid: int) -> str:
+    """The cgroup v2 path of process ``pid`` (``0::PATH`` of /proc/PID/cgroup)."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        return next(line[3:].strip() for line in f if line.startswith("0::"))
 
 
 RUNQLAT_ROW = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*:\s*(\d+)\s")
