@@ -33,7 +33,7 @@
  *   proc_wait  LRU_HASH tgid -> struct cpuwait_hist: the process's waits in log2
  *              slots of microseconds (bpf_log2l(wait_us): slot s >= 1 holds
  *              [2^(s-1), 2^s) us, slot 0 waits under 1 us; runqlat's slots), their
- *              count and sum in ns, and its group leader's comm (taken when the
+ *              sum in ns, and its group leader's comm (taken when the
  *              entry is made). TRACE_CPUWAIT_PROCS entries: when full, the process
  *              that waited least recently is forgotten (the busiest are kept).
  *   all_wait   PERCPU_ARRAY[1] of struct cpuwait_hist: every wait of the machine
@@ -77,8 +77,7 @@
 /* One histogram: ringtool/trace/reading/cpuwait_maps.py reads it. */
 struct cpuwait_hist {
     u64 slots[TRACE_CPUWAIT_SLOTS];  /* log2 slots of the wait in us */
-    u64 total_ns;                    /* the waits' sum */
-    u64 count;                       /* their number */
+    u64 total_ns;                    /* the waits' sum (their number: the slots') */
     char comm[TRACE_COMM_LEN];       /* proc_wait: the group leader's, at creation */
 };
 
@@ -172,11 +171,9 @@ static __always_inline void add(struct cpuwait_hist *h, u64 slot, u64 wait_ns, i
     if (atomic) {
         __sync_fetch_and_add(&h->slots[slot], 1);
         __sync_fetch_and_add(&h->total_ns, wait_ns);
-        __sync_fetch_and_add(&h->count, 1);
     } else {
         h->slots[slot] += 1;
         h->total_ns += wait_ns;
-        h->count += 1;
     }
 }
 
@@ -236,8 +233,12 @@ RAW_TRACEPOINT_PROBE(sched_switch)  /* args: (bool preempt, prev, next, ...) */
     u64 prev = ctx->args[1];
     u64 next = ctx->args[2];
     u32 state = task_u32(prev, TRACE_CPUWAIT_STATE_OFF);
-    if (state == CPUWAIT_TASK_RUNNING || (ctx->args[0] & 0xff))  /* preempt */
-        enqueue_task(prev, state != CPUWAIT_TASK_RUNNING);  /* still queued: waits from now */
+    if ((state == CPUWAIT_TASK_RUNNING || (ctx->args[0] & 0xff)) && !skip_task(prev)) {
+        /* still queued (running, or preempted): waits from now; prev is the current
+         * task here, whose ids one helper call gives */
+        u64 id = bpf_get_current_pid_tgid();
+        enqueue(id >> 32, (u32)id, state != CPUWAIT_TASK_RUNNING);
+    }
     u32 tid = task_u32(next, TRACE_CPUWAIT_PID_OFF);
     struct cpuwait_start *sp = start.lookup(&tid);
     if (!sp)

@@ -28,7 +28,7 @@ from ringtool.errors import BenchError
 
 PRODUCER_CPU = 0
 TRACE_CPU = 1
-ROUNDS = 2
+ROUNDS = 4
 #: The traced runs: name -> ``ringtool trace`` arguments.
 RUNS = {"cpuwait": ["--events", "cpuwait", "--quiet"], "default": ["--quiet"]}
 

@@ -2,11 +2,11 @@
 
 Each ``struct cpuwait_hist`` holds a set of waits for a CPU in log2 slots of
 microseconds (slot ``s`` >= 1: ``[2**(s-1), 2**s)`` µs, slot 0: under 1 µs: runqlat's
-slots, bcc's ``bpf_log2l``), their count and sum (ns) and, per process, its group
-leader's comm. ``proc_wait`` (an LRU hash keyed by tgid) has one per process,
-``all_wait`` (a per-CPU array) the machine's, added up here; ``lost`` counts the
-waits the kernel could not count (its maps full). Read once per interval with
-:func:`ringtool.trace.reading.hist_maps.all_items` (batched lookups).
+slots, bcc's ``bpf_log2l``; their count is the slots' sum), their sum (ns) and, per
+process, its group leader's comm. ``proc_wait`` (an LRU hash keyed by tgid) has one
+per process, ``all_wait`` (a per-CPU array) the machine's, added up here; ``lost``
+counts the waits the kernel could not count (its maps full). Read once per interval
+with :func:`ringtool.trace.reading.hist_maps.all_items` (batched lookups).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class CpuWaits:
 def hist_of(value: Any) -> WaitHist:
     """A ``struct cpuwait_hist`` (a BCC leaf) as a :class:`WaitHist`."""
     slots = {i: int(n) for i, n in enumerate(value.slots) if n}
-    return WaitHist(slots, int(value.count), int(value.total_ns), cstr(bytes(value.comm)))
+    return WaitHist(slots, sum(slots.values()), int(value.total_ns), cstr(bytes(value.comm)))
 
 
 def read_waits(obj: Any) -> CpuWaits:
