@@ -47,6 +47,7 @@
 #define TRACE_MARK 7  /* `ringtool mark TEXT`: data = the text (bpf/trace_mark.bpf.c) */
 #define TRACE_TCP 8   /* a TCP connection's life, at its close: a struct trace_tcp */
 #define TRACE_DISK 10 /* a block I/O request, at its completion: a struct trace_disk */
+#define TRACE_CPUWAIT 9  /* a long wait for a CPU (bpf/trace_cpuwait.c): value = ns */
 
 /* open, exec: the syscall an event came from (`call`); ringtool/event/layout.py names
  * them (TRACE_CALL_OPENAT -> "openat"). Numbers of ringtool's own, the same on every
@@ -74,6 +75,7 @@ struct trace_hdr {
 struct trace_event {
     struct trace_hdr h;
     u64 value;                   /* exit: code << 8; open: flags; syscall: latency ns;
+                                    cpuwait: the wait in ns;
                                     exec: real uid | gid << 32 (bpf_get_current_uid_gid) */
     u32 ppid;                    /* exec, fork, exit: parent tgid (0: unknown) */
     s32 ret;                     /* open: fd or -errno; exec: 0 or -errno;

@@ -22,6 +22,8 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   by every BPF program while they are on, and shown apart; ``tui_*``: traced as the
   dashboard runs (headless, ``--no-cost``), which also keeps every process's syscall
   histograms in the kernel (bpf/trace_syscalls.c, ``proc_hist``);
+* ``trace-cpuwait``: what the cpuwait source costs each context switch, beside the
+  default sources (:mod:`ringtool.bench.trace_switch`);
 * ``trace-idle``: CPU% of ``trace -c no-such-comm`` (``/proc`` schedstat, exact
   ns) while the producer runs its ``openexec`` mode (opens plus a fork + exec every
   64 iterations);
@@ -55,6 +57,7 @@ from ringtool.bench.trace_proc import (
     task_cpu_ns,
 )
 from ringtool.bench.trace_sources import source_cost
+from ringtool.bench.trace_switch import cpuwait_cost
 from ringtool.kernel.privileges import require_bpf_privileges
 
 PRODUCER_CPU = 0
@@ -242,6 +245,7 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
                 continue
             rows.append(e2e(binary, output, secs, tmp, url))
         rows.append(overhead(binary, secs))
+        rows.append(cpuwait_cost(tmp, secs))
         rows.append(idle(binary, secs))
         rows.append(startup(binary))
         rows.extend(source_cost(binary, secs, tmp, producer_cpu=PRODUCER_CPU,

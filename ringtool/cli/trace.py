@@ -119,7 +119,9 @@ def register(subs: Any) -> None:
     p.add_argument(
         "--events", type=v.name_list(EVENTS), metavar="LIST",
         help=f"sources, comma-separated: {','.join(EVENTS)} (default "
-        f"{','.join(DEFAULT_EVENTS)}, plus net when -i is given)",
+        f"{','.join(DEFAULT_EVENTS)}, plus net when -i is given; tcp and cpuwait only "
+        "when named: cpuwait, CPU run-queue waits per process like runqlat, runs at every "
+        "context switch and costs more than the default sources)",
     )  # fmt: skip
     p.add_argument(
         "-i", "--iface", type=v.ifname, help="network interface for the net source (TC clsact)"
@@ -153,12 +155,15 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--slow-ms", type=v.number(0.001, 1e9, unit="ms"), default=100.0,
-        help="report syscalls slower than this as events (default 100 ms)",
+        help="report syscalls slower than this, and waits for a CPU this long (cpuwait), "
+        "as events (default 100 ms)",
     )  # fmt: skip
     p.add_argument(
         "--hist", action="store_true",
         help="at the end, each syscall's latency histogram (log2 ns slots, printed as bcc's "
-        "funclatency prints a function's)",
+        "funclatency prints a function's), each block device's service times with disk, "
+        "and, with cpuwait, the CPU waits of the machine and the processes that waited "
+        "most (log2 us, like runqlat)",
     )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON lines on stdout")
@@ -232,12 +237,15 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--force lets --pcap overwrite a file: add --pcap FILE")
     if args.window_us is not None and not args.ordered:
         raise UsageError("--window-us needs --ordered")
-    if args.hist and not {"syscalls", "disk"} & set(events_of(args)):
-        raise UsageError("--hist shows the syscalls and disk sources' histograms: add "
-                         "syscalls or disk to --events")  # fmt: skip
+    if args.hist and not {"syscalls", "disk", "cpuwait"} & set(events_of(args)):
+        raise UsageError("--hist shows the syscalls, disk and cpuwait sources' histograms: "
+                         "add syscalls, disk or cpuwait to --events")  # fmt: skip
     if args.failed and not {"open", "exec", "tcp", "disk"} & set(events_of(args)):
         raise UsageError("-x/--failed selects failed opens, execs, TCP connections and disk "
                          "requests: add open, exec, tcp or disk to --events")  # fmt: skip
+    if args.cgroup is not None and "cpuwait" in events_of(args):
+        raise UsageError("--cgroup does not select cpuwait's waits (-p, -t, -c and -u do): "
+                         "trace cpuwait without --cgroup")  # fmt: skip
     if args.fields and args.quiet:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
     if args.stats and args.quiet:

@@ -95,6 +95,12 @@ def _rest_disk(c: Columns) -> list[str]:
     ]  # fmt: skip
 
 
+def _rest_cpuwait(c: Columns) -> list[str]:
+    """``waited 120.5 ms for a CPU``, `` (preempted blocking)`` when it began so."""
+    return [f"waited {us / 1000:.1f} ms for a CPU" + (" (preempted blocking)" if b else "")
+            for us, b in zip(c["wait_us"], c["blocking"], strict=True)]  # fmt: skip
+
+
 def _rest_net(c: Columns) -> list[str]:
     return [
         f"{d} {proto} {src}:{sport} > {dst}:{dport} len={n}"
@@ -111,6 +117,7 @@ _REST: dict[str, Callable[[Columns], list[str]]] = {
     "exec": _rest_exec, "open": _rest_open, "exit": _rest_exit, "fork": _rest_fork,
     "syscall": _rest_syscall, "mark": _rest_mark, "net": _rest_net, "tcp": _rest_tcp,
     "disk": _rest_disk,
+    "cpuwait": _rest_cpuwait,
 }  # fmt: skip
 
 #: Per type: the key of its file name (None: no file name), the rest of its detail,

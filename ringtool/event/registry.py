@@ -285,6 +285,32 @@ EVENT_TYPES: tuple[EventType, ...] = (
         record="trace_disk",
         doc="a block I/O request, at its completion; source disk",
     ),
+    EventType(
+        "cpuwait", "cpuwait",
+        (Field("wait_us", "value", "latency_us", "us",
+               "how long the thread waited on a run queue for a CPU (over --slow-ms)"),
+         Field("blocking", "aux", "flag", "",
+               "true when the wait began as a preemption on the way to sleep")),
+        Detail(None, ("wait_us", "blocking")),
+        # the waiting task's members, read by address from the scheduler's pointers
+        # (raw tracepoints: no task of its own; bpf/trace_cpuwait.c)
+        needs=KernelNeeds(members=(
+            BtfMember("task_struct.pid", 4, "TRACE_CPUWAIT_PID_OFF"),
+            BtfMember("task_struct.tgid", 4, "TRACE_CPUWAIT_TGID_OFF"),
+            BtfMember("task_struct.__state", 4, "TRACE_CPUWAIT_STATE_OFF"),
+            BtfMember("task_struct.group_leader", 8, "TRACE_CPUWAIT_LEADER_OFF"),
+            BtfMember("task_struct.comm", 16, "TRACE_CPUWAIT_COMM_OFF"),
+            BtfMember("task_struct.cred", 8, "TRACE_CPUWAIT_CRED_OFF"),
+            BtfMember("cred.uid", 4, "TRACE_CPUWAIT_UID_OFF"),
+            BtfMember("cred.gid", 4, "TRACE_CPUWAIT_GID_OFF"),
+            BtfMember("task_struct.cgroups", 8, "TRACE_CPUWAIT_CGROUPS_OFF"),
+            BtfMember("css_set.dfl_cgrp", 8, "TRACE_CPUWAIT_DFL_CGRP_OFF"),
+            BtfMember("cgroup.kn", 8, "TRACE_CPUWAIT_CGROUP_KN_OFF"),
+            BtfMember("kernfs_node.id", 8, "TRACE_CPUWAIT_KN_ID_OFF"),
+        )),
+        doc="a thread's wait for a CPU of --slow-ms or more; source cpuwait (every wait "
+        "is counted in its histograms)",
+    ),
 )  # fmt: skip
 
 #: Type name -> its entry.

@@ -144,8 +144,14 @@ class Btf:
         return self.name(name_off) if kind == _KIND_STRUCT else None
 
     def size_of(self, type_id: int) -> int | None:
-        """The byte size of an integer or struct ``type_id`` (after typedefs), else None."""
+        """The byte size of an integer, struct, pointer (8: a 64-bit kernel's, as BPF's)
+        or array of those ``type_id`` (after typedefs), else None."""
         _pos, _name_off, kind, _vlen, size = self._type(self._resolve(type_id))
+        if kind == _KIND_PTR:
+            return 8
+        if (arr := self.array_of(type_id)) is not None:
+            elem = self.size_of(arr[0])
+            return None if elem is None else elem * arr[1]
         return size if kind in (_KIND_INT, _KIND_STRUCT) else None
 
     def _resolve(self, type_id: int) -> int:

@@ -37,6 +37,7 @@ from ringtool.trace.batches import pieces
 from ringtool.trace.held_writes import HeldWrites
 from ringtool.trace.outputs import RunConfig, close_sinks, make_output, open_sinks
 from ringtool.trace.reading.cost import CostSampler
+from ringtool.trace.reading.cpuwait_maps import read_waits
 from ringtool.trace.reading.filters import NameFilter
 from ringtool.trace.reading.hist_maps import disk_hists
 from ringtool.trace.reading.ordered import OrderedReader
@@ -211,20 +212,27 @@ def _tick(
         syscall_hist=session.syscall_hist(),
         disk_hist=disk_hists(session.sources.get("disk")),
         drill=(None, {}) if drill is None else (drill[0], session.proc_hist(drill[1])),
+        cpuwait=read_waits(obj) if (obj := session.sources.get("cpuwait")) else None,
     )
 
 
 def _print_hist(stats: TraceStats, *, json_lines: bool, stream: TextIO) -> None:
     """``--hist``: the histograms after the summary (JSON: one object per syscall)."""
+    from ringtool.trace.report import cpuwait
     from ringtool.trace.report.hist import hist_lines, hist_records
 
+    waits = stats.cpuwait
     if json_lines:
         import json
 
         for record in hist_records(stats):
             stream.write(json.dumps(record) + "\n")
+        for record in cpuwait.hist_records(waits) if waits is not None else ():
+            stream.write(json.dumps(record) + "\n")
     else:
         for line in hist_lines(stats):
+            stream.write(line + "\n")
+        for line in cpuwait.hist_lines(waits) if waits is not None else ():
             stream.write(line + "\n")
     stream.flush()
 

@@ -198,22 +198,36 @@ def cpu_table(s: TraceStats | None, view: ViewState, rows: int, width: int) -> T
     return t
 
 
+#: The process table's column of the cpuwait source: each process's p99 wait for a CPU.
+CPU_WAIT = "WAIT99"
+
+
 def procs_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
     """The process table, sorted by the chosen column (marked ``▼`` biggest first,
-    ``▲`` smallest first), its selected row reversed, its position in the title."""
+    ``▲`` smallest first), its selected row reversed, its position in the title; with
+    the cpuwait source, a :data:`CPU_WAIT` column (p99 of the process's waits for a
+    CPU, ``-``: none counted)."""
     shown, total = view.procs(s, rows)
     mark = "▼" if view.descending else "▲"
     names = [n + mark if i == view.proc_col else n for i, n in enumerate(PROC_COLUMNS)]
     where = f"  {view.sel + 1}/{total}" if total else ""
     focus = "▸ " if view.focus == "procs" else ""
-    t = table(f"{focus}top processes{where}", (names[0], "right", 8), (names[1], "left"),
-              (names[2], "right", 6), (names[3], "right", 6), flex=names[1])  # fmt: skip
+    waits = s.cpuwait if s is not None else None  # the cpuwait source's column
+    cols: list[Column] = [(names[0], "right", 8), (names[1], "left"), (names[2], "right", 6),
+                          (names[3], "right", 6)]  # fmt: skip
+    if waits:
+        cols.append((CPU_WAIT, "right", 6))
+    t = table(f"{focus}top processes{where}", *cols, flex=names[1])
     for i, (pid, comm, n, recent) in enumerate(shown):
         selected = view.focus == "procs" and view.top + i == view.sel
         style = "reverse" if selected else ""
         if pid in view.dim:  # exited: htop's dimmed row, until it leaves the table
             style = f"{style} dim".strip()
-        t.add_row(str(pid) if pid else "-", data(comm), count(n), count(recent), style=style)
+        cells: list[str | Text] = [str(pid) if pid else "-", data(comm), count(n), count(recent)]
+        if waits:
+            row = waits.procs.get(pid)
+            cells.append(approx_duration(row.p99_ns) if row else "-")
+        t.add_row(*cells, style=style)
     return t
 
 

@@ -34,12 +34,16 @@ from ringtool.kernel.bpf_stats import ProgRunStats
 def program_label(func: str) -> str:
     """A BCC function's hook as ``category:event``: ``tracepoint__syscalls__sys_enter_openat``
     -> ``syscalls:sys_enter_openat``; a raw tracepoint's ``raw_tracepoint__sys_enter`` ->
-    ``raw_syscalls:sys_enter`` (the syscall hooks are the only raw ones); any other
-    function keeps its name."""
+    ``raw_syscalls:sys_enter``, ``raw_tracepoint__sched_switch`` -> ``sched:sched_switch``
+    (a raw one's name has no category: the syscall hooks' and the scheduler's are
+    known, any other is ``raw:NAME``); any other function keeps its name."""
     if func.startswith("tracepoint__"):
         return func.removeprefix("tracepoint__").replace("__", ":", 1)
     if func.startswith("raw_tracepoint__"):
-        return "raw_syscalls:" + func.removeprefix("raw_tracepoint__")
+        event = func.removeprefix("raw_tracepoint__")
+        if event in ("sys_enter", "sys_exit"):
+            return "raw_syscalls:" + event
+        return ("sched:" if event.startswith("sched_") else "raw:") + event
     return func
 
 

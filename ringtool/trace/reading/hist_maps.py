@@ -28,7 +28,7 @@ from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_B
 Hists = dict[int, dict[int, int]]
 
 
-def _all_items(table: Any) -> list[tuple[Any, Any]]:
+def all_items(table: Any) -> list[tuple[Any, Any]]:
     """Every ``(key, value)`` of a BCC hash table."""
     try:
         return list(table.items_lookup_batch())
@@ -45,7 +45,7 @@ def read_hists(table: Any, pids: Collection[int] | None = None, into: Hists | No
     """The hash ``[pid << 32 |] nr << KEY_BITS | bucket -> count`` as
     ``nr -> {bucket: count}`` (with ``pids``: only those processes' keys, added up),
     added to ``into`` when given."""
-    return add_items(((_int(k), _int(v)) for k, v in _all_items(table)), pids, into)
+    return add_items(((_int(k), _int(v)) for k, v in all_items(table)), pids, into)
 
 
 def add_items(
@@ -144,4 +144,12 @@ class SyscallHists:
             self._lat = None
 
 
-__all__ = ["Hists", "LatencyArray", "SyscallHists", "add_items", "disk_hists", "read_hists"]
+__all__ = [
+    "Hists",
+    "LatencyArray",
+    "SyscallHists",
+    "add_items",
+    "all_items",
+    "disk_hists",
+    "read_hists",
+]

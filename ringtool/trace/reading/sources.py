@@ -52,6 +52,7 @@ SOURCES: tuple[Source, ...] = (
     Source("mark", "trace_mark.bpf.c", ring=True, selectable=False),
     Source("tcp", "trace_tcp.c", ring=True),
     Source("disk", "trace_disk.c", ring=True),
+    Source("cpuwait", "trace_cpuwait.c", ring=True),
 )
 
 #: Source name -> its entry.

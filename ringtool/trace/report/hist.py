@@ -27,40 +27,12 @@ from ringtool.trace.reading.latency_buckets import (
     quantile,
     to_log2,
 )
+from ringtool.trace.report.log_slots import BAR, format_log2, slot_range
 from ringtool.trace.report.stats import SyscallRow, TraceStats
 from ringtool.trace.units import duration_ns
 
-#: Width of the ``distribution`` bar (bcc's is 40).
-BAR = 40
 #: Sparkline characters, low to high.
 SPARKS = "▁▂▃▄▅▆▇█"
-
-
-def slot_range(slot: int) -> tuple[int, int]:
-    """The inclusive ``(low, high)`` ns of a log2 slot, as bcc prints it."""
-    low, high = (1 << slot) >> 1, (1 << slot) - 1
-    if low == high:
-        low -= 1
-    return max(low, 0), max(high, 0)
-
-
-def format_log2(buckets: Mapping[int, int], unit: str = "nsecs") -> list[str]:
-    """bcc's ``print_log2_hist`` for ``{slot: count}`` (with its leading empty rows
-    stripped): every slot from the lowest to the highest one used,
-    ``low -> high : count |*****  |``; empty: no lines."""
-    used = [max(s, 1) for s, n in buckets.items() if n > 0]
-    if not used:
-        return []
-    top = max(used)
-    peak = max(buckets.values())
-    high_w = len(str(slot_range(top)[1]))
-    lines = [f"{unit:>{2 * high_w + 4}} : {'count':<9} distribution"]
-    for slot in range(min(used), top + 1):
-        n = buckets.get(slot, 0) + (buckets.get(0, 0) if slot == 1 else 0)  # 0 ns: 0 -> 1
-        low, high = slot_range(slot)
-        stars = "*" * (n * BAR // peak) if peak else ""
-        lines.append(f"{low:>{high_w}} -> {high:<{high_w}} : {n:<9} |{stars:<{BAR}}|")
-    return lines
 
 
 def spark(buckets: Mapping[int, int], width: int) -> str:
@@ -139,4 +111,4 @@ def hist_records(stats: TraceStats) -> Iterator[dict[str, Any]]:
         }
 
 
-__all__ = ["format_log2", "hist_lines", "hist_records", "slot_range", "spark"]
+__all__ = ["BAR", "format_log2", "hist_lines", "hist_records", "slot_range", "spark"]

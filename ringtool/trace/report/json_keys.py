@@ -104,6 +104,9 @@ LINES: dict[str, tuple[Key, ...]] = {
             "since the epoch) and counts"),
         Key("sources", _STRS, "", "the trace sources that ran"),
         *_OPTIONAL,
+        Key("cpuwait", _OBJ, "", "--events cpuwait: the machine's run-queue waits (count, "
+            "total_wait_us, p50_us, p99_us, buckets_us), the processes that waited longest "
+            "(top) and what the kernel could not count (lost)", False),
     ),
     "hist": (
         Key("syscall", {"type": "string"}, "", "the syscall's name (a syscall's line)",
@@ -121,8 +124,35 @@ LINES: dict[str, tuple[Key, ...]] = {
     ),
 }  # fmt: skip
 
+_SLOTS: JsonSchema = {
+    "type": "array",
+    "items": {"type": "array", "items": _INT, "minItems": 3, "maxItems": 3},
+}
+#: ``cpuwait_hist`` (``--hist --json`` with ``--events cpuwait``), one per process and
+#: one for the machine.
+LINES["cpuwait_hist"] = (
+    Key("pid", _INT, "", "the process (0: the whole machine)"),
+    Key(
+        "comm",
+        {"type": "string"},
+        "",
+        "its group leader's name when its first wait was counted (empty for the machine)",
+    ),
+    Key("count", _INT, "", "its waits for a CPU"),
+    Key("total_wait_us", _NUM, "us", "their total, exact to 0.1 us"),
+    Key("p50_us", _NUM, "us", "the median wait (within its log2 slot)"),
+    Key("p99_us", _NUM, "us", "the 99th percentile wait (within its log2 slot)"),
+    Key(
+        "buckets_us",
+        _SLOTS,
+        "us",
+        "the used log2 slots: [low_us, high_us, count], inclusive, as runqlat prints them",
+    ),
+)
+
 #: Where each line kind is written.
 WHERE = {"start": "stderr", "note": "stderr", "stats": "stderr", "summary": "stdout",
-         "hist": "stdout (--hist, after the summary)"}  # fmt: skip
+         "hist": "stdout (--hist, after the summary)",
+         "cpuwait_hist": "stdout (--hist with cpuwait, after the summary)"}  # fmt: skip
 
 __all__ = ["LINES", "WHERE", "JsonSchema", "Key"]

@@ -29,8 +29,10 @@ from ringtool.event.decode import cstr
 from ringtool.event.records import NetRecords
 from ringtool.event.registry import SOURCE_OF
 from ringtool.trace.reading.cost import CostReport
+from ringtool.trace.reading.cpuwait_maps import CpuWaits
 from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.reading.latency_buckets import quantile
+from ringtool.trace.report.cpuwait import CpuWaitStats, cpuwait_stats
 from ringtool.trace.report.proc_names import latest_names, shown_comm
 from ringtool.trace.report.proctree import ProcessTree
 from ringtool.trace.report.waits import is_wait
@@ -126,6 +128,8 @@ class TraceStats:
     drill_hist: dict[int, dict[int, int]] = field(default_factory=dict)
     drill_syscalls: list[SyscallRow] = field(default_factory=list)
     _drill_prev: dict[int, int] = field(default_factory=dict)
+    #: the cpuwait source's latest reading (per process and the machine), else None
+    cpuwait: CpuWaitStats | None = None
     #: the children each process forked while traced (the drill-down lists them)
     tree: ProcessTree = field(init=False)
 
@@ -223,9 +227,11 @@ class TraceStats:
         syscall_hist: Mapping[int, Mapping[int, int]] | None = None,
         disk_hist: Mapping[int, Mapping[int, int]] | None = None,
         drill: tuple[int | str | None, Mapping[int, Mapping[int, int]]] | None = None,
+        cpuwait: CpuWaits | None = None,
         now: float | None = None,
     ) -> None:
         """Close an interval: compute rates since the last tick and take the counters.
+        ``cpuwait``: the cpuwait source's histograms (cumulative).
         ``drill``: what the drill-down is of (a pid or a comm; None: none) and its
         syscall histograms since the trace started (a new one starts its rates
         afresh: 0 in its first interval)."""
@@ -274,6 +280,8 @@ class TraceStats:
             self.syscalls = self._rows(self.sys_hist, self._sys_prev, dt)
         if disk_hist is not None:
             self.disk_hist = {dev: dict(b) for dev, b in disk_hist.items()}
+        if cpuwait is not None:
+            self.cpuwait = cpuwait_stats(cpuwait)
         if drill is not None:
             key, per_proc = drill
             self.drill_hist = {nr: dict(b) for nr, b in per_proc.items()} if key else {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ringtool.trace.reading.latency_buckets import approx
+from ringtool.trace.report.cpuwait import cpuwait_summary
 from ringtool.trace.report.stats import TraceStats
 
 
@@ -86,6 +87,7 @@ def summary_record(stats: TraceStats) -> dict[str, Any]:
         **({"rings": stats.rings} if stats.rings is not None else {}),
         **({"export": stats.export} if stats.export is not None else {}),
         **({"cost": stats.cost.record()} if stats.cost is not None else {}),
+        **({"cpuwait": cpuwait_summary(stats.cpuwait)} if stats.cpuwait is not None else {}),
     }
 
 

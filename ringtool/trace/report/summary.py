@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ringtool.event.detail_fit import ELLIPSIS, cut
 from ringtool.trace.reading.latency_buckets import approx_duration
+from ringtool.trace.report.cpuwait import summary_lines
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.units import size_text
 
@@ -44,6 +45,8 @@ def format_summary(stats: TraceStats, width: int | None = 80) -> list[str]:
         lines.append(
             f"  {row.name:<20} {row.count:>10} calls  p99 {approx_duration(row.p99_ns):>6}"
         )
+    if stats.cpuwait is not None:
+        lines += summary_lines(stats.cpuwait)
     return [cut(line, width) for line in lines]
 
 

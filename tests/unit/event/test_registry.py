@@ -108,7 +108,7 @@ def test_every_type_has_its_source_and_every_source_types() -> None:
 
 
 def test_the_events_lists_are_the_sources_table() -> None:
-    assert ALL_EVENTS == ("exec", "open", "syscalls", "net", "tcp", "disk")
+    assert ALL_EVENTS == ("exec", "open", "syscalls", "net", "tcp", "disk", "cpuwait")
     assert {s.name: s.bpf_file for s in SOURCES if s.ring and s.selectable} == RING_SOURCES
     assert DEFAULT_EVENTS == ("exec", "open", "syscalls") == TraceOptions().events
     assert cli_trace.EVENTS == ALL_EVENTS and cli_trace.DEFAULT_EVENTS == DEFAULT_EVENTS

@@ -132,3 +132,18 @@ def test_a_chain_of_pointer_members(tmp_path: Path) -> None:
     assert field_offsets(["task_struct.real_cred", "cred.uid"], 4, path) is None  # no ptr
     assert field_offsets(["task_struct.cred", "cred.euid"], 4, path) is None
     assert field_offsets(["task_struct.cred", "cred.uid"], 4, tmp_path / "none") is None
+
+
+def test_a_pointer_or_array_member_has_its_size(tmp_path: Path) -> None:
+    """A member read by address may be a pointer (8 bytes) or an array (the elements'
+    bytes): the cpuwait source reads task_struct.group_leader and task_struct.comm."""
+    blob = Blob()
+    task_like(blob)
+    leader_ptr = blob.add("", PTR, 0, 1)
+    blob.struct("signal_struct", 16, [("leader", leader_ptr, 8 * 8)])
+    path = tmp_path / "btf"
+    path.write_bytes(blob.data())
+    assert field_offsets(["task_struct.comm"], 16, path) == [1752]
+    assert field_offsets(["task_struct.comm"], 8, path) is None
+    assert field_offsets(["signal_struct.leader"], 8, path) == [8]
+    assert field_offsets(["signal_struct.leader"], 4, path) is None
