@@ -47,7 +47,7 @@
 #define TRACE_MARK 7  /* `ringtool mark TEXT`: data = the text (bpf/trace_mark.bpf.c) */
 #define TRACE_TCP 8   /* a TCP connection's life, at its close: a struct trace_tcp */
 #define TRACE_DISK 10 /* a block I/O request, at its completion: a struct trace_disk */
-#define TRACE_CPUWAIT 9  /* a long wait for a CPU (bpf/trace_cpuwait.c): value = ns */
+#define TRACE_CPUWAIT 11 /* a long wait for a CPU (bpf/trace_cpuwait.c): value = ns */
 
 /* open, exec: the syscall an event came from (`call`); ringtool/event/layout.py names
  * them (TRACE_CALL_OPENAT -> "openat"). Numbers of ringtool's own, the same on every

@@ -12,7 +12,7 @@ from ringtool.errors import UsageError
 
 def test_hist_takes_the_cpuwait_source_alone() -> None:
     check(build_parser().parse_args(["trace", "--events", "cpuwait", "--hist"]))
-    with pytest.raises(UsageError, match="add syscalls or cpuwait"):
+    with pytest.raises(UsageError, match="add syscalls, disk or cpuwait"):
         check(build_parser().parse_args(["trace", "--events", "open", "--hist"]))
 
 

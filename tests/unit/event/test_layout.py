@@ -30,8 +30,8 @@ def test_header_layout_offsets_and_sizes() -> None:
     assert lay.net.fields["sport"][1] == 80
     assert lay.type_names == {
         1: "exec", 2: "exit", 3: "fork", 4: "open", 5: "syscall", 6: "net", 7: "mark", 8: "tcp",
-        9: "cpuwait",
         10: "disk",
+        11: "cpuwait",
     }  # fmt: skip
     assert lay.size_defines() == {"TRACE_EVENT_SIZE": 344, "TRACE_NET_SIZE": 104}
     assert lay.call_names == {1: "open", 2: "openat", 3: "openat2", 4: "creat",
