@@ -50,6 +50,23 @@ HOST_ONLY = (
 
 
 @pytest.fixture(autouse=True)
+def _kernel_tests_first_on_the_cpus(request: pytest.FixtureRequest) -> None:
+    """Under pytest-xdist, a worker running a test that loads no BPF program runs at
+    nice 19 (its subprocesses too), one running a BPF test at nice 0: the BPF tests
+    (a consumer keeping up with a producer, the dashboard answering a key, timestamps
+    in order) then have the CPUs as when the suite ran in one process, and the pure
+    tests fill what they leave."""
+    if not _parallel(request.config):
+        return
+    want = 0 if "kernel" in request.keywords else 19
+    if os.getpriority(os.PRIO_PROCESS, 0) != want:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, want)
+        except PermissionError:  # not root: a nice value is not lowered again
+            pass
+
+
+@pytest.fixture(autouse=True)
 def _cpu_affinity_kept() -> Iterator[None]:
     """Every test leaves pytest's thread on the CPUs it found it on. A test that pinned
     it and did not restore it ran every later test on one CPU, and one of them (the ring
