@@ -38,7 +38,7 @@ def test_columns_read_as_people_read_them(tmp_path: Path) -> None:
     proc = Trace("--no-tui", "-T", "-d", "6", "--events", "open,syscalls", "-c", COMM)
     subprocess.run([sys.executable, "-c", CHILD, COMM, str(missing), str(folder)], check=True)
     lines, err = proc.finish()
-    assert lines[0].split()[:3] == ["TIME", "CPU", "PID"]
+    assert lines[0].split()[:3] == ["TS", "CPU", "PID"]
     assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} ", ln) for ln in lines[1:]), lines
     (gone,) = [ln for ln in lines if f" {missing} " in ln]
     assert gone.endswith(" O_RDONLY|O_CLOEXEC = -2 ENOENT (openat)") or gone.endswith(

@@ -81,7 +81,7 @@ def test_ctrl_c_during_start_up_is_one_note_not_a_cost(tmp_path: Path) -> None:
     assert told[:3] == ["sources: net", "Tracing... Ctrl-C to end.", f"note: {STOPPED_AT_START}"]
     # a packet on lo in the microseconds the source was attached would be summarised
     assert len(told) == 3 or not told[3].startswith("0 events"), told
-    assert lines[0].split()[:3] == ["TIME", "CPU", "PID"]
+    assert lines[0].split()[:3] == ["TS", "CPU", "PID"]
 
 
 def test_ctrl_c_during_start_up_keeps_the_json_summary_without_a_cost(tmp_path: Path) -> None:

@@ -40,6 +40,6 @@ def test_stats_streams_columns_with_a_line_per_interval() -> None:
     screen = _screen(f"--stats --events exec -x {NOBODY} -d 3 --interval 0.5")
     lines = screen.splitlines()
     assert "Tracing... Ctrl-C to end." in lines, screen
-    assert any(line.split()[:3] == ["TIME", "CPU", "PID"] for line in lines), screen
+    assert any(line.split()[:3] == ["TS", "CPU", "PID"] for line in lines), screen
     assert sum(line.startswith("-- ") and "ev/s" in line for line in lines) >= 3, screen
     assert "events/s (max" not in screen  # not the dashboard
