@@ -13,15 +13,16 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   consumer's CPU per delivered event: ``wait4`` user + system CPU of the trace
   process minus that of an idle run of the same ``-d D`` (no producer), so loading
   and idle polling cancel out;
-* ``trace-overhead``: ns per syscall of the producer untraced, traced (default
-  sources, ``-c rt_bench_XXXXXX``, ``--json`` to ``/dev/null``, ``--no-cost``), with
-  ``bpf/trace_empty.c`` (empty programs on the same tracepoints), and traced as
-  ``ringtool trace`` runs by default (the kernel's BPF run-time statistics on for the
-  cost panel: ``stats_*``), in alternating rounds; the median of each. The ratio is
-  the programs' (``--no-cost``): the statistics' clock reads are the kernel's, paid
-  by every BPF program while they are on, and shown apart; ``tui_*``: traced as the
-  dashboard runs (headless, ``--no-cost``), which also keeps every process's syscall
-  histograms in the kernel (bpf/trace_syscalls.c, ``proc_hist``);
+* ``trace-overhead``: ns per syscall of the producer untraced, traced as by default
+  (default sources, ``-c rt_bench_XXXXXX``, ``--json`` to ``/dev/null``: the kernel's
+  BPF run-time statistics off), with ``bpf/trace_empty.c`` (empty programs on the same
+  tracepoints), and traced with ``--cost`` (the statistics on, as while the
+  dashboard's cost panel is open: ``stats_*``), in alternating rounds; the median of
+  each. The ratio is the programs' (the default run): the statistics' clock reads are
+  the kernel's, paid by every BPF program while they are on, and shown apart;
+  ``tui_*``: traced as the dashboard runs (headless, its cost panel closed: the
+  statistics off), which also keeps every process's syscall histograms in the kernel
+  (bpf/trace_syscalls.c, ``proc_hist``);
 * ``trace-cpuwait``: what the cpuwait source costs each context switch, beside the
   default sources (:mod:`ringtool.bench.trace_switch`);
 * ``trace-idle``: CPU% of ``trace -c no-such-comm`` (``/proc`` schedstat, exact

@@ -51,6 +51,10 @@ class HeadlessTui(OutputBase):
         self.tui = TraceTui(decoder, interval=interval, console=console, input_fd=-1)
         self.console = console
 
+    @property
+    def wants_cost(self) -> bool:
+        return self.tui.wants_cost
+
     def start(self, sources: list[str], notes: list[str]) -> None:
         self.tui.start(sources, notes)
 

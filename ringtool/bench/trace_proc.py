@@ -119,10 +119,10 @@ class TraceChild:
     def __init__(self, args: list[str], cpu: int, *, headless_tui: bool = False,
                  stdout: IO[Any] | int | None = None, bpf_stats: bool = False) -> None:  # fmt: skip
         r, w = os.pipe()
-        # --no-cost unless `bpf_stats`: with the kernel's BPF run-time statistics on,
-        # every BPF program run pays two clock reads, which would be counted as the
-        # programs' in-kernel cost (the overhead phase measures both ways)
-        cost = [] if bpf_stats else ["--no-cost"]
+        # the default (statistics off) unless `bpf_stats` (--cost): with the kernel's BPF
+        # run-time statistics on, every BPF program run pays two clock reads, which would
+        # be counted as the programs' in-kernel cost (the overhead phase measures both)
+        cost = ["--cost"] if bpf_stats else []
         cmd = [sys.executable, "-m", "ringtool.bench.trace_child", str(w),
                *(["--headless-tui"] if headless_tui else []), "--", *args, *cost]  # fmt: skip
         self.started = time.monotonic()

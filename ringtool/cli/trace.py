@@ -188,8 +188,16 @@ def register(subs: Any) -> None:
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
     p.add_argument(
+        "--cost", action="store_true",
+        help="turn the kernel's BPF run-time statistics on for the whole run: the summary's "
+        "cost has the BPF programs' run time (default: off, as each run of every BPF "
+        "program on the machine pays for them; the dashboard has them while its cost "
+        "panel, key c, is open)",
+    )  # fmt: skip
+    p.add_argument(
         "--no-cost", action="store_true",
-        help="leave the kernel's BPF run-time statistics off (no BPF figures in the cost panel)",
+        help="never turn the kernel's BPF run-time statistics on (no BPF figures in the "
+        "cost panel either)",
     )  # fmt: skip
     p.add_argument(
         "--keep-exited", action="store_true",
@@ -250,6 +258,9 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--fields selects what --json, --csv or columns show: not with --quiet")
     if args.stats and args.quiet:
         raise UsageError("--stats writes a stats line beside the events: not with --quiet")
+    if args.cost and args.no_cost:
+        raise UsageError("--cost turns the BPF run-time statistics on, --no-cost never: "
+                         "give one of them")  # fmt: skip
     check_growth(args)
     if args.flight_recorder is not None:
         if args.max_buffer_mb is not None:
@@ -338,7 +349,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
         window_us=args.window_us, pcap=args.pcap, force=args.force, kmes=args.kmes, width=width,
-        hist=args.hist, cost=not args.no_cost,
+        hist=args.hist, cost=True if args.cost else False if args.no_cost else None,
         export=hook if hook.wanted else None, fields=args.fields, name=args.name,
         keep_exited=args.keep_exited, stats_lines=args.stats,
         filters=shown_filters(args, events, DEFAULT_EVENTS + (("net",) if args.iface else ())),

@@ -45,9 +45,10 @@ class RunConfig:
     #: ``--fields``: the event fields to output, in this order (json, csv, columns)
     fields: tuple[str, ...] | None = None
     #: the cost panel's and summary's BPF figures: the kernel's BPF run-time statistics
-    #: are on while the run reads (:class:`ringtool.trace.reading.cost.CostSampler`); False
-    #: (``--no-cost``): ringtool's own CPU only
-    cost: bool = True
+    #: (:class:`ringtool.trace.reading.cost.CostSampler`) on for the whole run (True,
+    #: ``--cost``), never (False, ``--no-cost``: ringtool's own CPU only), or (None)
+    #: while the output wants them (the dashboard's cost panel is open)
+    cost: bool | None = None
     #: ``--keep-exited``: the dashboard keeps exited processes in its table
     keep_exited: bool = False
     #: ``--stats``: json, csv and columns write a stats line every interval on stderr

@@ -137,8 +137,11 @@ def _loop(
         # attached now, read from the loop's first turn; the start line (what callers
         # wait for before they make events) comes after the attach
         stats.begin(session.start())
-        # the kernel's BPF run-time statistics: on from here until the finally below
-        cost = CostSampler(session.prog_fds(), off=None if cfg.cost else "--no-cost")
+        # the kernel's BPF run-time statistics: on while wanted, off by the finally below
+        cost = CostSampler(session.prog_fds(), on=_wants_cost(cfg, out),
+                           off="--no-cost" if cfg.cost is False else None,
+                           hint="the cost panel (key c) turns them on while open"
+                           if cfg.mode == "tui" else "--cost turns them on")  # fmt: skip
         out.start(session.active, session.notes)
         if cfg.cost and cost.note is not None:
             out.note(f"cost: {cost.note}")
@@ -156,6 +159,7 @@ def _loop(
             ready = session.wait(until - now, extra_fds)
             if input_fd >= 0 and input_fd in ready:
                 quit_ = out.handle_input()
+                cost.turn(_wants_cost(cfg, out))  # the cost panel opened or closed
             _ingest(session, stats, out, sinks, decoder, ordered, held, keep=keep)
             if time.monotonic() >= next_tick:
                 _tick(session, stats, ordered, drill=out.drill)
@@ -191,6 +195,12 @@ def _loop(
     out.summary(stats)
     if cfg.hist:
         _print_hist(stats, json_lines=cfg.mode == "json", stream=stream)
+
+
+def _wants_cost(cfg: RunConfig, out: Output[TraceStats]) -> bool:
+    """The kernel's BPF run-time statistics on now: ``--cost`` or ``--no-cost`` decide,
+    else the output (the dashboard while its cost panel is open)."""
+    return cfg.cost if cfg.cost is not None else out.wants_cost
 
 
 def _tick(

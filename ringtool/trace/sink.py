@@ -35,12 +35,16 @@ class Output(Protocol[S]):
     """What the user watches. ``input_fd`` is a file descriptor the loop waits on for
     keys (-1: none; then :meth:`handle_input` is never called); ``drill`` what the
     user drilled into (None: nothing): a :data:`Drill`, whose processes' syscall
-    histograms the loop reads each interval."""
+    histograms the loop reads each interval; ``wants_cost`` whether it shows the BPF
+    programs' run time now (the dashboard's cost panel): the loop keeps the kernel's
+    BPF run-time statistics on only then, unless ``--cost``/``--no-cost`` decide."""
 
     @property
     def input_fd(self) -> int: ...
     @property
     def drill(self) -> Drill | None: ...
+    @property
+    def wants_cost(self) -> bool: ...
     def open(self) -> None: ...
     def close(self) -> None: ...
     def start(self, sources: list[str], notes: list[str]) -> None: ...
@@ -71,6 +75,10 @@ class OutputBase:
     @property
     def drill(self) -> Drill | None:
         return None
+
+    @property
+    def wants_cost(self) -> bool:
+        return False
 
     def open(self) -> None:
         pass

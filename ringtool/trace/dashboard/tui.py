@@ -1,36 +1,35 @@
 """The live dashboard of ``ringtool trace`` (rich ``Live``, alternate screen).
 
 Panels (:mod:`ringtool.trace.dashboard.tui_panels`): a header (the command's filters,
-``-c bash -x``; state: paused, the comm filter;
-uptime, total events/s and per source, a sparkline of events/s), the per-CPU table
-(ring fill %, events/s, drops, lost), top processes, top syscalls (count, rate, p99
-latency), per-source counters, and a tail of recent exec/open/net events. Keys, as in
-htop (the ``?``/F1 overlay lists them all and what every column means,
-:mod:`ringtool.trace.dashboard.tui_help`):
-``q`` quit, ``p`` pause (the display; counting goes on), ``<``/``>`` sort the
-processes by another column and ``I`` invert, ``s`` cycle the syscalls' sort, ``/``
-filter by comm (every panel: the ones the kernel counts for all processes say so),
-arrows/PgUp/PgDn/Home/End scroll (``Tab``: which table), ``Enter`` drill down into a
-process (``n``: every process of its name), ``w`` the blocking waits in the p99 sort,
-``c`` the cost panel, ``Esc`` back. The state and what each key does are
-:class:`ringtool.trace.dashboard.tui_view.ViewState`; terminal input is parsed by
-:class:`ringtool.trace.dashboard.tui_keys.KeyParser` (unknown keys and sequences are ignored).
+``-c bash -x``; state: paused, the comm filter; uptime, total events/s and per source, a
+sparkline of events/s), the per-CPU table (ring fill %, events/s, drops, lost), top
+processes, top syscalls (count, rate, p99 latency), per-source counters, and a tail of
+recent exec/open/net events. Keys, as in htop (the ``?``/F1 overlay lists them all and
+what every column means, :mod:`ringtool.trace.dashboard.tui_help`): ``q`` quit, ``p``
+pause (the display; counting goes on), ``<``/``>`` sort the processes by another column
+and ``I`` invert, ``s`` cycle the syscalls' sort, ``/`` filter by comm (every panel: the
+ones the kernel counts for all processes say so), arrows/PgUp/PgDn/Home/End scroll
+(``Tab``: which table), ``Enter`` drill down into a process (``n``: every process of its
+name), ``w`` the blocking waits in the p99 sort, ``c`` the cost panel (BPF statistics on
+while open: :attr:`TraceTui.wants_cost`), ``Esc`` back. The state and what each key does
+are :class:`ringtool.trace.dashboard.tui_view.ViewState`; terminal input is parsed by
+:class:`ringtool.trace.dashboard.tui_keys.KeyParser` (unknown keys are ignored).
 
-It fits 80×24 and gives extra rows to the tables and the tail; below 80×24 it says
-that the terminal is too small instead of drawing cut cells. Numbers are scaled and
-their columns have fixed minimum widths, so a number is never cut and columns do not
-jump between frames. Data is never markup (see :func:`ringtool.trace.dashboard.tui_panels.data`).
+It fits 80×24 and gives extra rows to the tables and the tail; below 80×24 it says the
+terminal is too small instead of drawing cut cells. Numbers are scaled and their columns
+have fixed minimum widths, so a number is never cut and columns never jump. Data is
+never markup (see :func:`ringtool.trace.dashboard.tui_panels.data`).
 
 Cost: records are only counted (vectorised) as they arrive, and each process's newest
-exec/open records are kept raw (:mod:`ringtool.trace.dashboard.tui_recent`); only the rows a
-frame shows are decoded. The screen is drawn once per interval and after a key, never
-per event. Pausing draws a copy of the stats and the recent events taken when ``p``
-was pressed (:mod:`ringtool.trace.dashboard.tui_freeze`); counting goes on behind it.
+exec/open records are kept raw (:mod:`ringtool.trace.dashboard.tui_recent`); only the
+rows a frame shows are decoded. The screen is drawn once per interval and after a key,
+never per event. Pausing draws a copy of the stats and recent events taken at ``p``
+(:mod:`ringtool.trace.dashboard.tui_freeze`); counting goes on behind it.
 
 Start-up: the dashboard opens before the BPF programs compile, and until the first
 batch says what it is doing (compiling which source, attaching) and for how long
-(:meth:`TraceTui.step`, redrawn four times a second). ``__exit__`` always restores the terminal
-(tty mode, alternate screen, cursor), also when the loop raised.
+(:meth:`TraceTui.step`, redrawn four times a second). ``__exit__`` always restores the
+terminal (tty mode, alternate screen, cursor), also when the loop raised.
 """
 
 from __future__ import annotations
@@ -251,6 +250,10 @@ class TraceTui:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    @property
+    def wants_cost(self) -> bool:  # the cost panel is open: the run wants the statistics
+        return self.view.cost
 
     @property
     def drill(self) -> Drill | None:

@@ -4,8 +4,11 @@ One row per BPF program of the trace (:class:`ringtool.trace.reading.cost.CostRe
 ``interval`` figures), busiest first: its source and event, ``bpftool``'s program id,
 its runs, average run time and share of one CPU; then all programs together and
 ringtool's own process (user and system CPU). When there are more programs than rows,
-the last row says how many are left out (``…``). Without the kernel's statistics the
-panel says why and still shows ringtool's CPU. Numbers are scaled
+the last row says how many are left out (``…``). The kernel's BPF run-time statistics
+are on only while the panel is open (:attr:`ringtool.trace.dashboard.tui.TraceTui.wants_cost`):
+until an interval was measured with them on throughout, the panel says they warm up
+rather than showing zeros. Without the statistics the panel says why and still shows
+ringtool's CPU. Numbers are scaled
 (:mod:`ringtool.trace.units`), so the panel fits 80 columns.
 """
 
@@ -20,6 +23,9 @@ from ringtool.trace.reading.cost import CostReport
 from ringtool.trace.units import count, duration_ns
 
 TITLE = "cost of tracing (c closes)"
+#: What the panel says until an interval was measured with the statistics on throughout.
+WARMING = ("BPF run-time statistics warming up: on while this panel is open, "
+           "figures after the first whole interval")  # fmt: skip
 
 
 def _pct(value: float) -> str:
@@ -38,7 +44,9 @@ def cost_panel(report: CostReport | None, rows: int) -> RenderableType:
     body = max(1, rows - 3)  # title, head, its rule
     fixed = 2  # all programs, ringtool
     if report.note is not None:
-        return Group(_note(report.note), _own_table(report))
+        return Group(_note(f"BPF run time not measured: {report.note}"), _own_table(report))
+    if not report.whole:
+        return Group(_note(WARMING), _own_table(report))
     progs = sorted(f.programs, key=lambda p: (-p.run_time_ns, -p.run_cnt, p.program))
     room = max(0, body - fixed)
     shown = progs if len(progs) <= room else progs[: max(0, room - 1)]
@@ -60,8 +68,7 @@ def _own_label(report: CostReport) -> str:
 
 
 def _note(note: str) -> Text:
-    return Text(f"BPF run time not measured: {note}", style="yellow", overflow="ellipsis",
-                no_wrap=False)  # fmt: skip
+    return Text(note, style="yellow", overflow="ellipsis", no_wrap=False)
 
 
 def _own_table(report: CostReport) -> Table:
@@ -70,4 +77,4 @@ def _own_table(report: CostReport) -> Table:
     return t
 
 
-__all__ = ["TITLE", "cost_panel"]
+__all__ = ["TITLE", "WARMING", "cost_panel"]

@@ -1,15 +1,19 @@
 """What tracing costs the machine: ringtool's BPF programs' run time and its own CPU.
 
-:class:`CostSampler` turns the kernel's BPF run-time statistics on
-(:func:`ringtool.kernel.bpf_stats.enable_stats`: an fd, never the sysctl) for as long
-as it is open, and each :meth:`CostSampler.sample` reads every program's
-``run_cnt``/``run_time_ns`` and this process's CPU time (``getrusage``: every thread,
-user and system). A :class:`CostReport` has the figures over the last interval (the
-dashboard's cost panel) and since the sampler opened (the summary): per program its run
-count, average run time and CPU share, where a CPU share is in percent of one CPU
-(100 = one CPU busy for the whole time, as top's %CPU). The kernel counts a run's
-time from the program's entry to its return on the CPU it ran on, so the BPF figures
-are the programs' own time, not the tracepoints' or the ring's wakeups.
+:class:`CostSampler` turns the kernel's BPF run-time statistics on and off while it
+runs (:meth:`CostSampler.turn`: the fd of :func:`ringtool.kernel.bpf_stats.enable_stats`
+opened and closed, never the sysctl): while they are on, every run of every BPF
+program on the machine pays two clock reads, so they are on only while someone looks
+(the dashboard's cost panel, or ``--cost``). Each :meth:`CostSampler.sample` reads
+every program's ``run_cnt``/``run_time_ns`` and this process's CPU time
+(``getrusage``: every thread, user and system). A :class:`CostReport` has the figures
+over the last interval (the dashboard's cost panel) and since the sampler opened (the
+summary): per program its run count, average run time and CPU share, where a CPU share
+is in percent of one CPU (100 = one CPU busy for the whole time, as top's %CPU). The
+BPF figures count only the time the statistics were on (``bpf_s``), and a span where
+they were off throughout has none (not zeros). The kernel counts a run's time from the
+program's entry to its return on the CPU it ran on, so the BPF figures are the
+programs' own time, not the tracepoints' or the ring's wakeups.
 
 When the statistics cannot be turned on (a kernel before 5.8, no CAP_SYS_ADMIN) the
 sampler still reports ringtool's CPU, and :attr:`CostReport.note` says why the BPF
@@ -98,6 +102,14 @@ class CostFigures:
     programs: list[ProgCost]
     user_s: float  # this process's CPU time in user mode
     sys_s: float  # and in the kernel on its behalf (its syscalls), not BPF runs
+    #: the seconds of the span the BPF statistics were on, which the programs' figures
+    #: cover (None: all of it)
+    bpf_s: float | None = None
+
+    @property
+    def measured_s(self) -> float:
+        """The seconds the BPF figures cover."""
+        return self.seconds if self.bpf_s is None else self.bpf_s
 
     @property
     def bpf_run_cnt(self) -> int:
@@ -114,7 +126,9 @@ class CostFigures:
 
     @property
     def bpf_cpu_pct(self) -> float:
-        return 100 * self.bpf_run_time_ns / (self.seconds * 1e9) if self.seconds > 0 else 0.0
+        """The programs' run time in percent of one CPU over :attr:`measured_s`."""
+        s = self.measured_s
+        return 100 * self.bpf_run_time_ns / (s * 1e9) if s > 0 else 0.0
 
     @property
     def self_cpu_pct(self) -> float:
@@ -124,19 +138,32 @@ class CostFigures:
 @dataclass(frozen=True, slots=True)
 class CostReport:
     """The last interval's figures and those since the start; ``bpf_stats`` says
-    whether the kernel's statistics were on (else ``note`` says why, and the programs'
-    counts are 0)."""
+    whether the kernel's statistics were on at all since the start (``total.bpf_s``
+    says how long); ``note`` why they never can be (``--no-cost``, the kernel refused),
+    else ``hint`` what turns them on. ``whole``: they were on for the whole last
+    interval (else its BPF figures are partial or none: the cost panel says they warm
+    up)."""
 
     bpf_stats: bool
     note: str | None
     interval: CostFigures
     total: CostFigures
+    whole: bool = True
+    hint: str = "--cost turns them on"
+
+    @property
+    def unmeasured(self) -> str | None:
+        """Why the summary has no BPF figures (None: it has)."""
+        if self.note is not None:
+            return self.note
+        return None if self.bpf_stats else f"the statistics were off ({self.hint})"
 
     def record(self) -> dict[str, Any]:
         """The ``cost`` object of the ``--json`` summary (figures since the start)."""
         t = self.total
         return {
-            "bpf_stats": self.bpf_stats, "note": self.note, "seconds": round(t.seconds, 3),
+            "bpf_stats": self.bpf_stats, "note": self.unmeasured, "seconds": round(t.seconds, 3),
+            "bpf_stats_s": round(t.measured_s if self.bpf_stats else 0.0, 3),
             "bpf_run_cnt": t.bpf_run_cnt, "bpf_run_time_ns": t.bpf_run_time_ns,
             "bpf_avg_ns": round(t.bpf_avg_ns, 1), "bpf_cpu_pct": round(t.bpf_cpu_pct, 3),
             "self_user_s": round(t.user_s, 3), "self_sys_s": round(t.sys_s, 3),
@@ -149,7 +176,8 @@ class CostReport:
         (the summary's :meth:`record` has each program's)."""
         i = self.interval
         return {
-            "bpf_stats": self.bpf_stats, "seconds": round(i.seconds, 3),
+            "bpf_stats": self.bpf_stats and bool(i.measured_s), "seconds": round(i.seconds, 3),
+            "bpf_stats_s": round(i.measured_s if self.bpf_stats else 0.0, 3),
             "bpf_run_cnt": i.bpf_run_cnt, "bpf_avg_ns": round(i.bpf_avg_ns, 1),
             "bpf_cpu_pct": round(i.bpf_cpu_pct, 3), "self_cpu_pct": round(i.self_cpu_pct, 2),
         }  # fmt: skip
@@ -158,46 +186,61 @@ class CostReport:
         """The summary's one line (figures since the start)."""
         t = self.total
         own = f"ringtool {t.self_cpu_pct:.1f}% CPU (user {t.user_s:.2f}s, sys {t.sys_s:.2f}s)"
-        if not self.bpf_stats:
-            return f"cost: {own}; BPF run time not measured: {self.note}"
+        why = self.unmeasured
+        if why is not None:
+            return f"cost: {own}; BPF run time not measured: {why}"
         return (
-            f"cost: BPF {t.bpf_cpu_pct:.2f}% CPU ({len(t.programs)} programs, "
-            f"{t.bpf_run_cnt} runs, avg {t.bpf_avg_ns:.0f} ns); {own}"
+            f"cost: BPF {t.bpf_cpu_pct:.2f}% CPU while measured ({t.measured_s:.1f}s of "
+            f"{t.seconds:.1f}s; {len(t.programs)} programs, {t.bpf_run_cnt} runs, "
+            f"avg {t.bpf_avg_ns:.0f} ns); {own}"
         )
 
 
 @dataclass(frozen=True, slots=True)
 class _Reading:
+    """One sample: ``progs`` are the counts summed over the spans the statistics were
+    on, ``on_s`` those spans' seconds, ``on`` whether they are on now and ``turns``
+    how often they were turned on or off so far."""
+
     at: float
     user_s: float
     sys_s: float
     progs: dict[str, ProgRunStats]
+    on_s: float
+    on: bool
+    turns: int
 
 
 class CostSampler:
     """Samples the cost of ``programs`` (label -> BPF program fd; the fds stay the
-    caller's and must stay open until :meth:`close`). Opening it turns the kernel's
-    run-time statistics on (unless ``off`` gives a reason not to: then, as when the
-    kernel refuses, only this process's CPU is sampled and :attr:`note` says why);
-    :meth:`close` (or the process ending) turns this share off again. Not thread-safe:
-    one caller samples."""
+    caller's and must stay open until :meth:`close`). The kernel's run-time statistics
+    are on while :meth:`turn` says so (from the start with ``on``); ``off`` gives a
+    reason never to turn them on (then, as when the kernel refuses, only this process's
+    CPU is sampled and :attr:`note` says why); ``hint`` says what turns them on (for a
+    summary where they never were). :meth:`close` (or the process ending) turns this
+    share off again. Not thread-safe: one caller samples."""
 
     def __init__(
         self,
         programs: Mapping[str, int],
         *,
+        on: bool = False,
         off: str | None = None,
+        hint: str = "--cost turns them on",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._programs = dict(programs)
         self._clock = clock
+        self._hint = hint
         self._fd = -1
         self.note: str | None = off
-        if off is None:
-            try:
-                self._fd = bpf_stats.enable_stats()
-            except RingtoolError as exc:
-                self.note = f"{exc} (the trace runs without them)"
+        self._summed: dict[str, ProgRunStats] = {}  # counts over the spans they were on
+        self._base: dict[str, ProgRunStats] = {}  # the kernel's counts when turned on
+        self._on_at = 0.0
+        self._on_s = 0.0  # the seconds of the spans before the current one
+        self._turns = 0
+        self.turn(on)
+        self._turns = 0
         self._first = self._prev = self._read()
 
     @property
@@ -205,45 +248,83 @@ class CostSampler:
         """The statistics are on by this sampler."""
         return self._fd >= 0
 
-    def _read(self) -> _Reading:
+    def turn(self, on: bool) -> None:
+        """Turn the statistics on or off (a no-op when they already are; on is a no-op
+        once :attr:`note` says they cannot be)."""
+        if on == self.enabled or (on and self.note is not None):
+            return
+        if on:
+            try:
+                self._fd = bpf_stats.enable_stats()
+            except RingtoolError as exc:
+                self.note = f"{exc} (the trace runs without them)"
+                return
+            self._base, self._on_at = self._kernel(), self._clock()
+        else:
+            self._summed, self._on_s = self._counted(), self._on_s + self._clock() - self._on_at
+            close_fd(self._fd)  # bpf_stats_release: the static key's decrement
+            self._fd = -1
+        self._turns += 1
+
+    def _kernel(self) -> dict[str, ProgRunStats]:
         progs: dict[str, ProgRunStats] = {}
-        if self._fd >= 0:
-            for label, fd in self._programs.items():
-                try:
-                    progs[label] = bpf_stats.prog_run_stats(fd)
-                except RingtoolError:  # closed since (its source was disabled)
-                    continue
+        for label, fd in self._programs.items():
+            try:
+                progs[label] = bpf_stats.prog_run_stats(fd)
+            except RingtoolError:  # closed since (its source was disabled)
+                continue
+        return progs
+
+    def _counted(self) -> dict[str, ProgRunStats]:
+        """The counts over the spans on, the current one up to now included."""
+        if not self.enabled:
+            return self._summed
+        out = dict(self._summed)
+        for label, late in self._kernel().items():
+            early = self._base.get(label)
+            if early is None or early.id != late.id:
+                continue
+            had = out.get(label)
+            cnt, ns = (had.run_cnt, had.run_time_ns) if had is not None else (0, 0)
+            out[label] = ProgRunStats(late.id, late.name, ns + late.run_time_ns - early.run_time_ns,
+                                      cnt + late.run_cnt - early.run_cnt, 0)  # fmt: skip
+        return out
+
+    def _read(self) -> _Reading:
         use = resource.getrusage(resource.RUSAGE_SELF)
-        return _Reading(self._clock(), use.ru_utime, use.ru_stime, progs)
+        at = self._clock()
+        on_s = self._on_s + (at - self._on_at if self.enabled else 0.0)
+        return _Reading(at, use.ru_utime, use.ru_stime, self._counted(), on_s, self.enabled,
+                        self._turns)  # fmt: skip
 
     def sample(self) -> CostReport:
         """Read now: the figures since the last sample and since the start."""
         now = self._read()
-        report = CostReport(
-            self.enabled, self.note, _figures(self._prev, now), _figures(self._first, now)
-        )
+        prev = self._prev
+        whole = prev.on and now.on and prev.turns == now.turns
+        report = CostReport(now.on_s > 0, self.note, _figures(prev, now),
+                            _figures(self._first, now), whole, self._hint)  # fmt: skip
         self._prev = now
         return report
 
     def close(self) -> None:
         """Turn this share of the statistics off (idempotent)."""
-        if self._fd >= 0:
-            close_fd(self._fd)  # bpf_stats_release: the static key's decrement
-            self._fd = -1
+        self.turn(False)
 
 
 def _figures(a: _Reading, b: _Reading) -> CostFigures:
     seconds = b.at - a.at
+    on_s = b.on_s - a.on_s
     progs = []
-    for label, late in b.progs.items():
-        early = a.progs.get(label)
-        if early is None or early.id != late.id:
-            continue
-        progs.append(
-            ProgCost(label, late.id, late.name, late.run_cnt - early.run_cnt,
-                     late.run_time_ns - early.run_time_ns, seconds)
-        )  # fmt: skip
-    return CostFigures(seconds, progs, b.user_s - a.user_s, b.sys_s - a.sys_s)
+    if on_s > 0:
+        for label, late in b.progs.items():
+            early = a.progs.get(label)
+            if early is not None and early.id != late.id:
+                continue
+            cnt, ns = (early.run_cnt, early.run_time_ns) if early is not None else (0, 0)
+            progs.append(ProgCost(label, late.id, late.name, late.run_cnt - cnt,
+                                  late.run_time_ns - ns, on_s))  # fmt: skip
+    return CostFigures(seconds, progs, b.user_s - a.user_s, b.sys_s - a.sys_s, on_s)
 
 
 __all__ = ["CostFigures", "CostReport", "CostSampler", "ProgCost", "program_fds", "program_label"]

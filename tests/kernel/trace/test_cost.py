@@ -1,7 +1,8 @@
 """What tracing costs, on the real kernel: the cost sampler's per-program figures
-against ``bpftool prog show`` over the same interval, and the kernel's BPF run-time
-statistics back to what they were after the dashboard's ``q``, Ctrl-C and
-``kill -TERM``.
+against ``bpftool prog show`` over the same interval, the sampler turning the kernel's
+BPF run-time statistics on and off while it runs, a default trace leaving them off
+(``--cost`` on, the dashboard while its cost panel is open), and the statistics back to
+what they were after the dashboard's ``q``, Ctrl-C and ``kill -TERM``.
 
 Whether the statistics are collected is seen on a probe program of this test's own
 (a tracepoint on ``getppid``): its ``run_cnt`` grows under calls only while they are
@@ -25,7 +26,7 @@ from rich.console import Console
 from ringtool.kernel import bpf_stats
 from ringtool.programs.loader import import_bcc
 from ringtool.trace.dashboard.tui_cost import cost_panel
-from ringtool.trace.reading.cost import CostSampler
+from ringtool.trace.reading.cost import CostReport, CostSampler
 from ringtool.trace.reading.options import TraceOptions
 from ringtool.trace.units import count
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
@@ -51,7 +52,7 @@ def test_sampler_figures_agree_with_bpftool(tmp_path: Path) -> None:
     target = tmp_path / "f"
     target.write_text("x")
     with traced(TraceOptions(events=("open", "exec", "syscalls"))) as s:
-        sampler = CostSampler(s.prog_fds())
+        sampler = CostSampler(s.prog_fds(), on=True)
         try:
             assert sampler.enabled, sampler.note
             outer0 = _bpftool()
@@ -144,6 +145,11 @@ def _stats_holder(pid: int) -> int | None:
     return None
 
 
+def _not_during(pid: int, probe: _Probe, before: tuple[int | None, bool]) -> None:
+    assert not _holds_stats_fd(pid), "ringtool holds a bpf-stats fd while nobody looks"
+    assert probe.state() == before
+
+
 def _during(pid: int, probe: _Probe, before: tuple[int | None, bool]) -> None:
     assert _holds_stats_fd(pid), "ringtool holds no bpf-stats fd while tracing"
     sysctl, collecting = probe.state()
@@ -160,25 +166,73 @@ def _after(probe: _Probe, before: tuple[int | None, bool]) -> None:
 
 def test_close_turns_the_statistics_off_in_a_live_process(probe: _Probe) -> None:
     before = probe.state()
-    sampler = CostSampler({})
+    sampler = CostSampler({}, on=True)
     assert sampler.enabled and probe.collecting()
     sampler.close()
     sampler.close()  # idempotent
     assert probe.state() == before  # at once: the process still runs
 
 
+def _probe_runs(report: CostReport) -> int | None:
+    """The probe's runs in the report's last interval (None: not measured)."""
+    return next((p.run_cnt for p in report.interval.programs if p.program == "probe"), None)
+
+
+def test_sampler_turns_the_statistics_on_and_off_while_it_runs(probe: _Probe) -> None:
+    sysctl = bpf_stats.sysctl_enabled()
+    sampler = CostSampler({"probe": probe.fd})
+    try:
+        assert not sampler.enabled and not _holds_stats_fd(os.getpid())  # off by default
+        for _ in range(500):
+            os.getppid()
+        off = sampler.sample()  # an interval off throughout: not measured, no zeros
+        assert _probe_runs(off) is None and off.bpf_stats is False and not off.whole
+        assert off.interval.measured_s == 0 and off.record()["bpf_stats_s"] == 0
+        sampler.turn(True)
+        assert sampler.enabled and _holds_stats_fd(os.getpid())  # the fd is the mechanism
+        assert probe.collecting()
+        warm = sampler.sample()  # turned on during the interval: measured, not whole
+        assert not warm.whole and (_probe_runs(warm) or 0) >= 500
+        for _ in range(500):
+            os.getppid()
+        on = sampler.sample()  # on throughout: the runs grow
+        assert on.whole and (_probe_runs(on) or 0) >= 500
+        assert 0 < on.interval.measured_s == on.interval.seconds
+        sampler.turn(False)
+        assert not sampler.enabled and not _holds_stats_fd(os.getpid())
+        sampler.sample()  # the interval it was turned off in
+        for _ in range(500):
+            os.getppid()  # counted by the kernel only if someone else holds them on
+        gone = sampler.sample()
+        assert _probe_runs(gone) is None and not gone.whole  # off: not measured
+        total = gone.total  # the summary: the runs while on, over the time they were on
+        assert total.measured_s < total.seconds and gone.bpf_stats
+        assert next(p.run_cnt for p in total.programs if p.program == "probe") >= 1000
+        assert bpf_stats.sysctl_enabled() == sysctl  # the sysctl is never written
+    finally:
+        sampler.close()
+
+
 @needs_tmux
 @pytest.mark.parametrize("how", ["q", "C-c", "TERM"])
 def test_dashboard_exit_restores_the_statistics(how: str, probe: _Probe) -> None:
     before = probe.state()
-    term = Terminal(f"{RUN} trace --interval 0.5; echo EXITED rc=$?; sleep 60", 80, 24)
+    term = Terminal(f"{RUN} trace --interval 1; echo EXITED rc=$?; sleep 60", 80, 24)
     try:
         term.wait_for("per CPU", "q quit")
-        _during(term.shell_pid(), probe, before)
+        _not_during(term.shell_pid(), probe, before)  # the cost panel is closed
         term.send("c")
+        term.wait_for("cost of tracing", "warming up")  # a whole interval is not yet
         screen = term.wait_for("cost of tracing", "all BPF programs", "ringtool process",
                                "sys_enter_openat")  # fmt: skip
         assert all(len(line) <= 80 for line in screen.splitlines())
+        _during(term.shell_pid(), probe, before)
+        if how == "q":  # closing the panel turns them off, opening it on again
+            term.send("c")
+            term.wait_for("per CPU", "q quit")
+            _not_during(term.shell_pid(), probe, before)
+            term.send("c")
+            term.wait_for("cost of tracing")
         holder = _stats_holder(term.shell_pid())
         assert holder is not None
         if how == "TERM":
@@ -194,7 +248,7 @@ def test_dashboard_exit_restores_the_statistics(how: str, probe: _Probe) -> None
 
 def test_sigterm_restores_the_statistics_and_the_summary_has_the_cost(probe: _Probe) -> None:
     before = probe.state()
-    trace = Trace("--json", "--events", "open,exec,syscalls")
+    trace = Trace("--json", "--events", "open,exec,syscalls", "--cost")
     _during(trace.proc.pid, probe, before)
     trace.signal(signal.SIGTERM)
     lines, _ = trace.finish()
@@ -203,10 +257,23 @@ def test_sigterm_restores_the_statistics_and_the_summary_has_the_cost(probe: _Pr
     assert summary["type"] == "summary"
     cost = summary["cost"]
     assert cost["bpf_stats"] is True and cost["note"] is None
+    assert 0 < cost["bpf_stats_s"] <= cost["seconds"]  # on for the whole run
     assert cost["bpf_run_cnt"] == sum(p["run_cnt"] for p in cost["programs"]) > 0
     assert cost["self_user_s"] > 0 and cost["seconds"] > 0
     names = {p["program"] for p in cost["programs"]}
     assert "open syscalls:sys_enter_openat" in names and "syscalls raw_syscalls:sys_enter" in names
+
+
+def test_a_default_trace_leaves_the_statistics_off(probe: _Probe) -> None:
+    before = probe.state()
+    trace = Trace("--json", "-d", "2")
+    _not_during(trace.proc.pid, probe, before)
+    lines, _ = trace.finish()
+    summary = json.loads(lines[-1])
+    assert summary["type"] == "summary"
+    cost = summary["cost"]
+    assert cost["bpf_stats"] is False and cost["bpf_stats_s"] == 0 and cost["programs"] == []
+    assert "--cost" in cost["note"] and cost["self_user_s"] > 0
 
 
 def test_no_cost_leaves_the_statistics_alone(probe: _Probe) -> None:

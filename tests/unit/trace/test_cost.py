@@ -64,8 +64,8 @@ def test_stats_line_has_the_interval() -> None:
     assert "cost" not in stats_record(st)  # nothing sampled yet
     st.cost = CostReport(True, None, _figures(2, 1.0), _figures(3, 4.0))
     rec = stats_record(st)["cost"]
-    assert rec == {"bpf_stats": True, "seconds": 1.0, "bpf_run_cnt": 3000, "bpf_avg_ns": 250.0,
-                   "bpf_cpu_pct": 0.075, "self_cpu_pct": 40.0}  # fmt: skip
+    assert rec == {"bpf_stats": True, "bpf_stats_s": 1.0, "seconds": 1.0, "bpf_run_cnt": 3000,
+                   "bpf_avg_ns": 250.0, "bpf_cpu_pct": 0.075, "self_cpu_pct": 40.0}  # fmt: skip
 
 
 def _render(report: CostReport | None, w: int, h: int) -> list[str]:
@@ -128,7 +128,51 @@ def test_sampler_left_off_samples_this_process_only() -> None:
     second = sampler.sample()
     sampler.close()
     assert first.bpf_stats is False and first.note == "--no-cost"
+    sampler.turn(True)  # --no-cost: never on, not even when asked
+    assert not sampler.enabled
     assert first.interval.programs == [] and first.interval.seconds == 2.0
     assert second.interval.seconds == 1.0 and second.total.seconds == 3.0
     assert first.interval.user_s + first.interval.sys_s > 0
     assert "not measured: --no-cost" in second.line()
+
+
+def _tui() -> TraceTui:
+    return TraceTui(Decoder(load_layout()), console=Console(file=io.StringIO()), input_fd=-1)
+
+
+def test_the_dashboard_wants_the_statistics_only_with_its_cost_panel() -> None:
+    tui = _tui()
+    assert tui.wants_cost is False  # the main view: the statistics stay off
+    for key, wanted in (("c", True), ("c", False), ("c", True), ("esc", False)):
+        tui.view.key(key)
+        assert tui.wants_cost is wanted, key
+    tui.view.key("c")
+    tui.view.key("?")  # the help over the panel: it is still open
+    assert tui.wants_cost is True
+
+
+def test_the_panel_says_the_statistics_warm_up_rather_than_zeros() -> None:
+    f = CostFigures(1.0, [], user_s=0.1, sys_s=0.0, bpf_s=0.0)
+    for report in (CostReport(False, None, f, f, whole=False),
+                   CostReport(True, None, f, f, whole=False)):  # fmt: skip
+        text = " ".join("\n".join(_render(report, 80, 24)).split())
+        assert "warming up" in text and "ringtool process" in text
+        assert "all BPF programs" not in text  # no row of zeros
+    text = "\n".join(_render(_report(3), 80, 24))  # a whole interval: the figures
+    assert "warming up" not in text and "all BPF programs" in text
+
+
+def test_figures_cover_the_time_the_statistics_were_on() -> None:
+    progs = [ProgCost("p", 1, "p", run_cnt=100, run_time_ns=50_000_000, seconds=0.5)]
+    f = CostFigures(2.0, progs, user_s=0.0, sys_s=0.0, bpf_s=0.5)
+    assert f.measured_s == 0.5 and f.bpf_cpu_pct == pytest.approx(10.0)  # 50 ms of 0.5 s
+    report = CostReport(True, None, f, f, whole=False)
+    assert report.record()["bpf_stats_s"] == 0.5 and report.record()["seconds"] == 2.0
+    assert "while measured (0.5s of 2.0s;" in report.line()
+    off = CostFigures(2.0, [], user_s=0.0, sys_s=0.0, bpf_s=0.0)
+    rec = CostReport(False, None, off, off).record()
+    assert rec["bpf_stats"] is False and rec["bpf_stats_s"] == 0.0
+    assert rec["note"] == "the statistics were off (--cost turns them on)"
+    assert "BPF run time not measured: the statistics were off (--cost turns them on)" in (
+        CostReport(False, None, off, off).line()
+    )
