@@ -140,7 +140,7 @@ def _loop(
         # the kernel's BPF run-time statistics: on while wanted, off by the finally below
         cost = CostSampler(session.prog_fds(), on=_wants_cost(cfg, out),
                            off="--no-cost" if cfg.cost is False else None,
-                           hint="the cost panel (key c) turns them on while open"
+                           hint="key c, the cost panel, turns them on while open"
                            if cfg.mode == "tui" else "--cost turns them on")  # fmt: skip
         out.start(session.active, session.notes)
         if cfg.cost and cost.note is not None:
