@@ -9,17 +9,24 @@ from collections.abc import Callable
 
 
 def syscall_namer() -> Callable[[int], str]:
-    """A function naming syscall numbers (see the module doc)."""
-    try:
-        from bcc.syscall import syscall_name
-    except ImportError:
-        return lambda nr: f"sys_{nr}"
+    """A function naming syscall numbers (see the module doc). BCC's table is imported
+    at the first call, not here: importing BCC takes about 0.3 s, which a trace's
+    start need not wait for."""
     cache: dict[int, str] = {}
+    table: list[Callable[[int], bytes] | None] = []
 
     def name(nr: int) -> str:
         if nr not in cache:
+            if not table:
+                try:
+                    from bcc.syscall import syscall_name
+                except ImportError:
+                    table.append(None)
+                else:
+                    table.append(syscall_name)
+            lookup = table[0]
             try:
-                cache[nr] = syscall_name(nr).decode()
+                cache[nr] = f"sys_{nr}" if lookup is None else lookup(nr).decode()
             except Exception:
                 cache[nr] = f"sys_{nr}"
         return cache[nr]

@@ -2,11 +2,12 @@
 the key of a compile and the directory of entries.
 
 The key (:func:`cache_key`) is a sha256 over everything the compiled program depends
-on: every file of ``bpf/`` (name and bytes), the file compiled, the ``-D`` constants
-(a ``*_FD`` constant by its name: its fd is patched at load), the kernel's release and
-version (``uname -r``, ``uname -v``), BCC's version, ringtool's version and the entry
-format's. A changed source, flag or kernel is another key: a stale program is never
-loaded.
+on: every file of ``bpf/`` (name and bytes), the file compiled, the caller's ``-D``
+constants (a ``*_FD`` constant by its name: its fd is patched at load), what the
+program needs of the kernel and the code that turns that into ``-D`` constants, the
+kernel's release and version (``uname -r``, ``uname -v``), BCC's version, ringtool's
+version and the entry format's. A changed source, flag or kernel is another key: a
+stale program is never loaded.
 
 The directory (:class:`ProgramStore`; ``/var/cache/ringtool/programs``, or
 ``$RINGTOOL_CACHE_DIR``) is root's only: created mode 0700, opened without following
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from ringtool.bpf_files import bpf_dir
 from ringtool.errors import UnsafeDirectoryError
+from ringtool.kernel.needs import KernelNeeds
 from ringtool.kernel.pin_root import open_pin_root
 from ringtool.programs.cache_entry import FORMAT_VERSION, DamagedEntry, Entry, decode, encode
 
@@ -54,30 +56,49 @@ def bcc_version() -> str:
     return "unknown"
 
 
-def _sources() -> Iterator[bytes]:
-    root = bpf_dir()
-    for path in sorted(root.iterdir()):
-        if path.is_file():
-            yield path.name.encode() + b"\0" + path.read_bytes() + b"\0"
+#: The modules that turn a program's KernelNeeds into -D constants: the key holds
+#: their code (the constants themselves follow from it and the kernel).
+_DEFINE_MAKERS = ("kernel_features.py", "tracepoints.py", "tp_presence.py", "loader.py")
 
 
-def cache_key(filename: str, defines: Mapping[str, int | str], version: str = "") -> str:
-    """The key (hex sha256) of compiling ``bpf/<filename>`` with ``defines`` on this
-    kernel and BCC by ringtool ``version`` (see the module doc)."""
-    h = hashlib.sha256()
+def _sources(bpf: Path | None) -> Iterator[bytes]:
+    here = Path(__file__).parent
+    paths = [*sorted(p for p in (bpf or bpf_dir()).iterdir() if p.is_file()),
+             *(here / name for name in _DEFINE_MAKERS)]  # fmt: skip
+    for path in paths:
+        yield path.name.encode() + b"\0" + path.read_bytes() + b"\0"
+
+
+def kernel_id() -> str:
+    """The running kernel as the key has it: ``uname -r``, ``uname -v``, ``uname -m``."""
     u = os.uname()
-    for part in (
-        f"format {FORMAT_VERSION}",
-        f"ringtool {version}",
-        f"bcc {bcc_version()}",
-        f"kernel {u.release} {u.version} {u.machine}",
-        f"file {filename}",
-    ):
+    return f"{u.release} {u.version} {u.machine}"
+
+
+def cache_key(
+    filename: str,
+    defines: Mapping[str, int | str],
+    needs: KernelNeeds,
+    *,
+    version: str = "",
+    kernel: str | None = None,
+    bpf: Path | None = None,
+) -> str:
+    """The key (hex sha256) of compiling ``bpf/<filename>`` with the caller's
+    ``defines`` and what the program ``needs`` of the kernel (the ``-D`` constants the
+    loader derives from them depend on the kernel and the code in the key only, so
+    they are not computed here: that reads the kernel's BTF, a good part of a start),
+    on ``kernel`` (:func:`kernel_id` when None) and BCC, by ringtool ``version``, from
+    the sources in ``bpf`` (:func:`ringtool.bpf_files.bpf_dir` when None)."""
+    h = hashlib.sha256()
+    for part in (f"format {FORMAT_VERSION}", f"ringtool {version}", f"bcc {bcc_version()}",
+                 f"kernel {kernel_id() if kernel is None else kernel}", f"file {filename}",
+                 f"needs {needs!r}"):  # fmt: skip
         h.update(part.encode() + b"\n")
     for name in sorted(defines):
         value = name if name.endswith("_FD") else defines[name]
         h.update(f"-D{name}={value}\n".encode())
-    for chunk in _sources():
+    for chunk in _sources(bpf):
         h.update(chunk)
     return h.hexdigest()
 
@@ -94,13 +115,22 @@ def cache_disabled() -> bool:
 
 class ProgramStore:
     """The entries in the directory ``path`` (see the module doc), opened on first use
-    (``create``: made when missing), of ringtool ``version`` (part of every key).
+    (``create``: made when missing), of ringtool ``version`` on ``kernel`` (both part of
+    every key; None: :func:`kernel_id`).
     :class:`UnsafeDirectoryError` from any method when the directory fails its checks."""
 
-    def __init__(self, path: str | None = None, *, create: bool = True, version: str = "") -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        create: bool = True,
+        version: str = "",
+        kernel: str | None = None,
+    ) -> None:
         self.path = path or cache_dir()
         self.create = create
         self.version = version
+        self.kernel = kernel  # the key's kernel part (None: the running kernel's)
         self._fd: int | None = None
 
     def _dir(self) -> int | None:
@@ -116,9 +146,14 @@ class ProgramStore:
             self._fd = open_pin_root(self.path, create=self.create, fix=FIX, private=True)
         return self._fd
 
-    def key(self, filename: str, defines: Mapping[str, int | str]) -> str:
-        """:func:`cache_key` with this store's ringtool version."""
-        return cache_key(filename, defines, self.version)
+    def open(self) -> None:
+        """Open (and with ``create`` make) the directory now, so that a directory that
+        fails its checks is known before the first entry is looked up."""
+        self._dir()
+
+    def key(self, filename: str, defines: Mapping[str, int | str], needs: KernelNeeds) -> str:
+        """:func:`cache_key` with this store's ringtool version and kernel."""
+        return cache_key(filename, defines, needs, version=self.version, kernel=self.kernel)
 
     def load(self, key: str) -> Entry | None:
         """The entry of ``key``; None when there is none. A damaged one (not a regular

@@ -26,7 +26,7 @@ from ringtool.kernel.needs import NO_NEEDS, KernelNeeds
 from ringtool.programs.cache_entry import DamagedEntry
 from ringtool.programs.cache_store import ProgramStore
 from ringtool.programs.cached import CachedProgram, capture
-from ringtool.programs.loader import compile_program, import_bcc, program_defines
+from ringtool.programs.loader import compile_program, import_bcc
 from ringtool.programs.relocs import NotCacheable
 
 
@@ -50,9 +50,8 @@ def load_program(
     ``compile_program(..., attach=False)``."""
     if store is None:
         return compile_program(filename, defines=defines, attach=False, needs=needs)
-    full = program_defines(filename, needs) | dict(defines or {})
-    roles = _roles(full)
-    key = store.key(filename, full)
+    roles = _roles(defines or {})
+    key = store.key(filename, defines or {}, needs)
     try:
         entry = store.load(key)
     except DamagedEntry as exc:
@@ -81,10 +80,12 @@ def load_program(
     return obj
 
 
-def is_cached(filename: str, defines: Mapping[str, int | str], store: ProgramStore) -> bool:
-    """``store`` has an entry for ``bpf/<filename>`` with these full ``defines``
-    (:func:`~ringtool.programs.loader.program_defines` included); not checked."""
-    return store.has(store.key(filename, defines))
+def is_cached(
+    filename: str, defines: Mapping[str, int | str], needs: KernelNeeds, store: ProgramStore
+) -> bool:
+    """``store`` has an entry for ``bpf/<filename>`` with the caller's ``defines`` and
+    ``needs`` (as :func:`load_program` is given them); not checked."""
+    return store.has(store.key(filename, defines, needs))
 
 
 __all__ = ["is_cached", "load_program"]

@@ -44,7 +44,6 @@ from ringtool.programs.loader import attach_programs, detach_all
 from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
-from ringtool.trace.reading.cflags import filter_defines, ring_defines
 from ringtool.trace.reading.cost import program_fds
 from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.reading.hist_maps import Hists, SyscallHists
@@ -54,7 +53,7 @@ from ringtool.trace.reading.ordered import OrderedReader
 from ringtool.trace.reading.pacing import BatchPacer
 from ringtool.trace.reading.parents import seed_parents
 from ringtool.trace.reading.ring_growth import RingGrowth
-from ringtool.trace.reading.source_loading import load_sources, make_config
+from ringtool.trace.reading.source_loading import load_sources, make_config, source_defines
 
 
 class TraceSession:
@@ -123,14 +122,12 @@ class TraceSession:
         opts = self.opts
         ring_names = [n for n in opts.events if n in RING_SOURCES]
         self.config_fd = make_config(opts)
-        defines = {**filter_defines(opts), **self.layout.size_defines(),
-                   "TRACE_CONFIG_FD": self.config_fd}  # fmt: skip
         if ring_names:
             self.group = RingBufGroup(
                 cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE, ring_flags=self.ring_flags
             )
-            defines.update(ring_defines(opts, self.group.cflags()))
-            defines.update(self._extra_defines())
+        flags = None if self.group is None else self.group.cflags()
+        defines = source_defines(opts, self.layout, flags, self.config_fd, self._extra_defines())
         self.sources, self.origins = load_sources(ring_names, defines, opts, self._note,
                                                   self._step)  # fmt: skip
         if "exec" in self.sources:  # the ppid of processes forked before the trace

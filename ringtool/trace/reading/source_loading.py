@@ -1,6 +1,7 @@
-"""Loading the RINGBUF trace sources' programs: the config map they read their
-run-time values from, and each source from the program cache or compiled by BCC
-(:mod:`ringtool.programs.program_cache`; docs/trace.md, "Program cache")."""
+"""Loading the RINGBUF trace sources' programs: their ``-D`` constants, the config map
+they read their run-time values from, and each source from the program cache or
+compiled by BCC (:mod:`ringtool.programs.program_cache`; docs/trace.md, "Program
+cache"); and whether that cache is warm for the default sources (``ringtool doctor``)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,57 @@ from typing import Any
 
 import ringtool
 from ringtool.errors import RingtoolError
+from ringtool.event.layout import TraceLayout, load_layout
 from ringtool.kernel import bpf
+from ringtool.kernel.cpus import online_cpus
 from ringtool.programs.cache_store import ProgramStore, cache_disabled
-from ringtool.programs.program_cache import load_program
-from ringtool.trace.reading.cflags import CONFIG_SLOTS, config_values
-from ringtool.trace.reading.options import TraceOptions
+from ringtool.programs.program_cache import is_cached, load_program
+from ringtool.readers.ringbuf_group import assign_buffers, group_cflags
+from ringtool.trace.reading.cflags import CONFIG_SLOTS, config_values, filter_defines, ring_defines
+from ringtool.trace.reading.options import RING_SOURCES, TraceOptions
 from ringtool.trace.reading.sources import SOURCE_NAMED
+
+
+def source_defines(
+    opts: TraceOptions,
+    layout: TraceLayout,
+    group_flags: list[str] | None,
+    config_fd: int,
+    extra: Mapping[str, int | str],
+) -> dict[str, int | str]:
+    """The ``-D`` constants of the trace sources for ``opts``: which filters are on,
+    the event sizes, the config map (``config_fd``) and, for a RINGBUF group (its
+    ``group_flags``), its constants (:func:`~ringtool.trace.reading.cflags.ring_defines`)
+    and ``extra`` (a flight recorder's)."""
+    defines: dict[str, int | str] = {**filter_defines(opts), **layout.size_defines(),
+                                     "TRACE_CONFIG_FD": config_fd}  # fmt: skip
+    if group_flags is not None:
+        defines.update(ring_defines(opts, group_flags))
+        defines.update(extra)
+    return defines
+
+
+def cache_state(opts: TraceOptions) -> tuple[str, str]:
+    """Whether a trace of ``opts`` (the CLI's defaults: ``ringtool doctor``) would load
+    its RINGBUF sources from the program cache on this kernel and these CPUs:
+    ``("warm" | "cold" | "unusable", what to tell)``. Creates nothing; never raises."""
+    if cache_disabled():
+        return "unusable", "turned off (RINGTOOL_NO_CACHE is set)"
+    store = ProgramStore(create=False, version=ringtool.__version__)
+    try:
+        flags = group_cflags(assign_buffers(online_cpus(), 1), 0, 0, 0)
+        defines = source_defines(opts, load_layout(), flags, 0, {})
+        cold = [name for name in opts.events if name in RING_SOURCES
+                and not is_cached(SOURCE_NAMED[name].bpf_file, defines,
+                                  SOURCE_NAMED[name].needs, store)]  # fmt: skip
+    except (RingtoolError, OSError) as exc:
+        return "unusable", str(exc)
+    finally:
+        store.close()
+    if cold:
+        return "cold", (f"no entry for {', '.join(cold)} in {store.path}: the next "
+                        "`ringtool trace` compiles them (seconds) and keeps them")  # fmt: skip
+    return "warm", f"warm for the default sources on this kernel ({store.path})"
 
 
 def make_config(opts: TraceOptions) -> int:
@@ -56,6 +102,12 @@ def load_sources(
     sources: dict[str, Any] = {}
     origins: dict[str, str] = {}
     store = program_store(opts)
+    if store is not None:
+        try:
+            store.open()
+        except (RingtoolError, OSError) as exc:  # told once, not once a source
+            on_note(f"program cache: not used ({exc})")
+            store = None
     try:
         for name in names:
             source = SOURCE_NAMED[name]
@@ -75,4 +127,4 @@ def load_sources(
     return sources, origins
 
 
-__all__ = ["load_sources", "make_config", "program_store"]
+__all__ = ["cache_state", "load_sources", "make_config", "program_store", "source_defines"]
