@@ -111,7 +111,9 @@ def load_sources(
     try:
         for name in names:
             source = SOURCE_NAMED[name]
-            on_step(f"loading bpf/{source.bpf_file} (source {name})")
+            hit = store is not None and is_cached(source.bpf_file, defines, source.needs, store)
+            on_step(f"loading bpf/{source.bpf_file} (source {name}) from the program cache"
+                    if hit else f"compiling bpf/{source.bpf_file} (source {name})")  # fmt: skip
             try:
                 obj = load_program(source.bpf_file, defines=defines, needs=source.needs,
                                    store=store, on_note=on_note)  # fmt: skip
