@@ -34,6 +34,7 @@ class Cmd(IntEnum):
     RAW_TRACEPOINT_OPEN = 17
     BTF_LOAD = 18
     BTF_GET_FD_BY_ID = 19
+    MAP_LOOKUP_BATCH = 24
     ENABLE_STATS = 32
 
 

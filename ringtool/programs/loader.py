@@ -18,6 +18,7 @@ from ringtool.kernel import perf_event
 from ringtool.kernel.needs import NO_NEEDS, KernelNeeds
 from ringtool.programs.cached import CachedProgram
 from ringtool.programs.kernel_features import feature_defines
+from ringtool.programs.loaded import LoadedProgram
 from ringtool.programs.tp_presence import presence_defines
 from ringtool.programs.tracepoints import layout_choices, layout_defines
 
@@ -121,7 +122,7 @@ def _deferred_class() -> Any:
     return DeferredBPF
 
 
-def attach_programs(obj: Any) -> None:
+def attach_programs(obj: LoadedProgram) -> None:
     """Attach the programs of an ``attach=False`` :func:`compile_program` object the
     way BCC would have (its autoload: ``tracepoint__cat__event`` to ``cat:event``, ...);
     a BpfCompileError when the kernel refuses one. A program from the program cache
@@ -132,10 +133,11 @@ def attach_programs(obj: Any) -> None:
         except (RingtoolError, OSError) as exc:
             raise BpfCompileError(f"could not attach the programs: {exc}") from exc
         return
-    if not getattr(obj, "attach_now", True):
-        obj.attach_now = True
+    bcc_obj: Any = obj  # a DeferredBPF of compile_program(attach=False)
+    if not getattr(bcc_obj, "attach_now", True):
+        bcc_obj.attach_now = True
         try:
-            obj._trace_autoload()
+            bcc_obj._trace_autoload()
         except Exception as exc:  # BCC raises bare Exception
             raise BpfCompileError(f"could not attach the programs: {exc}") from exc
 
@@ -149,7 +151,7 @@ def load_function(obj: Any, name: str, prog_type: str) -> Any:
         raise BpfCompileError(f"the kernel refused program {name} ({prog_type}): {exc}") from exc
 
 
-def detach_points(objs: Sequence[Any]) -> None:
+def detach_points(objs: Sequence[LoadedProgram]) -> None:
     """Detach the programs of BCC objects from what they are attached to (raw
     tracepoints first, then tracepoints, concurrently) and keep the rest: the programs
     stay loaded, their fds and maps open, until :func:`detach_all`.
@@ -193,7 +195,7 @@ def detach_points(objs: Sequence[Any]) -> None:
         raise RingtoolError(f"could not detach tracepoints {', '.join(failed)}")
 
 
-def detach_all(objs: Sequence[Any]) -> None:
+def detach_all(objs: Sequence[LoadedProgram]) -> None:
     """Detach and free loaded programs (BCC objects, cached programs):
     :func:`detach_points` (the tracepoints closed concurrently), then ``cleanup()`` of
     each, which finds no tracepoint left and frees the rest. Best effort: an object

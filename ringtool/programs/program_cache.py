@@ -19,13 +19,13 @@ Notes go to ``on_note`` (one line each, ``program cache: ...``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from ringtool.errors import RingtoolError
 from ringtool.kernel.needs import NO_NEEDS, KernelNeeds
 from ringtool.programs.cache_entry import DamagedEntry
 from ringtool.programs.cache_store import ProgramStore
 from ringtool.programs.cached import CachedProgram, capture
+from ringtool.programs.loaded import LoadedProgram
 from ringtool.programs.loader import compile_program, import_bcc
 from ringtool.programs.relocs import NotCacheable
 
@@ -42,14 +42,17 @@ def load_program(
     needs: KernelNeeds = NO_NEEDS,
     store: ProgramStore | None,
     on_note: Callable[[str], None] = lambda _text: None,
-) -> Any:
+) -> LoadedProgram:
     """``bpf/<filename>`` loaded, nothing attached (attach with
     :func:`ringtool.programs.loader.attach_programs`): from ``store`` when it has the
     entry (the object's ``from_cache`` is True), else compiled by BCC (a
     BpfCompileError when that fails) and stored. ``store`` None: compile, as
     ``compile_program(..., attach=False)``."""
     if store is None:
-        return compile_program(filename, defines=defines, attach=False, needs=needs)
+        compiled: LoadedProgram = compile_program(
+            filename, defines=defines, attach=False, needs=needs
+        )
+        return compiled
     roles = _roles(defines or {})
     key = store.key(filename, defines or {}, needs)
     try:
@@ -60,7 +63,7 @@ def load_program(
         entry = None
     except (RingtoolError, OSError) as exc:
         on_note(f"program cache: not used ({exc})")
-        return compile_program(filename, defines=defines, attach=False, needs=needs)
+        return load_program(filename, defines=defines, needs=needs, store=None)
     if entry is not None:
         try:
             return CachedProgram(entry, roles)
@@ -70,7 +73,7 @@ def load_program(
                 "compiling again"
             )
             store.remove(key)
-    obj = compile_program(filename, defines=defines, attach=False, needs=needs)
+    obj: LoadedProgram = compile_program(filename, defines=defines, attach=False, needs=needs)
     try:
         store.store(key, capture(obj, import_bcc().lib, filename, roles))
     except NotCacheable as exc:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ringtool.errors import ArgumentError
 from ringtool.kernel import bpf
-from ringtool.kernel.bpf_load import map_next_key
+from ringtool.kernel.bpf_load import map_lookup_batch, map_next_key
 
 _ARRAYS = (2, 6)  # BPF_MAP_TYPE_ARRAY, PERCPU_ARRAY: keys can't be deleted
 _SCALAR = (1, 2, 4, 8)
@@ -96,6 +96,12 @@ class MapTable(MutableMapping[Any, Any]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self._keys())
+
+    def items_lookup_batch(self) -> list[tuple[Any, Any]]:
+        """Every item in a few BPF_MAP_LOOKUP_BATCH calls (as BCC's method of that
+        name); a BpfSyscallError where the kernel or map type has none."""
+        pairs = map_lookup_batch(self.map_fd, self.key_size, self.value_size)
+        return [(self._value(k), self._value(v)) for k, v in pairs]
 
     def clear(self) -> None:
         """Empty the map (an array: every value zeroed)."""

@@ -20,6 +20,7 @@ import numpy as np
 
 from ringtool.kernel import bpf
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
+from ringtool.programs.loaded import LoadedProgram
 from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS
 
 Hists = dict[int, dict[int, int]]
@@ -88,7 +89,7 @@ class SyscallHists:
     syscall, and per process for the drill-down. ``note`` is told once when the hash
     filled up. Valid until :meth:`close`."""
 
-    def __init__(self, obj: Any, note: Callable[[str], None]) -> None:
+    def __init__(self, obj: LoadedProgram, note: Callable[[str], None]) -> None:
         self.obj = obj
         self.note = note
         self.drill_pid: int | None = None  # see set_drill

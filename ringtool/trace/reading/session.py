@@ -40,6 +40,7 @@ from ringtool.errors import KernelFeatureError, RingtoolError
 from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
+from ringtool.programs.loaded import LoadedProgram
 from ringtool.programs.loader import attach_programs, detach_all
 from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
@@ -79,7 +80,7 @@ class TraceSession:
         self.layout = layout
         self.notes: list[str] = []
         self.on_note = on_note
-        self.sources: dict[str, Any] = {}  # name -> BCC object or CachedProgram
+        self.sources: dict[str, LoadedProgram] = {}  # BCC's or the program cache's
         self.origins: dict[str, str] = {}  # name -> "cache" or "compiled" (by BCC)
         self.config_fd = -1  # the config map (bpf/trace_event.h TRACE_CONFIG_FD)
         self.group: RingBufGroup | None = None

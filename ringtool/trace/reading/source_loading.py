@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import ringtool
 from ringtool.errors import RingtoolError
@@ -15,6 +14,7 @@ from ringtool.event.layout import TraceLayout, load_layout
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import online_cpus
 from ringtool.programs.cache_store import ProgramStore, cache_disabled
+from ringtool.programs.loaded import LoadedProgram
 from ringtool.programs.program_cache import is_cached, load_program
 from ringtool.readers.ringbuf_group import assign_buffers, group_cflags
 from ringtool.trace.reading.cflags import CONFIG_SLOTS, config_values, filter_defines, ring_defines
@@ -93,13 +93,13 @@ def load_sources(
     opts: TraceOptions,
     on_note: Callable[[str], None],
     on_step: Callable[[str], None],
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> tuple[dict[str, LoadedProgram], dict[str, str]]:
     """Each source of ``names`` loaded with ``defines`` (nothing attached), from the
     program cache unless ``opts`` or the environment turn it off
     (:func:`program_store`): ``(name -> its program object, name -> "cache" or
     "compiled")``. A source that fails is left out with a note ``source NAME disabled:
     ...``; the cache's own notes go to ``on_note`` too."""
-    sources: dict[str, Any] = {}
+    sources: dict[str, LoadedProgram] = {}
     origins: dict[str, str] = {}
     store = program_store(opts)
     if store is not None:
