@@ -40,6 +40,7 @@ ENV_DIR = "RINGTOOL_CACHE_DIR"
 ENV_OFF = "RINGTOOL_NO_CACHE"
 FIX = "and let ringtool create it again (mode 0700), or set RINGTOOL_CACHE_DIR"
 _SUFFIX = ".prog"
+_OBJECT = ".o"
 
 
 def bcc_version() -> str:
@@ -159,11 +160,15 @@ class ProgramStore:
         """The entry of ``key``; None when there is none. A damaged one (not a regular
         file of root's or ours, or :func:`~ringtool.programs.cache_entry.decode`
         refuses it) is :class:`DamagedEntry` (the caller :meth:`remove` s it)."""
+        data = self._read(key, _SUFFIX)
+        return None if data is None else decode(data)
+
+    def _read(self, key: str, suffix: str) -> bytes | None:
         fd = self._dir()
         if fd is None:
             return None
         try:
-            f = os.open(key + _SUFFIX, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            f = os.open(key + suffix, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -173,27 +178,25 @@ class ProgramStore:
             if not stat.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()):
                 raise DamagedEntry(f"entry {key[:12]} is not a file of root's")
             with os.fdopen(f, "rb", closefd=False) as stream:
-                data = stream.read()
+                return stream.read()
         finally:
             os.close(f)
-        return decode(data)
 
     def store(self, key: str, entry: Entry) -> None:
         """Write ``entry`` as ``key``'s (a temporary file renamed into place)."""
+        self._write(key, _SUFFIX, encode(entry))
+
+    def _write(self, key: str, suffix: str, data: bytes) -> None:
         fd = self._dir()
         if fd is None:
             return
-        tmp = f".{key}.{os.getpid()}.tmp"
-        f = os.open(
-            tmp,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=fd,
-        )
+        tmp = f".{key}{suffix}.{os.getpid()}.tmp"
+        f = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o600, dir_fd=fd)  # fmt: skip
         try:
             with os.fdopen(f, "wb") as stream:
-                stream.write(encode(entry))
-            os.rename(tmp, key + _SUFFIX, src_dir_fd=fd, dst_dir_fd=fd)
+                stream.write(data)
+            os.rename(tmp, key + suffix, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException:
             try:
                 os.unlink(tmp, dir_fd=fd)
@@ -201,14 +204,29 @@ class ProgramStore:
                 pass
             raise
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: str, suffix: str = _SUFFIX) -> None:
         """Delete ``key``'s entry (gone already: nothing)."""
         fd = self._dir()
         if fd is not None:
             try:
-                os.unlink(key + _SUFFIX, dir_fd=fd)
+                os.unlink(key + suffix, dir_fd=fd)
             except FileNotFoundError:
                 pass
+
+    def load_object(self, key: str) -> bytes | None:
+        """The object file (clang's output) kept as ``key``'s; None when there is none.
+        One whose checksum does not match is a :class:`DamagedEntry`."""
+        raw = self._read(key, _OBJECT)
+        if raw is None:
+            return None
+        digest, sep, data = raw.partition(b"\n")
+        if not sep or hashlib.sha256(data).hexdigest().encode() != digest:
+            raise DamagedEntry(f"object {key[:12]}: its checksum does not match")
+        return data
+
+    def store_object(self, key: str, data: bytes) -> None:
+        """Keep the object file ``data`` as ``key``'s (with its checksum)."""
+        self._write(key, _OBJECT, hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
 
     def has(self, key: str) -> bool:
         """An entry of ``key`` is there (not checked: :meth:`load` checks)."""

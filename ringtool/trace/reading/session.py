@@ -45,6 +45,7 @@ from ringtool.programs.loader import attach_programs, detach_all
 from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
+from ringtool.trace.reading import source_loading as loading
 from ringtool.trace.reading.cost import program_fds
 from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.reading.hist_maps import Hists, SyscallHists
@@ -54,7 +55,6 @@ from ringtool.trace.reading.ordered import OrderedReader
 from ringtool.trace.reading.pacing import BatchPacer
 from ringtool.trace.reading.parents import seed_parents
 from ringtool.trace.reading.ring_growth import RingGrowth
-from ringtool.trace.reading.source_loading import load_sources, make_config, source_defines
 
 
 class TraceSession:
@@ -122,15 +122,17 @@ class TraceSession:
     def _setup(self) -> None:
         opts = self.opts
         ring_names = [n for n in opts.events if n in RING_SOURCES]
-        self.config_fd = make_config(opts)
+        self.config_fd = loading.make_config(opts)
         if ring_names:
             self.group = RingBufGroup(
                 cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE, ring_flags=self.ring_flags
             )
         flags = None if self.group is None else self.group.cflags()
-        defines = source_defines(opts, self.layout, flags, self.config_fd, self._extra_defines())
-        self.sources, self.origins = load_sources(ring_names, defines, opts, self._note,
-                                                  self._step)  # fmt: skip
+        defines = loading.source_defines(
+            opts, self.layout, flags, self.config_fd, self._extra_defines()
+        )
+        self.sources, self.origins = loading.load_sources(ring_names, defines, opts, self._note,
+                                                          self._step)  # fmt: skip
         if "exec" in self.sources:  # the ppid of processes forked before the trace
             seed_parents(self.sources["exec"][b"parent_of"])
         if self.group is not None and self.sources:
@@ -152,7 +154,7 @@ class TraceSession:
         except KernelFeatureError:
             return
         try:
-            self.marks = MarkSource(self.group, self.layout)
+            self.marks = MarkSource(self.group, self.layout, store=loading.program_store(self.opts))
         except (RingtoolError, OSError) as exc:
             self._note(f"markers disabled (ringtool mark): {_first_line(exc)}")
 

@@ -19,13 +19,14 @@ from typing import Any
 
 import pytest
 
-from ringtool.errors import UnsafeDirectoryError
+from ringtool.errors import KernelFeatureError, UnsafeDirectoryError
 from ringtool.event.columns import cstr
 from ringtool.event.layout import load_layout
-from ringtool.programs.cache_entry import MAGIC
+from ringtool.programs.cache_entry import MAGIC, DamagedEntry
 from ringtool.programs.cache_store import ProgramStore
 from ringtool.programs.loader import attach_programs, detach_all
 from ringtool.programs.program_cache import load_program
+from ringtool.trace.reading.marks import check_user_ringbuf
 from ringtool.trace.reading.session import TraceOptions, TraceSession
 from tests.helpers.paths import RINGTOOL
 from tests.helpers.trace import Worker, drain, hot_file, unique_comm
@@ -246,3 +247,29 @@ def test_doctor_says_whether_the_cache_is_warm(tmp_path: Path) -> None:
     (tmp_path / "programs").chmod(0o755)
     assert "unusable: refusing" in doctor_line(env)
     assert "unusable: turned off" in doctor_line({**env, "RINGTOOL_NO_CACHE": "1"})
+
+
+def test_the_marker_drains_object_is_kept_and_a_damaged_one_rebuilt(cache_dir: Path) -> None:
+    """clang's object of bpf/trace_mark.bpf.c (``ringtool mark``'s drain) is kept
+    beside the entries; a damaged one is compiled again and markers still work."""
+    try:
+        check_user_ringbuf()
+    except KernelFeatureError as exc:
+        pytest.skip(str(exc))
+
+    def marks_ready() -> bool:
+        s = TraceSession(TraceOptions(events=("open",)), load_layout())
+        try:
+            return s.marks is not None and not s.notes
+        finally:
+            s.close()
+
+    assert marks_ready()
+    (obj,) = cache_dir.glob("*.o")
+    corrupt(obj)
+    with pytest.raises(DamagedEntry):
+        ProgramStore(str(cache_dir)).load_object(obj.stem)
+    assert marks_ready()  # compiled again
+    data = ProgramStore(str(cache_dir)).load_object(obj.stem)  # and kept again
+    assert data is not None and data.startswith(b"\x7fELF")
+    assert marks_ready()  # from the kept object
