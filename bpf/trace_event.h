@@ -12,14 +12,14 @@
  * open, slow syscalls, tcp, disk) or, for net, to a PERF_EVENT_ARRAY with the packet bytes
  * appended by the kernel (BPF_F_CTXLEN_MASK).
  *
- * Filters arrive as -D constants (ringtool/trace/reading/filters.py builds them):
- * TRACE_SELF_PID (ringtool itself, never traced), TRACE_FILTER_PID (-p),
- * TRACE_FILTER_TID (-t), TRACE_FILTER_UID (-u: the real uid),
- * TRACE_FILTER_CGROUP_ID/_LEVEL (--cgroup: the cgroup v2 id of the directory and its
- * depth below the root; a task matches when its cgroup is that one or below it),
- * TRACE_FILTER_COMM_LO/HI (-c: the 16-byte comm as two little-endian u64 words),
- * TRACE_FILTER_FAILED (-x: open and exec report failed calls only; see trace_open.c
- * and trace_exec.c).
+ * Which filters are on arrives as -D constants (ringtool/trace/reading/filters.py):
+ * TRACE_FILTER_PID (-p), TRACE_FILTER_TID (-t), TRACE_FILTER_UID (-u: the real uid),
+ * TRACE_FILTER_CGROUP (--cgroup: a task matches when its cgroup is the directory's or
+ * below it), TRACE_FILTER_COMM (-c), TRACE_FILTER_FAILED (-x: open and exec report
+ * failed calls only; see trace_open.c and trace_exec.c); a filter not given compiles
+ * out. Their values, and ringtool's own pid (never traced), are read at run time from
+ * the config map (trace_cfg below), so a compiled program does not depend on them
+ * (the program cache, docs/trace.md).
  */
 #ifndef RINGTOOL_TRACE_EVENT_H
 #define RINGTOOL_TRACE_EVENT_H
@@ -166,8 +166,36 @@ _Static_assert(sizeof(struct trace_net) == TRACE_NET_SIZE,
                "struct trace_net differs from ringtool/event/layout.py");
 #endif
 
-#ifndef TRACE_SELF_PID
-#define TRACE_SELF_PID 0
+/* The run-time values: u64 slots of the one element (key 0) of the ARRAY whose fd is
+ * -DTRACE_CONFIG_FD (ringtool/trace/reading/cflags.py config_values writes it before
+ * the programs attach). The verifier inlines an array lookup: a few instructions. */
+#define TRACE_CFG_SELF_PID 0     /* ringtool's tgid, never traced (0: none) */
+#define TRACE_CFG_PID 1          /* -p: the tgid */
+#define TRACE_CFG_TID 2          /* -t */
+#define TRACE_CFG_UID 3          /* -u: the real uid */
+#define TRACE_CFG_CGROUP_ID 4    /* --cgroup: the cgroup v2 id of the directory */
+#define TRACE_CFG_CGROUP_LEVEL 5 /* --cgroup: its depth below the root */
+#define TRACE_CFG_COMM_LO 6      /* -c: the 16-byte comm as two little-endian u64s */
+#define TRACE_CFG_COMM_HI 7
+#define TRACE_CFG_SLOW_NS 8      /* syscalls: the slow-call threshold */
+#define TRACE_CFG_SLOTS 9
+
+#ifdef TRACE_CONFIG_FD
+/* Slot `i` of the config map (0 if the lookup failed, which an ARRAY's key 0 never
+ * does). */
+static __always_inline u64 trace_cfg(u32 i)
+{
+    u32 zero = 0;
+    u64 *cfg = bpf_map_lookup_elem((void *)bpf_pseudo_fd(1, TRACE_CONFIG_FD), &zero);
+    return cfg ? cfg[i] : 0;
+}
+#else
+#if defined(TRACE_FILTER_PID) || defined(TRACE_FILTER_TID) || defined(TRACE_FILTER_UID) || \
+    defined(TRACE_FILTER_CGROUP) || defined(TRACE_FILTER_COMM)
+#error "trace_event.h: a filter's value is read from the config map: define TRACE_CONFIG_FD"
+#endif
+/* No config map (a benchmark's program): ringtool's pid is not skipped. */
+#define trace_cfg(i) 0ULL
 #endif
 
 /* Loads at byte offset `off` of a kernel object reached through the task's BTF pointer
@@ -260,7 +288,7 @@ static __always_inline u64 trace_task_cgroup(const void *task)
  * caller has read already (`id`: one helper call less), every field: a reserved
  * record is not zeroed. `accepted`: the filters accepted the task in this same call
  * (at its syscall's entry), so under -c its comm is the filter's and is stored from
- * the -D constants instead of read again (a comm read is one of the costlier steps
+ * the config map instead of read again (a comm read is one of the costlier steps
  * of an event). A constant at every call site: the branch compiles away. `task`: the
  * current task's TRACE_CURRENT_TASK(), whose comm is read otherwise. */
 static __always_inline void trace_fill_hdr_task(struct trace_hdr *h, u32 type, u64 id,
@@ -272,10 +300,10 @@ static __always_inline void trace_fill_hdr_task(struct trace_hdr *h, u32 type, u
     h->pid = id >> 32;
     h->tid = (u32)id;
     u64 *words = (u64 *)h->comm;
-#ifdef TRACE_FILTER_COMM_LO
+#ifdef TRACE_FILTER_COMM
     if (accepted) {
-        words[0] = TRACE_FILTER_COMM_LO;
-        words[1] = TRACE_FILTER_COMM_HI;
+        words[0] = trace_cfg(TRACE_CFG_COMM_LO);
+        words[1] = trace_cfg(TRACE_CFG_COMM_HI);
     } else
 #endif
         trace_task_comm_of(task, words);
@@ -330,10 +358,11 @@ static __always_inline void trace_fill_ids(struct trace_event *e)
 /* 1 when ringtool itself or the -p filter excludes tgid `pid` (cheap: no comm). */
 static __always_inline int trace_skip_pid(u32 pid)
 {
-    if (TRACE_SELF_PID && pid == TRACE_SELF_PID)
+    u64 self = trace_cfg(TRACE_CFG_SELF_PID);
+    if (self && pid == self)
         return 1;
 #ifdef TRACE_FILTER_PID
-    if (pid != TRACE_FILTER_PID)
+    if (pid != trace_cfg(TRACE_CFG_PID))
         return 1;
 #endif
     return 0;
@@ -344,32 +373,32 @@ static __always_inline int trace_skip_pid(u32 pid)
 static __always_inline int trace_skip_task(void)
 {
 #ifdef TRACE_FILTER_TID
-    if ((u32)bpf_get_current_pid_tgid() != TRACE_FILTER_TID)
+    if ((u32)bpf_get_current_pid_tgid() != trace_cfg(TRACE_CFG_TID))
         return 1;
 #endif
 #ifdef TRACE_FILTER_UID
-    if ((u32)bpf_get_current_uid_gid() != TRACE_FILTER_UID)
+    if ((u32)bpf_get_current_uid_gid() != trace_cfg(TRACE_CFG_UID))
         return 1;
 #endif
-#ifdef TRACE_FILTER_CGROUP_ID
+#ifdef TRACE_FILTER_CGROUP
     /* the task's cgroup, or its ancestor at the filter's depth: the cgroup itself
      * and everything below it match (a container's nested cgroups too) */
-    if (bpf_get_current_ancestor_cgroup_id(TRACE_FILTER_CGROUP_LEVEL) !=
-        TRACE_FILTER_CGROUP_ID)
+    if (bpf_get_current_ancestor_cgroup_id((int)trace_cfg(TRACE_CFG_CGROUP_LEVEL)) !=
+        trace_cfg(TRACE_CFG_CGROUP_ID))
         return 1;
 #endif
     return 0;
 }
 
 /* 1 when the -c filter excludes the comm of `task` (TRACE_CURRENT_TASK()). The comm
- * is read as two NUL-padded u64 words (trace_task_comm_of), compared with the -D
- * constants; without -c this is a constant 0 and reads nothing. */
+ * is read as two NUL-padded u64 words (trace_task_comm_of), compared with the config
+ * map's; without -c this is a constant 0 and reads nothing. */
 static __always_inline int trace_skip_comm_of(const void *task)
 {
-#ifdef TRACE_FILTER_COMM_LO
+#ifdef TRACE_FILTER_COMM
     u64 words[2];
     trace_task_comm_of(task, words);
-    if (words[0] != TRACE_FILTER_COMM_LO || words[1] != TRACE_FILTER_COMM_HI)
+    if (words[0] != trace_cfg(TRACE_CFG_COMM_LO) || words[1] != trace_cfg(TRACE_CFG_COMM_HI))
         return 1;
 #endif
     return 0;

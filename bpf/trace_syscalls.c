@@ -48,7 +48,10 @@
 #error "trace_syscalls.c: compile with ringtool's kernel feature cflags (programs/kernel_features.py)"
 #endif
 
-#ifndef TRACE_SLOW_NS
+/* The slow-call threshold: the config map's (trace_event.h), else 100 ms. */
+#ifdef TRACE_CONFIG_FD
+#define TRACE_SLOW_NS trace_cfg(TRACE_CFG_SLOW_NS)
+#elif !defined(TRACE_SLOW_NS)
 #define TRACE_SLOW_NS 100000000ULL
 #endif
 

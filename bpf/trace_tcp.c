@@ -68,7 +68,7 @@
 #define TCP_AF_INET6 10
 
 #if defined(TRACE_FILTER_PID) || defined(TRACE_FILTER_TID) || defined(TRACE_FILTER_UID) || \
-    defined(TRACE_FILTER_CGROUP_ID) || defined(TRACE_FILTER_COMM_LO)
+    defined(TRACE_FILTER_CGROUP) || defined(TRACE_FILTER_COMM)
 #define TCP_ANY_FILTER 1
 #else
 #define TCP_ANY_FILTER 0

@@ -49,6 +49,22 @@ HOST_ONLY = (
 )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _program_cache_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The tests' program cache (docs/trace.md, "Program cache") is one of this run's
+    own, never root's /var/cache/ringtool: the first trace of each source and flags
+    compiles, later ones (in-process and the CLI's subprocesses) load from it. A run
+    given RINGTOOL_CACHE_DIR keeps it."""
+    if os.environ.get("RINGTOOL_CACHE_DIR"):
+        yield
+        return
+    os.environ["RINGTOOL_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache") / "programs")
+    try:
+        yield
+    finally:
+        os.environ.pop("RINGTOOL_CACHE_DIR", None)
+
+
 @pytest.fixture(autouse=True)
 def _kernel_tests_first_on_the_cpus(request: pytest.FixtureRequest) -> None:
     """Under pytest-xdist, a worker running a test that loads no BPF program runs at

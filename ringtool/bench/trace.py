@@ -30,7 +30,8 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   64 iterations);
 * ``trace-startup``: seconds from starting ``ringtool trace --json`` to its first
   event line on stdout, the producer already running (``ready_s``: to the sources
-  being attached);
+  being attached); ``cache`` ``off``: compiled by BCC (``--no-cache``), ``warm``:
+  loaded from the program cache (docs/trace.md, "Program cache");
 * ``trace-source-cost``, per RINGBUF source: its programs' runs, average ns, CPU share
   and BPF ns per event, every source traced at once under a mixed load
   (:mod:`ringtool.bench.trace_sources`).
@@ -194,10 +195,14 @@ def idle(binary: Path, seconds: float) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def startup(binary: Path) -> dict[str, Any]:
+def startup(binary: Path, cache: str) -> dict[str, Any]:
+    """One start (``cache``: ``"off"``: ``--no-cache``, BCC compiles; ``"warm"``: the
+    programs come from the program cache, filled by a start before this one)."""
+    args = ["--events", "open", "-c", binary.name, "--json"]
+    if cache == "off":
+        args.append("--no-cache")
     loop = Loop(binary, "open", PRODUCER_CPU, 600.0)
-    child = TraceChild(["--events", "open", "-c", binary.name, "--json"], TRACE_CPU,
-                       stdout=subprocess.PIPE)  # fmt: skip
+    child = TraceChild(args, TRACE_CPU, stdout=subprocess.PIPE)
     try:
         assert child.proc.stdout is not None
         ready_s = child.wait_ready()
@@ -212,7 +217,8 @@ def startup(binary: Path) -> dict[str, Any]:
         child.kill()
         loop.proc.kill()
         loop.proc.wait()
-    return {"bench": "trace-startup", "seconds": round(first, 3) if first else None,
+    seconds = round(first, 3) if first else None
+    return {"bench": "trace-startup", "cache": cache, "seconds": seconds,
             "ready_s": round(ready_s, 3)}  # fmt: skip
 
 
@@ -248,7 +254,8 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
         rows.append(overhead(binary, secs))
         rows.append(cpuwait_cost(tmp, secs))
         rows.append(idle(binary, secs))
-        rows.append(startup(binary))
+        startup(binary, "fill")  # a start that may compile: the next one loads
+        rows += [startup(binary, "off"), startup(binary, "warm")]
         rows.extend(source_cost(binary, secs, tmp, producer_cpu=PRODUCER_CPU,
                                 trace_cpu=TRACE_CPU))  # fmt: skip
     return rows

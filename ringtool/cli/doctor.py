@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ringtool.diagnostics import run_checks
+from ringtool.diagnostics import Check, run_checks
 
 
 def register(subs: Any) -> None:
@@ -22,8 +22,23 @@ def register(subs: Any) -> None:
     p.set_defaults(func=run)
 
 
+def program_cache_check() -> Check:
+    """``program cache``: warm / cold / unusable for ``ringtool trace``'s default
+    sources and options (advisory: a cold cache only makes the next start slower)."""
+    from ringtool.cli.trace import buffer_pages
+    from ringtool.trace.reading.options import TraceOptions
+    from ringtool.trace.reading.source_loading import cache_state
+
+    defaults = argparse.Namespace(buffer_pages=None, max_buffer_mb=None)  # as `ringtool trace`
+    state, detail = cache_state(TraceOptions(buffer_pages=buffer_pages(defaults)))
+    fix = {"cold": "run `sudo ringtool trace -d 1` once to fill it",
+           "unusable": "see why; meanwhile each `ringtool trace` compiles"}  # fmt: skip
+    text = detail if state == "warm" else f"{state}: {detail}"
+    return Check("program cache", state == "warm", text, fix.get(state, ""), required=False)
+
+
 def run(args: argparse.Namespace) -> int:
-    checks = run_checks()
+    checks = [*run_checks(), program_cache_check()]
     utf8 = (sys.stdout.encoding or "").lower().replace("-", "") == "utf8"
     yes, no = ("✓", "✗") if utf8 else ("ok", "XX")
     width = max(len(c.name) for c in checks)

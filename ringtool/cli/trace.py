@@ -215,6 +215,11 @@ def register(subs: Any) -> None:
         "while tracing",
     )  # fmt: skip
     p.add_argument(
+        "--no-cache", action="store_true",
+        help="compile every source with BCC, not from the program cache "
+        "(/var/cache/ringtool/programs; also RINGTOOL_NO_CACHE=1; docs/trace.md)",
+    )  # fmt: skip
+    p.add_argument(
         "--kmes", type=vp.socket_path, metavar="SOCKET",
         help="also publish events via a KMES bridge",
     )  # fmt: skip
@@ -345,6 +350,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         uid=args.uid, cgroup=args.cgroup, failed_only=args.failed,
         max_buffer_bytes=None if args.flight_recorder is not None else max_buffer_bytes(args),
         flight_bytes=args.flight_recorder, per_process=mode == "tui",
+        program_cache=not args.no_cache,
     )  # fmt: skip
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,

@@ -20,6 +20,7 @@ it).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import re
@@ -70,12 +71,23 @@ def parse_header(text: str) -> dict[int, str]:
 
 
 def _bcc_names() -> dict[int, str]:
-    """BCC's table for this machine (empty without BCC)."""
-    try:
-        from bcc.syscall import syscalls
-    except ImportError:
-        return {}
-    return {int(nr): bytes(name).decode() for nr, name in syscalls.items()}
+    """BCC's table for this machine (empty without BCC). Its module ``bcc.syscall`` is a
+    table of its own (it imports nothing of BCC), so it is run from its file: importing
+    it as ``bcc.syscall`` would import the ``bcc`` package and load libbcc first (about
+    0.3 s of a warm start)."""
+    spec = importlib.util.find_spec("bcc")  # finds the package without importing it
+    for where in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(where, "syscall.py")
+        table = importlib.util.spec_from_file_location("ringtool_bcc_syscall", path)
+        if table is None or table.loader is None or not path.is_file():
+            continue
+        module = importlib.util.module_from_spec(table)
+        try:
+            table.loader.exec_module(module)
+            return {int(nr): bytes(name).decode() for nr, name in module.syscalls.items()}
+        except Exception:  # a BCC without ausyscall raises a bare Exception
+            return {}
+    return {}
 
 
 def syscall_table(paths: tuple[Path, ...] | None = None, bcc: bool = True) -> Mapping[int, str]:
@@ -98,11 +110,18 @@ def syscall_table(paths: tuple[Path, ...] | None = None, bcc: bool = True) -> Ma
 
 def syscall_namer() -> Callable[[int], str]:
     """A function naming syscall numbers (see the module doc): ``sys_<nr>`` for a number
-    no table names."""
-    table = syscall_table()
+    no table names. The headers are read now; BCC's table at the first number they do
+    not name."""
+    table = syscall_table(bcc=False)
+    bcc: list[Mapping[int, str]] = []
 
     def name(nr: int) -> str:
-        return table.get(nr) or f"sys_{nr}"
+        found = table.get(nr)
+        if found is None:
+            if not bcc:
+                bcc.append(_bcc_names())
+            found = bcc[0].get(nr)
+        return found or f"sys_{nr}"
 
     return name
 

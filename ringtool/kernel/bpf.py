@@ -25,10 +25,15 @@ class Cmd(IntEnum):
     MAP_LOOKUP_ELEM = 1
     MAP_UPDATE_ELEM = 2
     MAP_DELETE_ELEM = 3
+    MAP_GET_NEXT_KEY = 4
+    PROG_LOAD = 5
     OBJ_PIN = 6
     OBJ_GET = 7
     PROG_TEST_RUN = 10
     OBJ_GET_INFO_BY_FD = 15
+    RAW_TRACEPOINT_OPEN = 17
+    BTF_LOAD = 18
+    BTF_GET_FD_BY_ID = 19
     MAP_LOOKUP_BATCH = 24
     ENABLE_STATS = 32
 
@@ -52,7 +57,9 @@ BPF_ANY = 0
 BPF_F_TEST_RUN_ON_CPU = 1 << 0
 
 
-def _bpf(cmd: Cmd, attr: ctypes.Array[ctypes.c_char], *, what: str = "") -> int:
+def bpf_call(cmd: Cmd, attr: ctypes.Array[ctypes.c_char], *, what: str = "") -> int:
+    """bpf(cmd, attr): the result (an fd for the commands that make one); a
+    BpfSyscallError naming ``what`` (PrivilegeError for EPERM) on failure."""
     res, err = raw_syscall("bpf", ctypes.c_int(cmd), attr, ctypes.c_uint(_ATTR_SIZE))
     if res < 0:
         if err == errno.EPERM:
@@ -63,7 +70,10 @@ def _bpf(cmd: Cmd, attr: ctypes.Array[ctypes.c_char], *, what: str = "") -> int:
     return res
 
 
-def _attr(fmt_fields: list[tuple[int, ctypes._SimpleCData[Any]]]) -> ctypes.Array[ctypes.c_char]:
+def make_attr(
+    fmt_fields: list[tuple[int, ctypes._SimpleCData[Any]]],
+) -> ctypes.Array[ctypes.c_char]:
+    """A zeroed ``union bpf_attr`` with each ``(offset, value)`` written at its offset."""
     buf = ctypes.create_string_buffer(_ATTR_SIZE)
     for offset, value in fmt_fields:
         ctypes.memmove(ctypes.addressof(buf) + offset, ctypes.byref(value), ctypes.sizeof(value))
@@ -80,7 +90,7 @@ def map_create(
     inner_map_fd: int = 0,
 ) -> int:
     """BPF_MAP_CREATE; returns the new map's fd (the caller closes it)."""
-    attr = _attr(
+    attr = make_attr(
         [
             (0, ctypes.c_uint32(map_type)),
             (4, ctypes.c_uint32(key_size)),
@@ -90,7 +100,7 @@ def map_create(
             (20, ctypes.c_uint32(inner_map_fd)),
         ]
     )
-    return _bpf(Cmd.MAP_CREATE, attr, what=f"{map_type.name} max_entries={max_entries}")
+    return bpf_call(Cmd.MAP_CREATE, attr, what=f"{map_type.name} max_entries={max_entries}")
 
 
 class _MapInfo(ctypes.Structure):
@@ -129,14 +139,14 @@ class MapInfo:
 def map_info(fd: int) -> MapInfo:
     """BPF_OBJ_GET_INFO_BY_FD on a map fd."""
     info = _MapInfo()
-    attr = _attr(
+    attr = make_attr(
         [
             (0, ctypes.c_uint32(fd)),
             (4, ctypes.c_uint32(ctypes.sizeof(info))),
             (8, ctypes.c_uint64(ctypes.addressof(info))),
         ]
     )
-    _bpf(Cmd.OBJ_GET_INFO_BY_FD, attr, what=f"fd {fd} (is it a BPF map?)")
+    bpf_call(Cmd.OBJ_GET_INFO_BY_FD, attr, what=f"fd {fd} (is it a BPF map?)")
     return MapInfo(
         type=info.type,
         id=info.id,
@@ -152,7 +162,7 @@ def map_update(fd: int, key: bytes, value: bytes, flags: int = BPF_ANY) -> None:
     """BPF_MAP_UPDATE_ELEM with raw key/value bytes."""
     k = ctypes.create_string_buffer(key, len(key))
     v = ctypes.create_string_buffer(value, len(value))
-    attr = _attr(
+    attr = make_attr(
         [
             (0, ctypes.c_uint32(fd)),
             (8, ctypes.c_uint64(ctypes.addressof(k))),
@@ -160,7 +170,7 @@ def map_update(fd: int, key: bytes, value: bytes, flags: int = BPF_ANY) -> None:
             (24, ctypes.c_uint64(flags)),
         ]
     )
-    _bpf(Cmd.MAP_UPDATE_ELEM, attr)
+    bpf_call(Cmd.MAP_UPDATE_ELEM, attr)
 
 
 def map_lookup(fd: int, key: bytes, value_size: int) -> bytes | None:
@@ -168,7 +178,7 @@ def map_lookup(fd: int, key: bytes, value_size: int) -> bytes | None:
     ``value_size`` = round_up(value, 8) * possible CPUs."""
     k = ctypes.create_string_buffer(key, len(key))
     v = ctypes.create_string_buffer(value_size)
-    attr = _attr(
+    attr = make_attr(
         [
             (0, ctypes.c_uint32(fd)),
             (8, ctypes.c_uint64(ctypes.addressof(k))),
@@ -176,7 +186,7 @@ def map_lookup(fd: int, key: bytes, value_size: int) -> bytes | None:
         ]
     )
     try:
-        _bpf(Cmd.MAP_LOOKUP_ELEM, attr)
+        bpf_call(Cmd.MAP_LOOKUP_ELEM, attr)
     except BpfSyscallError as exc:
         if exc.errno == errno.ENOENT:
             return None
@@ -196,7 +206,7 @@ def map_lookup_batch_u64(fd: int, max_entries: int) -> tuple[bytes, bytes]:
     token = (ctypes.c_uint64 * 2)()  # in/out batch: the hash's bucket index (u32)
     n, first = 0, True
     while n < cap:
-        attr = _attr(
+        attr = make_attr(
             [
                 (0, ctypes.c_uint64(0 if first else ctypes.addressof(token))),
                 (8, ctypes.c_uint64(ctypes.addressof(token) + 8)),
@@ -222,9 +232,9 @@ def map_lookup_batch_u64(fd: int, max_entries: int) -> tuple[bytes, bytes]:
 def map_delete(fd: int, key: bytes) -> None:
     """BPF_MAP_DELETE_ELEM (ENOENT is not an error)."""
     k = ctypes.create_string_buffer(key, len(key))
-    attr = _attr([(0, ctypes.c_uint32(fd)), (8, ctypes.c_uint64(ctypes.addressof(k)))])
+    attr = make_attr([(0, ctypes.c_uint32(fd)), (8, ctypes.c_uint64(ctypes.addressof(k)))])
     try:
-        _bpf(Cmd.MAP_DELETE_ELEM, attr)
+        bpf_call(Cmd.MAP_DELETE_ELEM, attr)
     except BpfSyscallError as exc:
         if exc.errno != errno.ENOENT:
             raise
@@ -255,7 +265,7 @@ def prog_test_run(
     happen on the calling thread's CPU: pin the thread to choose it.
     """
     d = ctypes.create_string_buffer(data, len(data))
-    attr = _attr(
+    attr = make_attr(
         [
             (0, ctypes.c_uint32(prog_fd)),
             (8, ctypes.c_uint32(len(data))),
@@ -265,7 +275,7 @@ def prog_test_run(
             (68, ctypes.c_uint32(cpu)),
         ]
     )
-    _bpf(Cmd.PROG_TEST_RUN, attr, what=f"prog fd {prog_fd}")
+    bpf_call(Cmd.PROG_TEST_RUN, attr, what=f"prog fd {prog_fd}")
     retval = ctypes.c_uint32.from_buffer(attr, 4).value
     duration = ctypes.c_uint32.from_buffer(attr, 36).value
     return TestRunResult(retval=retval, duration_ns=duration)
@@ -275,23 +285,23 @@ def prog_test_run_raw_tp(prog_fd: int) -> int:
     """BPF_PROG_TEST_RUN of a RAW_TRACEPOINT program with no context, once, on the
     calling CPU (the kernel's ``bpf_prog_test_run_raw_tp`` refuses data, repeat and
     duration for this type); returns the program's return value."""
-    attr = _attr([(0, ctypes.c_uint32(prog_fd))])
-    _bpf(Cmd.PROG_TEST_RUN, attr, what=f"raw_tp prog fd {prog_fd}")
+    attr = make_attr([(0, ctypes.c_uint32(prog_fd))])
+    bpf_call(Cmd.PROG_TEST_RUN, attr, what=f"raw_tp prog fd {prog_fd}")
     return ctypes.c_uint32.from_buffer(attr, 4).value
 
 
 def obj_pin(fd: int, path: str) -> None:
     """BPF_OBJ_PIN: pin the map or program ``fd`` at ``path`` on a bpffs."""
     p = ctypes.create_string_buffer(os.fsencode(path))
-    attr = _attr([(0, ctypes.c_uint64(ctypes.addressof(p))), (8, ctypes.c_uint32(fd))])
-    _bpf(Cmd.OBJ_PIN, attr, what=path)
+    attr = make_attr([(0, ctypes.c_uint64(ctypes.addressof(p))), (8, ctypes.c_uint32(fd))])
+    bpf_call(Cmd.OBJ_PIN, attr, what=path)
 
 
 def obj_get(path: str) -> int:
     """BPF_OBJ_GET: a new fd of the object pinned at ``path`` (the caller closes it)."""
     p = ctypes.create_string_buffer(os.fsencode(path))
-    attr = _attr([(0, ctypes.c_uint64(ctypes.addressof(p)))])
-    return _bpf(Cmd.OBJ_GET, attr, what=path)
+    attr = make_attr([(0, ctypes.c_uint64(ctypes.addressof(p)))])
+    return bpf_call(Cmd.OBJ_GET, attr, what=path)
 
 
 def close_fd(fd: int) -> None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringtool.errors import ArgumentError, BpfSyscallError, KernelFeatureError, PrivilegeError
-from ringtool.kernel.bpf import Cmd, _attr, _bpf, close_fd
+from ringtool.kernel.bpf import Cmd, bpf_call, close_fd, make_attr
 
 #: enum bpf_stats_type: BPF_STATS_RUN_TIME
 BPF_STATS_RUN_TIME = 0
@@ -52,9 +52,9 @@ def enable_stats() -> int:
     kernel asks for it, CAP_BPF is not enough), :class:`~ringtool.errors.KernelFeatureError`
     on a kernel older than 5.8 (EINVAL: it does not know the command),
     :class:`~ringtool.errors.BpfSyscallError` otherwise (EBUSY: 2^30 holders)."""
-    attr = _attr([(0, ctypes.c_uint32(BPF_STATS_RUN_TIME))])  # enable_stats.type
+    attr = make_attr([(0, ctypes.c_uint32(BPF_STATS_RUN_TIME))])  # enable_stats.type
     try:
-        fd = _bpf(Cmd.ENABLE_STATS, attr, what="BPF_STATS_RUN_TIME")
+        fd = bpf_call(Cmd.ENABLE_STATS, attr, what="BPF_STATS_RUN_TIME")
     except BpfSyscallError as exc:
         if exc.errno == errno.EINVAL:
             raise KernelFeatureError(
@@ -173,14 +173,14 @@ def prog_run_stats(fd: int) -> ProgRunStats:
     if kind and kind != "anon_inode:bpf-prog":
         raise ArgumentError(f"fd {fd} is not a BPF program (it is {kind})")
     info = _ProgInfo()
-    attr = _attr(
+    attr = make_attr(
         [
             (0, ctypes.c_uint32(fd)),  # info.bpf_fd
             (4, ctypes.c_uint32(ctypes.sizeof(info))),  # info.info_len (in/out)
             (8, ctypes.c_uint64(ctypes.addressof(info))),  # info.info
         ]
     )
-    _bpf(Cmd.OBJ_GET_INFO_BY_FD, attr, what=f"fd {fd} (is it a BPF program?)")
+    bpf_call(Cmd.OBJ_GET_INFO_BY_FD, attr, what=f"fd {fd} (is it a BPF program?)")
     written = ctypes.c_uint32.from_buffer(attr, 4).value
     if written < _RUN_STATS_END:
         raise KernelFeatureError("the kernel reports no BPF run counters (Linux 5.1+)")

@@ -41,11 +41,14 @@ _LOCK_POLL_S = 0.01
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _refuse(path: str, why: str) -> UnsafeDirectoryError:
+#: What :class:`UnsafeDirectoryError` tells to do about the pin root.
+BPFFS_FIX = "and mount bpffs with -o mode=700 (see ringtool doctor)"
+
+
+def _refuse(path: str, why: str, fix: str = BPFFS_FIX) -> UnsafeDirectoryError:
     return UnsafeDirectoryError(
         f"refusing {path}: {why}, so another user may have made it or may change it; "
-        f"nothing in it is used or deleted: remove it (sudo rm -r {path}) and mount "
-        "bpffs with -o mode=700 (see ringtool doctor)"
+        f"nothing in it is used or deleted: remove it (sudo rm -r {path}) {fix}".rstrip()
     )
 
 
@@ -62,11 +65,15 @@ def unsafe_reason(st: os.stat_result, *, sticky_ok: bool = False) -> str | None:
     return None
 
 
-def open_pin_root(path: str = PIN_ROOT, *, create: bool) -> int | None:
+def open_pin_root(
+    path: str = PIN_ROOT, *, create: bool, fix: str = BPFFS_FIX, private: bool = False
+) -> int | None:
     """An ``O_DIRECTORY | O_NOFOLLOW`` descriptor of the pin root ``path``, checked (see
     the module doc); created mode 0700 when missing and ``create``, else None when
-    missing. :class:`UnsafeDirectoryError` when it or its parent fails a check. The
-    caller closes the descriptor."""
+    missing. :class:`UnsafeDirectoryError` when it or its parent fails a check (its
+    message ends with ``fix``). ``private``: the directory must also have no group or
+    other bit at all (mode 0700: another directory of root's only, such as the program
+    cache, checked the same way). The caller closes the descriptor."""
     parent, name = os.path.split(os.path.abspath(path))
     try:
         pfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -77,7 +84,7 @@ def open_pin_root(path: str = PIN_ROOT, *, create: bool) -> int | None:
     try:
         why = unsafe_reason(os.fstat(pfd), sticky_ok=True)
         if why is not None:
-            raise _refuse(parent, why)
+            raise _refuse(parent, why, fix)
         if create:
             try:
                 os.mkdir(name, 0o700, dir_fd=pfd)
@@ -92,13 +99,16 @@ def open_pin_root(path: str = PIN_ROOT, *, create: bool) -> int | None:
                 raise
             link = stat.S_ISLNK(os.stat(name, dir_fd=pfd, follow_symlinks=False).st_mode)
             kind = "a symbolic link" if link else "not a directory"
-            raise _refuse(path, f"it is {kind}") from exc
+            raise _refuse(path, f"it is {kind}", fix) from exc
     finally:
         os.close(pfd)
-    why = unsafe_reason(os.fstat(fd))
+    st = os.fstat(fd)
+    why = unsafe_reason(st)
+    if why is None and private and st.st_mode & 0o077:
+        why = f"its mode is {stat.S_IMODE(st.st_mode):04o}, not 0700"
     if why is not None:
         os.close(fd)
-        raise _refuse(path, why)
+        raise _refuse(path, why, fix)
     return fd
 
 
@@ -149,6 +159,7 @@ def fd_path(dir_fd: int, name: str = "") -> str:
 
 
 __all__ = [
+    "BPFFS_FIX",
     "LOCK_WAIT_S",
     "PIN_ROOT",
     "entries",

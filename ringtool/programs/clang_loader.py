@@ -19,9 +19,13 @@ import subprocess
 import sysconfig
 import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from ringtool.bpf_files import bpf_dir, bpf_file
-from ringtool.errors import KernelFeatureError
+from ringtool.errors import KernelFeatureError, RingtoolError
+from ringtool.kernel.needs import NO_NEEDS
+from ringtool.programs.cache_entry import DamagedEntry
+from ringtool.programs.cache_store import ProgramStore
 from ringtool.programs.loader import BpfCompileError
 
 _TIMEOUT_S = 120
@@ -71,6 +75,7 @@ def load_pinned(
     prog_name: str = "prog",
     pin_maps: bool = True,
     pass_fds: Sequence[int] = (),
+    store: ProgramStore | None = None,
 ) -> str:
     """Compile ``bpf/<filename>`` and load it; its program is pinned at
     ``pin_dir/<prog_name>`` and, with ``pin_maps``, each of its maps at
@@ -79,7 +84,9 @@ def load_pinned(
     creates), so give ``pin_maps=False`` with them. ``pass_fds``: descriptors bpftool
     inherits under the same numbers (for ``/proc/self/fd/N`` paths). Returns the
     program's pin path. ``pin_dir`` must exist on a bpffs. A :class:`BpfCompileError` names
-    clang's or the verifier's reason."""
+    clang's or the verifier's reason. With ``store`` (the program cache), clang's
+    object is kept there, keyed as a BCC compile is plus clang's path, and a later load
+    with the same key skips clang (a damaged object is compiled again)."""
     clang = _tool("clang-14", "clang")
     bpftool = _tool("bpftool")
     multiarch = sysconfig.get_config_var("MULTIARCH") or ""
@@ -88,7 +95,16 @@ def load_pinned(
     with tempfile.TemporaryDirectory(prefix="ringtool-bpf-") as tmp:
         obj = os.path.join(tmp, filename.replace(".c", ".o"))
         build = [clang, "-O2", "-g", "-target", "bpf", *flags, "-c", str(bpf_file(filename))]
-        _run([*build, "-o", obj], f"clang on {filename}")
+        key = None
+        if store is not None:
+            key = store.key(filename, {**(defines or {}), "RINGTOOL_CLANG": clang}, NO_NEEDS)
+        if not _cached_object(store, key, obj):
+            _run([*build, "-o", obj], f"clang on {filename}")
+            if store is not None and key is not None:
+                try:
+                    store.store_object(key, Path(obj).read_bytes())
+                except (RingtoolError, OSError):
+                    pass  # kept next time, maybe: this load goes on
         prog_pin = os.path.join(pin_dir, prog_name)
         cmd = [bpftool, "prog", "load", obj, prog_pin]
         for name, path in (reuse or {}).items():
@@ -97,6 +113,24 @@ def load_pinned(
             cmd += ["pinmaps", pin_dir]
         _run(cmd, f"bpftool prog load of {filename}", pass_fds)
     return prog_pin
+
+
+def _cached_object(store: ProgramStore | None, key: str | None, obj: str) -> bool:
+    """Write the object kept as ``key`` to ``obj``; False (compile) when there is none,
+    it is damaged (then removed) or the cache can't be used."""
+    if store is None or key is None:
+        return False
+    try:
+        data = store.load_object(key)
+    except DamagedEntry:
+        store.remove(key, ".o")
+        return False
+    except (RingtoolError, OSError):
+        return False
+    if data is None:
+        return False
+    Path(obj).write_bytes(data)
+    return True
 
 
 __all__ = ["load_pinned"]

@@ -14,8 +14,11 @@ from typing import Any
 
 from ringtool.bpf_files import bpf_dir, bpf_file
 from ringtool.errors import KernelFeatureError, RingtoolError
+from ringtool.kernel import perf_event
 from ringtool.kernel.needs import NO_NEEDS, KernelNeeds
+from ringtool.programs.cached import CachedProgram
 from ringtool.programs.kernel_features import feature_defines
+from ringtool.programs.loaded import LoadedProgram
 from ringtool.programs.tp_presence import presence_defines
 from ringtool.programs.tracepoints import layout_choices, layout_defines
 
@@ -76,11 +79,10 @@ def compile_program(
     an entry of ``defines`` with the same name overrides the kernel's choice."""
     bcc = import_bcc()
     path = bpf_file(filename)
-    tp_defines = (layout_defines(layout_choices(needs.string_fields, filename))
-                  | presence_defines(needs.optional) | feature_defines(needs))  # fmt: skip
     try:
         obj = (bcc.BPF if attach else _deferred_class())(
-            src_file=str(path).encode(), cflags=cflags_for(tp_defines | dict(defines or {}))
+            src_file=str(path).encode(),
+            cflags=cflags_for(program_defines(filename, needs) | dict(defines or {})),
         )
         if not attach:
             for i in range(bcc.lib.bpf_num_functions(obj.module)):
@@ -95,6 +97,13 @@ def compile_program(
             f"BCC could not compile {filename}: {exc}; run `ringtool doctor` to check "
             "kernel headers and BPF support"
         ) from exc
+
+
+def program_defines(filename: str, needs: KernelNeeds = NO_NEEDS) -> dict[str, int | str]:
+    """The ``-D`` constants :func:`compile_program` adds for what ``bpf/<filename>``
+    ``needs`` from the running kernel (see there)."""
+    return (layout_defines(layout_choices(needs.string_fields, filename))
+            | presence_defines(needs.optional) | feature_defines(needs))  # fmt: skip
 
 
 @functools.cache
@@ -113,14 +122,22 @@ def _deferred_class() -> Any:
     return DeferredBPF
 
 
-def attach_programs(obj: Any) -> None:
+def attach_programs(obj: LoadedProgram) -> None:
     """Attach the programs of an ``attach=False`` :func:`compile_program` object the
     way BCC would have (its autoload: ``tracepoint__cat__event`` to ``cat:event``, ...);
-    a BpfCompileError when the kernel refuses one."""
-    if not getattr(obj, "attach_now", True):
-        obj.attach_now = True
+    a BpfCompileError when the kernel refuses one. A program from the program cache
+    (:class:`~ringtool.programs.cached.CachedProgram`) attaches itself the same way."""
+    if isinstance(obj, CachedProgram):
         try:
-            obj._trace_autoload()
+            obj.attach()
+        except (RingtoolError, OSError) as exc:
+            raise BpfCompileError(f"could not attach the programs: {exc}") from exc
+        return
+    bcc_obj: Any = obj  # a DeferredBPF of compile_program(attach=False)
+    if not getattr(bcc_obj, "attach_now", True):
+        bcc_obj.attach_now = True
+        try:
+            bcc_obj._trace_autoload()
         except Exception as exc:  # BCC raises bare Exception
             raise BpfCompileError(f"could not attach the programs: {exc}") from exc
 
@@ -134,24 +151,29 @@ def load_function(obj: Any, name: str, prog_type: str) -> Any:
         raise BpfCompileError(f"the kernel refused program {name} ({prog_type}): {exc}") from exc
 
 
-def detach_points(objs: Sequence[Any]) -> None:
+def detach_points(objs: Sequence[LoadedProgram]) -> None:
     """Detach the programs of BCC objects from what they are attached to (raw
     tracepoints first, then tracepoints, concurrently) and keep the rest: the programs
     stay loaded, their fds and maps open, until :func:`detach_all`.
 
     Closing a tracepoint's perf event waits in the kernel for RCU grace periods
     (perf_trace_event_unreg -> tracepoint_synchronize_unregister): ~70 ms each here,
-    and BCC closes them one after another. libbcc's ``bpf_close_perf_event_fd``
-    (disable + close) is called from one thread per event -- it touches no BCC state,
-    and ctypes releases the GIL -- so the waits overlap. Best effort: an attachment
+    and BCC closes them one after another. Each event is disabled and closed (what
+    libbcc's ``bpf_close_perf_event_fd`` does) from a thread of its own -- the close
+    releases the GIL -- so the waits overlap. Works on BCC objects and on
+    :class:`~ringtool.programs.cached.CachedProgram` alike. Best effort: an attachment
     that fails does not stop the others; a RingtoolError naming them is raised at the
     end."""
-    from bcc.libbcc import lib
-
     failed: list[str] = []
 
     def close(tp: bytes, fd: int) -> None:
-        if lib.bpf_close_perf_event_fd(fd) < 0:
+        try:
+            perf_event.disable(fd)
+        except RingtoolError:
+            pass  # closed below all the same
+        try:
+            os.close(fd)
+        except OSError:
             failed.append(tp.decode(errors="replace"))
 
     for obj in objs:
@@ -173,11 +195,11 @@ def detach_points(objs: Sequence[Any]) -> None:
         raise RingtoolError(f"could not detach tracepoints {', '.join(failed)}")
 
 
-def detach_all(objs: Sequence[Any]) -> None:
-    """Detach and free BCC objects: :func:`detach_points` (the tracepoints closed
-    concurrently), then ``cleanup()`` of each, which finds no tracepoint left and
-    frees the rest. Best effort: an object that fails does not stop the others; the
-    first error is raised at the end.
+def detach_all(objs: Sequence[LoadedProgram]) -> None:
+    """Detach and free loaded programs (BCC objects, cached programs):
+    :func:`detach_points` (the tracepoints closed concurrently), then ``cleanup()`` of
+    each, which finds no tracepoint left and frees the rest. Best effort: an object
+    that fails does not stop the others; the first error is raised at the end.
     """
     if not objs:
         return

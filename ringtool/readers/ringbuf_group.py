@@ -67,6 +67,19 @@ class GroupLayout:
         return sorted(c for c, b in self.cpu_to_buffer.items() if b == buffer_id)
 
 
+def group_cflags(layout: GroupLayout, rings_fd: int, cpumap_fd: int, drops_fd: int) -> list[str]:
+    """:meth:`RingBufGroup.cflags` of a group of ``layout`` with these map fds (the
+    program cache's key names the fds, so any value gives the key of a group)."""
+    return [
+        f"-I{BPF_INCLUDE_DIR}",
+        f"-DRT_PCPU_RINGS_FD={rings_fd}",
+        f"-DRT_PCPU_CPUMAP_FD={cpumap_fd}",
+        f"-DRT_PCPU_DROPS_FD={drops_fd}",
+        f"-DRT_PCPU_NR_BUFS={layout.buffers}",
+        f"-DRT_PCPU_CPUS_PER_BUF={layout.cpus_per_buffer}",
+    ]
+
+
 def assign_buffers(cpus: Sequence[int], cpus_per_buffer: int) -> GroupLayout:
     """Give the CPUs ``cpus`` (the online ones) contiguous buffer ids.
 
@@ -231,14 +244,7 @@ class RingBufGroup(Closing):
 
     def cflags(self) -> list[str]:
         """The ``-I``/``-D`` flags for a BCC program that includes percpu_ringbuf.h."""
-        return [
-            f"-I{BPF_INCLUDE_DIR}",
-            f"-DRT_PCPU_RINGS_FD={self.rings_fd}",
-            f"-DRT_PCPU_CPUMAP_FD={self.cpumap_fd}",
-            f"-DRT_PCPU_DROPS_FD={self.drops_fd}",
-            f"-DRT_PCPU_NR_BUFS={self.layout.buffers}",
-            f"-DRT_PCPU_CPUS_PER_BUF={self.layout.cpus_per_buffer}",
-        ]
+        return group_cflags(self.layout, self.rings_fd, self.cpumap_fd, self.drops_fd)
 
     def consumer(
         self,
@@ -366,5 +372,6 @@ __all__ = [
     "GroupLayout",
     "RingBufGroup",
     "assign_buffers",
+    "group_cflags",
     "merge_rings",
 ]

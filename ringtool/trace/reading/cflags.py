@@ -1,5 +1,7 @@
-"""The ``-D`` constants the trace sources are compiled with: filters, the RINGBUF
-sources' ring group, threshold and histogram buckets, wakeup sizes."""
+"""The ``-D`` constants the trace sources are compiled with (which filters are on, the
+RINGBUF sources' ring group, histogram buckets, wakeup sizes) and the run-time values
+they read from the config map (the filters' values, ringtool's pid, the slow-syscall
+threshold): a compiled program depends on the first only (the program cache)."""
 
 from __future__ import annotations
 
@@ -15,18 +17,35 @@ def comm_words(comm: str) -> tuple[int, int]:
     return int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")
 
 
-def filter_defines(opts: TraceOptions, self_pid: int) -> dict[str, int | str]:
-    """The ``-D`` filter constants of bpf/trace_event.h for ``opts``."""
-    out: dict[str, int | str] = {"TRACE_SELF_PID": self_pid}
+def filter_defines(opts: TraceOptions) -> dict[str, int | str]:
+    """The ``-D`` filter constants of bpf/trace_event.h for ``opts``: which filters are
+    on (each ``1``); their values are :func:`config_values`'."""
+    out: dict[str, int | str] = {}
     if opts.pid is not None:
-        out["TRACE_FILTER_PID"] = opts.pid
+        out["TRACE_FILTER_PID"] = 1
     if opts.comm:
-        lo, hi = comm_words(opts.comm)
-        out["TRACE_FILTER_COMM_LO"] = f"{lo:#x}ULL"
-        out["TRACE_FILTER_COMM_HI"] = f"{hi:#x}ULL"
+        out["TRACE_FILTER_COMM"] = 1
     out.update(kernel_defines(tid=opts.tid, uid=opts.uid, cgroup=opts.cgroup,
                               failed_only=opts.failed_only))  # fmt: skip
     return out
+
+
+#: The slots of bpf/trace_event.h's config map (TRACE_CFG_*), in order.
+CONFIG_SLOTS = ("self_pid", "pid", "tid", "uid", "cgroup_id", "cgroup_level", "comm_lo",
+                "comm_hi", "slow_ns")  # fmt: skip
+
+
+def config_values(opts: TraceOptions, self_pid: int) -> bytes:
+    """The config map's value (bpf/trace_event.h ``TRACE_CFG_*``: little-endian u64s)
+    for ``opts``, ringtool itself being ``self_pid``: the filters' values (0 for a
+    filter that is off, and compiled out) and the slow-syscall threshold."""
+    lo, hi = comm_words(opts.comm) if opts.comm else (0, 0)
+    cg = opts.cgroup
+    values = {"self_pid": self_pid, "pid": opts.pid or 0, "tid": opts.tid or 0,
+              "uid": opts.uid or 0, "cgroup_id": cg.id if cg else 0,
+              "cgroup_level": cg.level if cg else 0, "comm_lo": lo, "comm_hi": hi,
+              "slow_ns": int(opts.slow_ms * 1e6)}  # fmt: skip
+    return b"".join(values[k].to_bytes(8, "little") for k in CONFIG_SLOTS)
 
 
 def wakeup_bytes(ring_bytes: int, fill: float) -> int:
@@ -39,12 +58,11 @@ def wakeup_bytes(ring_bytes: int, fill: float) -> int:
 
 def ring_defines(opts: TraceOptions, group_cflags: list[str]) -> dict[str, int | str]:
     """The ``-D`` constants of the RINGBUF sources beyond the filters: the ring group's
-    (its ``cflags()``), the slow-syscall threshold, the latency histograms' buckets
+    (its ``cflags()``), the latency histograms' buckets
     (:mod:`ringtool.trace.reading.latency_buckets`), whether every process's are kept
     too (``per_process``) and, with adaptive wakeups, the bytes from
     which a record wakes the reader."""
     out = defines_of(group_cflags)
-    out["TRACE_SLOW_NS"] = f"{int(opts.slow_ms * 1e6)}ULL"
     out["TRACE_LAT_SUB_BITS"] = SUB_BITS
     out["TRACE_LAT_KEY_BITS"] = KEY_BITS
     out["TRACE_LAT_NRS"] = FAST_NRS
@@ -65,4 +83,5 @@ def defines_of(cflags: list[str]) -> dict[str, int | str]:
     return out
 
 
-__all__ = ["comm_words", "defines_of", "filter_defines", "ring_defines", "wakeup_bytes"]
+__all__ = ["CONFIG_SLOTS", "comm_words", "config_values", "defines_of", "filter_defines",
+           "ring_defines", "wakeup_bytes"]  # fmt: skip

@@ -33,6 +33,7 @@ from ringtool.errors import RingtoolError
 from ringtool.kernel import bpf_stats
 from ringtool.kernel.bpf import close_fd
 from ringtool.kernel.bpf_stats import ProgRunStats
+from ringtool.programs.loaded import LoadedProgram
 
 
 def program_label(func: str) -> str:
@@ -51,7 +52,7 @@ def program_label(func: str) -> str:
     return func
 
 
-def program_fds(sources: Mapping[str, Any], more: Mapping[str, int]) -> dict[str, int]:
+def program_fds(sources: Mapping[str, LoadedProgram], more: Mapping[str, int]) -> dict[str, int]:
     """Every loaded BPF program of BCC objects ``sources`` (source name -> its object):
     ``"source category:event"`` (:func:`program_label`) -> its fd, then ``more``."""
     out = {

@@ -1,15 +1,16 @@
 """The ``ringtool trace`` filters beyond ``-p``/``-c``: what runs in the kernel, what not.
 
-In the kernel (``-D`` constants of ``bpf/trace_event.h``, compiled in only when given;
-a rejected event reserves nothing, so ``events + dropped + lost`` stays exactly the
-matching events):
+In the kernel (``-D`` constants of ``bpf/trace_event.h`` say which are on: compiled
+in only when given; their values are read from the config map,
+:func:`ringtool.trace.reading.cflags.config_values`; a rejected event reserves nothing,
+so ``events + dropped + lost`` stays exactly the matching events):
 
 * ``-t TID``: one thread (``TRACE_FILTER_TID``);
 * ``-u UID``: the task's real uid (``TRACE_FILTER_UID``);
 * ``--cgroup PATH``: a cgroup v2 directory and everything below it
-  (``TRACE_FILTER_CGROUP_ID``/``_LEVEL``: the directory's cgroup id, which is its
-  inode number, and its depth below the root, compared with
-  ``bpf_get_current_ancestor_cgroup_id(level)``), see :func:`resolve_cgroup`;
+  (``TRACE_FILTER_CGROUP``: the directory's cgroup id, which is its inode number, and
+  its depth below the root, compared with ``bpf_get_current_ancestor_cgroup_id(level)``),
+  see :func:`resolve_cgroup`;
 * ``-x``: the open source reports failed calls only and the exec source failed exec
   attempts only (``TRACE_FILTER_FAILED``, decided at syscall exit; bpf/trace_open.c,
   bpf/trace_exec.c).
@@ -98,15 +99,15 @@ def kernel_defines(
     cgroup: CgroupFilter | None = None,
     failed_only: bool = False,
 ) -> dict[str, int | str]:
-    """The ``-D`` constants of the in-kernel filters given (see the module doc)."""
+    """The ``-D`` constants of the in-kernel filters given: each ``1`` (on); their
+    values go to the config map (see the module doc)."""
     out: dict[str, int | str] = {}
     if tid is not None:
-        out["TRACE_FILTER_TID"] = tid
+        out["TRACE_FILTER_TID"] = 1
     if uid is not None:
-        out["TRACE_FILTER_UID"] = f"{uid}U"
+        out["TRACE_FILTER_UID"] = 1
     if cgroup is not None:
-        out["TRACE_FILTER_CGROUP_ID"] = f"{cgroup.id}ULL"
-        out["TRACE_FILTER_CGROUP_LEVEL"] = cgroup.level
+        out["TRACE_FILTER_CGROUP"] = 1
     if failed_only:
         out["TRACE_FILTER_FAILED"] = 1
     return out

@@ -23,6 +23,7 @@ import numpy as np
 from ringtool.errors import BpfSyscallError
 from ringtool.kernel import bpf
 from ringtool.kernel.mapping import PAGE_SIZE, map_shared
+from ringtool.programs.loaded import LoadedProgram
 from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS
 
 Hists = dict[int, dict[int, int]]
@@ -105,7 +106,7 @@ class SyscallHists:
     syscall, and per process (the drill-down's, read only when asked). ``note`` is
     told once when the hash filled up. Valid until :meth:`close`."""
 
-    def __init__(self, obj: Any, note: Callable[[str], None]) -> None:
+    def __init__(self, obj: LoadedProgram, note: Callable[[str], None]) -> None:
         self.obj = obj
         self.note = note
         self._full = False

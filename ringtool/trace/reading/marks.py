@@ -63,6 +63,7 @@ from ringtool.kernel.pin_root import (
 from ringtool.kernel.proc_start import liveness as process_liveness
 from ringtool.kernel.proc_start import namespace_key, process_key
 from ringtool.kernel.ringbuf_map import has_user_ringbuf
+from ringtool.programs.cache_store import ProgramStore
 from ringtool.programs.clang_loader import load_pinned
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.reading.sources import SOURCE_NAMED
@@ -132,12 +133,19 @@ def check_user_ringbuf() -> None:
 class MarkSource:
     """The marker ring of one trace, pinned for ``ringtool mark`` (see the module doc).
 
-    ``group`` is the trace's ring group; ``layout`` gives the record size checks.
-    Raises :class:`KernelFeatureError` on a kernel without USER_RINGBUF,
+    ``group`` is the trace's ring group; ``layout`` gives the record size checks;
+    ``store``: the program cache, which keeps clang's object of the drain. Raises
+    :class:`KernelFeatureError` on a kernel without USER_RINGBUF,
     :class:`~ringtool.errors.UnsafeDirectoryError` when ``root`` is not safe to use, a
     :class:`~ringtool.programs.loader.BpfCompileError` when clang/bpftool fail."""
 
-    def __init__(self, group: RingBufGroup, layout: TraceLayout, root: str = PIN_ROOT) -> None:
+    def __init__(
+        self,
+        group: RingBufGroup,
+        layout: TraceLayout,
+        root: str = PIN_ROOT,
+        store: ProgramStore | None = None,
+    ) -> None:
         check_user_ringbuf()
         root_fd = open_pin_root(root, create=True)
         assert root_fd is not None  # created
@@ -180,7 +188,7 @@ class MarkSource:
             load_pinned(
                 SOURCE_NAMED["mark"].bpf_file, fd_path(dir_fd), defines=defines,
                 prog_name="drain", reuse={n: pin(n) for n in (*_GROUP_PINS, _GATE, "marks")},
-                pin_maps=False, pass_fds=(dir_fd,),
+                pin_maps=False, pass_fds=(dir_fd,), store=store,
             )  # fmt: skip
             for name in (*_GROUP_PINS, _GATE):
                 os.unlink(name, dir_fd=dir_fd)

@@ -24,7 +24,9 @@ class TraceOptions:
 
     ``max_buffer_bytes``: rings grow instead of dropping, every ring together at most
     this (:mod:`ringtool.trace.reading.ring_growth`); None: they keep ``buffer_pages``.
-    ``ring_quiet_s``: a grown ring idle this long steps down (halves)."""
+    ``ring_quiet_s``: a grown ring idle this long steps down (halves).
+    ``program_cache``: compiled programs are kept and loaded again (docs/trace.md,
+    "Program cache"); False compiles every source with BCC."""
 
     events: tuple[str, ...] = DEFAULT_EVENTS
     pid: int | None = None
@@ -50,6 +52,9 @@ class TraceOptions:
     #: ``--flight-recorder``: bytes per CPU kept in the kernel
     #: (:mod:`ringtool.trace.recorder.flight`)
     flight_bytes: int | None = None
+    #: load the RINGBUF sources from the program cache (``--no-cache``: False;
+    #: :mod:`ringtool.programs.program_cache`)
+    program_cache: bool = True
 
 
 __all__ = ["ALL_EVENTS", "PAGE", "RING_SOURCES", "TraceOptions"]

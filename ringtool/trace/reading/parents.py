@@ -13,10 +13,10 @@ parent (the dashboard's tree places processes older than the trace with it).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, MutableMapping
-from typing import Any
+from collections.abc import Iterator
 
 from ringtool.kernel.c_ints import u32
+from ringtool.programs.loaded import ProgramTable
 
 
 def parent_of(pid: int, proc: str = "/proc") -> int | None:
@@ -40,7 +40,7 @@ def running_parents(proc: str = "/proc") -> Iterator[tuple[int, int]]:
             yield int(name), ppid
 
 
-def seed_parents(table: MutableMapping[Any, Any], limit: int = 32768) -> int:
+def seed_parents(table: ProgramTable, limit: int = 32768) -> int:
     """Write up to ``limit`` running processes' parents into the BCC hash ``table``
     (``u32 pid -> u32 tgid``, the map's LRU keeps room for forks); returns how many."""
     n = 0

@@ -20,14 +20,14 @@ attaches the RINGBUF sources' tracepoints only when all are loaded; with
 is ready to read (``ringtool trace`` does). So the rings do not fill (and drop) while
 the other sources compile and the output starts: a drop counted is a real one.
 
-Constants (filters, sizes, the group's map fds) reach the C code as ``-D`` cflags;
-the loader adds the running kernel's tracepoint field layouts
-(:mod:`ringtool.programs.tracepoints`).
+Constants (which filters are on, sizes, the group's map fds) reach the C code as
+``-D`` cflags, run-time values through a config map (the program cache can keep the
+programs: :mod:`ringtool.trace.reading.source_loading`).
 """
 
 from __future__ import annotations
 
-import os
+import functools
 import select
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -40,11 +40,12 @@ from ringtool.errors import KernelFeatureError, RingtoolError
 from ringtool.event.layout import TraceLayout
 from ringtool.kernel import bpf
 from ringtool.kernel.cpus import possible_cpu_count
-from ringtool.programs.loader import attach_programs, compile_program, detach_all
+from ringtool.programs.loaded import LoadedProgram
+from ringtool.programs.loader import attach_programs, detach_all
 from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
-from ringtool.trace.reading.cflags import filter_defines, ring_defines
+from ringtool.trace.reading import source_loading as loading
 from ringtool.trace.reading.cost import program_fds
 from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.reading.hist_maps import Hists, SyscallHists
@@ -54,7 +55,6 @@ from ringtool.trace.reading.ordered import OrderedReader
 from ringtool.trace.reading.pacing import BatchPacer
 from ringtool.trace.reading.parents import seed_parents
 from ringtool.trace.reading.ring_growth import RingGrowth
-from ringtool.trace.reading.sources import SOURCE_NAMED
 
 
 class TraceSession:
@@ -80,7 +80,9 @@ class TraceSession:
         self.layout = layout
         self.notes: list[str] = []
         self.on_note = on_note
-        self.sources: dict[str, Any] = {}  # name -> BCC object
+        self.sources: dict[str, LoadedProgram] = {}  # BCC's or the program cache's
+        self.origins: dict[str, str] = {}  # name -> "cache" or "compiled" (by BCC)
+        self.config_fd = -1  # the config map (bpf/trace_event.h TRACE_CONFIG_FD)
         self.group: RingBufGroup | None = None
         self.rb: RingBuffer | None = None
         self.growth: RingGrowth | None = None
@@ -120,22 +122,17 @@ class TraceSession:
     def _setup(self) -> None:
         opts = self.opts
         ring_names = [n for n in opts.events if n in RING_SOURCES]
-        defines = {**filter_defines(opts, os.getpid()), **self.layout.size_defines()}
+        self.config_fd = loading.make_config(opts)
         if ring_names:
             self.group = RingBufGroup(
                 cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE, ring_flags=self.ring_flags
             )
-            defines.update(ring_defines(opts, self.group.cflags()))
-            defines.update(self._extra_defines())
-        for name in ring_names:
-            source = SOURCE_NAMED[name]
-            self._step(f"compiling bpf/{source.bpf_file} (source {name})")
-            try:
-                self.sources[name] = compile_program(
-                    source.bpf_file, defines=defines, attach=False, needs=source.needs
-                )
-            except RingtoolError as exc:
-                self._note(f"source {name} disabled: {_first_line(exc)}")
+        flags = None if self.group is None else self.group.cflags()
+        defines = loading.source_defines(
+            opts, self.layout, flags, self.config_fd, self._extra_defines()
+        )
+        self.sources, self.origins = loading.load_sources(ring_names, defines, opts, self._note,
+                                                          self._step)  # fmt: skip
         if "exec" in self.sources:  # the ppid of processes forked before the trace
             seed_parents(self.sources["exec"][b"parent_of"])
         if self.group is not None and self.sources:
@@ -157,7 +154,7 @@ class TraceSession:
         except KernelFeatureError:
             return
         try:
-            self.marks = MarkSource(self.group, self.layout)
+            self.marks = MarkSource(self.group, self.layout, store=loading.program_store(self.opts))
         except (RingtoolError, OSError) as exc:
             self._note(f"markers disabled (ringtool mark): {_first_line(exc)}")
 
@@ -372,6 +369,8 @@ class TraceSession:
         closers.append(lambda: detach_all(objs))  # tracepoints closed concurrently
         if self.group is not None:
             closers.append(self.group.close)
+        if self.config_fd >= 0:
+            closers.append(functools.partial(bpf.close_fd, self.config_fd))
         for closer in closers:
             try:
                 closer()
@@ -384,6 +383,7 @@ class TraceSession:
         self.hists = None
         self.sources = {}
         self.group = None
+        self.config_fd = -1
 
 
 def _first_line(exc: BaseException) -> str:

@@ -80,12 +80,13 @@ def test_quiet_process_keeps_its_events_in_filter_and_drill_down(
     w: int, h: int, pair: tuple[subprocess.Popen[str], subprocess.Popen[str], str]
 ) -> None:
     busy, quiet, marker = pair
-    cmd = (f"{RUN} trace --events open,exec --interval 0.3 --buffer-pages 4096; "
+    cmd = (f"{RUN} trace --events open,exec --interval 0.3 --buffer-pages 4096 --no-cache; "
            "echo EXITED rc=$?; sleep 60")  # fmt: skip
     term = Terminal(cmd, w, h)
     try:
         # start-up: the first frames say what it does and for how long
-        # (BCC compiles each source for a second or more: a capture every 0.3 s sees it)
+        # (BCC compiles each source for a second or more: a capture every 0.3 s sees it;
+        # --no-cache: the run's program cache would load them in milliseconds)
         first = term.wait_for("ringtool trace: starting (", "compiling bpf/trace_",
                               timeout=FIRST_SCREEN)  # fmt: skip
         assert re.search(r"compiling bpf/trace_\w+\.c \(source \w+\)\s+\d+\.\d s", first), first

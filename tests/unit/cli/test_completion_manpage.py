@@ -76,7 +76,12 @@ def test_bash_script_registers_and_lists_every_flag(bash_script: Path) -> None:
 def test_bash_completes_commands_flags_choices_and_values(bash_script: Path) -> None:
     assert _complete(bash_script, "tr") == ["trace"]
     assert sorted(_complete(bash_script, "")) == sorted(_commands())
-    assert sorted(_complete(bash_script, "trace", "--no")) == ["--no-cost", "--no-grow", "--no-tui"]
+    assert sorted(_complete(bash_script, "trace", "--no")) == [
+        "--no-cache",
+        "--no-cost",
+        "--no-grow",
+        "--no-tui",
+    ]
     assert _complete(bash_script, "bridge", "--stats") == ["--stats-interval"]
     assert "merge" in _complete(bash_script, "bench", "")  # a positional's choices
     assert _complete(bash_script, "trace", "--export-format", "r") == ["rows"]

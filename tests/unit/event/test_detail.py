@@ -115,8 +115,8 @@ def test_kernel_defines() -> None:
     cg = resolve_cgroup(str(_cgroup2_root()))
     assert cg.level == 0 and cg.id == 1
     assert kernel_defines(tid=5, uid=0, cgroup=cg, failed_only=True) == {
-        "TRACE_FILTER_TID": 5, "TRACE_FILTER_UID": "0U", "TRACE_FILTER_CGROUP_ID": "1ULL",
-        "TRACE_FILTER_CGROUP_LEVEL": 0, "TRACE_FILTER_FAILED": 1,
+        "TRACE_FILTER_TID": 1, "TRACE_FILTER_UID": 1, "TRACE_FILTER_CGROUP": 1,
+        "TRACE_FILTER_FAILED": 1,
     }  # fmt: skip
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import platform
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +54,22 @@ def test_an_architecture_reads_only_its_own_headers() -> None:
     assert str(x86[0]).startswith("/lib/modules/6.1.0/build/arch/x86/")
     assert header_paths("6.1.0", "aarch64")[-1].name == "unistd.h"  # asm-generic numbers
     assert header_paths("6.1.0", "mips64") == []  # unknown: BCC's table alone
+
+
+#: a namer in a fresh interpreter: names, and whether the ``bcc`` package got imported
+_FRESH = """
+import sys
+from ringtool.event.syscalls import syscall_namer
+name = syscall_namer()
+print(name(0), name(59), name(99999), "bcc" in sys.modules)
+"""
+
+
+def test_names_without_importing_bcc() -> None:
+    # importing bcc loads libbcc (about 0.3 s of a warm start): BCC's table is read
+    # from its file
+    out = subprocess.run([sys.executable, "-c", _FRESH], capture_output=True, text=True,
+                         check=True).stdout.split()  # fmt: skip
+    assert out[-1] == "False"
+    if platform.machine() == "x86_64":
+        assert out[:3] == ["read", "execve", "sys_99999"]

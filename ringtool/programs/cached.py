@@ -1,0 +1,223 @@
+"""A compiled ``bpf/`` file loaded from a program cache entry, without BCC, and the
+entry taken from a BCC object in the first place.
+
+:func:`capture` reads a freshly compiled BCC object (its tables, its loaded
+functions' instructions, the tables' BTF from the kernel) into an
+:class:`~ringtool.programs.cache_entry.Entry`; :class:`CachedProgram` does what BCC did
+with it: loads the BTF, creates the tables, patches the map fds into the instructions
+(:mod:`ringtool.programs.relocs`), loads the programs, and attaches them the way BCC's
+autoload would (``tracepoint__cat__event`` to ``cat:event``, ``raw_tracepoint__name``
+to ``name``). It offers what ringtool uses of a BCC object
+(:class:`ringtool.programs.loaded.LoadedProgram`): tables as ``obj[b"name"]``
+(:class:`~ringtool.programs.table_view.MapTable`), ``funcs``, the attachment fds and
+``cleanup()``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from ringtool.errors import RingtoolError
+from ringtool.kernel import bpf
+from ringtool.kernel.bcc_module import function_insns, module_tables
+from ringtool.kernel.bpf_load import (
+    MapSpec,
+    btf_blob,
+    btf_load,
+    map_btf,
+    map_create_spec,
+    prog_load,
+    raw_tracepoint_open,
+    tracepoint_attach,
+)
+from ringtool.programs.cache_entry import Entry, FuncEntry, TableEntry
+from ringtool.programs.relocs import NotCacheable, find_relocs, patch
+from ringtool.programs.table_view import MapTable
+
+PROG_TRACEPOINT = 5
+PROG_RAW_TRACEPOINT = 17
+_TYPES = {"tracepoint__": PROG_TRACEPOINT, "raw_tracepoint__": PROG_RAW_TRACEPOINT}
+
+
+class Function(NamedTuple):
+    """A loaded program: BCC's ``BPF.Function`` shape (``name`` in bytes)."""
+
+    name: bytes
+    fd: int
+
+
+def prog_type_of(name: str) -> int | None:
+    """The program type BCC loads function ``name`` as (attach=False), or None."""
+    return next((t for prefix, t in _TYPES.items() if name.startswith(prefix)), None)
+
+
+def kernel_name(name: str) -> str:
+    """The name BCC gives the kernel for function ``name``: without its
+    ``tracepoint__``/``raw_tracepoint__`` prefix (``bpftool prog`` shows the same)."""
+    return next((name.removeprefix(p) for p in _TYPES if name.startswith(p)), name)
+
+
+def capture(obj: Any, lib: Any, source: str, roles: Mapping[str, int]) -> Entry:
+    """The cache entry of the BCC object ``obj`` (``lib``: ``bcc.lib``) compiled from
+    ``source``, whose functions are loaded; ``roles`` are the ``-D *_FD`` names and the
+    fds they had. :class:`NotCacheable` when a function has a reference the cache
+    can't move, or a function's type is not a (raw) tracepoint."""
+    tables = module_tables(lib, obj.module)
+    by_fd = {t.fd: t.name for t in tables}
+    role_of = {fd: name for name, fd in roles.items()}
+    license = (lib.bpf_module_license(obj.module) or b"GPL").decode()
+    funcs = []
+    for fn in obj.funcs.values():
+        name = fn.name.decode()
+        prog_type = prog_type_of(name)
+        if prog_type is None:
+            raise NotCacheable(f"function {name} is not a tracepoint program")
+        insns = function_insns(lib, obj.module, name)
+        funcs.append(
+            FuncEntry(
+                name=name,
+                prog_type=prog_type,
+                attach_type=0,
+                license=license,
+                insns=insns,
+                relocs=find_relocs(insns, by_fd, role_of),
+            )
+        )
+    btf_ids: list[int] = []
+    btfs: list[bytes] = []
+    entries = []
+    for t in tables:
+        info = bpf.map_info(t.fd)
+        mb = map_btf(t.fd)
+        index = -1
+        if mb.btf_id:
+            if mb.btf_id not in btf_ids:
+                btf_ids.append(mb.btf_id)
+                btfs.append(btf_blob(mb.btf_id))
+            index = btf_ids.index(mb.btf_id)
+        entries.append(
+            TableEntry(
+                name=t.name,
+                map_type=info.type,
+                key_size=info.key_size,
+                value_size=info.value_size,
+                max_entries=info.max_entries,
+                flags=info.flags,
+                map_name=info.name,
+                btf=index,
+                btf_key_type_id=mb.key_type_id,
+                btf_value_type_id=mb.value_type_id,
+                key_desc=t.key_desc,
+                leaf_desc=t.leaf_desc,
+            )
+        )
+    return Entry(source=source, functions=tuple(funcs), tables=tuple(entries), btfs=tuple(btfs))
+
+
+class CachedProgram:
+    """The programs and tables of ``entry`` loaded into the kernel (nothing attached
+    until :meth:`attach`), their role maps being ``roles`` (``-D`` name -> fd, the
+    caller's). A kernel refusal is a :class:`ringtool.errors.BpfSyscallError` (for a
+    program, :class:`~ringtool.kernel.bpf_load.ProgLoadError` with the verifier's log);
+    whatever was made is closed again first."""
+
+    from_cache = True
+
+    def __init__(self, entry: Entry, roles: Mapping[str, int]) -> None:
+        self.entry = entry
+        self.funcs: dict[bytes, Function] = {}
+        self.tracepoint_fds: dict[bytes, int] = {}
+        self.raw_tracepoint_fds: dict[bytes, int] = {}
+        self._tables: dict[bytes, MapTable] = {}
+        self._btf_fds: list[int] = []
+        self._attached = False
+        try:
+            self._load(roles)
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def _load(self, roles: Mapping[str, int]) -> None:
+        for blob in self.entry.btfs:
+            self._btf_fds.append(btf_load(blob))
+        fds: dict[tuple[str, str], int] = {("role", k): v for k, v in roles.items()}
+        for t in self.entry.tables:
+            spec = MapSpec(
+                map_type=t.map_type,
+                key_size=t.key_size,
+                value_size=t.value_size,
+                max_entries=t.max_entries,
+                flags=t.flags,
+                name=t.map_name,
+                btf_key_type_id=t.btf_key_type_id,
+                btf_value_type_id=t.btf_value_type_id,
+            )
+            fd = map_create_spec(spec, self._btf_fds[t.btf] if t.btf >= 0 else 0)
+            self._tables[t.name.encode()] = MapTable(
+                fd, t.map_type, t.key_size, t.value_size, t.max_entries
+            )
+            fds[("table", t.name)] = fd
+        for f in self.entry.functions:
+            insns = patch(f.insns, f.relocs, fds)
+            fd = prog_load(
+                f.prog_type,
+                insns,
+                license=f.license,
+                name=kernel_name(f.name),
+                expected_attach_type=f.attach_type,
+            )
+            self.funcs[f.name.encode()] = Function(f.name.encode(), fd)
+
+    def __getitem__(self, name: bytes) -> MapTable:
+        try:
+            return self._tables[name]
+        except KeyError:
+            raise KeyError(
+                f"no table {name.decode(errors='replace')} in {self.entry.source}"
+            ) from None
+
+    def attach(self) -> None:
+        """Attach every function as BCC's autoload would (again: nothing more); on a
+        refusal what did attach stays recorded for :func:`~ringtool.programs.loader.
+        detach_points` and the error is raised."""
+        if self._attached:
+            return
+        self._attached = True
+        for name, fn in self.funcs.items():
+            text = name.decode()
+            if text.startswith("tracepoint__"):
+                category, _, event = text.removeprefix("tracepoint__").partition("__")
+                self.tracepoint_fds[f"{category}:{event}".encode()] = tracepoint_attach(
+                    category, event, fn.fd
+                )
+            elif text.startswith("raw_tracepoint__"):
+                tp = text.removeprefix("raw_tracepoint__")
+                self.raw_tracepoint_fds[tp.encode()] = raw_tracepoint_open(tp, fn.fd)
+
+    def cleanup(self) -> None:
+        """Close every fd still open: attachments, programs, tables, BTF (idempotent)."""
+        fds = [
+            *self.tracepoint_fds.values(),
+            *self.raw_tracepoint_fds.values(),
+            *(f.fd for f in self.funcs.values()),
+            *(t.map_fd for t in self._tables.values()),
+            *self._btf_fds,
+        ]
+        self.tracepoint_fds.clear()
+        self.raw_tracepoint_fds.clear()
+        self.funcs.clear()
+        self._tables.clear()
+        self._btf_fds.clear()
+        first: OSError | None = None
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError as exc:
+                first = first or exc
+        if first is not None:
+            raise RingtoolError(f"could not close a cached program's fd: {first}")
+
+
+__all__ = ["CachedProgram", "Function", "NotCacheable", "capture", "prog_type_of"]
