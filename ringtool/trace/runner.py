@@ -162,6 +162,7 @@ def _loop(
         stats.cost = cost.sample()
         if stats.dropped_interval or stats.lost_interval:
             out.stats(stats)  # the last, partial interval: every drop has its stats line
+        stats.end = time.monotonic()  # one duration in every summary (sinks', output's)
     finally:
         if cost is not None:
             cost.close()  # the statistics off again: q, Ctrl-C, SIGTERM and errors alike

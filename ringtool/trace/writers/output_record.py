@@ -1,0 +1,155 @@
+"""``ringtool trace --record FILE``: every record, and the run's accounting, into a
+recording (an Arrow IPC stream: :mod:`ringtool.event.recording`, docs/record.md).
+
+A :class:`~ringtool.trace.sink.Sink` beside any output: each batch the loop hands on is
+one record batch of the file (columns built from the numpy records, no Python per
+record), each interval's statistics one ``stats`` message, the final ones the
+``summary``. The schema's metadata says what ran where: host, kernel, machine, boot
+time, the layout's version, the command line, the clock offset of the timestamps.
+
+The file is created 0600 without following a symlink
+(:func:`ringtool.trace.writers.private_file.open_private`, as ``--pcap``). With
+``--record-rotate`` the recording is parts ``STEM.0001.SUFFIX``, ``STEM.0002.SUFFIX``
+... each a whole stream; a part ends (a ``rotate`` message, its end marker) once it
+holds the size or has been written for the time given, and the next begins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from ringtool import __version__
+from ringtool.errors import RingtoolError, UsageError
+from ringtool.event.arrow_records import RecordSchema
+from ringtool.event.decode import Decoder
+from ringtool.event.recording import ROTATE, STATS, SUMMARY, RecordingWriter, layout_meta
+from ringtool.event.records import Records
+from ringtool.trace.report.stats import TraceStats
+from ringtool.trace.report.stats_json import stats_record, summary_record
+from ringtool.trace.writers.private_file import open_private
+
+
+@dataclass(frozen=True)
+class Rotate:
+    """``--record-rotate``: a part ends at ``bytes`` (None: any size) or after
+    ``seconds`` (None: any time)."""
+
+    bytes: int | None = None
+    seconds: float | None = None
+
+
+def boot_time() -> int:
+    """The boot time, UNIX seconds (``btime`` of ``/proc/stat``; 0: unknown)."""
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("btime "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def run_meta(offset_ns: int) -> dict[str, str]:
+    """The schema metadata of a recording made now (see the module doc)."""
+    u = os.uname()
+    return {
+        "ringtool.version": __version__,
+        **layout_meta(),
+        "host": socket.gethostname(),
+        "kernel": u.release,
+        "arch": u.machine,
+        "boot_time": str(boot_time()),
+        "realtime_offset_ns": str(offset_ns),
+        "argv": json.dumps(sys.argv),
+        "started": f"{time.time():.3f}",
+        "run_id": uuid.uuid4().hex,
+    }
+
+
+def part_path(path: Path, part: int) -> Path:
+    """Part ``part`` (from 1) of a rotated recording ``path``: ``STEM.NNNN.SUFFIX``."""
+    return path.with_name(f"{path.stem}.{part:04d}{path.suffix}")
+
+
+class RecordSink:
+    """The recording (see the module doc). :meth:`open` creates the file before the
+    sources load (a path that cannot be used is a UsageError naming ``--record``); a
+    write that fails later is a RingtoolError naming it."""
+
+    def __init__(
+        self, path: Path, decoder: Decoder, *, force: bool = False, rotate: Rotate | None = None
+    ) -> None:
+        self.path = path
+        self.force = force
+        self.rotate = rotate
+        self.schema = RecordSchema(decoder.layout)
+        self.offset_ns = decoder.offset_ns
+        self.meta = run_meta(self.offset_ns)
+        self.part = 0
+        self.parts: list[Path] = []
+        self._last_stats: dict[str, object] = {}
+        self._writer = self._open_part()
+
+    def _open_part(self) -> RecordingWriter:
+        self.part += 1
+        path = part_path(self.path, self.part) if self.rotate is not None else self.path
+        f = open_private(path, force=self.force, flag="--record")
+        try:
+            writer = RecordingWriter(
+                f, self.schema, {**self.meta, "part": str(self.part)}, self.offset_ns
+            )
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                f.close()
+            raise UsageError(f"--record {path}: {exc.strerror or exc}") from None
+        self.parts.append(path)
+        self._part_start = time.monotonic()
+        return writer
+
+    def _due(self) -> bool:
+        r = self.rotate
+        if r is None:
+            return False
+        return (r.bytes is not None and self._writer.size >= r.bytes) or (
+            r.seconds is not None and time.monotonic() - self._part_start >= r.seconds
+        )
+
+    def publish(self, records: Records) -> None:
+        try:
+            self._writer.write(records)
+            if self._due():
+                self._writer.account(ROTATE, {"next_part": self.part + 1, **self._last_stats})
+                self._writer.close()
+                self._writer = self._open_part()
+        except OSError as exc:
+            raise RingtoolError(f"--record {self.parts[-1]}: {exc.strerror or exc}") from None
+
+    def tick(self, stats: TraceStats) -> list[str]:
+        record = stats_record(stats)
+        self._last_stats = {"stats": record}
+        try:
+            self._writer.account(STATS, record)
+        except OSError as exc:
+            raise RingtoolError(f"--record {self.parts[-1]}: {exc.strerror or exc}") from None
+        return []
+
+    def close(self, stats: TraceStats | None) -> None:
+        """The summary (when the run has statistics), the end marker, the file closed."""
+        try:
+            if stats is not None:
+                self._writer.account(SUMMARY, summary_record(stats))
+            self._writer.close()
+        except OSError as exc:
+            raise RingtoolError(f"--record {self.parts[-1]}: {exc.strerror or exc}") from None
+
+
+__all__ = ["RecordSink", "Rotate", "boot_time", "part_path", "run_meta"]
