@@ -163,7 +163,8 @@ class RecordingTruncated(RecordingError):
     def __init__(self, path: str, batches: int, events: int, offset: int, why: str) -> None:
         super().__init__(
             f"{path}: {why} at byte {offset}, after batch {batches} ({events} events read): "
-            "the recorder was killed or the file was cut; the events before it were read"
+            "the recorder was killed, or the file was cut or damaged there; the events "
+            "before it were read"
         )
         self.path, self.batches, self.events, self.offset = path, batches, events, offset
 

@@ -38,7 +38,7 @@ def register(subs: Any) -> None:
         "query",
         help="SQL (DuckDB) over recordings (trace --record): a table, JSON or CSV",
         description="Run one SQL statement (DuckDB) over recordings made with "
-        "`ringtool trace --record FILE`.",
+        "ringtool trace --record FILE.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

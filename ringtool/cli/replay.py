@@ -32,7 +32,7 @@ def register(subs: Any) -> None:
     p = subs.add_parser(
         "replay",
         help="show a recording (trace --record) again: columns, JSON or CSV, filtered",
-        description="Replay a recording made with `ringtool trace --record FILE`.",
+        description="Replay a recording made with ringtool trace --record FILE.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -207,7 +207,7 @@ PCAP_HELP = "write net packets as pcapng to a new file (0600; a symlink is never
 FORCE_HELP = "--pcap/--record may replace an existing file (by a new 0600 one; never a symlink)"
 RECORD_HELP = (
     "also record every event and the run's accounting into FILE, an Arrow IPC stream "
-    "(0600; read back with `ringtool replay` or `ringtool query`, or pyarrow, polars, "
+    "(0600; read back with ringtool replay or ringtool query, or pyarrow, polars, "
     "DuckDB; docs/record.md)"
 )
 

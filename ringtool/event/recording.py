@@ -9,7 +9,8 @@ next begins (the writer flushes each), so a recorder killed at any point leaves 
 that reads back to its last whole batch. Batches are compressed (zstd buffers).
 
 Besides the records, empty batches carry the run's accounting in their custom
-metadata (``ringtool.kind``: ``stats`` once per interval, ``summary`` at the end, as
+metadata (``ringtool.kind``: ``start`` first (so the schema is on disk at once),
+``stats`` once per interval, ``summary`` at the end, as
 the JSON objects ``--json`` prints; ``rotate`` when the next part of a rotated
 recording follows): a standard reader sees them as zero rows.
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
@@ -38,10 +40,11 @@ from ringtool.event.records import Records
 
 #: The recording format's version (``ringtool.format``): a reader refuses another.
 FORMAT = "1"
-#: The key of a message's kind in its custom metadata, and of its JSON body.
-KIND, BODY = b"ringtool.kind", b"ringtool.json"
+#: The key of a message's kind in its custom metadata, and of its JSON body; of a
+#: record batch's checksum (:func:`digest`).
+KIND, BODY, DIGEST = b"ringtool.kind", b"ringtool.json", b"ringtool.digest"
 #: The kinds of accounting messages.
-STATS, SUMMARY, ROTATE = "stats", "summary", "rotate"
+START, STATS, SUMMARY, ROTATE = "start", "stats", "summary", "rotate"
 #: The schema's metadata: format, layout, and what ran where (all text).
 META_KEYS = (
     "ringtool.format",
@@ -60,6 +63,40 @@ META_KEYS = (
 )
 #: The end-of-stream marker of the IPC stream format (continuation, zero length).
 EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+def _unpadded(rec: np.ndarray[Any, Any], views: Mapping[int, np.dtype[Any]]) -> bytes:
+    """The records' bytes with the ``pad`` members of their structs zeroed (not data:
+    not recorded)."""
+    pads = [n for n in rec.dtype.names or () if n.startswith("pad")]
+    kinds = [(t, v) for t, v in views.items() if len(rec) and (rec["h"]["type"] == t).any()]
+    if not pads and not kinds:
+        return rec.tobytes()
+    rec = rec.copy()
+    for name in pads:
+        rec[name] = 0
+    for type_id, view in kinds:
+        rows = rec["h"]["type"] == type_id
+        as_view = rec.view(view)
+        for name in view.names or ():
+            if name.startswith("pad"):
+                as_view[name][rows] = 0
+    return rec.tobytes()
+
+
+def digest(records: Records, schema: RecordSchema) -> str:
+    """A checksum of a batch's records (their bytes, pads zeroed, and the packets'
+    bytes): the sum of its 64-bit words each times an odd weight of its place, mod
+    2**64 (any one damaged word changes it), and the length. Written beside each record
+    batch, compared by the reader: a value damaged on disk is not read as data."""
+    views = schema.layout.views
+    raw = b"".join((_unpadded(records.events, views), _unpadded(records.net.rec, {}),
+                    *(records.net.payload(i) for i in range(len(records.net)))))  # fmt: skip
+    words = np.frombuffer(raw + b"\0" * (-len(raw) % 8), np.uint64)
+    weights = np.arange(1, 2 * len(words), 2, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        total = int(np.sum(words * weights, dtype=np.uint64))
+    return f"{len(raw)}:{total:016x}"
 
 
 def layout_digest(header_text: str) -> str:
@@ -87,15 +124,18 @@ class RecordingWriter:
             schema.schema.with_metadata(full),
             options=ipc.IpcWriteOptions(compression="zstd"),
         )
-        stream.flush()
         self.batches = 0
         self.events = 0
+        self.account(START, {})  # the schema is written with the first message: now
 
     def write(self, records: Records) -> None:
         """One batch of records (nothing for an empty one)."""
         if not len(records):
             return
-        self._w.write_batch(self.schema.to_arrow(records, self.offset_ns))
+        self._w.write_batch(
+            self.schema.to_arrow(records, self.offset_ns),
+            custom_metadata={DIGEST: digest(records, self.schema).encode()},
+        )
         self.stream.flush()
         self.batches += 1
         self.events += len(records)
@@ -154,22 +194,32 @@ class RecordingReader:
         self._pos = 0
         try:
             self._reader = ipc.open_stream(self._file)
-        except (OSError, pa.ArrowException) as exc:
+        except (OSError, pa.ArrowException, MemoryError, ValueError) as exc:
             self._file.close()
             raise RecordingError(
                 f"{path}: not a ringtool recording (an Arrow IPC stream): {_why(exc)}"
             ) from None
         self._pos = self._file.tell()
+        try:
+            self.recording = self._described()
+        except RecordingError:
+            self._file.close()
+            raise
+        except (ValueError, pa.ArrowException, MemoryError) as exc:  # a damaged schema
+            self._file.close()
+            raise RecordingError(f"{path}: its schema is damaged: {_why(exc)}") from None
+
+    def _described(self) -> Recording:
+        """The file's description, checked: format, type numbers, columns."""
         raw = self._reader.schema.metadata or {}
         meta = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in raw.items()}
         if meta.get("ringtool.format") != FORMAT:
-            self._file.close()
             raise RecordingError(
-                f"{path}: recording format {meta.get('ringtool.format')!r}, "
+                f"{self.path}: recording format {meta.get('ringtool.format')!r}, "
                 f"this ringtool reads {FORMAT!r}"
             )
         self._check_types(meta)
-        self.recording = Recording(str(path), meta, schema.check_schema(self._reader.schema))
+        return Recording(str(self.path), meta, self.schema.check_schema(self._reader.schema))
 
     def _check_types(self, meta: Mapping[str, str]) -> None:
         try:
@@ -179,7 +229,6 @@ class RecordingReader:
         mine = {n: t for t, n in self.schema.layout.type_names.items()}
         differ = sorted(n for n in types if mine.get(n) != types[n])
         if differ:
-            self._file.close()
             raise RecordingError(
                 f"{self.path}: recorded with another event layout (type "
                 f"{', '.join(differ)} numbered differently): read it with "
@@ -205,7 +254,7 @@ class RecordingReader:
                 except StopIteration:
                     at_eos = self._file.tell()
                     break
-                except (OSError, pa.ArrowException) as exc:
+                except (OSError, pa.ArrowException, MemoryError, ValueError) as exc:
                     raise self._stop(_why(exc)) from None
                 self._pos = self._file.tell()
                 if custom is not None and KIND in custom:
@@ -214,7 +263,10 @@ class RecordingReader:
                 try:
                     batch.validate(full=True)
                     records = self.schema.from_arrow(batch)
-                except (pa.ArrowException, RecordingError) as exc:
+                    want = (custom or {}).get(DIGEST, b"").decode(errors="replace")
+                    if want != digest(records, self.schema):
+                        raise RecordingError("its checksum differs")
+                except (Exception, MemoryError) as exc:  # damaged: whatever it breaks
                     raise RecordingError(
                         f"{self.path}: batch {rec.batches + 1} (ending at byte "
                         f"{self._pos}) is damaged: {_why(exc)}"
@@ -275,16 +327,19 @@ def layout_meta() -> dict[str, str]:
 
 __all__ = [
     "BODY",
+    "DIGEST",
     "EOS",
     "FORMAT",
     "KIND",
     "META_KEYS",
     "ROTATE",
+    "START",
     "STATS",
     "SUMMARY",
     "Recording",
     "RecordingReader",
     "RecordingWriter",
+    "digest",
     "layout_digest",
     "layout_meta",
 ]

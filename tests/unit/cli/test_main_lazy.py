@@ -25,6 +25,8 @@ MODULES = {
     "collect": "ringtool.cli.collect",
     "doctor": "ringtool.cli.doctor",
     "mark": "ringtool.cli.mark",
+    "replay": "ringtool.cli.replay",
+    "query": "ringtool.cli.query",
     "bench": "ringtool.bench.command",
 }
 
