@@ -95,7 +95,10 @@ class _Filtering:
         if f.comm is not None:
             mask &= h["comm"] == f.comm.encode()
         if f.uid is not None:
-            mask &= rec["uid"] == f.uid
+            uid = rec["uid"]
+            for type_id, view in self.layout.views.items():  # tcp: its own struct's uid
+                uid = np.where(h["type"] == type_id, rec.view(view)["uid"], uid)
+            mask &= uid == f.uid
         if f.failed:
             t, lay = h["type"], self.layout
             execs = np.isin(t, [lay.type_id(n) for n in ("exec", "exit", "fork")])

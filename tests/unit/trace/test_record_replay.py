@@ -7,6 +7,7 @@ the files are created 0600 without following a symlink."""
 from __future__ import annotations
 
 import io
+import json
 import stat
 from pathlib import Path
 
@@ -117,3 +118,43 @@ def test_the_recording_is_private_and_never_through_a_symlink(tmp_path: Path) ->
     (tmp_path / "x.arrows").write_bytes(b"old")
     with pytest.raises(UsageError, match="exists: add --force"):
         RecordSink(tmp_path / "x.arrows", dec)
+
+
+def _mixed() -> Records:
+    """pid 1: open uid 1000 failed; 2: open uid 0 ok; 3: tcp uid 1000 established;
+    4: tcp uid 0 never established; 5: exec ok; 6: fork; 7: exec failed."""
+    arr = np.zeros(7, LAYOUT.event)
+    arr["h"]["pid"] = np.arange(1, 8)
+    arr["h"]["type"] = [LAYOUT.type_id(t) for t in
+                        ("open", "open", "tcp", "tcp", "exec", "fork", "exec")]  # fmt: skip
+    arr["uid"][:2] = [1000, 0]
+    arr["ret"][:2] = [-2, 3]
+    arr["ret"][6] = -13
+    tcp = arr.view(LAYOUT.views[LAYOUT.type_id("tcp")])
+    tcp["uid"][2:4] = [1000, 0]
+    tcp["states"][2:4] = [1 << 1 | 1 << 2, 1 << 2]  # ESTABLISHED+SYN_SENT; SYN_SENT only
+    return Records(arr)
+
+
+@pytest.mark.parametrize(("flt", "pids"), [
+    (ReplayFilter(uid=1000), [1, 3]),
+    (ReplayFilter(failed=True), [1, 4, 7]),
+    (ReplayFilter(sources=("tcp",)), [3, 4]),
+    (ReplayFilter(comm="nope"), []),
+])  # fmt: skip
+def test_each_filter_reads_the_row_s_own_struct(
+    tmp_path: Path, flt: ReplayFilter, pids: list[int]
+) -> None:
+    sink, _ = _record(tmp_path, [_mixed()], None)
+    out = io.StringIO()
+    replay(sink.parts, RunConfig(mode="json"), flt, out)
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert [e["pid"] for e in lines[:-1]] == pids
+
+
+def test_replay_at_a_speed_writes_the_same(tmp_path: Path) -> None:
+    batches = _batches(3, 100)  # stamps a few µs apart: paced, yet quick
+    sink, live = _record(tmp_path, batches, None)
+    out = io.StringIO()
+    replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out, speed=1000.0)
+    assert out.getvalue() == live
