@@ -24,6 +24,7 @@ from ringtool.trace.replay import ReplayFilter, replay
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.report.stats_json import summary_record
 from ringtool.trace.writers.output_record import RecordSink, Rotate
+from tests.helpers.net_records import net_sample
 from tests.helpers.recordings import LAYOUT, OFFSET_NS
 
 
@@ -52,6 +53,7 @@ def _record(tmp: Path, batches: list[Records], rotate: Rotate | None) -> tuple[R
     for b in batches:
         stats.add_batch(b.events)
         sink.publish(b)
+        sink.tick(stats)  # each batch written (else kept up to FLUSH_EVENTS)
         live.write(batch_text(dec, b, None))
     stats.tick(drops_cpu=[3, 4], drops_source={"open": [3, 4]}, lost_cpu={})
     stats.end = stats.start + 2.5
@@ -158,3 +160,25 @@ def test_replay_at_a_speed_writes_the_same(tmp_path: Path) -> None:
     out = io.StringIO()
     replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out, speed=1000.0)
     assert out.getvalue() == live
+
+
+def test_kept_batches_and_packets_keep_the_live_order(tmp_path: Path) -> None:
+    """Reads kept together into one record batch, and reads with packets (written with
+    the events kept before them): the lines are the live ones, in the live order."""
+    dec = Decoder(LAYOUT, syscall_namer(), realtime_offset_ns=OFFSET_NS)
+    events = _batches(4, 30)
+    packets = dec.net_records([(0, net_sample(b"\x01\x02", pid=9, ts=5)),
+                               (0, net_sample(b"", pid=8, ts=6))])  # fmt: skip
+    reads = [events[0], Records(events[1].events, packets), events[2], events[3]]
+    sink = RecordSink(tmp_path / "r.arrows", dec)
+    stats = TraceStats(LAYOUT.type_names, 2, ["open"])
+    live = "".join(batch_text(dec, r, None) for r in reads)
+    for r in reads:
+        stats.add_batch(r.events)
+        stats.add_net(r.net)
+        sink.publish(r)
+    stats.end = stats.start + 1
+    sink.close(stats)
+    out = io.StringIO()
+    replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out)
+    assert out.getvalue() == live + object_line(summary_record(stats)) + "\n"
