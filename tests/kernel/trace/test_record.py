@@ -115,3 +115,18 @@ def test_a_recorder_killed_mid_run_reads_back_to_its_last_batch(tmp_path: Path) 
     # the summary: the recording's last stats, the events replayed
     assert json.loads(lines[-1])["events"] == len(events)
     assert os.path.getsize(path) > 0
+
+
+def test_a_flight_recorder_s_dumps_are_recorded(tmp_path: Path) -> None:
+    comm = unique_comm()
+    worker = Worker(comm, "seq", tmp_path / "missing", 200)
+    path = tmp_path / "fr.arrows"
+    t = Trace("--json", "--events", "open", "--flight-recorder", "1M", "--record", str(path))
+    worker.go()
+    worker.wait()
+    t.signal(signal.SIGINT)  # the dump at exit
+    lines, _ = t.finish()
+    assert sum(json.loads(x).get("comm") == comm for x in lines[:-1]) == 200
+    replayed = _run("replay", str(path), "--json")
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.decode() == "".join(line + "\n" for line in lines)
