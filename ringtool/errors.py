@@ -148,6 +148,27 @@ class PcapngFormatError(RingtoolError, ValueError):
     on an interface that was never described)."""
 
 
+class RecordingError(RingtoolError, ValueError):
+    """A recording (``ringtool trace --record``) cannot be read as one: not an Arrow IPC
+    stream, a damaged or cut message (the message says after which batch, at which byte
+    it stops), a stream of another format version or event layout, or a column that is
+    not the layout's. Events before the damage were handed on; nothing after it is."""
+
+
+class RecordingTruncated(RecordingError):
+    """A recording ends before its end-of-stream marker: the recorder was killed (or the
+    file was cut). ``batches`` whole batches and ``events`` events were read before
+    byte ``offset``."""
+
+    def __init__(self, path: str, batches: int, events: int, offset: int, why: str) -> None:
+        super().__init__(
+            f"{path}: {why} at byte {offset}, after batch {batches} ({events} events read): "
+            "the recorder was killed, or the file was cut or damaged there; the events "
+            "before it were read"
+        )
+        self.path, self.batches, self.events, self.offset = path, batches, events, offset
+
+
 class KmesError(RingtoolError):
     """A KMES buffer, metadata page or attach exchange is malformed."""
 

@@ -7,7 +7,8 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
 
 * ``trace-e2e``, per output (``json`` and ``columns`` to a file, ``tui``: the TUI
   without a terminal, ``export``: ``--export`` to a local ``nats-server`` with
-  ``--quiet``): ``trace --events open -c rt_bench_XXXXXX --buffer-pages 1024 -d D``
+  ``--quiet``, ``record``: ``--record`` with ``--quiet``, its ``bytes_per_event`` on
+  disk): ``trace --events open -c rt_bench_XXXXXX --buffer-pages 1024 -d D``
   while the producer runs ``seconds``; events/s offered (loop iterations: one
   ``openat`` each) and delivered (the summary's ``events``), kernel drops, and the
   consumer's CPU per delivered event: ``wait4`` user + system CPU of the trace
@@ -65,17 +66,20 @@ from ringtool.kernel.privileges import require_bpf_privileges
 PRODUCER_CPU = 0
 TRACE_CPU = 1
 BUFFER_PAGES = 1024
-OUTPUTS = ("json", "columns", "tui", "export")
+OUTPUTS = ("json", "columns", "tui", "export", "record")
 #: Trace run past the producer's end: the drain of what is left.
 DRAIN_S = 1.0
 OVERHEAD_ROUNDS = 2
 
 
-def _e2e_args(comm: str, output: str, duration: float, url: str | None) -> list[str]:
+def _e2e_args(comm: str, output: str, duration: float, url: str | None,
+              record: Path) -> list[str]:  # fmt: skip
     base = ["--events", "open", "-c", comm, "--buffer-pages", str(BUFFER_PAGES),
             "-d", f"{duration:.3f}"]  # fmt: skip
     if output == "json":
         return [*base, "--json"]
+    if output == "record":
+        return [*base, "--quiet", "--record", str(record), "--force"]
     if output == "export":
         return [*base, "--export", str(url), "--quiet"]
     return [*base, "--no-tui", "-w"]
@@ -98,7 +102,8 @@ def _cpu_of_run(args: list[str], headless: bool, out: Path, loop: tuple[Path, fl
 
 def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None) -> dict[str, Any]:
     duration = seconds + DRAIN_S
-    args = _e2e_args(binary.name, output, duration, url)
+    record = tmp / "e2e.arrows"
+    args = _e2e_args(binary.name, output, duration, url, record)
     headless = output == "tui"
     out = tmp / f"e2e.{output}"
     idle_run, _ = _cpu_of_run(args, headless, out, None)
@@ -115,7 +120,9 @@ def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None) -
         "offered": loop.iterations, "delivered": delivered, "lost": summary["lost"],
         "consumer_cpu_s": round(cpu, 3), "idle_cpu_s": round(idle_cpu, 3),
         "total_cpu_s": round(run_.cpu_s, 3),
-        "output_bytes": out.stat().st_size,
+        "output_bytes": (record if output == "record" else out).stat().st_size,
+        **({"bytes_per_event": round(record.stat().st_size / delivered, 1)}
+           if output == "record" and delivered else {}),
     }  # fmt: skip
 
 

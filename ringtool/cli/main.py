@@ -91,6 +91,18 @@ def _mark(subs: Any) -> None:
     mark.register(subs)
 
 
+def _replay(subs: Any) -> None:
+    from ringtool.cli import replay
+
+    replay.register(subs)
+
+
+def _query(subs: Any) -> None:
+    from ringtool.cli import query
+
+    query.register(subs)
+
+
 #: The CLI layer's subcommands. The ``ringtool`` program (:mod:`ringtool.__main__`)
 #: adds the layers above (``ringtool bench``) by passing a larger table to
 #: :func:`main`.
@@ -102,6 +114,8 @@ SUBCOMMANDS: dict[str, Register] = {
     "export-stream": _export_stream,
     "doctor": _doctor,
     "mark": _mark,
+    "replay": _replay,
+    "query": _query,
 }
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

@@ -60,6 +60,8 @@ examples:
   sudo ringtool trace --quiet --events net -i eth0 --snaplen 128 --pcap out.pcapng
   sudo ringtool trace --json --ordered --window-us 500   # merged in timestamp order
   sudo ringtool trace --json --flight-recorder 1M > fr.jsonl  # kill -USR1 PID: dump
+  sudo ringtool trace --record run.arrows      # dashboard, and everything kept on disk
+  ringtool replay run.arrows --json            # the recording as JSON lines, later
 """
 
 if TYPE_CHECKING:
@@ -186,6 +188,12 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     p.add_argument("--pcap", type=vp.output_file, metavar="FILE", help=PCAP_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
+    p.add_argument("--record", type=vp.output_file, metavar="FILE", help=RECORD_HELP)
+    p.add_argument(
+        "--record-rotate", type=v.size_or_duration, metavar="SIZE|TIME",
+        help="with --record: parts FILE-STEM.0001.SUFFIX, ... each ending at SIZE (100M) or "
+        "after TIME (10m, 1h)",
+    )  # fmt: skip
     p.add_argument("--ordered", action="store_true", help="merge CPUs in timestamp order")
     p.add_argument(
         "--cost", action="store_true",
@@ -234,7 +242,12 @@ MAX_BUFFER_HELP = (
     "a ring idle for 30 s steps back down"
 )
 PCAP_HELP = "write net packets as pcapng to a new file (0600; a symlink is never followed)"
-FORCE_HELP = "--pcap may replace an existing file (by a new 0600 one; never a symlink)"
+FORCE_HELP = "--pcap/--record may replace an existing file (by a new 0600 one; never a symlink)"
+RECORD_HELP = (
+    "also record every event and the run's accounting into FILE, an Arrow IPC stream "
+    "(0600; read back with ringtool replay or ringtool query, or pyarrow, polars, "
+    "DuckDB; docs/record.md)"
+)
 
 
 def events_of(args: argparse.Namespace) -> tuple[str, ...]:
@@ -246,8 +259,11 @@ def check(args: argparse.Namespace) -> None:
     """The flag combinations (:class:`UsageError`); each value was checked by parsing."""
     if args.pcap is not None and "net" not in events_of(args):
         raise UsageError("--pcap writes the net source's packets: add -i IFACE")
-    if args.force and args.pcap is None:
-        raise UsageError("--force lets --pcap overwrite a file: add --pcap FILE")
+    if args.force and args.pcap is None and args.record is None:
+        raise UsageError("--force lets --pcap or --record overwrite a file: add --pcap FILE "
+                         "or --record FILE")  # fmt: skip
+    if args.record_rotate is not None and args.record is None:
+        raise UsageError("--record-rotate cuts a recording into parts: add --record FILE")
     if args.window_us is not None and not args.ordered:
         raise UsageError("--window-us needs --ordered")
     if args.hist and not {"syscalls", "disk", "cpuwait"} & set(events_of(args)):
@@ -360,6 +376,7 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         keep_exited=args.keep_exited, stats_lines=args.stats,
         filters=shown_filters(args, events, DEFAULT_EVENTS + (("net",) if args.iface else ())),
         dates=args.date,
+        record=args.record, record_rotate=args.record_rotate,
     )  # fmt: skip
     return opts, cfg
 

@@ -169,6 +169,31 @@ def ring_bytes(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": DAY_S}
+
+
+def size_or_duration(text: str) -> tuple[int | None, float | None]:
+    """A ``type=`` for a size (``100M``, ``1G``: bytes, at least 64K) or a duration
+    (``30s``, ``10m``, ``1h``, ``1d``: at least 1 s): ``(bytes, None)`` or
+    ``(None, seconds)`` (``--record-rotate``)."""
+    t = text.strip()
+    low = t.lower()
+    if low[-1:] in _SECONDS and low[:-1].isascii() and low[:-1].isdigit() and len(low) <= 9:
+        secs = int(low[:-1]) * _SECONDS[low[-1]]
+        if not 1 <= secs <= DURATION_MAX_S:
+            bad(f"{shown(text)} is not a duration from 1s to 366d")
+        return None, float(secs)
+    u = t.upper().removesuffix("B").removesuffix("I")
+    unit = u[-1:] if u[-1:] in ("K", "M", "G") else ""
+    digits = u[: len(u) - len(unit)]
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 12):
+        bad(f"{shown(repr(text))} is neither a size (100M, 1G) nor a duration (30s, 10m, 1h)")
+    n = int(digits) * _SUFFIX[unit]
+    if not 1 << 16 <= n <= 1 << 50:
+        bad(f"{shown(text)} is not a size from 64K to 1P")
+    return n, None
+
+
 def utf8(text: str, what: str) -> bytes:
     """``text`` as the bytes given on the command line; refused unless UTF-8."""
     try:

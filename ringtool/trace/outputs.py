@@ -59,6 +59,10 @@ class RunConfig:
     filters: tuple[str, ...] = ()
     #: ``-T``/``--date``: the columns' times with their date
     dates: bool = False
+    #: ``--record``: the recording's file (None: none) and ``--record-rotate``'s
+    #: ``(bytes, seconds)`` (one of them None), or None
+    record: Path | None = None
+    record_rotate: tuple[int | None, float | None] | None = None
 
 
 def make_output(cfg: RunConfig, decoder: Decoder, stream: TextIO) -> Output[TraceStats]:
@@ -105,6 +109,11 @@ def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> lis
 
             sinks.append(PcapSink.open(cfg.pcap, snaplen, force=cfg.force,
                                        realtime_offset_ns=decoder.offset_ns))  # fmt: skip
+        if cfg.record is not None:
+            from ringtool.trace.writers.output_record import RecordSink, Rotate
+
+            rot = None if cfg.record_rotate is None else Rotate(*cfg.record_rotate)
+            sinks.append(RecordSink(cfg.record, decoder, force=cfg.force, rotate=rot))
         if cfg.kmes is not None:
             from ringtool.trace.writers.kmes_sink import KmesSink
 

@@ -180,6 +180,7 @@ def _loop(
         stats.cost = None if at_start else cost.sample()
         if stats.interval_dropped:
             out.stats(stats)  # the last, partial interval: every drop has its stats line
+        stats.end = time.monotonic()  # one duration in every summary (sinks', output's)
     finally:
         if cost is not None:
             cost.close()  # the statistics off again: q, Ctrl-C, SIGTERM and errors alike

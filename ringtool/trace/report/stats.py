@@ -132,6 +132,8 @@ class TraceStats:
     cpuwait: CpuWaitStats | None = None
     #: the children each process forked while traced (the drill-down lists them)
     tree: ProcessTree = field(init=False)
+    #: when reading ended (monotonic s; None: still reading): :attr:`uptime` stops there
+    end: float | None = None
 
     def __post_init__(self) -> None:
         self.per_cpu = [0] * self.ncpu
@@ -318,7 +320,9 @@ class TraceStats:
 
     @property
     def uptime(self) -> float:
-        return time.monotonic() - self.start
+        """Seconds since reading started, until :attr:`end` once the run ended (so the
+        summary, the recording's and the output's, says one duration)."""
+        return (time.monotonic() if self.end is None else self.end) - self.start
 
     def proc_rows(self) -> list[tuple[int, str, int, int]]:
         """Every process seen: ``(pid, comm, events, events in the last interval)``,

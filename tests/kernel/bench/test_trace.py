@@ -20,7 +20,7 @@ from tests.helpers.paths import RINGTOOL
 pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 E2E_KEYS = ("offered_per_s", "delivered_per_s", "dropped", "consumer_ns_per_event")
-OUTPUTS = {"json", "columns", "tui", "export"}
+OUTPUTS = {"json", "columns", "tui", "export", "record"}
 
 
 def _number(value: object) -> bool:
@@ -54,6 +54,8 @@ def test_bench_trace_json_lines() -> None:
         delivered, dropped, offered = row["delivered"], row["dropped"], row["offered"]
         assert isinstance(delivered, int) and isinstance(dropped, int)
         assert isinstance(offered, int) and delivered + dropped >= offered, row
+        if row["output"] == "record":  # --record: what an event takes on disk
+            assert _number(row["bytes_per_event"]) and float(row["bytes_per_event"]) > 0, row  # type: ignore[arg-type]
 
     (over,) = by_bench["trace-overhead"]
     for key in (

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers.paths import RINGTOOL
 
-SUBCOMMANDS = ("trace", "bridge", "kmes-read", "bench", "collect", "doctor")
+SUBCOMMANDS = ("trace", "bridge", "kmes-read", "bench", "collect", "doctor", "replay", "query")
 #: RST roles (:class:`x`, :func:`x`, :mod:`x`, ...), inline literals (``x``), interpreted
 #: text (`x`), and section signs (a developer's section reference means nothing here).
 MARKUP = re.compile(r":[a-z]+:`|``|`[^`\s][^`]*`|§")

@@ -26,6 +26,8 @@ MODULES = {
     "export-stream": "ringtool.cli.export_stream",
     "doctor": "ringtool.cli.doctor",
     "mark": "ringtool.cli.mark",
+    "replay": "ringtool.cli.replay",
+    "query": "ringtool.cli.query",
     "bench": "ringtool.bench.command",
 }
 

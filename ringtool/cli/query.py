@@ -1,0 +1,159 @@
+"""``ringtool query FILE... 'SQL'``: SQL (DuckDB) over recordings.
+
+The files' batches (checked as ``replay`` checks them) are one Arrow table, ``raw``,
+with the views of :mod:`ringtool.event.record_sql` over it (``events``, one per event
+type: ``exec``, ``open``, ``syscall``...) and ``recording`` (one row per file: host,
+kernel, command line, summary). The result is a table (every cell printable), JSON
+lines or CSV. Needs no privileges.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from ringtool.errors import RecordingError, UsageError
+from ringtool.event.safe_text import printable
+
+EPILOG = """\
+tables: raw (every column of the file), events, exec, exit, fork, open, syscall, mark,
+tcp, net (one per event type, fields named as in --json), recording (one row per file:
+host, kernel, boot_time, argv, summary as JSON). docs/record.md has more examples.
+
+examples:
+  ringtool query run.arrows 'SELECT comm, count(*) n FROM open GROUP BY 1 ORDER BY 2 DESC LIMIT 9'
+  ringtool query run.arrows 'SELECT uid, filename, count(*) FROM exec WHERE ret < 0 GROUP BY ALL'
+  ringtool query run.arrows --json 'SELECT pid, comm, max(latency_us) FROM syscall GROUP BY ALL'
+"""
+
+
+def register(subs: Any) -> None:
+    p = subs.add_parser(
+        "query",
+        help="SQL (DuckDB) over recordings (trace --record): a table, JSON or CSV",
+        description="Run one SQL statement (DuckDB) over recordings made with "
+        "ringtool trace --record FILE.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="recordings")
+    p.add_argument("sql", metavar="SQL", help="the statement (after the files)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON object per row")
+    out.add_argument("--csv", action="store_true", help="CSV (RFC 4180) with a header line")
+    p.set_defaults(func=run)
+
+
+def _load(paths: Sequence[Path]) -> tuple[Any, list[dict[str, Any]]]:
+    import pyarrow as pa
+
+    from ringtool.event.arrow_records import RecordSchema
+    from ringtool.event.layout import load_layout
+    from ringtool.event.recording import RecordingReader
+
+    schema = RecordSchema(load_layout())
+    batches: list[Any] = []
+    files: list[dict[str, Any]] = []
+    for path in paths:
+        reader = RecordingReader(path, schema)
+        got = [b for b, _ in reader.batches()]  # damaged or cut: the error, nothing shown
+        batches.extend(b.select(schema.schema.names) if len(b.schema) == len(schema.schema)
+                       else _widen(b, schema.schema) for b in got)  # fmt: skip
+        rec = reader.recording
+        files.append({"path": str(path), **{k: rec.meta.get(k) for k in (
+            "host", "kernel", "arch", "boot_time", "argv", "started", "run_id", "part",
+            "layout_sha256")}, "summary": json.dumps(rec.summary)})  # fmt: skip
+    return pa.Table.from_batches(batches, schema.schema), files
+
+
+def _widen(batch: Any, schema: Any) -> Any:
+    """A batch of a recording that lacks columns of this layout: those as nulls."""
+    import pyarrow as pa
+
+    cols = [batch.column(f.name) if f.name in batch.schema.names
+            else pa.nulls(batch.num_rows, f.type) for f in schema]  # fmt: skip
+    return pa.record_batch(cols, schema=schema)
+
+
+def run(args: argparse.Namespace) -> int:
+    import duckdb
+    import pyarrow as pa
+
+    from ringtool.event.layout import load_layout
+    from ringtool.event.record_sql import VIEWS, lookup_tables, with_text
+    from ringtool.event.syscalls import syscall_namer
+
+    table, files = _load(args.files)
+    con = duckdb.connect(":memory:")
+    con.register("raw_table", with_text(table))
+    con.execute("CREATE VIEW raw AS SELECT * FROM raw_table")
+    for name, t in lookup_tables(load_layout(), syscall_namer()).items():
+        con.register(name, t)
+    con.register("recording", pa.Table.from_pylist(files))
+    for name, select in VIEWS.items():
+        con.execute(f'CREATE VIEW "{name}" AS {select}')
+    try:
+        cur = con.execute(args.sql)
+        names = [d[0] for d in cur.description or []]
+        rows = cur.fetchall() if names else []
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"SQL: {printable(first)}") from None
+    write = _json if args.json else _csv if args.csv else _table
+    write(names, rows, sys.stdout)
+    return 0
+
+
+def cell(v: Any) -> Any:
+    """A result value as JSON takes it: text for bytes (escaped) and times (ISO 8601)."""
+    if isinstance(v, bytes | bytearray | memoryview):
+        return bytes(v).decode("utf-8", "backslashreplace")
+    if isinstance(v, dt.datetime | dt.date | dt.time):
+        return v.isoformat()
+    if isinstance(v, dt.timedelta):
+        return v.total_seconds()
+    if isinstance(v, list | tuple):
+        return [cell(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): cell(x) for k, x in v.items()}
+    if isinstance(v, int | float | str | bool) or v is None:
+        return v
+    return str(v)
+
+
+def text(v: Any) -> str:
+    """A result value as one printable cell (process data is data: escapes, no markup)."""
+    c = cell(v)
+    if c is None:
+        return ""
+    return printable(c if isinstance(c, str) else json.dumps(c, ensure_ascii=False))
+
+
+def _json(names: list[str], rows: list[tuple[Any, ...]], out: TextIO) -> None:
+    from ringtool.event.json_lines import object_line
+
+    out.write("".join(object_line({n: cell(v) for n, v in zip(names, r, strict=True)}) + "\n"
+                      for r in rows))  # fmt: skip
+
+
+def _csv(names: list[str], rows: list[tuple[Any, ...]], out: TextIO) -> None:
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow([printable(n) for n in names])
+    w.writerows([text(v) for v in r] for r in rows)
+
+
+def _table(names: list[str], rows: list[tuple[Any, ...]], out: TextIO) -> None:
+    cells = [[printable(n) for n in names], *([text(v) for v in r] for r in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(names))]
+    for row in cells:
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+
+
+__all__ = ["RecordingError", "cell", "register", "run", "text"]

@@ -1,0 +1,92 @@
+"""Recordings for tests: random batches of every record form (events of every type,
+tcp records viewed as their own struct, net packets with their bytes) as hypothesis
+strategies, and a recording file written from batches with the product's writer."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ringtool.event.arrow_records import RecordSchema
+from ringtool.event.decode import Decoder
+from ringtool.event.layout import load_layout
+from ringtool.event.recording import STATS, SUMMARY, RecordingWriter, layout_meta
+from ringtool.event.records import NetRecords, Records
+from tests.helpers.net_records import raw_sample
+from tests.helpers.records import record, record_array
+
+LAYOUT = load_layout()
+SCHEMA = RecordSchema(LAYOUT)
+TCP = LAYOUT.type_id("tcp")
+OFFSET_NS = 1_763_000_000 * 10**9
+
+#: A tcp record: every byte of its struct random (its pad zero: not data), as the rings
+#: hold it (a ``struct trace_event`` row).
+tcp_row = st.binary(min_size=LAYOUT.event.itemsize, max_size=LAYOUT.event.itemsize)
+
+
+def _tcp(raws: list[bytes]) -> np.ndarray[Any, Any]:
+    arr = np.frombuffer(b"".join(raws), LAYOUT.event).copy() if raws else np.zeros(0, LAYOUT.event)
+    view = arr.view(LAYOUT.views[TCP])
+    view["h"]["type"] = TCP
+    view["pad"] = 0
+    return arr
+
+
+def _batch(events: list[tuple[Any, ...]], tcps: list[bytes], order: list[int],
+           samples: list[bytes]) -> Records:  # fmt: skip
+    arr = np.concatenate((record_array(events), _tcp(tcps)))
+    arr = arr[np.argsort(np.array(order[: len(arr)] + list(range(len(order), len(arr))),
+                                  dtype=np.int64), kind="stable")]  # fmt: skip
+    dec = Decoder(LAYOUT, realtime_offset_ns=OFFSET_NS)
+    net = dec.net_records([(0, s) for s in samples]) if samples else NetRecords.empty(LAYOUT.net)
+    return Records(arr, net)
+
+
+#: One batch: events (unknown types too), tcp records mixed in among them, packets.
+batch = st.builds(
+    _batch,
+    st.lists(record, max_size=8),
+    st.lists(tcp_row, max_size=3),
+    st.lists(st.integers(0, 20), max_size=11),
+    st.lists(raw_sample, max_size=4),
+)
+
+
+class _Kept(io.BytesIO):
+    """A buffer the writer's close leaves readable."""
+
+    def close(self) -> None:
+        pass
+
+
+def write_recording(batches: list[Records], *, summary: dict[str, Any] | None = None,
+                    close: bool = True) -> bytes:  # fmt: skip
+    """The bytes of a recording of ``batches`` (a ``stats`` message after each, the
+    ``summary`` at the end unless None), closed (its end marker) when ``close``."""
+    f = _Kept()
+    meta = {**layout_meta(), "host": "test", "realtime_offset_ns": str(OFFSET_NS),
+            "run_id": "r", "part": "1"}  # fmt: skip
+    w = RecordingWriter(f, SCHEMA, meta, OFFSET_NS)
+    for i, b in enumerate(batches):
+        w.write(b)
+        w.account(STATS, {"type": "stats", "events": i})
+    if summary is not None:
+        w.account(SUMMARY, summary)
+    if close:
+        w.close()  # the end marker (the stream stays readable)
+    return f.getvalue()
+
+
+def save(tmp: Path, data: bytes, name: str = "r.arrows") -> Path:
+    path = tmp / name
+    path.write_bytes(data)
+    return path
+
+
+def samples_of(net: NetRecords) -> list[bytes]:
+    return [net.sample(i) for i in range(len(net))]
