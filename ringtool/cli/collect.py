@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from ringtool.cli import validate as v
-from ringtool.cli.export_args import add_broker_args, add_metrics_arg, broker_url
+from ringtool.cli.export_args import add_broker_url, add_metrics_arg
 from ringtool.export.config import MAX_HOSTS, check_token, display_url
 
 #: The widest ``--merged`` reorder window, ms of event time: an hour.
@@ -45,11 +45,7 @@ def register(subs: Any) -> None:
         description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    p.add_argument(
-        "url", type=broker_url, metavar="URL",
-        help="nats://[user:pass@]HOST:PORT or tls://...; a cluster's servers separated by commas",
-    )  # fmt: skip
-    add_broker_args(p, "")
+    add_broker_url(p)
     p.add_argument(
         "--durable", type=v.checked(partial(check_token, what="--durable")),
         default="ringtool-collect",

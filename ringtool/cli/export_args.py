@@ -34,6 +34,16 @@ from ringtool.export.config import (
 broker_url = v.checked(check_url)
 
 
+def add_broker_url(p: Any) -> None:
+    """The positional ``URL`` of a broker (``collect``, ``export-stream``) and the
+    broker options (:func:`add_broker_args`) without a prefix."""
+    p.add_argument(
+        "url", type=broker_url, metavar="URL",
+        help="nats://[user:pass@]HOST:PORT or tls://...; a cluster's servers separated by commas",
+    )  # fmt: skip
+    add_broker_args(p, "")
+
+
 def add_broker_args(group: Any, prefix: str) -> None:
     """``--{prefix}stream``, ``--{prefix}subject-prefix``, ``--{prefix}creds`` and
     ``--{prefix}tls-ca`` in ``group``: ``prefix`` is ``export-`` for the exporters,

@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from ringtool.cli import validate as v
-from ringtool.cli.export_args import add_broker_args, broker_url
+from ringtool.cli.export_args import add_broker_url
 
 DESCRIPTION = """\
 Create the NATS JetStream stream that 'ringtool trace --export' and 'ringtool bridge
@@ -33,11 +33,7 @@ def register(subs: Any) -> None:
         description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    p.add_argument(
-        "url", type=broker_url, metavar="URL",
-        help="nats://[user:pass@]HOST:PORT or tls://...; a cluster's servers separated by commas",
-    )  # fmt: skip
-    add_broker_args(p, "")
+    add_broker_url(p)
     p.add_argument("--replicas", type=v.integer(1, 5), default=0, metavar="N",
                    help="replicas of a new stream (default: 3 when URL names three or more "
                    "servers, else 1; as trace --export)")  # fmt: skip
