@@ -32,6 +32,11 @@ from tests.helpers.paths import RINGTOOL
 from tests.helpers.trace import Worker, drain, hot_file, unique_comm
 
 pytestmark = pytest.mark.kernel
+#: The cache's own logic (keys, damage, the directory's checks, --no-cache, doctor)
+#: has nothing of the kernel's version in it: host_only. What the kernel does with a
+#: cached program (loading it, the same events, the filters' values at run time) runs
+#: on every kernel.
+HOST_ONLY = pytest.mark.host_only
 
 
 @pytest.fixture
@@ -149,6 +154,7 @@ def refused(path: Path) -> None:
     path.write_bytes(MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
 
 
+@HOST_ONLY
 @pytest.mark.parametrize("damage", [corrupt, refused], ids=["checksum", "kernel-refuses"])
 def test_a_damaged_entry_is_rebuilt_and_the_run_works(
     cache_dir: Path, tmp_path: Path, damage: Any
@@ -166,6 +172,7 @@ def test_a_damaged_entry_is_rebuilt_and_the_run_works(
     assert again.origins == {"open": "cache"}, again.notes
 
 
+@HOST_ONLY
 def test_another_flag_or_kernel_is_a_miss(cache_dir: Path) -> None:
     """bpf/trace_empty.c (no maps): stored, then found; another -D flag or another
     kernel in the key compiles."""
@@ -203,6 +210,7 @@ def unsafe_dirs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
             "symlink": (link, "symbolic link")}  # fmt: skip
 
 
+@HOST_ONLY
 @pytest.mark.parametrize("kind", ["owner", "mode", "symlink"])
 def test_an_unsafe_cache_directory_is_refused(tmp_path: Path, kind: str) -> None:
     path, why = unsafe_dirs(tmp_path)[kind]
@@ -210,6 +218,7 @@ def test_an_unsafe_cache_directory_is_refused(tmp_path: Path, kind: str) -> None
         ProgramStore(str(path)).load("0" * 64)
 
 
+@HOST_ONLY
 def test_a_trace_with_an_unsafe_cache_compiles_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,6 +232,7 @@ def test_a_trace_with_an_unsafe_cache_compiles_and_says_why(
     assert list(path.iterdir()) == []  # nothing written into it
 
 
+@HOST_ONLY
 def test_no_cache_compiles_and_writes_nothing(cache_dir: Path, tmp_path: Path) -> None:
     s, _ = run_workload(TraceOptions(events=("open",), program_cache=False), hot_file(tmp_path))
     assert s.origins == {"open": "compiled"}
@@ -236,6 +246,7 @@ def doctor_line(env: dict[str, str]) -> str:
     return line
 
 
+@HOST_ONLY
 def test_doctor_says_whether_the_cache_is_warm(tmp_path: Path) -> None:
     env = {**os.environ, "RINGTOOL_CACHE_DIR": str(tmp_path / "programs")}
     env.pop("RINGTOOL_NO_CACHE", None)
@@ -249,6 +260,7 @@ def test_doctor_says_whether_the_cache_is_warm(tmp_path: Path) -> None:
     assert "unusable: turned off" in doctor_line({**env, "RINGTOOL_NO_CACHE": "1"})
 
 
+@HOST_ONLY
 def test_the_marker_drains_object_is_kept_and_a_damaged_one_rebuilt(cache_dir: Path) -> None:
     """clang's object of bpf/trace_mark.bpf.c (``ringtool mark``'s drain) is kept
     beside the entries; a damaged one is compiled again and markers still work."""
