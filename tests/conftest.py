@@ -36,10 +36,12 @@ def kernel_bpf_unavailable() -> str | None:
 
 
 def _parallel(config: pytest.Config) -> bool:
-    """True when pytest-xdist runs this session with workers (``-n N``, N > 0)."""
+    """True when pytest-xdist runs this session with workers (``-n N``, N > 0): in the
+    controller (its option) and in each worker (which has ``workerinput``; its own
+    ``numprocesses`` is not set)."""
     if not config.pluginmanager.hasplugin("xdist"):
         return False
-    return bool(getattr(config.option, "numprocesses", 0))
+    return hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", 0))
 
 
 #: Why a ``host_only`` test does not run in the test VM.
@@ -99,6 +101,7 @@ def _cpu_affinity_kept() -> Iterator[None]:
         )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _parallel(config):
         # Under pytest-xdist (`make test`), every test that loads BPF programs runs on
