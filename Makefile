@@ -24,7 +24,7 @@ trace: setup
 PARALLEL ?= -n auto --maxprocesses=4 --dist loadgroup
 
 test: setup
-	$(PY) -m pytest $(PARALLEL) $(ARGS)
+	$(PY) -m pytest $(PARALLEL) --durations=20 $(ARGS)
 
 test-unit: setup
 	$(PY) -m pytest $(PARALLEL) -m "not kernel" $(ARGS)
