@@ -40,7 +40,8 @@
  *              (ringtool adds the CPUs'), filters applied.
  *   start      HASH tid -> enqueue ns (runqlat's `start`); an enqueue that finds
  *              it full is counted in `lost` (that wait is not measured).
- * plus one struct trace_event (type TRACE_CPUWAIT) per wait of TRACE_SLOW_NS or more
+ * plus one struct trace_event (type TRACE_CPUWAIT) per wait of --slow-ms or more (the
+ * config map's TRACE_CFG_SLOW_NS)
  * (`--slow-ms`), its header the waiting task's (pid, tid, comm; uid, gid and cgroup
  * v2 id read from it by address), reserved in this CPU's ring of the per-CPU group; a
  * full ring counts in `drops` (and the group's counter).
@@ -48,8 +49,9 @@
  * Filters: -p, -t, -c and -u select the waiting task (its tgid, tid, comm, real
  * uid) when it is enqueued, as runqlat's -p; ringtool's own threads are left out.
  * --cgroup is refused with this source (ringtool/cli/trace.py).
- * cflags: RingBufGroup.cflags(), TRACE_SLOW_NS, TRACE_SELF_PID, TRACE_FILTER_PID,
- * TRACE_FILTER_TID, TRACE_FILTER_COMM_LO/HI, TRACE_FILTER_UID, the offsets above.
+ * cflags: RingBufGroup.cflags(), TRACE_CONFIG_FD, which filters are on
+ * (TRACE_FILTER_PID/TID/COMM/UID=1; their values and --slow-ms in the config map,
+ * bpf/trace_event.h trace_cfg), the offsets above.
  */
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
@@ -60,9 +62,6 @@
 #error "trace_cpuwait.c: the kernel's BTF (/sys/kernel/btf/vmlinux) shows no task_struct.pid, tgid, __state, group_leader or comm"
 #endif
 
-#ifndef TRACE_SLOW_NS
-#define TRACE_SLOW_NS 100000000ULL
-#endif
 #ifndef TRACE_CPUWAIT_SLOTS
 #define TRACE_CPUWAIT_SLOTS 32
 #endif
@@ -109,7 +108,7 @@ static __always_inline int enqueue(u32 tgid, u32 tid, u64 blocking)
     if (trace_skip_pid(tgid))  /* ringtool itself, -p */
         return 0;
 #ifdef TRACE_FILTER_TID
-    if (tid != TRACE_FILTER_TID)
+    if (tid != trace_cfg(TRACE_CFG_TID))
         return 0;
 #endif
     if (!blocking) {
@@ -128,13 +127,13 @@ static __always_inline int enqueue(u32 tgid, u32 tid, u64 blocking)
 /* 1 when -c or -u leave the task at `task` out (compiled in only when given). */
 static __always_inline int skip_task(u64 task)
 {
-#ifdef TRACE_FILTER_COMM_LO
+#ifdef TRACE_FILTER_COMM
     u64 words[2] = {};
     bpf_probe_read_kernel(words, sizeof(words), (const char *)task + TRACE_CPUWAIT_COMM_OFF);
     int ended = 0;
     words[0] = trace_upto_nul(words[0], &ended);
     words[1] = ended ? 0 : trace_upto_nul(words[1], &ended);
-    if (words[0] != TRACE_FILTER_COMM_LO || words[1] != TRACE_FILTER_COMM_HI)
+    if (words[0] != trace_cfg(TRACE_CFG_COMM_LO) || words[1] != trace_cfg(TRACE_CFG_COMM_HI))
         return 1;
 #endif
 #ifdef TRACE_FILTER_UID
@@ -142,7 +141,7 @@ static __always_inline int skip_task(u64 task)
     u32 uid = 0;
     bpf_probe_read_kernel(&cred, sizeof(cred), (const char *)task + TRACE_CPUWAIT_CRED_OFF);
     bpf_probe_read_kernel(&uid, sizeof(uid), cred + TRACE_CPUWAIT_UID_OFF);
-    if (uid != TRACE_FILTER_UID)
+    if (uid != trace_cfg(TRACE_CFG_UID))
         return 1;
 #endif
     return 0;
@@ -273,7 +272,7 @@ RAW_TRACEPOINT_PROBE(sched_switch)  /* args: (bool preempt, prev, next, ...) */
         add(h, slot, wait_ns, 1);
     else
         lost.increment(0);
-    if (wait_ns >= TRACE_SLOW_NS)
+    if (wait_ns >= trace_cfg(TRACE_CFG_SLOW_NS))
         slow_event(ctx, next, tgid, tid, wait_ns, blocking);
     return 0;
 }

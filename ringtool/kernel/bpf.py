@@ -240,6 +240,17 @@ def map_delete(fd: int, key: bytes) -> None:
             raise
 
 
+def percpu_values(fd: int, value_size: int, key: int = 0) -> list[bytes]:
+    """The values at ``key`` of a PERCPU_ARRAY map whose values are ``value_size``
+    bytes, one per possible CPU (each its ``value_size`` bytes; the kernel pads each to
+    8); zeros when the key is absent."""
+    ncpu, step = possible_cpu_count(), (value_size + 7) // 8 * 8
+    raw = map_lookup(fd, key.to_bytes(4, "little"), step * ncpu)
+    if raw is None:
+        return [bytes(value_size)] * ncpu
+    return [raw[i * step : i * step + value_size] for i in range(ncpu)]
+
+
 def percpu_u64(fd: int, key: int = 0) -> list[int]:
     """The u64 at ``key`` of a PERCPU_ARRAY map, one value per possible CPU (zeros
     when the key is absent): how ringtool reads its per-CPU drop counters."""

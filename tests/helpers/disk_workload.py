@@ -39,9 +39,14 @@ def loop_device(tmp: Path) -> Iterator[str]:
     backing = tmp / "disk.img"
     with open(backing, "wb") as f:
         f.truncate(DEVICE_BYTES)
+    # the loop driver: a module on Debian's kernels, loaded on the first open of
+    # /dev/loop-control where udev made that node, by hand where nothing did (the
+    # kernel guests of make test-kernels boot with no udev)
+    subprocess.run(["modprobe", "loop"], check=False, capture_output=True, timeout=60)
     argv = ["losetup", "--find", "--show", str(backing)]
-    dev = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60).stdout
-    dev = dev.strip()
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"losetup: {done.stderr.strip()}"
+    dev = done.stdout.strip()
     try:
         settle()
         yield dev

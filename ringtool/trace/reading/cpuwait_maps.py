@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ringtool.event.decode import cstr
 from ringtool.kernel import bpf
 from ringtool.trace.reading.hist_maps import all_items
@@ -53,20 +55,32 @@ class CpuWaits:
     lost: int = 0
 
 
-def hist_of(value: Any) -> WaitHist:
-    """A ``struct cpuwait_hist`` (a BCC leaf) as a :class:`WaitHist`."""
-    slots = {i: int(n) for i, n in enumerate(value.slots) if n}
-    return WaitHist(slots, sum(slots.values()), int(value.total_ns), cstr(bytes(value.comm)))
+#: ``struct cpuwait_hist``: the slots, the sum (ns), the comm (bpf/trace_cpuwait.c)
+HIST_DTYPE = np.dtype([("slots", "<u8", (SLOTS,)), ("total_ns", "<u8"), ("comm", "S16")])
+
+
+def hist_of(raw: bytes) -> WaitHist:
+    """A ``struct cpuwait_hist``'s bytes as a :class:`WaitHist`."""
+    h = np.frombuffer(raw, dtype=HIST_DTYPE, count=1)[0]
+    slots = {i: int(n) for i, n in enumerate(h["slots"].tolist()) if n}
+    return WaitHist(slots, sum(slots.values()), int(h["total_ns"]), cstr(bytes(h["comm"])))
+
+
+def _raw(value: Any) -> bytes:
+    """A table's value as its bytes: BCC gives a ctypes struct, the program cache's
+    table the bytes themselves."""
+    return value if isinstance(value, bytes) else bytes(memoryview(value))
 
 
 def read_waits(obj: Any) -> CpuWaits:
-    """The cpuwait source's histograms now (``obj``: its BCC object)."""
+    """The cpuwait source's histograms now (``obj``: its loaded program, compiled by
+    BCC or from the program cache: both are read as bytes)."""
     machine = WaitHist()
-    for per_cpu in obj[b"all_wait"].values():
-        for value in per_cpu:
-            machine = machine + hist_of(value)
-    procs = {int(getattr(k, "value", k)): hist_of(v) for k, v in all_items(obj[b"proc_wait"])}
+    for raw in bpf.percpu_values(obj[b"all_wait"].map_fd, HIST_DTYPE.itemsize):
+        machine = machine + hist_of(raw)
+    procs = {int(getattr(k, "value", k)): hist_of(_raw(v))
+             for k, v in all_items(obj[b"proc_wait"])}  # fmt: skip
     return CpuWaits(machine, procs, sum(bpf.percpu_u64(obj[b"lost"].map_fd)))
 
 
-__all__ = ["PROCS", "SLOTS", "CpuWaits", "WaitHist", "hist_of", "read_waits"]
+__all__ = ["HIST_DTYPE", "PROCS", "SLOTS", "CpuWaits", "WaitHist", "hist_of", "read_waits"]

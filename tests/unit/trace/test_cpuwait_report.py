@@ -12,7 +12,7 @@ from rich.console import Console
 
 from ringtool.trace.dashboard.tui_panels import CPU_WAIT, procs_table
 from ringtool.trace.dashboard.tui_view import ViewState
-from ringtool.trace.reading.cpuwait_maps import SLOTS, CpuWaits, WaitHist, hist_of
+from ringtool.trace.reading.cpuwait_maps import HIST_DTYPE, SLOTS, CpuWaits, WaitHist, hist_of
 from ringtool.trace.report.cpuwait import (
     cpuwait_stats,
     cpuwait_summary,
@@ -107,5 +107,6 @@ def test_a_kernel_value_reads_as_its_histogram(slots: dict[int, int]) -> None:
     for s, n in slots.items():
         v.slots[s] = n
     v.total_ns, v.comm = 12345, b"worker"
-    h = hist_of(v)
+    h = hist_of(bytes(v))  # the struct's bytes, as the table gives them
+    assert HIST_DTYPE.itemsize == ctypes.sizeof(_Value)
     assert h == WaitHist(slots, sum(slots.values()), 12345, "worker")
