@@ -157,6 +157,12 @@ def runqlat_rows(lines: list[str]) -> list[Row]:
     return [(low, high, n) for low, high, n in rows if n]
 
 
+# host_only: the two programs read their clocks at different moments of each switch,
+# and this comparison's allowance (50 us around a row's edge) holds on a real CPU; in
+# the emulated guests one program's run can lag the other's by more (seen on 6.12
+# under one-thread TCG: one wait a row apart). The kernel-dependent part, that the
+# source counts every wait the scheduler does, runs on every kernel (the test above).
+@pytest.mark.host_only
 def test_the_same_histogram_as_runqlat() -> None:
     runqlat = shutil.which("runqlat")
     assert runqlat, "runqlat is not installed: scripts/setup.sh installs libbpf-tools"
