@@ -34,7 +34,7 @@ def cluster(tmp_path: Path) -> Iterator[NatsCluster]:
 
 
 def start_trace(cluster: NatsCluster, comm: str) -> Trace:
-    return Trace("--json", "-c", comm, "--events", "open", "--interval", "0.5",
+    return Trace("--json", "--stats", "-c", comm, "--events", "open", "--interval", "0.5",
                  "--buffer-pages", "2048", "--export", cluster.url,
                  "--host-name", "h1")  # fmt: skip
 

@@ -71,7 +71,7 @@ def test_collect_rides_out_a_broker_restart(nats: NatsServer, tmp_path: Path) ->
     comm, target = unique_comm(), hot_file(tmp_path)
 
     def run_trace(n: int) -> dict:  # type: ignore[type-arg]
-        tr = Trace("--json", "-c", comm, "--events", "open", "--export", nats.url,
+        tr = Trace("--json", "--stats", "-c", comm, "--events", "open", "--export", nats.url,
                    "--host-name", "solo")  # fmt: skip
         work(comm, target, n)
         wait_exported(tr, n)

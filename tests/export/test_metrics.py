@@ -40,7 +40,7 @@ def until(prom: Prometheus, expr: str, ok: Callable[[list[dict[str, Any]]], bool
 def test_prometheus_scrapes_trace_and_collect(nats: NatsServer, tmp_path: Path) -> None:
     trace_port, collect_port = free_port(), free_port()
     comm, target = unique_comm(), hot_file(tmp_path)
-    trace = Trace("--json", "-c", comm, "--events", "open", "--interval", "0.5",
+    trace = Trace("--json", "--stats", "-c", comm, "--events", "open", "--interval", "0.5",
                   "--buffer-pages", "2048", "--export", nats.url, "--host-name", "m1",
                   "--metrics", f"127.0.0.1:{trace_port}")  # fmt: skip
     # the endpoint answers in the exposition format, before Prometheus is involved
