@@ -38,7 +38,13 @@ def test_bench_trace_json_lines() -> None:
     for row in rows:
         by_bench.setdefault(str(row["bench"]), []).append(row)
     assert set(by_bench) == {"trace-e2e", "trace-overhead", "trace-idle", "trace-startup",
-                             "trace-source-cost"}  # fmt: skip
+                             "trace-source-cost", "trace-cpuwait"}  # fmt: skip
+    (switch,) = by_bench["trace-cpuwait"]  # the cpuwait source's cost per context switch
+    for key, value in switch.items():
+        if key.endswith("_ns_per_roundtrip"):
+            assert _number(value) and float(value) > 0, (key, switch)  # type: ignore[arg-type]
+        elif key.endswith("_added_ns_per_switch"):
+            assert _number(value), (key, switch)
 
     e2e = by_bench["trace-e2e"]
     assert sorted(str(r["output"]) for r in e2e) == sorted(OUTPUTS)
