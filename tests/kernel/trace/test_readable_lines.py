@@ -13,7 +13,10 @@ import pytest
 
 from tests.helpers.trace import Trace
 
-pytestmark = pytest.mark.kernel
+# host_only: the dashboard's (or the columns') drawing and keys on a terminal, nothing
+# of the kernel's version; the maps and rings they read are tested on every kernel
+# (the all_kernels tests). CI runs these on the host.
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 COMM = "rt-readable"
 #: The workload: its comm, a missing file, a directory, many close_range(2) calls.

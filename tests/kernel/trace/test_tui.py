@@ -12,7 +12,10 @@ import pytest
 
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 
-pytestmark = pytest.mark.kernel
+# host_only: the dashboard's (or the columns') drawing and keys on a terminal, nothing
+# of the kernel's version; the maps and rings they read are tested on every kernel
+# (the all_kernels tests). CI runs these on the host.
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 
 @needs_tmux

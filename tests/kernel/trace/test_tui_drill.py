@@ -18,7 +18,10 @@ from tests.helpers.tmux import RUN, Terminal, needs_tmux
 from tests.helpers.trace import Trace
 from tests.helpers.tui import opener_script
 
-pytestmark = pytest.mark.kernel
+# host_only: the dashboard's (or the columns') drawing and keys on a terminal, nothing
+# of the kernel's version; the maps and rings they read are tested on every kernel
+# (the all_kernels tests). CI runs these on the host.
+pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 # The first screen comes after BCC compiled the trace's programs: seconds here, over a
 # minute in the emulated test VM while the twelve openers run (make test-vm).
