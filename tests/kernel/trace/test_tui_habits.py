@@ -33,12 +33,16 @@ REACTIONS: dict[str, list[tuple[tuple[str, ...], str]]] = {
     "s S": [(("s",), "sort: rate"), (("S",), "sort: p99"), (("s",), "sort: count")],
     "w": [(("s", "s"), "(by p99, no waits: w)"), (("w",), "(by p99)"), (("w", "s"), "(by count)")],
     "Tab": [(("Tab",), "▸ recent"), (("Tab",), "▸ top processes")],
+    # Home first: F5's tree (parents read from /proc) keeps the selected process, which
+    # the list then shows where it sorts; the arrows move from the top row
+    "Home End  g G": [(("End",), ""), (("Home",), "top processes  1/"), (("G",), ""),
+                      (("g",), "top processes  1/")],
     "↑ ↓ k j  PgUp PgDn": [(("Down",), "top processes  2/"), (("Up",), "top processes  1/"),
                            (("j",), "top processes  2/"), (("k",), "top processes  1/"),
                            (("PageDown",), "top processes  "), (("PageUp",), "top processes  1/")],
-    "Home End  g G": [(("End",), ""), (("Home",), "top processes  1/"), (("G",), ""),
-                      (("g",), "top processes  1/")],
-    "c": [(("c",), "BPF run time"), (("c",), "top processes"), (("c",), "BPF run time"),
+    # the cost panel: its BPF statistics turn on as it opens ("BPF run-time statistics
+    # warming up" until a whole interval, which a paused dashboard does not take)
+    "c": [(("c",), "BPF run"), (("c",), "top processes"), (("c",), "BPF run"),
           (("Escape",), "top processes")],
     "n": [(("n",), "(Esc returns)"), (("Escape",), "top processes")],
     "Enter": [(("Enter",), "(Esc returns)")],
