@@ -194,39 +194,47 @@ def map_lookup(fd: int, key: bytes, value_size: int) -> bytes | None:
     return v.raw
 
 
-def map_lookup_batch_u64(fd: int, max_entries: int) -> tuple[bytes, bytes]:
-    """Every ``(u64 key, u64 value)`` of a hash map of at most ``max_entries``, read with
-    BPF_MAP_LOOKUP_BATCH (a few syscalls; kernel 5.6+: :class:`BpfSyscallError` with
-    EINVAL where the kernel has none): the keys and the values as little-endian u64
-    bytes, in the same order. A map written meanwhile may be read half before, half
-    after."""
-    cap = max_entries + 64  # room for a hash bucket's rest (the kernel returns ENOSPC)
-    keys = (ctypes.c_uint64 * cap)()
-    values = (ctypes.c_uint64 * cap)()
-    token = (ctypes.c_uint64 * 2)()  # in/out batch: the hash's bucket index (u32)
-    n, first = 0, True
-    while n < cap:
-        attr = make_attr(
-            [
-                (0, ctypes.c_uint64(0 if first else ctypes.addressof(token))),
-                (8, ctypes.c_uint64(ctypes.addressof(token) + 8)),
-                (16, ctypes.c_uint64(ctypes.addressof(keys) + 8 * n)),
-                (24, ctypes.c_uint64(ctypes.addressof(values) + 8 * n)),
-                (32, ctypes.c_uint32(cap - n)),
-                (36, ctypes.c_uint32(fd)),
-            ]
-        )
-        res, err = raw_syscall("bpf", ctypes.c_int(Cmd.MAP_LOOKUP_BATCH), attr,
-                               ctypes.c_uint(_ATTR_SIZE))  # fmt: skip
-        got = ctypes.c_uint32.from_buffer(attr, 32).value  # the count read, also at the end
-        n += got
-        if res < 0:
-            if err == errno.ENOENT:  # the last batch
-                break
-            raise BpfSyscallError(Cmd.MAP_LOOKUP_BATCH.name, err, "")
-        token[0] = token[1]
+def map_lookup_batch_raw(
+    fd: int, key_size: int, value_size: int, chunk: int = 4096
+) -> tuple[bytes, bytes]:
+    """Every key and value of the (hash) map ``fd`` by BPF_MAP_LOOKUP_BATCH, ``chunk``
+    entries a call (as libbpf's ``bpf_map_lookup_batch``): the keys packed one after
+    another, the values likewise, in the same order. A :class:`BpfSyscallError` where
+    the kernel or the map type has no batch operations (EINVAL, ENOTSUPP; kernel 5.6+).
+    A map written meanwhile may be read half before, half after."""
+    keys = ctypes.create_string_buffer(key_size * chunk)
+    values = ctypes.create_string_buffer(value_size * chunk)
+    token_in = ctypes.create_string_buffer(max(key_size, 8))
+    token_out = ctypes.create_string_buffer(max(key_size, 8))
+    out_keys, out_values = bytearray(), bytearray()
+    first = True
+    while True:
+        attr = make_attr([(0, ctypes.c_uint64(0 if first else ctypes.addressof(token_in))),
+                          (8, ctypes.c_uint64(ctypes.addressof(token_out))),
+                          (16, ctypes.c_uint64(ctypes.addressof(keys))),
+                          (24, ctypes.c_uint64(ctypes.addressof(values))),
+                          (32, ctypes.c_uint32(chunk)), (36, ctypes.c_uint32(fd))])  # fmt: skip
+        done = False
+        try:
+            bpf_call(Cmd.MAP_LOOKUP_BATCH, attr, what=f"map fd {fd}")
+        except BpfSyscallError as exc:
+            if exc.errno != errno.ENOENT:  # ENOENT: the last batch
+                raise
+            done = True
+        count = int.from_bytes(attr.raw[32:36], "little")  # read, also at the end
+        out_keys += keys.raw[: count * key_size]
+        out_values += values.raw[: count * value_size]
+        if done:
+            return bytes(out_keys), bytes(out_values)
+        ctypes.memmove(token_in, token_out, len(token_out))
         first = False
-    return bytes(keys)[: 8 * n], bytes(values)[: 8 * n]
+
+
+def map_lookup_batch_u64(fd: int, max_entries: int) -> tuple[bytes, bytes]:
+    """:func:`map_lookup_batch_raw` of a hash map of u64 keys and values of at most
+    ``max_entries`` (in one call where the kernel gives them all; room for a hash
+    bucket's rest beyond them, else the kernel says ENOSPC)."""
+    return map_lookup_batch_raw(fd, 8, 8, chunk=max_entries + 64)
 
 
 def map_delete(fd: int, key: bytes) -> None:

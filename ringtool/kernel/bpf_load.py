@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringtool.errors import BpfSyscallError, PerfEventOpenError
-from ringtool.kernel.bpf import Cmd, bpf_call, make_attr
+from ringtool.kernel.bpf import Cmd, bpf_call, make_attr, map_lookup_batch_raw
 from ringtool.kernel.perf_event import PerfEventAttr, enable, perf_event_open
 
 #: The verifier log kept of a refused program (its last lines say why).
@@ -252,36 +252,12 @@ def map_next_key(fd: int, key: bytes | None, key_size: int) -> bytes | None:
 def map_lookup_batch(
     fd: int, key_size: int, value_size: int, chunk: int = 4096
 ) -> list[tuple[bytes, bytes]]:
-    """Every ``(key, value)`` of the (hash) map ``fd`` by BPF_MAP_LOOKUP_BATCH, ``chunk``
-    entries a call (as libbpf's ``bpf_map_lookup_batch``); a BpfSyscallError where the
-    kernel or the map type has no batch operations (EINVAL, ENOTSUPP)."""
-    keys = ctypes.create_string_buffer(key_size * chunk)
-    values = ctypes.create_string_buffer(value_size * chunk)
-    token_in = ctypes.create_string_buffer(max(key_size, 8))
-    token_out = ctypes.create_string_buffer(max(key_size, 8))
-    out: list[tuple[bytes, bytes]] = []
-    first = True
-    while True:
-        attr = make_attr([(0, ctypes.c_uint64(0 if first else ctypes.addressof(token_in))),
-                          (8, ctypes.c_uint64(ctypes.addressof(token_out))),
-                          (16, ctypes.c_uint64(ctypes.addressof(keys))),
-                          (24, ctypes.c_uint64(ctypes.addressof(values))),
-                          (32, ctypes.c_uint32(chunk)), (36, ctypes.c_uint32(fd))])  # fmt: skip
-        done = False
-        try:
-            bpf_call(Cmd.MAP_LOOKUP_BATCH, attr, what=f"map fd {fd}")
-        except BpfSyscallError as exc:
-            if exc.errno != errno.ENOENT:
-                raise
-            done = True
-        count = int.from_bytes(attr.raw[32:36], "little")
-        k, v = keys.raw, values.raw
-        out += [(k[i * key_size : (i + 1) * key_size], v[i * value_size : (i + 1) * value_size])
-                for i in range(count)]  # fmt: skip
-        if done:
-            return out
-        ctypes.memmove(token_in, token_out, len(token_out))
-        first = False
+    """Every ``(key, value)`` of the (hash) map ``fd``
+    (:func:`ringtool.kernel.bpf.map_lookup_batch_raw`, cut into pairs)."""
+    keys, values = map_lookup_batch_raw(fd, key_size, value_size, chunk)
+    return [(keys[i * key_size : (i + 1) * key_size],
+             values[i * value_size : (i + 1) * value_size])
+            for i in range(len(keys) // key_size)]  # fmt: skip
 
 
 __all__ = [
