@@ -112,13 +112,21 @@ class _MapInfo(ctypes.Structure):
         ("max_entries", ctypes.c_uint32),
         ("map_flags", ctypes.c_uint32),
         ("name", ctypes.c_char * 16),
-        ("_rest", ctypes.c_char * 64),
+        ("ifindex", ctypes.c_uint32),
+        ("btf_vmlinux_value_type_id", ctypes.c_uint32),
+        ("netns_dev", ctypes.c_uint64),
+        ("netns_ino", ctypes.c_uint64),
+        ("btf_id", ctypes.c_uint32),
+        ("btf_key_type_id", ctypes.c_uint32),
+        ("btf_value_type_id", ctypes.c_uint32),
+        ("_rest", ctypes.c_char * 28),
     )
 
 
 @dataclass(frozen=True, slots=True)
 class MapInfo:
-    """What the kernel says about a map fd (struct bpf_map_info)."""
+    """What the kernel says about a map fd (struct bpf_map_info); ``btf_id`` 0: the map
+    has no BTF (else its key's and value's type ids in that BTF object)."""
 
     type: int
     id: int
@@ -127,6 +135,9 @@ class MapInfo:
     max_entries: int
     flags: int
     name: str
+    btf_id: int = 0
+    btf_key_type_id: int = 0
+    btf_value_type_id: int = 0
 
     @property
     def type_name(self) -> str:
@@ -155,6 +166,9 @@ def map_info(fd: int) -> MapInfo:
         max_entries=info.max_entries,
         flags=info.map_flags,
         name=info.name.decode(errors="replace"),
+        btf_id=info.btf_id,
+        btf_key_type_id=info.btf_key_type_id,
+        btf_value_type_id=info.btf_value_type_id,
     )
 
 

@@ -171,30 +171,6 @@ def tracepoint_attach(category: str, event: str, prog_fd: int) -> int:
     return fd
 
 
-@dataclass(frozen=True, slots=True)
-class MapBtf:
-    """A map's BTF as ``struct bpf_map_info`` has it (``btf_id`` 0: none)."""
-
-    btf_id: int
-    key_type_id: int
-    value_type_id: int
-
-
-def map_btf(fd: int) -> MapBtf:
-    """BPF_OBJ_GET_INFO_BY_FD on map ``fd``: its BTF object's id and type ids."""
-    info = ctypes.create_string_buffer(88)
-    attr = make_attr(
-        [
-            (0, ctypes.c_uint32(fd)),
-            (4, ctypes.c_uint32(88)),
-            (8, ctypes.c_uint64(ctypes.addressof(info))),
-        ]
-    )
-    bpf_call(Cmd.OBJ_GET_INFO_BY_FD, attr, what=f"map fd {fd}")
-    ids = memoryview(info.raw)[64:76].cast("I")
-    return MapBtf(btf_id=ids[0], key_type_id=ids[1], value_type_id=ids[2])
-
-
 def btf_blob(btf_id: int) -> bytes:
     """The raw BTF of the kernel's BTF object ``btf_id`` (BPF_BTF_GET_FD_BY_ID, then
     BPF_OBJ_GET_INFO_BY_FD with a buffer of the size the first call reports)."""
@@ -261,12 +237,10 @@ def map_lookup_batch(
 
 
 __all__ = [
-    "MapBtf",
     "MapSpec",
     "ProgLoadError",
     "btf_blob",
     "btf_load",
-    "map_btf",
     "map_create_spec",
     "map_lookup_batch",
     "map_next_key",

@@ -26,7 +26,6 @@ from ringtool.kernel.bpf_load import (
     MapSpec,
     btf_blob,
     btf_load,
-    map_btf,
     map_create_spec,
     prog_load,
     raw_tracepoint_open,
@@ -90,13 +89,12 @@ def capture(obj: Any, lib: Any, source: str, roles: Mapping[str, int]) -> Entry:
     entries = []
     for t in tables:
         info = bpf.map_info(t.fd)
-        mb = map_btf(t.fd)
         index = -1
-        if mb.btf_id:
-            if mb.btf_id not in btf_ids:
-                btf_ids.append(mb.btf_id)
-                btfs.append(btf_blob(mb.btf_id))
-            index = btf_ids.index(mb.btf_id)
+        if info.btf_id:
+            if info.btf_id not in btf_ids:
+                btf_ids.append(info.btf_id)
+                btfs.append(btf_blob(info.btf_id))
+            index = btf_ids.index(info.btf_id)
         entries.append(
             TableEntry(
                 name=t.name,
@@ -107,8 +105,8 @@ def capture(obj: Any, lib: Any, source: str, roles: Mapping[str, int]) -> Entry:
                 flags=info.flags,
                 map_name=info.name,
                 btf=index,
-                btf_key_type_id=mb.key_type_id,
-                btf_value_type_id=mb.value_type_id,
+                btf_key_type_id=info.btf_key_type_id,
+                btf_value_type_id=info.btf_value_type_id,
                 key_desc=t.key_desc,
                 leaf_desc=t.leaf_desc,
             )
