@@ -11,6 +11,8 @@
 #   RINGTOOL_BOX            box to use instead of the locally built one
 #   RINGTOOL_VM_ACCEL       kvm|tcg: skip the probe
 #   RINGTOOL_VM_KEEP=1      leave the VM (and daemons) running for `vagrant ssh`
+#   RINGTOOL_VM_PREPARE_ONLY=1  stop after the host packages and the box (CI prepares
+#                           them beside the host's `make test`)
 #   RINGTOOL_VM_TEST_TIMEOUT seconds for the test phase (default 5400)
 #   RINGTOOL_VM_PYTEST_ARGS more pytest arguments (`make test-vm ARGS='-m kernel'`:
 #                           only the tests that load BPF programs; CI's choice)
@@ -207,6 +209,11 @@ main() {
         for old in "$VM_CACHE"/*/; do
             [[ "$(basename "$old")" == "$key" || ! -f "$old/ringtool-debian12.box" ]] || rm -rf "$old"
         done
+    fi
+
+    if [[ "${RINGTOOL_VM_PREPARE_ONLY:-0}" == 1 ]]; then
+        say "prepared (RINGTOOL_VM_PREPARE_ONLY=1): host packages and box $RINGTOOL_BOX"
+        return 0
     fi
 
     phase "daemons"
