@@ -31,6 +31,8 @@ from ringtool.trace.outputs import RunConfig
 from ringtool.trace.replay_play import Player, scan
 from ringtool.trace.signals import StopSignals
 
+#: The sources panel's note: its DROPS column before the summary.
+PER_SOURCE = "drops per source: at the end (the stats lines have them per CPU)"
 #: A seek's jump (s); the speeds ``-``/``+`` keep to.
 JUMP = 10.0
 SLOWEST, FASTEST = 1 / 64, 1024.0
@@ -79,10 +81,12 @@ class Replay:
         self._anchor = (p.pos, time.monotonic())
 
     def status(self) -> str:
-        """``REPLAY run.arrows 12.3/60.0 s ×1 PAUSED`` (or ``▶``, ``END``)."""
+        """``REPLAY run.arrows 12.3/60.0 s ×1 PAUSED`` (or ``▶``, ``END``, ``END (cut
+        short)``: a damaged or cut recording, its error said after the dashboard)."""
         p = self.player
         speed = "max" if math.isinf(self.speed) else f"{self.speed:g}"
-        state = "END" if self.at_end else "PAUSED" if self.paused else "▶"
+        end = "END (cut short)" if p.error is not None else "END"
+        state = end if self.at_end else "PAUSED" if self.paused else "▶"
         return f"REPLAY {self.name} {p.pos:.1f}/{p.end:.1f} s ×{speed} {state}"
 
     def play(self) -> None:
@@ -130,7 +134,8 @@ def replay_dashboard(
     ctl = Replay(player, name, speed)
     tui.view.playback = ctl
     with StopSignals() as stop, tui:
-        tui.start(list(player.stats.sources), [])
+        sources = list(player.stats.sources)
+        tui.start(sources, [PER_SOURCE] if len(sources) > 1 else [])
         _loop(tui, ctl, stop, cfg.interval)
     tui.summary(player.stats)
     if player.error is not None:
@@ -154,4 +159,4 @@ def _loop(tui: ReplayTui, ctl: Replay, stop: StopSignals, interval: float) -> No
             return
 
 
-__all__ = ["FAST_TURN", "JUMP", "Replay", "replay_dashboard"]
+__all__ = ["FAST_TURN", "JUMP", "PER_SOURCE", "Replay", "replay_dashboard"]

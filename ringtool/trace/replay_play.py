@@ -205,7 +205,8 @@ def _mark(batch: pa.RecordBatch, custom: Any, marks: list[tuple[int | None, floa
 def apply_stats(stats: TraceStats, body: dict[str, Any]) -> None:
     """A recorded ``stats`` line closes an interval of ``stats`` as live: the rates
     since the last, the kernel's drops and losses per CPU, the ring fill, the rings
-    (``stats`` counts from 0: :meth:`~TraceStats.begin` at 0)."""
+    (``stats`` counts from 0: :meth:`~TraceStats.begin` at 0). A stats line has no
+    drops per source: with one source they are its, else they come with the summary."""
     per_cpu = [r for r in body.get("per_cpu", []) if isinstance(r, dict)]
     stats.observe_fill({int(r.get("cpu", i)): float(r.get("fill_pct", 0)) / 100
                         for i, r in enumerate(per_cpu)})  # fmt: skip
@@ -215,6 +216,8 @@ def apply_stats(stats: TraceStats, body: dict[str, Any]) -> None:
         now=stats.start + float(body.get("uptime_s", stats.interval_end)),
     )
     stats.end = stats.start + stats.interval_end  # the uptime the line says
+    if len(stats.sources) == 1:  # a stats line has drops per CPU, not per source
+        stats.drops_source = {stats.sources[0]: stats.dropped}
     stats.malformed = int(body.get("malformed", stats.malformed))
     stats.rings = body.get("rings", stats.rings)
     stats.ordering = body.get("ordering", stats.ordering)

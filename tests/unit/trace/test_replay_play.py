@@ -17,6 +17,7 @@ from ringtool.event.decode import Decoder
 from ringtool.event.records import Records
 from ringtool.trace.outputs import RunConfig
 from ringtool.trace.replay import ReplayFilter, replay
+from ringtool.trace.replay_dash import Replay
 from ringtool.trace.replay_play import Player, scan
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.sink import OutputBase
@@ -87,6 +88,7 @@ def test_a_point_in_time_has_the_counts_and_accounting_of_then(tmp_path: Path) -
     assert p.ticks == 2 and st.dropped == 0 and st.lost == 0
     p.advance(3.0)  # the third second: 30 more events, its stats line: 4 drops on CPU 0
     assert st.total == 60 and st.drops_cpu == [4, 0] and st.dropped_interval == 4
+    assert st.drops_source == {"open": 4}  # one source: the drops are its
     assert st.interval_end == 3.0 and st.rate_total == 30.0  # the interval's rate, as live
     assert [(m.uptime_s, m.dropped) for m in st.drop_log] == [(3.0, 4)]
     assert st.fill_cpu == {0: 0.01, 1: 0.02}
@@ -138,6 +140,7 @@ def test_a_cut_recording_plays_to_its_cut(tmp_path: Path) -> None:
     p.advance(math.inf)
     assert p.error is not None and "cut.arrows" in str(p.error)
     assert 0 < p.stats.total < 150
+    assert Replay(p, "cut.arrows", 1.0).status().endswith("END (cut short)")
 
 
 @pytest.mark.parametrize("every", [False, True])
