@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ringtool.event.decode import Decoder
 from ringtool.event.records import Records
@@ -157,3 +159,33 @@ def test_stream_stats_lines_are_the_recorded_ones(
         assert uptimes == [1.0, 2.0, 3.0, 4.0, 5.0] and dropped == [0, 0, 4, 7, 7]
     else:  # as live: only the intervals with drops or losses
         assert uptimes == [3.0, 4.0, 5.0] and dropped == [4, 7, 7]
+
+
+_OPS = st.lists(st.one_of(st.just(-1.0), st.floats(0, 6.5)), min_size=1, max_size=8)
+
+
+@given(ops=_OPS)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_a_position_s_counts_do_not_depend_on_the_way_there(
+    tmp_path: Path, ops: list[float]
+) -> None:
+    """Any sequence of seeks (back and forward) and steps (-1) ends with the counts a
+    player that went straight there has; after a seek, its accounting too."""
+    path = tmp_path / "r.arrows"
+    if not path.exists():
+        timed_recording(tmp_path, START)
+    p, out, _ = _player(path)
+    for op in ops:
+        if op < 0:
+            p.step()
+        else:
+            p.seek(op)
+    straight, _, _ = _player(path)
+    straight.advance(p.pos)
+    assert _procs(p.stats) == _procs(straight.stats) and p.stats.total == straight.stats.total
+    assert out.pids == sorted(out.pids) and len(out.pids) == p.stats.total  # each batch once
+    if ops[-1] >= 0:
+        assert (p.stats.drops_cpu, p.stats.lost_cpu) == (straight.stats.drops_cpu,
+                                                         straight.stats.lost_cpu)  # fmt: skip
