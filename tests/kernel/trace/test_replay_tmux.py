@@ -2,27 +2,33 @@
 the recording (made with the project's writer from hand-built records), its header
 saying it is a replay; pause freezes the counts, a step shows one batch more, one
 second forward one more, the end shows the recording's summary (events, drops,
-losses), a seek back reads it again from the start; ``q`` quits with the summary."""
+losses), a seek back reads it again from the start; ``q`` quits with the summary.
+And a real trace's recording, played to its end."""
 
 from __future__ import annotations
 
+import json
 import re
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from ringtool.trace.units import count
 from tests.helpers.recordings import timed_recording
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
+from tests.helpers.trace import Trace, Worker, hot_file, unique_comm
 
 # host_only: the dashboard's drawing and keys on a terminal, nothing of the kernel's
 # version (as the other tmux dashboard tests).
 pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 
-def _total(n: int) -> Callable[[str], bool]:
+def _total(n: int | str) -> Callable[[str], bool]:
     """The header (the first line) says ``total N``."""
-    return lambda screen: re.search(rf"\btotal {n}\b", screen.splitlines()[0]) is not None
+    return lambda screen: re.search(rf"\btotal {re.escape(str(n))}(\s|$)",
+                                    screen.splitlines()[0]) is not None  # fmt: skip
 
 
 @needs_tmux
@@ -56,5 +62,27 @@ def test_replay_on_the_dashboard(tmp_path: Path) -> None:
         term.wait_for("5.2/5.2 s ×1 END", match=_total(summary["events"]))
         term.send("q")
         term.wait_for("EXITED rc=0", f"{summary['events']} events in 5.2s, 7 dropped, 2 lost")
+    finally:
+        term.close()
+
+
+@needs_tmux
+def test_a_real_recording_replays_to_its_summary(tmp_path: Path) -> None:
+    """A real trace's recording (a named worker's opens), as fast as it goes: the
+    worker's process and the summary's events at the end, exit 0."""
+    comm, rec = unique_comm(), tmp_path / "run.arrows"
+    worker = Worker(comm, "open", hot_file(tmp_path), 3000)
+    trace = Trace("--events", "open", "-c", comm, "--json", "--record", str(rec))
+    worker.go()
+    worker.wait()
+    trace.signal(signal.SIGINT)
+    lines, _ = trace.finish()
+    summary = json.loads(lines[-1])
+    assert summary["type"] == "summary" and summary["events"] >= 3000
+    term = Terminal(f"{RUN} replay {rec} --speed max; echo EXITED rc=$?; sleep 60", 120, 40)
+    try:
+        term.wait_for("REPLAY run.arrows", "×max END", comm, match=_total(count(summary["events"])))
+        term.send("q")
+        term.wait_for("EXITED rc=0", f"{summary['events']} events in")
     finally:
         term.close()
