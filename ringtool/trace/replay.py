@@ -1,10 +1,13 @@
 """``ringtool replay FILE...``: a recording through the trace's outputs, as it was live.
 
-The recording's batches (:class:`~ringtool.event.recording.RecordingReader`) go, after
+The recording's batches (:class:`~ringtool.trace.replay_play.Messages`) go, after
 the filters given (:class:`ReplayFilter`: the trace's ``-p -c -u -n --events -x``, on
 the records' columns, a batch at a time), to the statistics and to the output that
 ``--json``, ``--csv`` or columns name (:func:`ringtool.trace.outputs.make_output`), all
-at once or at ``speed`` times the recorded pace (by the records' timestamps). At the
+at once or at ``speed`` times the recorded pace (by the records' timestamps). Each
+recorded ``stats`` message closes an interval of the statistics as live
+(:func:`~ringtool.trace.replay_play.apply_stats`) and goes to the output (its stats
+line: every one with ``--stats``, else those of intervals with drops). At the
 end the summary: the replayed events counted as live, and the kernel's accounting
 (drops and losses per source and CPU, the rings, the duration) as the recording's
 summary says. Without a filter the replayed events must be those the summary counts
@@ -14,7 +17,7 @@ object is the live one.
 The parts of a rotated recording are given in order (one run's: checked). A file cut
 short (a killed recorder) is replayed to its last whole batch, its summary made from
 its last ``stats`` message, and then its :class:`~ringtool.errors.RecordingTruncated`
-is raised.
+is raised. On a terminal the dashboard replays instead: :mod:`ringtool.trace.replay_dash`.
 """
 
 from __future__ import annotations
