@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -181,11 +181,14 @@ class Recording:
 
 
 class RecordingReader:
-    """Reads ``path`` (see the module doc); :meth:`records` yields its batches."""
+    """Reads ``path`` (see the module doc); :meth:`records` yields its batches.
+    ``on_account`` (None: nothing) is given each accounting message as it is read,
+    ``(kind, body)``, before the batch after it is handed on."""
 
     def __init__(self, path: Path, schema: RecordSchema) -> None:
         self.path = path
         self.schema = schema
+        self.on_account: Callable[[tuple[str, dict[str, Any]]], None] | None = None
         try:
             self._file = pa.OSFile(str(path), "rb")
         except (OSError, pa.ArrowException) as exc:
@@ -299,6 +302,8 @@ class RecordingReader:
             self.recording.summary = body
         elif kind == ROTATE:
             self.recording.rotated = True
+        if self.on_account is not None:
+            self.on_account((kind, body))
 
     def _ends_with_eos(self) -> bool:
         with pa.OSFile(str(self.path), "rb") as f:

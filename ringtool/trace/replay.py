@@ -1,10 +1,13 @@
 """``ringtool replay FILE...``: a recording through the trace's outputs, as it was live.
 
-The recording's batches (:class:`~ringtool.event.recording.RecordingReader`) go, after
+The recording's batches (:class:`~ringtool.trace.replay_play.Messages`) go, after
 the filters given (:class:`ReplayFilter`: the trace's ``-p -c -u -n --events -x``, on
 the records' columns, a batch at a time), to the statistics and to the output that
 ``--json``, ``--csv`` or columns name (:func:`ringtool.trace.outputs.make_output`), all
-at once or at ``speed`` times the recorded pace (by the records' timestamps). At the
+at once or at ``speed`` times the recorded pace (by the records' timestamps). Each
+recorded ``stats`` message closes an interval of the statistics as live
+(:func:`~ringtool.trace.replay_play.apply_stats`) and goes to the output (its stats
+line: every one with ``--stats``, else those of intervals with drops). At the
 end the summary: the replayed events counted as live, and the kernel's accounting
 (drops and losses per source and CPU, the rings, the duration) as the recording's
 summary says. Without a filter the replayed events must be those the summary counts
@@ -14,14 +17,14 @@ object is the live one.
 The parts of a rotated recording are given in order (one run's: checked). A file cut
 short (a killed recorder) is replayed to its last whole batch, its summary made from
 its last ``stats`` message, and then its :class:`~ringtool.errors.RecordingTruncated`
-is raised.
+is raised. On a terminal the dashboard replays instead: :mod:`ringtool.trace.replay_dash`.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,14 +36,22 @@ from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.decode import Decoder
 from ringtool.event.json_lines import object_line
 from ringtool.event.layout import TraceLayout, load_layout
-from ringtool.event.recording import Recording, RecordingReader
+from ringtool.event.recording import STATS
 from ringtool.event.records import Records
 from ringtool.event.registry import SOURCE_OF
 from ringtool.event.syscalls import syscall_namer
 from ringtool.event.tcp_data import ESTABLISHED
 from ringtool.trace.outputs import RunConfig, make_output
 from ringtool.trace.reading.filters import NameFilter
-from ringtool.trace.report.stats import DropMark, TraceStats
+from ringtool.trace.replay_play import (
+    Message,
+    Messages,
+    Timeline,
+    apply_stats,
+    apply_summary,
+    scan,
+)
+from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.report.stats_json import summary_record
 
 Array = np.ndarray[Any, Any]
@@ -124,54 +135,15 @@ class _Filtering:
         return Records(events, packets)
 
 
-def _parts(paths: Sequence[Path], schema: RecordSchema) -> Iterator[RecordingReader]:
-    """The readers of one run's parts, in order (checked as each opens)."""
-    prev: Recording | None = None
-    for path in paths:
-        reader = RecordingReader(path, schema)
-        rec = reader.recording
-        if prev is not None:
-            same = rec.meta.get("run_id") == prev.meta.get("run_id")
-            if not (
-                prev.rotated
-                and same
-                and rec.meta.get("part") == str(int(prev.meta.get("part", "0")) + 1)
-            ):
-                raise RecordingError(
-                    f"{path} is not the part after {prev.path} of one "
-                    "recording: give one run's parts, in order"
-                )
-        yield reader
-        prev = rec
+def filtering(flt: ReplayFilter) -> Callable[[Records], Records] | None:
+    """The filters ``flt`` as a function of a batch (None: no filter given)."""
+    return _Filtering(flt, load_layout()) if flt.any else None
 
 
 def _pace(first_ts: int, ts: int, t0: float, speed: float) -> None:
     wait = t0 + (ts - first_ts) / 1e9 / speed - time.monotonic()
     if wait > 0:
         time.sleep(wait)
-
-
-def _stats_of(stats: TraceStats, acc: dict[str, Any], duration: float) -> None:
-    """The kernel's accounting of a recorded summary (or stats line) into ``stats``."""
-    per_cpu = list(
-        acc.get("dropped_per_cpu") or [r.get("drops", 0) for r in acc.get("per_cpu", [])]
-    )
-    stats.drops_cpu = per_cpu + [0] * (stats.ncpu - len(per_cpu))
-    stats.drops_source = dict(acc.get("dropped_by_source", {}))
-    stats.drops_source_cpu = {
-        k: list(v) for k, v in acc.get("dropped_by_source_per_cpu", {}).items()
-    }
-    lost = acc.get("lost_per_cpu") or {r["cpu"]: r.get("lost", 0) for r in acc.get("per_cpu", [])}
-    stats.lost_cpu = {int(k): int(v) for k, v in lost.items() if v or "lost_per_cpu" in acc}
-    stats.drop_intervals = int(acc.get("drop_intervals", 0))
-    stats.drop_log.extend(DropMark(**m) for m in acc.get("drops_at", []))
-    stats.malformed = int(acc.get("malformed", 0))
-    stats.ordering = acc.get("ordering")
-    stats.rings = acc.get("rings")
-    stats.export = acc.get("export")
-    stats.start, stats.end = 0.0, duration
-    if acc.get("sources") is not None:
-        stats.sources = list(acc["sources"])
 
 
 def replay(
@@ -184,46 +156,54 @@ def replay(
 ) -> int:
     """Replay the recording ``paths`` (see the module doc); the exit status (0)."""
     layout = load_layout()
-    schema = RecordSchema(layout)
-    readers = _parts(paths, schema)
-    first = next(readers)
-    decoder = Decoder(layout, syscall_namer(), realtime_offset_ns=first.recording.offset_ns)
+    msgs = Messages(paths, RecordSchema(layout))
+    it = iter(msgs)
+    truncated: RecordingTruncated | None = None
+    try:
+        head = next(it, None)  # the first part opened (its errors before any output)
+    except RecordingTruncated as exc:
+        head, truncated = None, exc
+    first = msgs.recording
+    assert first is not None
+    timeline = scan(paths)  # the run's CPUs and sources
+    decoder = Decoder(layout, syscall_namer(), realtime_offset_ns=first.offset_ns)
     out = make_output(cfg, decoder, stream)
     filtering = _Filtering(flt, layout)
     stats: TraceStats | None = None
-    last: Recording = first.recording
-    truncated: RecordingTruncated | None = None
     first_ts: int | None = None
     t0 = time.monotonic()
     out.open()
     try:
-        for reader in _chain(first, readers):
-            last = reader.recording
-            try:
-                for records in reader.records():
-                    if stats is None:
-                        stats = _new_stats(layout, decoder, reader.recording)
-                        out.start(stats.sources, [])
-                    if speed is not None:
-                        ts = _first_ts(records)
-                        if first_ts is None:
-                            first_ts = ts
-                        _pace(first_ts, ts, t0, speed)
-                    shown = filtering(records) if flt.any else records
-                    stats.add_batch(shown.events)
-                    stats.add_net(shown.net)
-                    out.batch(shown)
-            except RecordingTruncated as exc:
-                truncated = exc
-                break
+        try:
+            for msg in _chain(head, it):
+                if stats is None:
+                    stats = _new_stats(layout, decoder, timeline)
+                    out.start(stats.sources, [])
+                if not isinstance(msg, Records):
+                    if msg[0] == STATS:  # an interval as live: its stats line
+                        apply_stats(stats, msg[1])
+                        out.stats(stats)
+                    continue
+                if speed is not None:
+                    ts = _first_ts(msg)
+                    if first_ts is None:
+                        first_ts = ts
+                    _pace(first_ts, ts, t0, speed)
+                shown = filtering(msg) if flt.any else msg
+                stats.add_batch(shown.events)
+                stats.add_net(shown.net)
+                out.batch(shown)
+        except RecordingTruncated as exc:
+            truncated = exc
+        last = msgs.recording or first
         if stats is None:
-            stats = _new_stats(layout, decoder, last)
+            stats = _new_stats(layout, decoder, timeline)
             out.start(stats.sources, [])
     finally:
         out.close()
     acc = last.summary or (last.stats or {})
     duration = float(acc.get("duration_s", acc.get("uptime_s", 0.0)))
-    _stats_of(stats, acc, duration)
+    apply_summary(stats, acc, duration)
     if last.summary is not None and not flt.any and stats.total != last.summary.get("events"):
         raise RecordingError(
             f"{last.path}: the summary counts {last.summary.get('events')} "
@@ -247,8 +227,9 @@ def _json_summary(stats: TraceStats, recorded: dict[str, Any]) -> dict[str, Any]
     return {**{k: mine[k] for k in recorded if k in mine}, **mine}
 
 
-def _chain(first: RecordingReader, rest: Iterator[RecordingReader]) -> Iterator[RecordingReader]:
-    yield first
+def _chain(head: Message | None, rest: Iterator[Message]) -> Iterator[Message]:
+    if head is not None:
+        yield head
     yield from rest
 
 
@@ -257,11 +238,11 @@ def _first_ts(records: Records) -> int:
     return min(ts) if ts else 0
 
 
-def _new_stats(layout: TraceLayout, decoder: Decoder, rec: Recording) -> TraceStats:
-    acc = rec.summary or rec.stats or {}
-    ncpu = len(acc.get("dropped_per_cpu") or acc.get("per_cpu") or [0])
-    sources = list(acc.get("sources") or [])
-    return TraceStats(layout.type_names, max(ncpu, 1), sources, decoder.syscall_name)
+def _new_stats(layout: TraceLayout, decoder: Decoder, timeline: Timeline) -> TraceStats:
+    stats = TraceStats(layout.type_names, timeline.ncpu, list(timeline.sources),
+                       decoder.syscall_name)  # fmt: skip
+    stats.begin(0.0)  # recorded time: the stats lines' uptime_s
+    return stats
 
 
-__all__ = ["AS_RECORDED", "ReplayFilter", "replay"]
+__all__ = ["AS_RECORDED", "ReplayFilter", "filtering", "replay"]

@@ -68,18 +68,68 @@ def write_recording(batches: list[Records], *, summary: dict[str, Any] | None = 
                     close: bool = True) -> bytes:  # fmt: skip
     """The bytes of a recording of ``batches`` (a ``stats`` message after each, the
     ``summary`` at the end unless None), closed (its end marker) when ``close``."""
+    messages: list[Records | tuple[str, dict[str, Any]]] = []
+    for i, b in enumerate(batches):
+        messages += [b, (STATS, {"type": "stats", "events": i})]
+    if summary is not None:
+        messages.append((SUMMARY, summary))
+    return write_messages(messages, close=close)
+
+
+def write_messages(messages: list[Records | tuple[str, dict[str, Any]]], *,
+                   close: bool = True) -> bytes:  # fmt: skip
+    """The bytes of a recording of ``messages`` in order: batches of records and
+    accounting messages ``(kind, body)``; closed (its end marker) when ``close``."""
     f = _Kept()
     meta = {**layout_meta(), "host": "test", "realtime_offset_ns": str(OFFSET_NS),
             "run_id": "r", "part": "1"}  # fmt: skip
     w = RecordingWriter(f, SCHEMA, meta, OFFSET_NS)
-    for i, b in enumerate(batches):
-        w.write(b)
-        w.account(STATS, {"type": "stats", "events": i})
-    if summary is not None:
-        w.account(SUMMARY, summary)
+    for m in messages:
+        if isinstance(m, Records):
+            w.write(m)
+        else:
+            w.account(*m)
     if close:
         w.close()  # the end marker (the stream stays readable)
     return f.getvalue()
+
+
+def opens(pid: int, comm: str, ts_ns: list[int], cpu: int = 0) -> Records:
+    """A batch of ``open`` records of process ``pid`` named ``comm``, one at each
+    timestamp, on ``cpu``."""
+    arr = np.zeros(len(ts_ns), LAYOUT.event)
+    h = arr["h"]
+    h["type"], h["ts"], h["cpu"], h["pid"], h["tid"] = LAYOUT.type_id("open"), ts_ns, cpu, pid, pid
+    h["comm"] = comm.encode()
+    arr["data"] = b"/etc/hostname"
+    return Records(arr)
+
+
+def timed_recording(tmp: Path, start_ns: int = 5_000 * 10**9) -> tuple[Path, dict[str, Any]]:
+    """A recording of a run that started (read from) at ``start_ns``: processes
+    ``rpl_0`` .. ``rpl_4`` (pids 100..104), ``rpl_K`` opening 10*(K+1) files (on CPU
+    K % 2) a millisecond apart in a batch whose newest is at K+1 s, read just before
+    that second's tick (its recorded time); a stats line every second (4 drops on CPU 0 in the third
+    interval, 3 more in the fourth; 2 lost on CPU 1 in the fifth), the summary at
+    5.2 s. Its path and its summary."""
+    messages: list[Records | tuple[str, dict[str, Any]]] = []
+    drops, lost = [0, 0, 4, 7, 7], [0, 0, 0, 0, 2]
+    for k in range(5):
+        at = start_ns + (k + 1) * 10**9
+        n = 10 * (k + 1)
+        messages.append(opens(100 + k, f"rpl_{k}", [at - i * 10**6 for i in range(n)][::-1], k % 2))
+        per_cpu = [{"cpu": 0, "fill_pct": 1.0, "drops": drops[k], "lost": 0},
+                   {"cpu": 1, "fill_pct": 2.0, "drops": 0, "lost": lost[k]}]  # fmt: skip
+        line = {"type": "stats", "uptime_s": k + 1.0, "per_cpu": per_cpu, "dropped": drops[k],
+                "lost": lost[k]}  # fmt: skip
+        messages.append((STATS, line))
+    summary = {"type": "summary", "events": 150, "dropped": 7, "lost": 2, "malformed": 0,
+               "duration_s": 5.2, "by_type": {"open": 150}, "dropped_by_source": {"open": 7},
+               "dropped_by_source_per_cpu": {"open": [7, 0]}, "dropped_per_cpu": [7, 0],
+               "lost_per_cpu": {"1": 2}, "drop_intervals": 3, "drops_at": [],
+               "sources": ["open"]}  # fmt: skip
+    messages.append((SUMMARY, summary))
+    return save(tmp, write_messages(messages)), summary
 
 
 def save(tmp: Path, data: bytes, name: str = "r.arrows") -> Path:

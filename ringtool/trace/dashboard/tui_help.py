@@ -88,11 +88,13 @@ LEGEND = (
 WRAP = 56
 
 
-def help_lines() -> list[tuple[Text, Text]]:
-    """The overlay's rows: the keys, then the column legend, each under a heading; a
-    description longer than :data:`WRAP` goes on in the next rows."""
+def help_lines(view: ViewState | None = None) -> list[tuple[Text, Text]]:
+    """The overlay's rows: the keys (and the ``view``'s own: a replay's), then the
+    column legend, each under a heading; a description longer than :data:`WRAP` goes
+    on in the next rows."""
     rows = [(Text("KEYS", style="bold"), Text(""))]
-    for title, entries in (("KEYS", KEYS), ("COLUMNS", LEGEND)):
+    keys = KEYS + (view.help_keys if view is not None else ())
+    for title, entries in (("KEYS", keys), ("COLUMNS", LEGEND)):
         if title != "KEYS":
             rows.append((Text(title, style="bold"), Text("")))
         for name, does in entries:
@@ -104,7 +106,7 @@ def help_lines() -> list[tuple[Text, Text]]:
 def help_table(view: ViewState, rows: int) -> Table:
     """The overlay in ``rows`` lines (title and heading included), from
     ``view.help_top`` (kept inside the lines)."""
-    lines = help_lines()
+    lines = help_lines(view)
     body = max(1, rows - 3)
     view.help_top = max(0, min(view.help_top, len(lines) - body))
     shown = lines[view.help_top : view.help_top + body]

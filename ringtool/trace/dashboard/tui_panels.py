@@ -108,7 +108,7 @@ def header(
 ) -> RenderableType:
     """Two lines: the command's ``filters`` (``-c bash -x``, :func:`filters_text`),
     state (paused, the comm filter), uptime and rates; the events/s sparkline."""
-    state = Text()
+    state = Text.assemble("  ", (b, "bold reverse")) if (b := view.banner()) else Text()
     if filters:
         state.append("  " + filters_text(filters, width // 2 - 8), "bold cyan")
     if view.paused:

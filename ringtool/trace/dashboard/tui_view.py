@@ -31,7 +31,7 @@ import bisect
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ringtool.trace.dashboard.tui_exits import GONE, LIVE, Exits
 from ringtool.trace.dashboard.tui_tree import ProcParents, tree_rows
@@ -97,6 +97,11 @@ class ViewState:
     _stats: TraceStats | None = None  # of the last frame (procs)
     _comms: list[str] = field(default_factory=list)
     _n_events: int = 0
+    #: keys a subclass adds (a replay's: tui_replay) and their help lines
+    help_keys: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    def banner(self) -> str:  # the header's word on where the data comes from ("": live)
+        return ""
 
     # --- keys --------------------------------------------------------------------------
 
