@@ -185,4 +185,27 @@ class MergedView:
         print(json.dumps(rec), file=self.err, flush=True)
 
 
-__all__ = ["JsonView", "MergedView", "TableView", "bad_line", "fleet_record", "summary_record"]
+class Tee:
+    """Several views driven as one, in their order (``collect --record``: the
+    recorder, then the display)."""
+
+    def __init__(self, *views: Any) -> None:
+        self.views = views
+
+    def message(self, rec: Received) -> None:
+        for view in self.views:
+            view.message(rec)
+
+    def tick(self, fleet: Fleet) -> None:
+        for view in self.views:
+            view.tick(fleet)
+
+    def close(self, fleet: Fleet) -> None:
+        try:
+            self.views[0].close(fleet)
+        finally:
+            if len(self.views) > 1:
+                Tee(*self.views[1:]).close(fleet)
+
+
+__all__ = ["JsonView", "MergedView", "TableView", "Tee", "bad_line", "fleet_record", "summary_record"]
