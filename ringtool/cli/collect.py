@@ -94,7 +94,7 @@ def register(subs: Any) -> None:
 
 
 def _rotate_size(text: str) -> int:
-    size, seconds = v.size_or_duration(text)
+    size, _ = v.size_or_duration(text)
     if size is None:
         v.bad(f"{text!r}: give a size (100M, 1G): a file's hour partition bounds its time")
     return size

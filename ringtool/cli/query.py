@@ -22,8 +22,9 @@ from ringtool.errors import RecordingError, UsageError
 from ringtool.event.safe_text import printable
 
 EPILOG = """\
-tables: raw (every column of the file, host, and date and hour of a partition), events, exec, exit, fork, open, syscall, mark,
-tcp, net (one per event type, fields named as in --json), recording (one row per file:
+tables: raw (every column of the file, with host, and date and hour of a partition),
+events, exec, exit, fork, open, syscall, mark, tcp, net (one per event type, fields
+named as in --json), recording (one row per file:
 host, kernel, boot_time, argv, summary as JSON). docs/record.md has more examples.
 
 examples:
@@ -43,8 +44,13 @@ def register(subs: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("files", nargs="+", type=Path, metavar="FILE",
-                   help="recordings, or a directory of collect --record")
+    p.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="recordings, or a directory of collect --record",
+    )
     p.add_argument("sql", metavar="SQL", help="the statement (after the files)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per row")

@@ -65,7 +65,7 @@ _LEFT = ("HOST", "COMM", "LOCAL", "REMOTE", "DISK", "DEV")
 
 def _sections(fleet: Fleet) -> list[tuple[str, tuple[str, ...], list[list[str]]]]:
     """The busiest connections and disks, where any host has some."""
-    out = []
+    out: list[tuple[str, tuple[str, ...], list[list[str]]]] = []
     conns, disks = conn_rows(fleet), disk_rows(fleet)
     if conns:
         out.append((f"busiest TCP connections (top {TABLE_TOP} per host, bytes over their "
@@ -237,4 +237,12 @@ class Tee:
                 Tee(*self.views[1:]).close(fleet)
 
 
-__all__ = ["JsonView", "MergedView", "TableView", "Tee", "bad_line", "fleet_record", "summary_record"]
+__all__ = [
+    "JsonView",
+    "MergedView",
+    "TableView",
+    "Tee",
+    "bad_line",
+    "fleet_record",
+    "summary_record",
+]

@@ -81,6 +81,13 @@ def test_record_holds_exactly_what_each_host_exported(nats: NatsServer, tmp_path
     assert q.returncode == 0, q.stderr
     got = {o["host"]: o["n"] for o in map(json.loads, q.stdout.splitlines())}
     assert got == {h: len(on_disk[h]) for h in HOSTS}
+    # and DuckDB reads the Parquet partitions as they are, host from the directory names
+    import duckdb
+
+    glob = str(rec / "**" / "*.parquet")
+    rows = duckdb.sql(f"SELECT host, count(*) FROM read_parquet('{glob}', "
+                      "hive_partitioning = true) GROUP BY host").fetchall()  # fmt: skip
+    assert dict(rows) == got
 
     # a second collector on the same directory (another durable) adds its own files
     # and counts to what it finds there

@@ -65,6 +65,8 @@ def modes(root: Path) -> set[tuple[str, int]]:
     out = set()
     for p in root.rglob("*"):
         st = p.lstat()
-        kind = "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
+        kind = (
+            "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
+        )
         out.add((kind, stat.S_IMODE(st.st_mode)))
     return out

@@ -122,8 +122,9 @@ class FleetRecorder:
             book.not_recorded += rec.count
             if not self._said_jsonl:
                 self._said_jsonl = True
-                self.note(f"{rec.host} exports jsonl/1 (text lines): its events are counted "
-                          "as not_recorded; record them with 'trace --export-format rows'")  # fmt: skip
+                self.note(f"{rec.host} exports jsonl/1 (text lines): its events are "
+                          "counted as not_recorded; record them with 'trace "
+                          "--export-format rows'")  # fmt: skip
             return
         for hour, part in split_by_hour(rec.records, rec.offset_ns):
             self._write((rec.host, rec.boot, rec.run, hour), part, rec.offset_ns)
@@ -246,8 +247,8 @@ class FleetRecorder:
         host, boot, run, _ = f.key
         book = self.books[host][f"{boot}/{run}"]
         try:
-            f.writer.account(SUMMARY, {"type": "summary", "host": host, "boot": boot,
-                                       "run": run, "events": f.events, "export": book.stats})  # fmt: skip
+            f.writer.account(SUMMARY, {"type": "summary", "host": host, "boot": boot, "run": run,
+                                       "events": f.events, "export": book.stats})  # fmt: skip
             f.writer.close()
             self.sealed.append(f.shown.with_name(seal(f.dir_fd, f.name, self.schema, f.shown)))
         except (OSError, RecordingError, UsageError) as exc:

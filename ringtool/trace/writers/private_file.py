@@ -240,7 +240,9 @@ def subdir_at(dir_fd: int, name: str, path: Path, flag: str) -> int:
         fd = os.open(name, _DIR, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise _fail(flag, path, "is not a directory (a symbolic link is not followed)") from None
+            raise _fail(
+                flag, path, "is not a directory (a symbolic link is not followed)"
+            ) from None
         raise _fail(flag, path, _why(exc)) from None
     try:
         st = os.fstat(fd)

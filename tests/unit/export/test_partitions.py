@@ -119,7 +119,7 @@ def test_symbolic_links_are_not_followed(tmp_path: Path) -> None:
     root.mkdir(mode=0o700)
     (root / "host=web1").symlink_to(elsewhere)
     r = FleetRecorder(root, LAYOUT, note=lambda _t: None)
-    with pytest.raises(UsageError, match="host=web1.*symbolic link"):
+    with pytest.raises(UsageError, match=r"host=web1.*symbolic link"):
         r.message(message("web1", opens([BASE])))
     assert not list(elsewhere.iterdir())
     link = tmp_path / "link"
