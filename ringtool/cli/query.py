@@ -58,21 +58,22 @@ def register(subs: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _files(paths: Sequence[Path]) -> list[tuple[Path, dict[str, str]]]:
+def _files(paths: Sequence[Path]) -> list[tuple[Path, dict[str, str] | None]]:
     """Each recording to read with its partition values: a file as given; a directory
     (``collect --record DIR``) as its ``.parquet`` and ``.arrows`` files below it, in
-    path order, with the ``key=value`` directories above each (a stream whose Parquet
-    file is beside it is the same rows: left out)."""
+    path order, with the ``key=value`` directories above each (None: a file given by
+    name; a stream whose Parquet file is beside it is the same rows: left out)."""
     from ringtool.export.partitions import SEALED_SUFFIX, STREAM_SUFFIX, partition_values
     from ringtool.trace.writers.parquet_seal import sealed_twin
 
-    out: list[tuple[Path, dict[str, str]]] = []
+    out: list[tuple[Path, dict[str, str] | None]] = []
     for path in paths:
         if not path.is_dir():
-            out.append((path, {}))
+            out.append((path, None))
             continue
         found = sorted(p for p in path.rglob("*") if p.suffix in (STREAM_SUFFIX, SEALED_SUFFIX)
-                       and not p.name.startswith(".") and not sealed_twin(p))  # fmt: skip
+                       and not p.name.startswith(".") and not p.is_symlink()
+                       and not sealed_twin(p))  # fmt: skip
         if not found:
             raise UsageError(f"{path}: no recordings (*.arrows, *.parquet) below it")
         out.extend((p, partition_values(p, path)) for p in found)
@@ -111,8 +112,9 @@ def _load(paths: Sequence[Path]) -> tuple[Any, list[dict[str, Any]]]:
     schema = RecordSchema(load_layout())
     tables: list[Any] = []
     files: list[dict[str, Any]] = []
-    for path, parts in _files(paths):
-        got, meta, summary = _read(path, schema, bool(parts))
+    for path, found in _files(paths):
+        got, meta, summary = _read(path, schema, found is not None)
+        parts = found or {}
         rows = pa.Table.from_batches(
             [b.select(schema.schema.names) if len(b.schema) == len(schema.schema)
              else _widen(b, schema.schema) for b in got], schema.schema)  # fmt: skip

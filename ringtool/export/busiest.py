@@ -43,6 +43,10 @@ SUB = 8
 BUCKETS = 64 * SUB
 
 Array = np.ndarray[Any, Any]
+_U64 = np.dtype("<u8")
+#: A connection's key as one structured value: local and remote address (two u64
+#: each, their bytes as stored), the ports' four bytes.
+_KEY = np.dtype([("l0", _U64), ("l1", _U64), ("r0", _U64), ("r1", _U64), ("ports", "<u4")])
 ConnKey = tuple[str, int, str, int]
 
 
@@ -104,6 +108,7 @@ class Busiest:
         self.conns_dropped = 0
         self.disks: dict[str, Disk] = {}
         self.disks_refused = 0
+        self._addr_text: dict[tuple[int, int], str] = {}
 
     # -- feeding ---------------------------------------------------------------------
     def add_records(self, records: Records, layout: TraceLayout) -> None:
@@ -122,23 +127,44 @@ class Busiest:
                 self._disk_rows(disk.view(layout.views[layout.type_id("disk")]))
 
     def _tcp_rows(self, t: Array) -> None:
+        """Grouped by connection: one structured key per row (addresses and ports as
+        four u64 and one u32: one sort), sums by ``np.bincount``; Python runs once per
+        distinct connection, and addresses are made text once per distinct address."""
         keys = np.empty((len(t), 36), np.uint8)
         keys[:, :16], keys[:, 16:32] = t["saddr"], t["daddr"]
         keys[:, 32:34] = t["sport"].astype("<u2").view(np.uint8).reshape(-1, 2)
         keys[:, 34:36] = t["dport"].astype("<u2").view(np.uint8).reshape(-1, 2)
-        uniq, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        uniq, first, inv = np.unique(keys.view(_KEY).reshape(-1), return_index=True,
+                                     return_inverse=True)  # fmt: skip
         inv = inv.reshape(-1)
-        tx = np.bincount(inv, t["tx_bytes"].astype(np.float64))
-        rx = np.bincount(inv, t["rx_bytes"].astype(np.float64))
-        closes = np.bincount(inv)
+        tx = np.bincount(inv, t["tx_bytes"].astype(np.float64)).tolist()
+        rx = np.bincount(inv, t["rx_bytes"].astype(np.float64)).tolist()
+        closes = np.bincount(inv).tolist()
         last = np.zeros(len(uniq), np.int64)
         np.maximum.at(last, inv, np.arange(len(t)))
-        for i, k in enumerate(uniq):
-            who = t[last[i]]
-            key = (address(k[:16].tobytes()), int(t["sport"][first[i]]),
-                   address(k[16:32].tobytes()), int(t["dport"][first[i]]))  # fmt: skip
-            comm = bytes(who["h"]["comm"]).split(b"\0")[0].decode("utf-8", "backslashreplace")
-            self._conn(key, int(tx[i]), int(rx[i]), int(closes[i]), int(who["h"]["pid"]), comm)
+        lo = [
+            self._text(a, b) for a, b in zip(uniq["l0"].tolist(), uniq["l1"].tolist(), strict=True)
+        ]
+        re = [
+            self._text(a, b) for a, b in zip(uniq["r0"].tolist(), uniq["r1"].tolist(), strict=True)
+        ]
+        sport, dport = t["sport"][first].tolist(), t["dport"][first].tolist()
+        pids = t["h"]["pid"][last].tolist()
+        comms = t["h"]["comm"][last].astype("S16").tolist()
+        for i in range(len(uniq)):
+            comm = comms[i].decode("utf-8", "backslashreplace")
+            self._conn((lo[i], sport[i], re[i], dport[i]), int(tx[i]), int(rx[i]), closes[i],
+                       pids[i], comm)  # fmt: skip
+
+    def _text(self, hi: int, lo: int) -> str:
+        """An address (two u64 of its 16 bytes, as stored) as text, cached."""
+        text = self._addr_text.get((hi, lo))
+        if text is None:
+            if len(self._addr_text) >= MAX_CONNS:
+                self._addr_text.clear()
+            raw = np.array([hi, lo], _U64).tobytes()
+            text = self._addr_text[(hi, lo)] = address(raw)
+        return text
 
     def _disk_rows(self, d: Array) -> None:
         devs, inv = np.unique(d["dev"], return_inverse=True)

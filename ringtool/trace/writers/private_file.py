@@ -249,10 +249,12 @@ def subdir_at(dir_fd: int, name: str, path: Path, flag: str) -> int:
     except OSError as exc:
         os.close(fd)
         raise _fail(flag, path, _why(exc)) from None
-    if not _ours(st.st_uid) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    why = (f"is uid {st.st_uid}'s directory" if not _ours(st.st_uid) else
+           "is a directory others can write to" if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+           else "")  # fmt: skip
+    if why:
         os.close(fd)
-        raise _fail(flag, path, f"is a directory of uid {st.st_uid} or others can write "
-                                "to it: give a directory of your own")  # fmt: skip
+        raise _fail(flag, path, f"{why}: give a directory of your own (mode 0700)")
     return fd
 
 
