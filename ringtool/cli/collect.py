@@ -87,7 +87,7 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--record-rotate", type=_rotate_size, metavar="SIZE",
-        help="--record: a new file of a partition past this size (100M, 1G; at least 64K)",
+        help="--record: a new file of a partition past this size (256M; 100M, 1G; at least 64K)",
     )  # fmt: skip
     add_metrics_arg(p)
     p.set_defaults(func=run)  # fmt: skip
@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         from ringtool.event.layout import load_layout
         from ringtool.trace.writers.fleet_record import FleetRecorder
 
-        view = Tee(FleetRecorder(args.record, load_layout(), args.record_rotate), view)
+        rotate = {} if args.record_rotate is None else {"rotate_bytes": args.record_rotate}
+        view = Tee(FleetRecorder(args.record, load_layout(), **rotate), view)
     collector = Collector(cfg, view)
     metrics = None
     if args.metrics is not None:

@@ -10,8 +10,10 @@ metadata names the host, its run and the realtime offset. A file ends (its summa
 its end marker) when it reaches the size of ``rotate_bytes``, when nothing was written
 to it for :data:`IDLE_S` (its hour is over), when more than :data:`MAX_OPEN` are open
 (the least recently written), and when the collector stops; then it is sealed as
-Parquet (:mod:`ringtool.trace.writers.parquet_seal`). A killed collector leaves its open
-files as streams that read back to their last whole batch.
+Parquet (:mod:`ringtool.trace.writers.parquet_seal`) by a thread of its own, so the
+collector reads (and acknowledges) on meanwhile; :meth:`FleetRecorder.close` waits
+for the seals. A killed collector leaves its open files as streams that read back to
+their last whole batch (and a file it was sealing as a whole stream).
 
 ``jsonl/1`` messages are lines of text, not records: they are counted, per run, as
 ``not_recorded`` (and said once on stderr), never written as something else.
@@ -37,6 +39,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,8 @@ MAX_OPEN = 64
 ACCOUNTING = "accounting.json"
 #: Files of one run in one partition, at most (``NNNN``).
 MAX_NUMBER = 9999
+#: ``--record-rotate``'s default: a file's size, so sealing one takes a bounded time.
+ROTATE_BYTES = 256 << 20
 
 
 @dataclass
@@ -94,7 +99,7 @@ class FleetRecorder:
     """See the module doc. ``root`` is opened (created 0700) at once: a directory that
     cannot be used is a UsageError naming ``--record`` before anything is read."""
 
-    def __init__(self, root: Path, layout: TraceLayout, rotate_bytes: int | None = None,
+    def __init__(self, root: Path, layout: TraceLayout, rotate_bytes: int | None = ROTATE_BYTES,
                  note: Callable[[str], None] | None = None) -> None:  # fmt: skip
         self.root = root
         self.schema = RecordSchema(layout)
@@ -106,6 +111,8 @@ class FleetRecorder:
         self.dirty: set[str] = set()
         self.open: dict[tuple[str, str, str, int], _Open] = {}
         self.sealed: list[Path] = []
+        self._sealer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ringtool-seal")
+        self._sealing: list[Future[None]] = []
         self._said_jsonl = False
         self._meta = {"ringtool.version": __version__, **layout_meta(),
                       "argv": json.dumps(sys.argv)}  # fmt: skip
@@ -146,6 +153,7 @@ class FleetRecorder:
             self.dirty.update(self.books)
             self._account(fleet)
         finally:
+            self._sealer.shutdown(wait=True)
             for fd in (*self.host_fds.values(), self.root_fd):
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -241,8 +249,8 @@ class FleetRecorder:
         return f
 
     def _close(self, f: _Open) -> None:
-        """``f``'s summary and end marker, then sealed (a seal that fails is said; the
-        stream stays)."""
+        """``f``'s summary and end marker, then its seal handed to the sealing thread
+        (the collector goes on reading meanwhile)."""
         del self.open[f.key]
         host, boot, run, _ = f.key
         book = self.books[host][f"{boot}/{run}"]
@@ -250,13 +258,24 @@ class FleetRecorder:
             f.writer.account(SUMMARY, {"type": "summary", "host": host, "boot": boot, "run": run,
                                        "events": f.events, "export": book.stats})  # fmt: skip
             f.writer.close()
+        except OSError as exc:
+            os.close(f.dir_fd)
+            raise RingtoolError(f"{FLAG} {f.shown}: {exc.strerror or exc}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                f.writer.stream.close()
+        self._sealing.append(self._sealer.submit(self._seal, f))
+        self._sealing = [s for s in self._sealing if not s.done()]
+
+    def _seal(self, f: _Open) -> None:
+        """In the sealing thread: ``f`` as Parquet; a seal that fails is said (the
+        stream stays)."""
+        try:
             self.sealed.append(f.shown.with_name(seal(f.dir_fd, f.name, self.schema, f.shown)))
         except (OSError, RecordingError, UsageError) as exc:
             why = getattr(exc, "strerror", None) or exc
             self.note(f"{f.shown}: left as an Arrow IPC stream, not sealed as Parquet: {why}")
         finally:
-            with contextlib.suppress(OSError):
-                f.writer.stream.close()
             os.close(f.dir_fd)
 
     def _account(self, fleet: Fleet) -> None:
