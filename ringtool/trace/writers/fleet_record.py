@@ -23,7 +23,7 @@ Beside its partitions each host has ``accounting.json``: per run of the host
 counters from its latest ``stats/1`` message (``exported``, ``export_dropped``,
 ``dropped``, ``lost``, ``events``, ``kind``: ``summary`` once the run ended), plus
 this collector's ``gaps``, ``read_elsewhere`` and ``duplicates`` for the host. It is
-replaced whole (a new file renamed over it) at each interval and at the end; a later
+replaced whole (a new file renamed over it) every 5 s and at the end; a later
 collector on the same directory adds to the counts it finds there.
 
 Files are created 0600 and directories 0700, each relative to its parent's descriptor
@@ -39,7 +39,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,8 +61,9 @@ FLAG = "--record"
 IDLE_S = 120.0
 #: Files open at most (one per host, run and hour being written).
 MAX_OPEN = 64
-#: The accounting file of each host, beside its partitions.
+#: The accounting file of each host, beside its partitions; written every this many s.
 ACCOUNTING = "accounting.json"
+ACCOUNT_S = 5.0
 #: Files of one run in one partition, at most (``NNNN``).
 MAX_NUMBER = 9999
 #: ``--record-rotate``'s default: a file's size, so sealing one takes a bounded time.
@@ -106,13 +107,12 @@ class FleetRecorder:
         self.rotate_bytes = rotate_bytes
         self.note = note or (lambda text: print(f"ringtool collect: {text}", file=sys.stderr))
         self.root_fd = private_dir(root, FLAG)
-        self.host_fds: dict[str, int] = {}
+        self._accounted = 0.0
         self.books: dict[str, dict[str, RunBook]] = {}
         self.dirty: set[str] = set()
         self.open: dict[tuple[str, str, str, int], _Open] = {}
         self.sealed: list[Path] = []
         self._sealer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ringtool-seal")
-        self._sealing: list[Future[None]] = []
         self._said_jsonl = False
         self._meta = {"ringtool.version": __version__, **layout_meta(),
                       "argv": json.dumps(sys.argv)}  # fmt: skip
@@ -138,11 +138,13 @@ class FleetRecorder:
             book.recorded += len(part)
 
     def tick(self, fleet: Fleet) -> None:
-        """Close idle files; write the accounting that changed."""
+        """Close idle files; write the accounting that changed (every
+        :data:`ACCOUNT_S` at most: each is a synced file)."""
         now = time.monotonic()
         for f in [f for f in self.open.values() if now - f.last >= IDLE_S]:
             self._close(f)
-        self._account(fleet)
+        if now - self._accounted >= ACCOUNT_S:
+            self._account(fleet)
 
     def close(self, fleet: Fleet) -> None:
         """Close (and seal) every file, write every host's accounting, close the
@@ -154,18 +156,15 @@ class FleetRecorder:
             self._account(fleet)
         finally:
             self._sealer.shutdown(wait=True)
-            for fd in (*self.host_fds.values(), self.root_fd):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            self.host_fds.clear()
+            with contextlib.suppress(OSError):
+                os.close(self.root_fd)
 
     # -- files -----------------------------------------------------------------------
     def _host_fd(self, host: str) -> int:
-        fd = self.host_fds.get(host)
-        if fd is None:
-            fd = self.host_fds[host] = subdir_at(self.root_fd, f"host={host}",
-                                                 self.root / f"host={host}", FLAG)  # fmt: skip
-        return fd
+        """A new descriptor of ``DIR/host=<host>`` (made 0700 when missing), the
+        caller's to close: none is kept per host (a fleet has more hosts than a
+        process has descriptors)."""
+        return subdir_at(self.root_fd, f"host={host}", self.root / f"host={host}", FLAG)
 
     def _book(self, host: str, run: str) -> RunBook:
         runs = self.books.get(host)
@@ -180,13 +179,15 @@ class FleetRecorder:
         """The counts an earlier collector left in the host's accounting file (none
         when there is none; an unreadable one is said and started anew)."""
         shown = self.root / f"host={host}" / ACCOUNTING
+        host_fd = self._host_fd(host)
         try:
-            fd = os.open(ACCOUNTING, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         dir_fd=self._host_fd(host))  # fmt: skip
+            fd = os.open(ACCOUNTING, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=host_fd)
         except FileNotFoundError:
             return {}
         except OSError as exc:
             raise UsageError(f"{FLAG} {shown}: {exc.strerror or exc}") from None
+        finally:
+            os.close(host_fd)
         try:
             with os.fdopen(fd, "rb") as f:
                 runs = json.loads(f.read(1 << 26))["runs"]
@@ -215,15 +216,13 @@ class FleetRecorder:
         while len(self.open) >= MAX_OPEN:
             self._close(min(self.open.values(), key=lambda o: o.last))
         names = hour_dirs(host, hour)
-        fd, shown = self._host_fd(host), self.root / names[0]
-        dir_fd = -1
+        dir_fd, shown = self._host_fd(host), self.root / names[0]
         try:
             for name in names[1:]:
                 shown = shown / name
-                new = subdir_at(fd, name, shown, FLAG)
-                if dir_fd >= 0:
-                    os.close(dir_fd)
-                fd = dir_fd = new
+                new = subdir_at(dir_fd, name, shown, FLAG)
+                os.close(dir_fd)
+                dir_fd = new
             for number in range(1, MAX_NUMBER + 1):
                 name = file_name(run, number)
                 if _exists(dir_fd, file_name(run, number, SEALED_SUFFIX)):
@@ -242,8 +241,7 @@ class FleetRecorder:
                 stream.close()
                 raise RingtoolError(f"{FLAG} {shown / name}: {exc.strerror or exc}") from None
         except BaseException:
-            if dir_fd >= 0:
-                os.close(dir_fd)
+            os.close(dir_fd)
             raise
         f = self.open[key] = _Open(key, dir_fd, name, shown / name, writer)
         return f
@@ -259,24 +257,31 @@ class FleetRecorder:
                                        "events": f.events, "export": book.stats})  # fmt: skip
             f.writer.close()
         except OSError as exc:
-            os.close(f.dir_fd)
             raise RingtoolError(f"{FLAG} {f.shown}: {exc.strerror or exc}") from None
         finally:
             with contextlib.suppress(OSError):
                 f.writer.stream.close()
-        self._sealing.append(self._sealer.submit(self._seal, f))
-        self._sealing = [s for s in self._sealing if not s.done()]
+            os.close(f.dir_fd)
+        self._sealer.submit(self._seal, f)
 
     def _seal(self, f: _Open) -> None:
-        """In the sealing thread: ``f`` as Parquet; a seal that fails is said (the
-        stream stays)."""
+        """In the sealing thread: ``f`` as Parquet, its directory opened again (a
+        file waiting for its seal holds no descriptor); a seal that fails is said
+        (the stream stays)."""
+        host, _, _, hour = f.key
         try:
-            self.sealed.append(f.shown.with_name(seal(f.dir_fd, f.name, self.schema, f.shown)))
+            dir_fd = self._host_fd(host)
+            for name in hour_dirs(host, hour)[1:]:
+                new = subdir_at(dir_fd, name, f.shown.parent, FLAG)
+                os.close(dir_fd)
+                dir_fd = new
+            try:
+                self.sealed.append(f.shown.with_name(seal(dir_fd, f.name, self.schema, f.shown)))
+            finally:
+                os.close(dir_fd)
         except (OSError, RecordingError, UsageError) as exc:
             why = getattr(exc, "strerror", None) or exc
             self.note(f"{f.shown}: left as an Arrow IPC stream, not sealed as Parquet: {why}")
-        finally:
-            os.close(f.dir_fd)
 
     def _account(self, fleet: Fleet) -> None:
         for host in sorted(self.dirty):
@@ -289,9 +294,13 @@ class FleetRecorder:
                    "duplicates": view.duplicates if view is not None else 0,
                    "runs": {k: b.record() for k, b in sorted(runs.items())}}  # fmt: skip
             data = (json.dumps(doc, indent=1) + "\n").encode()
-            replace_at(self._host_fd(host), ACCOUNTING, data,
-                       self.root / f"host={host}" / ACCOUNTING, FLAG)  # fmt: skip
+            host_fd = self._host_fd(host)
+            try:
+                replace_at(host_fd, ACCOUNTING, data, self.root / f"host={host}" / ACCOUNTING, FLAG)
+            finally:
+                os.close(host_fd)
         self.dirty.clear()
+        self._accounted = time.monotonic()
 
 
 def _exists(dir_fd: int, name: str) -> bool:
@@ -302,4 +311,4 @@ def _exists(dir_fd: int, name: str) -> bool:
     return True
 
 
-__all__ = ["ACCOUNTING", "IDLE_S", "MAX_OPEN", "FleetRecorder", "RunBook"]
+__all__ = ["ACCOUNTING", "ACCOUNT_S", "IDLE_S", "MAX_OPEN", "FleetRecorder", "RunBook"]

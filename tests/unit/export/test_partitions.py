@@ -18,7 +18,7 @@ from ringtool.event.records import NetRecords, Records
 from ringtool.export.fleet import Fleet
 from ringtool.export.partitions import HOUR_NS, hour_dirs, partition_values, split_by_hour
 from ringtool.export.reading import Received
-from ringtool.trace.writers.fleet_record import FleetRecorder
+from ringtool.trace.writers.fleet_record import MAX_OPEN, FleetRecorder
 from tests.helpers.busy_records import LAYOUT
 from tests.helpers.partitions import accounting, host_lines, modes
 from tests.helpers.records import SETTINGS, header_records
@@ -142,3 +142,18 @@ def test_a_stream_cut_anywhere_reads_back_to_its_last_whole_batch(tmp_path: Path
         path.write_bytes(data[:cut])
         got = host_lines(tmp_path, cut_ok=True)["web1"]
         assert len(got) == 5 * sum(1 for s in sizes if s <= cut)
+
+
+def test_descriptors_are_bounded_by_the_open_files_not_the_hosts(tmp_path: Path) -> None:
+    before = len(os.listdir("/proc/self/fd"))
+    r = FleetRecorder(tmp_path, LAYOUT, note=lambda _t: None)
+    for i in range(MAX_OPEN + 40):
+        r.message(message(f"h{i}", opens([BASE])))
+    r.tick(Fleet())
+    assert len(r.open) == MAX_OPEN
+    # per open file: it and its directory; the root; the seal in progress (its
+    # directories, the stream read by the checked reader, the new file): a few
+    assert len(os.listdir("/proc/self/fd")) - before <= 2 * MAX_OPEN + 1 + 7
+    r.close(Fleet())
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert len(list(tmp_path.rglob("*.parquet"))) == MAX_OPEN + 40
