@@ -12,10 +12,12 @@ import argparse
 import signal
 import sys
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from ringtool.cli import validate as v
 from ringtool.cli.export_args import add_broker_url, add_metrics_arg
+from ringtool.errors import UsageError
 from ringtool.export.config import MAX_HOSTS, check_token, display_url
 
 #: The widest ``--merged`` reorder window, ms of event time: an hour.
@@ -26,7 +28,10 @@ The fleet view of what 'ringtool trace --export' and 'ringtool bridge --export'
 publish to NATS JetStream. Reads the stream with a durable consumer (acknowledged,
 resumable) and shows per host: events/s, events, kernel drops, lost, export drops,
 sequence gaps and lag, as a live table, as JSON lines (--json), or every host's events
-in timestamp order (--merged). Needs no privileges: it never touches BPF.
+in timestamp order (--merged). --record DIR also keeps each host's events on disk,
+in partitions DIR/host=H/date=YYYY-MM-DD/hour=HH/ (docs/record.md) that
+'ringtool query DIR' reads, and DuckDB, Spark and Trino read as Parquet once a file
+is closed. Needs no privileges: it never touches BPF.
 """
 
 EPILOG = """\
@@ -36,6 +41,8 @@ examples:
   ringtool collect nats://broker:4222 --merged > all.jsonl   # every host's events, in order
   ringtool collect nats://u:p@broker:4222 --drain --json     # read the backlog, then stop
   ringtool collect nats://n1:4222,nats://n2:4222,nats://n3:4222  # any node of a cluster
+  ringtool collect nats://broker:4222 --json --record /srv/fleet  # and every event on disk
+  ringtool query /srv/fleet 'SELECT host, count(*) FROM open GROUP BY host'
 """
 
 
@@ -74,12 +81,27 @@ def register(subs: Any) -> None:
         "--interval", type=v.number(above=0, hi=3600, unit="seconds"), default=1.0,
         help="refresh interval, s (1)",
     )  # fmt: skip
+    p.add_argument(
+        "--record", type=Path, metavar="DIR",
+        help="also write each host's events (rows/1 exports) into DIR/host=H/date=D/hour=HH/",
+    )  # fmt: skip
+    p.add_argument(
+        "--record-rotate", type=_rotate_size, metavar="SIZE",
+        help="--record: a new file of a partition past this size (256M; 100M, 1G; at least 64K)",
+    )  # fmt: skip
     add_metrics_arg(p)
     p.set_defaults(func=run)  # fmt: skip
 
 
+def _rotate_size(text: str) -> int:
+    size, _ = v.size_or_duration(text)
+    if size is None:
+        v.bad(f"{text!r}: give a size (100M, 1G): a file's hour partition bounds its time")
+    return size
+
+
 def run(args: argparse.Namespace) -> int:
-    from ringtool.export.collect_view import JsonView, MergedView, TableView
+    from ringtool.export.collect_view import JsonView, MergedView, TableView, Tee
     from ringtool.export.collector import CollectConfig, Collector
 
     cfg = CollectConfig(
@@ -95,6 +117,14 @@ def run(args: argparse.Namespace) -> int:
         view = JsonView(sys.stdout)
     else:
         view = TableView(sys.stdout, f"ringtool collect {display_url(args.url)} {args.stream}")
+    if args.record_rotate is not None and args.record is None:
+        raise UsageError("--record-rotate cuts the files of --record DIR: add --record DIR")
+    if args.record is not None:
+        from ringtool.event.layout import load_layout
+        from ringtool.trace.writers.fleet_record import FleetRecorder
+
+        rotate = {} if args.record_rotate is None else {"rotate_bytes": args.record_rotate}
+        view = Tee(FleetRecorder(args.record, load_layout(), **rotate), view)
     collector = Collector(cfg, view)
     metrics = None
     if args.metrics is not None:

@@ -22,14 +22,16 @@ from ringtool.errors import RecordingError, UsageError
 from ringtool.event.safe_text import printable
 
 EPILOG = """\
-tables: raw (every column of the file), events, exec, exit, fork, open, syscall, mark,
-tcp, net (one per event type, fields named as in --json), recording (one row per file:
+tables: raw (every column of the file, with host, and date and hour of a partition),
+events, exec, exit, fork, open, syscall, mark, tcp, net (one per event type, fields
+named as in --json), recording (one row per file:
 host, kernel, boot_time, argv, summary as JSON). docs/record.md has more examples.
 
 examples:
   ringtool query run.arrows 'SELECT comm, count(*) n FROM open GROUP BY 1 ORDER BY 2 DESC LIMIT 9'
   ringtool query run.arrows 'SELECT uid, filename, count(*) FROM exec WHERE ret < 0 GROUP BY ALL'
   ringtool query run.arrows --json 'SELECT pid, comm, max(latency_us) FROM syscall GROUP BY ALL'
+  ringtool query /srv/fleet "SELECT host, raddr, sum(tx_bytes) FROM tcp GROUP BY ALL"
 """
 
 
@@ -42,7 +44,13 @@ def register(subs: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="recordings")
+    p.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="recordings, or a directory of collect --record",
+    )
     p.add_argument("sql", metavar="SQL", help="the statement (after the files)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per row")
@@ -50,26 +58,75 @@ def register(subs: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _files(paths: Sequence[Path]) -> list[tuple[Path, dict[str, str] | None]]:
+    """Each recording to read with its partition values: a file as given; a directory
+    (``collect --record DIR``) as its ``.parquet`` and ``.arrows`` files below it, in
+    path order, with the ``key=value`` directories above each (None: a file given by
+    name; a stream whose Parquet file is beside it is the same rows: left out)."""
+    from ringtool.export.partitions import SEALED_SUFFIX, STREAM_SUFFIX, partition_values
+    from ringtool.trace.writers.parquet_seal import sealed_twin
+
+    out: list[tuple[Path, dict[str, str] | None]] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append((path, None))
+            continue
+        found = sorted(p for p in path.rglob("*") if p.suffix in (STREAM_SUFFIX, SEALED_SUFFIX)
+                       and not p.name.startswith(".") and not p.is_symlink()
+                       and not sealed_twin(p))  # fmt: skip
+        if not found:
+            raise UsageError(f"{path}: no recordings (*.arrows, *.parquet) below it")
+        out.extend((p, partition_values(p, path)) for p in found)
+    return out
+
+
+def _read(path: Path, schema: Any, in_dir: bool) -> tuple[list[Any], dict[str, str], Any]:
+    """A file's batches (checked), metadata and summary. In a directory a stream cut
+    short (a collector still writing it, or killed) gives its whole batches, and a
+    note on stderr; a file given by name is refused."""
+    from ringtool.errors import RecordingTruncated
+    from ringtool.event.recording import RecordingReader
+    from ringtool.export.partitions import SEALED_SUFFIX
+    from ringtool.trace.writers.parquet_seal import read_sealed
+
+    if path.suffix == SEALED_SUFFIX and in_dir:
+        table, meta, summary = read_sealed(path, schema)
+        return table.to_batches(), meta, summary
+    reader = RecordingReader(path, schema)
+    got: list[Any] = []
+    try:
+        got.extend(b for b, _ in reader.batches())  # damaged or cut: the error
+    except RecordingTruncated as exc:
+        if not in_dir:
+            raise
+        print(f"ringtool query: {printable(str(exc).splitlines()[0])}", file=sys.stderr)
+    return got, reader.recording.meta, reader.recording.summary
+
+
 def _load(paths: Sequence[Path]) -> tuple[Any, list[dict[str, Any]]]:
     import pyarrow as pa
 
     from ringtool.event.arrow_records import RecordSchema
     from ringtool.event.layout import load_layout
-    from ringtool.event.recording import RecordingReader
 
     schema = RecordSchema(load_layout())
-    batches: list[Any] = []
+    tables: list[Any] = []
     files: list[dict[str, Any]] = []
-    for path in paths:
-        reader = RecordingReader(path, schema)
-        got = [b for b, _ in reader.batches()]  # damaged or cut: the error, nothing shown
-        batches.extend(b.select(schema.schema.names) if len(b.schema) == len(schema.schema)
-                       else _widen(b, schema.schema) for b in got)  # fmt: skip
-        rec = reader.recording
-        files.append({"path": str(path), **{k: rec.meta.get(k) for k in (
+    for path, found in _files(paths):
+        got, meta, summary = _read(path, schema, found is not None)
+        parts = found or {}
+        rows = pa.Table.from_batches(
+            [b.select(schema.schema.names) if len(b.schema) == len(schema.schema)
+             else _widen(b, schema.schema) for b in got], schema.schema)  # fmt: skip
+        host = parts.get("host", meta.get("host"))
+        for key, value in (("host", host), ("date", parts.get("date")),
+                           ("hour", parts.get("hour"))):  # fmt: skip
+            rows = rows.append_column(key, pa.array([value] * len(rows), pa.string()))
+        tables.append(rows)
+        files.append({"path": str(path), **{k: meta.get(k) for k in (
             "host", "kernel", "arch", "boot_time", "argv", "started", "run_id", "part",
-            "layout_sha256")}, "summary": json.dumps(rec.summary)})  # fmt: skip
-    return pa.Table.from_batches(batches, schema.schema), files
+            "layout_sha256")}, "summary": json.dumps(summary)})  # fmt: skip
+    return pa.concat_tables(tables), files
 
 
 def _widen(batch: Any, schema: Any) -> Any:

@@ -21,7 +21,7 @@ from ringtool.event.exec_data import argv
 from ringtool.event.layout import TraceLayout
 
 #: The common fields every view starts with (``comm`` as text).
-_COMMON = "ts, time, type, cpu, pid, tid, comm_text AS comm, cgroup"
+_COMMON = "host, ts, time, type, cpu, pid, tid, comm_text AS comm, cgroup"
 _TASK = f"{_COMMON}, uid, gid"
 #: Each view: name -> its SELECT over ``raw`` (joined with ``call_names`` as c and
 #: ``syscall_names`` as s where a view names its syscall).

@@ -2,8 +2,9 @@
 
 * :class:`TableView`: the fleet view, one row per host (events/s, events, kernel drops,
   lost, export drops, gaps, read elsewhere by another ``collect`` on the durable
-  consumer, lag), redrawn once per interval: a rich live table on a
-  terminal, plain text blocks otherwise.
+  consumer, lag), and under it each host's busiest TCP connections and its disks
+  (:mod:`ringtool.export.busiest_view`), redrawn once per interval: rich live tables
+  on a terminal, plain text blocks otherwise.
 * :class:`JsonView` (``--json``): per interval one ``{"type": "host", ...}`` line per
   host and one ``{"type": "fleet", ...}``; at the end a ``{"type": "summary", ...}``.
 * :class:`MergedView` (``--merged``): the events of every host as JSON lines (each with
@@ -26,6 +27,7 @@ from collections import deque
 from typing import Any, TextIO
 
 from ringtool.event.safe_text import printable
+from ringtool.export.busiest_view import CONN_COLUMNS, DISK_COLUMNS, TABLE_TOP, conn_rows, disk_rows
 from ringtool.export.fleet import Fleet
 from ringtool.export.reading import Received
 
@@ -58,6 +60,21 @@ def _row(r: dict[str, Any]) -> list[str]:
     return [printable(r["host"]), f"{r['events_per_s']:,.0f}", *nums, f"{r['lag_s']:.1f}"]
 
 
+_LEFT = ("HOST", "COMM", "LOCAL", "REMOTE", "DISK", "DEV")
+
+
+def _sections(fleet: Fleet) -> list[tuple[str, tuple[str, ...], list[list[str]]]]:
+    """The busiest connections and disks, where any host has some."""
+    out: list[tuple[str, tuple[str, ...], list[list[str]]]] = []
+    conns, disks = conn_rows(fleet), disk_rows(fleet)
+    if conns:
+        out.append((f"busiest TCP connections (top {TABLE_TOP} per host, bytes over their "
+                    "life, at close)", CONN_COLUMNS, conns))  # fmt: skip
+    if disks:
+        out.append(("disks (last interval; p99 of the service time)", DISK_COLUMNS, disks))
+    return out
+
+
 class TableView:
     """The fleet table (see module doc)."""
 
@@ -71,6 +88,7 @@ class TableView:
         pass
 
     def _table(self, fleet: Fleet) -> Any:
+        from rich.console import Group
         from rich.table import Table
         from rich.text import Text
 
@@ -80,7 +98,15 @@ class TableView:
             t.add_column(c, justify="left" if c == "HOST" else "right")
         for r in fleet.records():
             t.add_row(*(Text(cell) for cell in _row(r)))
-        return t
+        parts = [t]
+        for title, cols, rows in _sections(fleet):
+            s = Table(title=title)
+            for c in cols:
+                s.add_column(c, justify="right" if c not in _LEFT else "left")
+            for row in rows:
+                s.add_row(*(Text(cell) for cell in row))
+            parts.append(s)
+        return Group(*parts)
 
     def tick(self, fleet: Fleet) -> None:
         if self.tty:
@@ -96,6 +122,9 @@ class TableView:
                  "messages", " ".join(f"{c:>10}" for c in COLUMNS)]  # fmt: skip
         lines += [" ".join(f"{cell:>10}" for cell in _row(r)) for r in fleet.records()]
         lines += [bad_line(fleet)] if fleet.bad else []
+        for title, cols, rows in _sections(fleet):
+            lines += [f"-- {title}", " ".join(f"{c:>12}" for c in cols)]
+            lines += [" ".join(f"{cell:>12}" for cell in row) for row in rows]
         self.stream.write("\n".join(lines) + "\n")
         self.stream.flush()
 
@@ -185,4 +214,35 @@ class MergedView:
         print(json.dumps(rec), file=self.err, flush=True)
 
 
-__all__ = ["JsonView", "MergedView", "TableView", "bad_line", "fleet_record", "summary_record"]
+class Tee:
+    """Several views driven as one, in their order (``collect --record``: the
+    recorder, then the display)."""
+
+    def __init__(self, *views: Any) -> None:
+        self.views = views
+
+    def message(self, rec: Received) -> None:
+        for view in self.views:
+            view.message(rec)
+
+    def tick(self, fleet: Fleet) -> None:
+        for view in self.views:
+            view.tick(fleet)
+
+    def close(self, fleet: Fleet) -> None:
+        try:
+            self.views[0].close(fleet)
+        finally:
+            if len(self.views) > 1:
+                Tee(*self.views[1:]).close(fleet)
+
+
+__all__ = [
+    "JsonView",
+    "MergedView",
+    "TableView",
+    "Tee",
+    "bad_line",
+    "fleet_record",
+    "summary_record",
+]

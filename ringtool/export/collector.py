@@ -93,8 +93,9 @@ class Collector:
     def __init__(self, cfg: CollectConfig, view: CollectView) -> None:
         self.cfg = cfg
         self.view = view
-        self.fleet = Fleet(cfg.max_hosts)
-        self.decoders = DecoderCache(load_layout(), syscall_namer())
+        layout = load_layout()
+        self.fleet = Fleet(cfg.max_hosts, layout)
+        self.decoders = DecoderCache(layout, syscall_namer())
         self.intake = Intake(cfg.subject_prefix, self.decoders, cfg.timestamps)
         self._stop = False
         self._done = False

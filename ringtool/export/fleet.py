@@ -15,7 +15,9 @@ exported beyond what this collector read, read elsewhere and counted as gaps are
 elsewhere too (the ones after the last this collector saw of a lane). ``duplicates``
 are numbers seen twice (a redelivery). The host's own counters (kernel drops, lost,
 export drops, exported) come from its latest ``stats/1`` message of each run, summed
-over runs (checked counts: :func:`ringtool.export.reading.decode`).
+over runs (checked counts: :func:`ringtool.export.reading.decode`). Its busiest TCP
+connections and disks come from its ``tcp`` and ``disk`` events
+(:class:`~ringtool.export.busiest.Busiest`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ringtool.errors import BadMessageError
+from ringtool.event.layout import TraceLayout
+from ringtool.export.busiest import Busiest
 from ringtool.export.config import MAX_HOSTS
 from ringtool.export.deliveries import Deliveries
 from ringtool.export.reading import Received
@@ -47,6 +51,7 @@ class HostView:
     finished: set[tuple[str, str]] = field(default_factory=set)
     rate: float = 0.0
     deliveries: Deliveries | None = None
+    busiest: Busiest = field(default_factory=Busiest)
     _mark: int = 0
 
     def run_total(self, key: str) -> int:
@@ -91,7 +96,7 @@ class HostView:
             "export_dropped": self.run_total("export_dropped"),
             "gaps": gaps, "read_elsewhere": elsewhere, "duplicates": self.duplicates,
             "lag_s": round(self.lag_s(now), 3), "runs": len(self.runs),
-            "finished_runs": len(self.finished),
+            "finished_runs": len(self.finished), **self.busiest.record(),
         }  # fmt: skip
 
 
@@ -113,8 +118,9 @@ class Fleet:
     message that would pass one is refused (:data:`OVER_LIMIT`), so memory is bounded
     whatever names and numbers the network sends."""
 
-    def __init__(self, max_hosts: int = MAX_HOSTS) -> None:
+    def __init__(self, max_hosts: int = MAX_HOSTS, layout: TraceLayout | None = None) -> None:
         self.hosts: dict[str, HostView] = {}
+        self.layout = layout
         self.max_hosts = max_hosts
         self.pending = 0
         self.bad = 0
@@ -160,10 +166,16 @@ class Fleet:
     ) -> HostView:
         """Count one message, seen at stream sequence ``at`` (0: not known); ``ts_ns``
         (its events' wall-clock ns) when known. BadMessageError (nothing counted) when
-        it would pass a bound (class doc)."""
+        it would pass a bound (class doc) or its tcp/disk lines lack their fields."""
         self._check(rec)
+        busiest = self.hosts[rec.host].busiest if rec.host in self.hosts else Busiest()
+        if rec.records is not None and self.layout is not None:
+            busiest.add_records(rec.records, self.layout)
+        elif rec.type in ("tcp", "disk") and rec.lines:
+            busiest.add_lines(rec.type, rec.lines)
         self.messages += 1
         view = self.host(rec.host)
+        view.busiest = busiest
         view.messages += 1
         view.last_arrival = time.time()
         if rec.stats is not None:
@@ -188,6 +200,7 @@ class Fleet:
         now = time.monotonic()
         dt = max(now - self._mark_time, 1e-6)
         for view in self.hosts.values():
+            view.busiest.tick(dt)
             view.rate = (view.events - view._mark) / dt
             view._mark = view.events
         self._mark_time = now

@@ -46,7 +46,8 @@ from ringtool.export.wire import (
 class Received:
     """One decoded message. Events: ``lines`` (JSON lines as ``trace --json`` writes
     them) and ``ts_ns`` (wall-clock ns per event); ``stats``: the record of a
-    ``stats/1`` message."""
+    ``stats/1`` message; ``records`` (``rows/1``): the records as the host read them,
+    ``offset_ns`` their realtime offset (what ``collect --record`` writes)."""
 
     host: str
     boot: str
@@ -60,6 +61,8 @@ class Received:
     lines: list[str] = field(default_factory=list)
     ts_ns: list[int] = field(default_factory=list)
     stats: dict[str, Any] | None = None
+    records: Records | None = None
+    offset_ns: int = 0
 
     @property
     def lane(self) -> tuple[str, str, int, str]:
@@ -139,7 +142,7 @@ def decode(headers: dict[str, str] | None, body: bytes, decoders: DecoderCache) 
         raise BadMessageError(
             BAD_HEADER, f"{H_SEQ}={h[H_SEQ]!r} is not a range of sequence numbers"
         )
-    offset = _int(h, H_CLOCK, -MAX_OFFSET, MAX_OFFSET)
+    offset = rec.offset_ns = _int(h, H_CLOCK, -MAX_OFFSET, MAX_OFFSET)
     if fmt == JSONL:
         _decode_jsonl(rec, body)
     else:
@@ -246,7 +249,8 @@ def _decode_rows(rec: Received, body: bytes, h: dict[str, str], decoder: Decoder
         if len(net) != rec.count:
             raise BadMessageError(BAD_BODY, "rows/1 net sample shorter than struct trace_net")
         rec.ts_ns = (net.rec["h"]["ts"].astype(np.int64) + decoder.offset_ns).tolist()
-        text = json_lines(decoder, Records(np.empty(0, layout.event), net)).decode()
+        rec.records = Records(np.empty(0, layout.event), net)
+        text = json_lines(decoder, rec.records).decode()
     else:
         off = layout.event.fields["data"][1]  # type: ignore[index]
         data_len = _int(h, H_DATA_LEN, 0, layout.event.itemsize - off)
@@ -255,7 +259,8 @@ def _decode_rows(rec: Received, body: bytes, h: dict[str, str], decoder: Decoder
         except ExportError as exc:
             raise BadMessageError(BAD_BODY, str(exc)) from None
         rec.ts_ns = (arr["h"]["ts"].astype(np.int64) + decoder.offset_ns).tolist()
-        text = json_lines(decoder, Records(arr)).decode()
+        rec.records = Records(arr)
+        text = json_lines(decoder, rec.records).decode()
     # split on "\n" only: lines are JSON, whose strings may hold U+2028 (splitlines)
     rec.lines = text.split("\n")[:-1]
     if len(rec.lines) != rec.count:

@@ -33,6 +33,7 @@ Contract of :func:`open_private`:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -206,4 +207,88 @@ def open_private(path: Path, *, force: bool = False, flag: str = "--pcap") -> Bi
     return os.fdopen(fd, "wb")
 
 
-__all__ = ["open_private"]
+def private_dir(path: Path, flag: str) -> int:
+    """The directory ``path``, created 0700 when missing, looked up as
+    :func:`open_private` looks up a file's directory (its last component is never a
+    symbolic link): an ``O_PATH`` fd for the ``*at`` calls of :func:`subdir_at` and
+    :func:`create_at`, the caller's to close. An existing directory must be ours (root
+    or the effective uid) and not writable by others: another user could swap its
+    entries for links; a UsageError naming ``flag`` otherwise."""
+    try:
+        parent = _open_dir(path / "_", flag) if path.name == "" else _open_dir(path, flag)
+    except OSError as exc:
+        raise _fail(flag, path, _why(exc)) from None
+    if path.name == "":  # "/" or "."
+        return parent
+    try:
+        return subdir_at(parent, path.name, path, flag)
+    finally:
+        os.close(parent)
+
+
+def subdir_at(dir_fd: int, name: str, path: Path, flag: str) -> int:
+    """Directory ``name`` of ``dir_fd``, created 0700 when missing, opened without
+    following a symbolic link; checked as :func:`private_dir` says (``path`` names it in
+    the messages)."""
+    try:
+        os.mkdir(name, 0o700, dir_fd=dir_fd)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise _fail(flag, path, _why(exc)) from None
+    try:
+        fd = os.open(name, _DIR, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _fail(
+                flag, path, "is not a directory (a symbolic link is not followed)"
+            ) from None
+        raise _fail(flag, path, _why(exc)) from None
+    try:
+        st = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise _fail(flag, path, _why(exc)) from None
+    why = (f"is uid {st.st_uid}'s directory" if not _ours(st.st_uid) else
+           "is a directory others can write to" if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+           else "")  # fmt: skip
+    if why:
+        os.close(fd)
+        raise _fail(flag, path, f"{why}: give a directory of your own (mode 0700)")
+    return fd
+
+
+def create_at(dir_fd: int, name: str, path: Path, flag: str) -> BinaryIO | None:
+    """A new file ``name`` in ``dir_fd``, created ``O_CREAT|O_EXCL|O_NOFOLLOW`` mode
+    0600, for writing; None when the name exists (the caller picks another)."""
+    try:
+        fd = os.open(name, _BASE | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
+    except FileExistsError:
+        return None
+    except OSError as exc:
+        raise _fail(flag, path, _why(exc)) from None
+    return os.fdopen(fd, "wb")
+
+
+def replace_at(dir_fd: int, name: str, data: bytes, path: Path, flag: str) -> None:
+    """``name`` in ``dir_fd`` replaced at once by a new 0600 file holding ``data`` (a
+    temporary name, written, synced, renamed over it: a reader sees the old or the new
+    whole)."""
+    tmp = _temp_name(name)
+    try:
+        fd = os.open(tmp, _BASE | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+    except OSError as exc:
+        raise _fail(flag, path, _why(exc)) from None
+
+
+__all__ = ["create_at", "open_private", "private_dir", "replace_at", "subdir_at"]
