@@ -99,3 +99,30 @@ def test_packets_name_the_process_of_their_end() -> None:
     assert udp and all(n["pid"] == 0 and n["comm"] == "[net]" for n in udp), udp
     tcp = [e for e in events if e["type"] == "tcp" and e["pid"] in (work.client, work.server)]
     assert len(tcp) == 4  # the tcp source's events, as before: each end of the two
+
+
+def test_a_pid_filter_names_the_packets_of_that_process_only() -> None:
+    """``-p SERVER``: the tcp source follows the server's connections only, so only
+    the server's end of each connection is named; every packet is still traced."""
+    tag = secrets.token_hex(5)
+    work = Workload(f"rtoc{tag}", f"rtos{tag}", script=OWNER_SCRIPT)
+    trace = Trace("--events", "net,tcp", "-i", "lo", "--json", "-p", str(work.server))
+    try:
+        flows = work.run()
+    finally:
+        work.stop()
+        trace.signal(signal.SIGINT)
+        lines, _ = trace.finish()
+    nets = [e for e in map(json.loads, lines) if e["type"] == "net"]
+    for flow in (f for f in flows if not f["old"]):
+        cport, sport, host = flow["cport"], flow["sport"], HOST[flow["family"]]
+        ours = [n for n in nets if n["proto"] == "tcp" and n["src"] == host
+                and {n["sport"], n["dport"]} == {cport, sport}]  # fmt: skip
+        last = sized(ours, MESSAGES[-1])  # the server's last answer: both copies
+        assert {n["dir"] for n in last} == {"egress", "ingress"}, ours
+        for n in ours:
+            if end(n, cport) == "client":
+                assert (n["pid"], n["comm"]) == (0, "[net]"), n
+        for n in last:
+            want = (work.server, f"rtos{tag}") if end(n, cport) == "server" else (0, "[net]")
+            assert (n["pid"], n["comm"]) == want, n
