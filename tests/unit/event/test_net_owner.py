@@ -1,8 +1,9 @@
 """Packets that name their TCP connection's process (docs/trace.md, "Packets and their
 processes"), decoded from hand-built ``struct trace_net`` samples: the owner's pid,
 tid, comm, cgroup (the header) and uid (``owner_uid``) reach every output -- JSON
-lines, ``--fields``, CSV, columns, a recording's rows and back, the KMES payload and
-the export's rows (both the raw sample) -- and a packet of no known connection keeps
+lines, ``--fields``, CSV, columns, a recording's rows and back and ``ringtool
+query``'s ``net`` view, the KMES payload and the export's rows (both the raw sample)
+-- and a packet of no known connection keeps
 pid 0 and ``[net]``."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +24,8 @@ from ringtool.trace.writers.output_columns import ColumnOutput
 from ringtool.trace.writers.output_fields import CsvOutput
 from ringtool.trace.writers.output_json import JsonOutput
 from tests.helpers.net_records import LAYOUT, net_records, net_sample
+from tests.helpers.paths import RINGTOOL, ROOT
+from tests.helpers.recordings import write_recording
 
 TCP = {"src": "10.1.0.1", "dst": "10.1.0.2", "sport": 80, "dport": 40000, "proto": 6,
        "len": 1500, "dir": "egress", "ts": 10**9}  # fmt: skip
@@ -77,3 +82,18 @@ def test_recording_rows_kmes_and_export_keep_the_owner() -> None:
     heads = np.frombuffer(b"".join(s[: LAYOUT.net.itemsize] for s in samples), LAYOUT.net)
     assert heads["owner_uid"].tolist() == [33, 0] and heads["h"]["pid"].tolist() == [812, 0]
     assert net_rows(records.net) == b"".join(SAMPLE_LEN.pack(len(s)) + s for s in samples)
+
+
+def test_query_net_view_names_the_owner(tmp_path: Path) -> None:
+    """``ringtool query``'s ``net`` view: the owner's pid, comm and ``uid``."""
+    _, records = _records()
+    path = tmp_path / "r.arrows"
+    path.write_bytes(write_recording([records], summary={"type": "summary", "events": 2}))
+    res = subprocess.run(
+        [*RINGTOOL, "query", str(path), "--json", "SELECT pid, tid, comm, uid, sport FROM net"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert rows == [{"pid": 812, "tid": 813, "comm": "nginx", "uid": 33, "sport": 80},
+                    {"pid": 0, "tid": 0, "comm": "", "uid": 0, "sport": 53}]  # fmt: skip
