@@ -17,12 +17,16 @@ from __future__ import annotations
 import json
 import secrets
 import signal
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ringtool.event.decode import Decoder
+from ringtool.event.layout import load_layout
 from ringtool.programs.tp_presence import has_events
 from ringtool.programs.tracepoints import TRACEFS_DIRS
+from ringtool.trace.reading.session import TraceOptions, TraceSession
 from tests.helpers.owner_workload import MESSAGES, OLD_SIZE, SERVER_UID, UDP_SIZE
 from tests.helpers.owner_workload import __file__ as OWNER_SCRIPT
 from tests.helpers.tcp_workload import Workload
@@ -135,3 +139,35 @@ def test_a_pid_filter_names_the_packets_of_that_process_only() -> None:
         for n in last:
             want = (work.server, f"rtos{tag}") if end(n, cport) == "server" else (0, "[net]")
             assert (n["pid"], n["comm"]) == want, n
+
+
+def test_the_cached_tcp_program_names_packets_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tcp source with the owners map (a ``-D *_FD`` role of the program cache)
+    is compiled once, then loaded from the cache, and the cached program publishes the
+    owners the packets are named by."""
+    monkeypatch.setenv("RINGTOOL_CACHE_DIR", str(tmp_path / "programs"))
+    monkeypatch.delenv("RINGTOOL_NO_CACHE", raising=False)
+    opts = TraceOptions(events=("tcp", "net"), iface="lo")
+    layout = load_layout()
+    origins = []
+    for _ in range(2):
+        tag = secrets.token_hex(5)
+        work = Workload(f"rtoc{tag}", f"rtos{tag}", script=OWNER_SCRIPT)
+        s = TraceSession(opts, layout)
+        try:
+            origins.append(s.origins["tcp"])
+            flows = work.run()
+            net = Decoder(layout, realtime_offset_ns=0).net_records(s.read_net(final=True))
+        finally:
+            work.stop()
+            s.close()
+        packets = Decoder(layout, realtime_offset_ns=0).decode(net.rec)
+        for flow in (f for f in flows if not f["old"]):
+            answers = [p for p in sized(packets, MESSAGES[1]) if p["sport"] == flow["sport"]
+                       and p["dport"] == flow["cport"]]  # fmt: skip
+            assert {(p["dir"], p["pid"], p["comm"]) for p in answers} == {
+                ("egress", work.server, f"rtos{tag}"), ("ingress", work.client, f"rtoc{tag}")
+            }, answers  # fmt: skip
+    assert origins == ["compiled", "cache"]
