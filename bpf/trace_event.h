@@ -68,7 +68,7 @@ struct trace_hdr {
     u32 pid;                     /* tgid of the current task */
     u32 tid;                     /* thread id */
     char comm[TRACE_COMM_LEN];   /* bpf_get_current_comm() */
-    u64 cgroup;                  /* cgroup v2 id (bpf_get_current_cgroup_id); net: 0 */
+    u64 cgroup;                  /* cgroup v2 id (bpf_get_current_cgroup_id); net: owner's */
 };
 
 /* exec / exit / fork / open / slow syscall (the RINGBUF sources). */
@@ -136,7 +136,9 @@ struct trace_disk {
     u8 pad[TRACE_DISK_PAD];
 };
 
-/* net (TC, PERF_EVENT_ARRAY): followed by `captured` packet bytes from the MAC header. */
+/* net (TC, PERF_EVENT_ARRAY): followed by `captured` packet bytes from the MAC header.
+ * The header's task fields are 0 / "" but for a packet of a TCP connection the tcp
+ * source follows: its owner's (bpf/trace_net.c). */
 struct trace_net {
     struct trace_hdr h;
     u8 saddr[TRACE_ADDR_LEN];    /* IPv4 in the first 4 bytes, or IPv6 */
@@ -150,7 +152,8 @@ struct trace_net {
     u32 ifindex;
     u32 len;                     /* skb->len: the whole packet */
     u32 captured;                /* packet bytes appended after this struct */
-    u32 pad2;
+    u32 owner_uid;               /* the owner's real uid (with its pid in the header: a
+                                    packet of a followed TCP connection, trace_net.c) */
 };
 
 #ifdef TRACE_EVENT_SIZE

@@ -42,11 +42,25 @@
  *
  * A connection that cannot be followed (`conns` full) or whose record finds its ring
  * full is counted per CPU (group counter + this source's `drops`).
+ *
+ * With -DTRACE_TCP_OWNERS_FD (the net source runs too: docs/trace.md, "Packets and
+ * their processes") each followed connection's owner is also published by 4-tuple in
+ * that HASH (bpf/tcp_owners.h), for bpf/trace_net.c to name the process of a packet:
+ * from the moment the connection has both its 4-tuple (ESTABLISHED: an active end's
+ * local port is chosen after SYN_SENT) and its owner, until TCP_CLOSE, when the entry
+ * is deleted. A passive connection's owner is then also taken at the first send or
+ * receive on it (sock:sock_send_length / sock_recv_length, Linux 6.3 on:
+ * TRACE_HAVE_SOCK_LENGTH; tcp_sendmsg/tcp_recvmsg run in the caller's context), which
+ * comes before its close; without those tracepoints, at its close or shutdown as
+ * above. Without the constant none of this is compiled: the tcp source alone is the
+ * same program.
  * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h), the
- * offsets above.
+ * offsets above, TRACE_TCP_OWNERS_FD and its sizes (bpf/tcp_owners.h),
+ * TRACE_HAVE_SOCK_LENGTH.
  */
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
+#include "tcp_owners.h"
 
 #if !defined(TRACE_TCP_BYTES_ACKED_OFF) || !defined(TRACE_TCP_BYTES_RECEIVED_OFF) || \
     !defined(TRACE_SOCK_ERR_OFF)
@@ -86,6 +100,11 @@ struct tcp_conn {
     u16 states;     /* 1 << each state */
     u8 active;
     u8 owned;       /* the owner's fields are set */
+#ifdef TRACE_TCP_OWNERS_FD
+    u8 known;       /* `where` is set (ESTABLISHED was reached) */
+    u8 published;   /* TCP_OWNERS has an entry at `where` */
+    struct tcp_owner_key where;
+#endif
 };
 
 BPF_HASH(conns, u64, struct tcp_conn, TRACE_TCP_MAX_CONNS);
@@ -97,6 +116,48 @@ static __always_inline void count_drop(void)
     rt_pcpu_count_drop();
     drops.increment(0);
 }
+
+#ifdef TRACE_TCP_OWNERS_FD
+#ifndef TRACE_HAVE_SOCK_LENGTH
+#error "trace_tcp.c: compile with the tcp source's needs (TRACE_HAVE_SOCK_LENGTH)"
+#endif
+/* Publish `c`'s owner at its 4-tuple once both are known (bpf/tcp_owners.h). */
+static __always_inline void publish(struct tcp_conn *c)
+{
+    if (!c->owned || !c->known || c->published)
+        return;
+    struct tcp_owner o = {};
+    o.comm[0] = c->comm[0];
+    o.comm[1] = c->comm[1];
+    o.cgroup = c->cgroup;
+    o.pid = c->pid;
+    o.tid = c->tid;
+    o.uid = c->uid;
+    if (bpf_map_update_elem(TCP_OWNERS, &c->where, &o, BPF_ANY) == 0)
+        c->published = 1;
+}
+
+/* Take back what publish() made of `c` (its close, or the filters rejected it). */
+static __always_inline void unpublish(struct tcp_conn *c)
+{
+    if (c->published)
+        bpf_map_delete_elem(TCP_OWNERS, &c->where);
+}
+
+/* `c`'s 4-tuple from the tracepoint's record of its change to ESTABLISHED. */
+static __always_inline void learn_where(struct tcp_conn *c, const u8 *saddr, const u8 *daddr,
+                                        u16 sport, u16 dport)
+{
+    bpf_probe_read_kernel(c->where.local, sizeof(c->where.local), saddr);
+    bpf_probe_read_kernel(c->where.remote, sizeof(c->where.remote), daddr);
+    c->where.lport = sport;
+    c->where.rport = dport;
+    c->known = 1;
+}
+#else
+#define publish(c) ((void)0)
+#define unpublish(c) ((void)0)
+#endif
 
 /* Take the current task as the owner of `c`; 0 when the filters reject it. */
 static __always_inline int take_owner(struct tcp_conn *c)
@@ -186,6 +247,7 @@ static __always_inline int finish(void *ctx, u64 sk, struct tcp_conn *c,
     e->active = c->active;
     RT_PCPU_SUBMIT_TO(ctx, ring, e, sizeof(*e));
 out:
+    unpublish(c);
     conns.delete(&sk);
     return 0;
 }
@@ -203,14 +265,49 @@ TRACEPOINT_PROBE(sock, inet_sock_set_state)
         return 0;
     }
     c->states |= 1 << (state & 15);
+#ifdef TRACE_TCP_OWNERS_FD
+    if (state == TCP_ST_ESTABLISHED && !c->known)
+        learn_where(c, args->saddr_v6, args->daddr_v6, args->sport, args->dport);
+#endif
     /* a passive connection's owner: the process that closes or shuts it down */
     if (!c->owned && (state == TCP_ST_FIN_WAIT1 || state == TCP_ST_LAST_ACK) &&
         !take_owner(c)) {
         conns.delete(&sk);
         return 0;
     }
-    if (state != TCP_ST_CLOSE)
+    if (state != TCP_ST_CLOSE) {
+        publish(c);
         return 0;
+    }
     struct tcp_where w = {args->saddr_v6, args->daddr_v6, args->sport, args->dport, args->family};
     return finish(args, sk, c, &w);
 }
+
+#if defined(TRACE_TCP_OWNERS_FD) && TRACE_HAVE_SOCK_LENGTH
+/* A send or receive on socket `sk` in its caller's context: the owner of a passive
+ * connection not owned yet (published when its 4-tuple is known). */
+static __always_inline int owner_in_call(u64 sk, u16 protocol)
+{
+    if (protocol != TCP_PROTO)
+        return 0;
+    struct tcp_conn *c = conns.lookup(&sk);
+    if (!c || c->owned)
+        return 0;
+    if (!take_owner(c)) {
+        conns.delete(&sk);
+        return 0;
+    }
+    publish(c);
+    return 0;
+}
+
+TRACEPOINT_PROBE(sock, sock_send_length)
+{
+    return owner_in_call((u64)args->sk, args->protocol);
+}
+
+TRACEPOINT_PROBE(sock, sock_recv_length)
+{
+    return owner_in_call((u64)args->sk, args->protocol);
+}
+#endif

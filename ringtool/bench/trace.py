@@ -35,7 +35,10 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   loaded from the program cache (docs/trace.md, "Program cache");
 * ``trace-source-cost``, per RINGBUF source: its programs' runs, average ns, CPU share
   and BPF ns per event, every source traced at once under a mixed load
-  (:mod:`ringtool.bench.trace_sources`).
+  (:mod:`ringtool.bench.trace_sources`);
+* ``trace-net-cost``: the net source's ns per packet without and with the owner
+  lookup (``BPF_PROG_TEST_RUN``), and the tcp source's ns per connection without and
+  with publishing owners (:mod:`ringtool.bench.trace_net`).
 
 Only numbers; nothing here is asserted.
 """
@@ -51,6 +54,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ringtool.bench.trace_net import packet_cost, tcp_cost
 from ringtool.bench.trace_proc import (
     ChildResult,
     Loop,
@@ -265,6 +269,8 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
         rows += [startup(binary, "off"), startup(binary, "warm")]
         rows.extend(source_cost(binary, secs, tmp, producer_cpu=PRODUCER_CPU,
                                 trace_cpu=TRACE_CPU))  # fmt: skip
+        rows += packet_cost(20_000 if quick else 200_000, cpu=TRACE_CPU)
+        rows += tcp_cost(secs, trace_cpu=TRACE_CPU, producer_cpu=PRODUCER_CPU)
     return rows
 
 

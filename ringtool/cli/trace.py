@@ -126,8 +126,10 @@ def register(subs: Any) -> None:
         "context switch and costs more than the default sources)",
     )  # fmt: skip
     p.add_argument(
-        "-i", "--iface", type=v.ifname, help="network interface for the net source (TC clsact)"
-    )
+        "-i", "--iface", type=v.ifname,
+        help="network interface for the net source (TC clsact; with the tcp source too, a "
+        "packet of a TCP connection it follows names that connection's process)",
+    )  # fmt: skip
     p.add_argument(
         "--snaplen", type=v.integer(0, 65535, "bytes"), default=96,
         help="packet bytes captured (default 96)",

@@ -44,8 +44,9 @@ A :class:`Field` names the output ``key``, the record ``column`` it is read from
 * ``blk_op``: the operation of blktrace's ``rwbs`` letters (``read``, ``write``,
   ``flush``, ``discard``, ...); ``blk_sync``: ``True`` when they have ``S``
   (:mod:`ringtool.event.disk_data`).
-* ``packet_comm``: a packet's comm (a string column): :data:`NET_LABEL` where it is
-  empty (TC programs run without a task), so every output shows the same name.
+* ``packet_comm``: a packet's comm (a string column): its TCP connection's owner's,
+  :data:`NET_LABEL` where it is empty (TC programs run without a task: no known
+  connection), so every output shows the same name.
 
 Each kind's JSON type is :data:`KIND_JSON` (the JSON Schema of docs/schema.md).
 
@@ -54,7 +55,8 @@ A type whose records are a struct of their own (tcp: ``struct trace_tcp``, disk,
 
 ``uid``/``gid`` (the task's real ids) are common to every RINGBUF event type; net
 events (``struct trace_net``: TC programs, run without a task) have none: their
-common fields are :data:`HEADER` only (:data:`TASKLESS`).
+common fields are :data:`HEADER` only (:data:`TASKLESS`), and their own fields begin
+with ``uid``, their TCP connection owner's (``owner_uid``; 0 with no owner).
 
 Every event starts with ``type`` (its name), then :data:`COMMON` (:data:`HEADER` for
 a type of :data:`TASKLESS`), then its type's :data:`BY_TYPE` fields, in this order.
@@ -66,7 +68,8 @@ from collections.abc import Iterable
 
 from ringtool.event.registry import EVENT_TYPES, Field
 
-#: The comm of a packet: TC programs run without a task (softirq, a queue's transmit).
+#: The comm of a packet no process is known for: TC programs run without a task
+#: (softirq, a queue's transmit); only a TCP connection's owner names one.
 NET_LABEL = "[net]"
 
 #: The first key of every event (and every other ``--json`` line): its type's name.
@@ -77,10 +80,18 @@ _COMM = "the thread's name (task comm, at most 15 bytes)"
 HEADER: tuple[Field, ...] = (
     Field("ts", "h.ts", "time", "s", "when it happened: seconds since the epoch (UTC)"),
     Field("cpu", "h.cpu", "int", "", "the CPU it happened on"),
-    Field("pid", "h.pid", "int", "", "the process id (thread group id; net: 0)"),
-    Field("tid", "h.tid", "int", "", "the thread id (net: 0)"),
+    Field(
+        "pid",
+        "h.pid",
+        "int",
+        "",
+        "the process id (thread group id; net: its TCP connection's owner, else 0)",
+    ),
+    Field("tid", "h.tid", "int", "", "the thread id (net: the owner's, else 0)"),
     Field("comm", "h.comm", "str", "", _COMM),
-    Field("cgroup", "h.cgroup", "int", "", "the cgroup v2 id of the task (net: 0)"),
+    Field(
+        "cgroup", "h.cgroup", "int", "", "the cgroup v2 id of the task (net: the owner's, else 0)"
+    ),
 )
 
 #: Fields of every event of a task, after ``type``.
@@ -90,10 +101,11 @@ COMMON: tuple[Field, ...] = (
     Field("gid", "gid", "int", "", "the task's real group id"),
 )
 
+_NET_COMM = f"its TCP connection owner's thread name; {NET_LABEL}: none is known"
 #: The common fields of a packet (:data:`TASKLESS`): the header's, its comm
 #: :data:`NET_LABEL` (no task).
 NET_HEADER: tuple[Field, ...] = tuple(
-    Field("comm", f.column, "packet_comm", "", f"{NET_LABEL}: a packet has no task")
+    Field("comm", f.column, "packet_comm", "", _NET_COMM)
     if f.key == "comm" else f
     for f in HEADER
 )  # fmt: skip

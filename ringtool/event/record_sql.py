@@ -42,7 +42,7 @@ VIEWS: dict[str, str] = {
     "tcp": f"SELECT {_TASK}, family, saddr AS laddr, sport AS lport, daddr AS raddr, "
     "dport AS rport, active = 1 AS active, tx_bytes, rx_bytes, duration_ns, states, "
     "(states >> 1) & 1 = 0 AS failed, error FROM raw WHERE type = 'tcp'",
-    "net": f"SELECT {_COMMON}, saddr AS src, daddr AS dst, sport, dport, proto, "
+    "net": f"SELECT {_COMMON}, owner_uid AS uid, saddr AS src, daddr AS dst, sport, dport, proto, "
     "CASE WHEN dir <> 0 THEN 'egress' ELSE 'ingress' END AS dir, ifindex, len, captured, "
     "payload FROM raw WHERE type = 'net'",
 }

@@ -210,7 +210,10 @@ EVENT_TYPES: tuple[EventType, ...] = (
     ),
     EventType(
         "net", "net",
-        (Field("src", "saddr", "addr", "", "the source IP address (\"\": not IP)"),
+        (Field("uid", "owner_uid", "int", "",
+               "the real user id of the packet's process (its TCP connection's owner; "
+               "0 with pid 0)"),
+         Field("src", "saddr", "addr", "", "the source IP address (\"\": not IP)"),
          Field("dst", "daddr", "addr", "", "the destination IP address (\"\": not IP)"),
          Field("sport", "sport", "int", "", "the source port (TCP, UDP; else 0)"),
          Field("dport", "dport", "int", "", "the destination port (TCP, UDP; else 0)"),
@@ -223,7 +226,9 @@ EVENT_TYPES: tuple[EventType, ...] = (
                "how many of the packet's first bytes were captured (--pcap)")),
         Detail(None, ("dir", "proto", "src", "sport", "dst", "dport", "len")),
         panels=_TAIL, taskless=True, record=NET_RECORD,  # TC: no task, no task members
-        doc="a packet seen by a TC program (no task: pid 0, comm [net]); source net",
+        doc="a packet seen by a TC program; source net. A TCP packet of a connection the "
+            "tcp source follows has its owner's pid, tid, comm, cgroup and uid (docs/trace.md, "
+            "\"Packets and their processes\"); any other: pid 0, comm [net]",
     ),
     EventType(
         "mark", "mark", (Field("text", "data", "str", "", "the marker's text"),),
@@ -255,6 +260,9 @@ EVENT_TYPES: tuple[EventType, ...] = (
             BtfMember("tcp_sock.bytes_acked", 8, "TRACE_TCP_BYTES_ACKED_OFF"),
             BtfMember("tcp_sock.bytes_received", 8, "TRACE_TCP_BYTES_RECEIVED_OFF"),
             BtfMember("sock.sk_err", 4, "TRACE_SOCK_ERR_OFF"),
+        ), optional=(  # a passive connection's owner for the packets (6.3 on)
+            OptionalTracepoints("sock", ("sock_send_length", "sock_recv_length"),
+                                "TRACE_HAVE_SOCK_LENGTH"),
         ))]),
         record="trace_tcp",
         doc="a TCP connection, at its close; source tcp",

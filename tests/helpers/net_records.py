@@ -27,7 +27,8 @@ def _addr_bytes(text: str) -> bytes:
 
 def net_sample(payload: bytes = b"", pad: bytes = b"", **fields: Any) -> bytes:
     """One raw sample: a ``struct trace_net`` with ``fields`` set (``ts`` ``cpu``
-    ``pid`` ``tid`` ``comm`` (bytes) ``cgroup`` of the header; ``src``/``dst`` as
+    ``pid`` ``tid`` ``comm`` (bytes) ``cgroup`` of the header; ``uid`` (the owner's,
+    ``owner_uid``); ``src``/``dst`` as
     address text (their family from it unless given); ``dir`` as ``"egress"``/
     ``"ingress"`` or a number; any other column by name), then ``payload``
     (``captured`` is its length unless given), then ``pad``."""
@@ -41,6 +42,8 @@ def net_sample(payload: bytes = b"", pad: bytes = b"", **fields: Any) -> bytes:
             rec["saddr" if key == "src" else "daddr"] = np.frombuffer(_addr_bytes(value), np.uint8)
             if "family" not in fields and value:
                 rec["family"] = 6 if ":" in value else 4
+        elif key == "uid":  # its TCP connection owner's
+            rec["owner_uid"] = value
         elif key == "dir" and isinstance(value, str):
             rec["dir"] = value == "egress"
         else:
@@ -96,7 +99,7 @@ def old_decode_net(samples: list[bytes], offset_ns: int) -> list[dict[str, Any]]
         out.append({
             "type": "net", "ts": (int(h["ts"]) + offset_ns) / 1e9, "cpu": int(h["cpu"]),
             "pid": int(h["pid"]), "tid": int(h["tid"]), "comm": cstr(bytes(h["comm"])) or "[net]",
-            "cgroup": int(h["cgroup"]),
+            "cgroup": int(h["cgroup"]), "uid": int(rec["owner_uid"]),
             "src": _addr(fam, bytes(rec["saddr"])), "dst": _addr(fam, bytes(rec["daddr"])),
             "sport": int(rec["sport"]), "dport": int(rec["dport"]),
             "proto": _PROTOS.get(int(rec["proto"]), str(int(rec["proto"]))),

@@ -132,13 +132,14 @@ if __name__ == "__main__":
 
 
 class Workload:
-    """The script above as a child of a test: started and ready (``client`` and
+    """The script above (or ``script``, one that says ``ready CLIENT SERVER`` the same
+    way and prints JSON lines) as a child of a test: started and ready (``client`` and
     ``server``: the two pids); :meth:`run` lets it work and returns its record."""
 
-    def __init__(self, client_comm: str, server_comm: str) -> None:
+    def __init__(self, client_comm: str, server_comm: str, script: str = __file__) -> None:
         import subprocess
 
-        self.proc = subprocess.Popen([sys.executable, __file__, client_comm, server_comm],
+        self.proc = subprocess.Popen([sys.executable, script, client_comm, server_comm],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True)  # fmt: skip
         assert self.proc.stdout is not None

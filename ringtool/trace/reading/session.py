@@ -46,6 +46,7 @@ from ringtool.readers.args import check_limit
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.reading import source_loading as loading
+from ringtool.trace.reading import tcp_owners
 from ringtool.trace.reading.cost import program_fds
 from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.reading.hist_maps import Hists, SyscallHists
@@ -83,6 +84,7 @@ class TraceSession:
         self.sources: dict[str, LoadedProgram] = {}  # BCC's or the program cache's
         self.origins: dict[str, str] = {}  # name -> "cache" or "compiled" (by BCC)
         self.config_fd = -1  # the config map (bpf/trace_event.h TRACE_CONFIG_FD)
+        self.owners_fd = -1  # net and tcp: TCP connections' owners (tcp_owners.py)
         self.group: RingBufGroup | None = None
         self.rb: RingBuffer | None = None
         self.growth: RingGrowth | None = None
@@ -123,6 +125,9 @@ class TraceSession:
         opts = self.opts
         ring_names = [n for n in opts.events if n in RING_SOURCES]
         self.config_fd = loading.make_config(opts)
+        if tcp_owners.wanted(opts.events) and opts.iface:
+            self.owners_fd = tcp_owners.make_owners()
+        owners = tcp_owners.owner_defines(self.owners_fd) if self.owners_fd >= 0 else {}
         if ring_names:
             self.group = RingBufGroup(
                 cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE, ring_flags=self.ring_flags
@@ -132,7 +137,7 @@ class TraceSession:
             opts, self.layout, flags, self.config_fd, self._extra_defines()
         )
         self.sources, self.origins = loading.load_sources(ring_names, defines, opts, self._note,
-                                                          self._step)  # fmt: skip
+                                                          self._step, {"tcp": owners})  # fmt: skip
         if "exec" in self.sources:  # the ppid of processes forked before the trace
             seed_parents(self.sources["exec"][b"parent_of"])
         if self.group is not None and self.sources:
@@ -140,8 +145,8 @@ class TraceSession:
             self._setup_marks()
             self.growth = RingGrowth(self.group, self.rb, max_bytes=opts.max_buffer_bytes,
                                      quiet_s=opts.ring_quiet_s, on_note=self._note)  # fmt: skip
-        if "net" in opts.events:
-            self._setup_net(defines)
+        if "net" in opts.events:  # packets name their TCP connection's owner with tcp
+            self._setup_net({**defines, **owners} if "tcp" in self.sources else defines)
         if not self.sources and self.net is None:
             raise RingtoolError("no trace source could be loaded: " + "; ".join(self.notes))
 
@@ -369,8 +374,9 @@ class TraceSession:
         closers.append(lambda: detach_all(objs))  # tracepoints closed concurrently
         if self.group is not None:
             closers.append(self.group.close)
-        if self.config_fd >= 0:
-            closers.append(functools.partial(bpf.close_fd, self.config_fd))
+        for fd in (self.config_fd, self.owners_fd):
+            if fd >= 0:
+                closers.append(functools.partial(bpf.close_fd, fd))
         for closer in closers:
             try:
                 closer()
@@ -383,7 +389,7 @@ class TraceSession:
         self.hists = None
         self.sources = {}
         self.group = None
-        self.config_fd = -1
+        self.config_fd = self.owners_fd = -1
 
 
 def _first_line(exc: BaseException) -> str:

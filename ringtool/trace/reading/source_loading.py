@@ -93,12 +93,14 @@ def load_sources(
     opts: TraceOptions,
     on_note: Callable[[str], None],
     on_step: Callable[[str], None],
+    more: Mapping[str, Mapping[str, int | str]] | None = None,
 ) -> tuple[dict[str, LoadedProgram], dict[str, str]]:
-    """Each source of ``names`` loaded with ``defines`` (nothing attached), from the
-    program cache unless ``opts`` or the environment turn it off
-    (:func:`program_store`): ``(name -> its program object, name -> "cache" or
-    "compiled")``. A source that fails is left out with a note ``source NAME disabled:
-    ...``; the cache's own notes go to ``on_note`` too."""
+    """Each source of ``names`` loaded with ``defines`` (nothing attached), and those
+    of ``more`` (source name -> constants) with theirs too, from the program cache
+    unless ``opts`` or the environment turn it off (:func:`program_store`): ``(name ->
+    its program object, name -> "cache" or "compiled")``. A source that fails is left
+    out with a note ``source NAME disabled: ...``; the cache's own notes go to
+    ``on_note`` too."""
     sources: dict[str, LoadedProgram] = {}
     origins: dict[str, str] = {}
     store = program_store(opts)
@@ -111,11 +113,12 @@ def load_sources(
     try:
         for name in names:
             source = SOURCE_NAMED[name]
-            hit = store is not None and is_cached(source.bpf_file, defines, source.needs, store)
+            mine = {**defines, **(more or {}).get(name, {})}
+            hit = store is not None and is_cached(source.bpf_file, mine, source.needs, store)
             on_step(f"loading bpf/{source.bpf_file} (source {name}) from the program cache"
                     if hit else f"compiling bpf/{source.bpf_file} (source {name})")  # fmt: skip
             try:
-                obj = load_program(source.bpf_file, defines=defines, needs=source.needs,
+                obj = load_program(source.bpf_file, defines=mine, needs=source.needs,
                                    store=store, on_note=on_note)  # fmt: skip
             except RingtoolError as exc:
                 text = str(exc).strip().splitlines()

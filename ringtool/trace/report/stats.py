@@ -185,8 +185,9 @@ class TraceStats:
         self.tree.add_batch(arr)
 
     def add_net(self, net: NetRecords) -> None:
-        """Count a batch's packets (the net source; in timestamp order: each pid's
-        name is that of its last packet)."""
+        """Count a batch's packets (the net source; in timestamp order): under their
+        TCP connection's owner (its name as of its last packet, unless a newer record
+        renamed it), the others under pid 0, ``[net]``."""
         n = len(net)
         if n == 0:
             return
@@ -198,8 +199,9 @@ class TraceStats:
             self.per_cpu[cpu] += c
         pids = h["pid"].tolist()
         last = dict(zip(pids, cstrings(h["comm"]).values, strict=True))  # each pid's last comm
+        when = dict(zip(pids, h["ts"].tolist(), strict=True))  # a TCP owner's comm: as of then
         for pid, c in Counter(pids).items():  # in order of first packet, as counted one by one
-            self._count_proc(pid, shown_comm(last[pid], "net"), c, None)
+            self._count_proc(pid, shown_comm(last[pid], "net"), c, when[pid])
 
     def _count_proc(self, pid: int, comm: str, n: int, ts: int | None = None) -> None:
         """Count ``n`` events of ``pid``; ``comm`` is its name at ``ts`` (``h.ts`` ns),

@@ -43,8 +43,9 @@ def is_loopback(ifname: str) -> bool:
 
 
 def packet_comment(ev: Mapping[str, Any]) -> str:
-    """What is known of where a packet came from: CPU, direction, and the process when
-    the hook ran in one (pid 0: softirq / not known)."""
+    """What is known of where a packet came from: CPU, direction, and its process (its
+    TCP connection's owner: docs/trace.md, "Packets and their processes"; pid 0: none
+    known)."""
     who = f" pid={ev['pid']} comm={printable(ev['comm'])}" if ev["pid"] else ""
     return f"cpu={ev['cpu']} {ev['dir']}{who}"
 

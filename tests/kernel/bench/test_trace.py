@@ -38,7 +38,7 @@ def test_bench_trace_json_lines() -> None:
     for row in rows:
         by_bench.setdefault(str(row["bench"]), []).append(row)
     assert set(by_bench) == {"trace-e2e", "trace-overhead", "trace-idle", "trace-startup",
-                             "trace-source-cost", "trace-cpuwait"}  # fmt: skip
+                             "trace-source-cost", "trace-cpuwait", "trace-net-cost"}  # fmt: skip
     (switch,) = by_bench["trace-cpuwait"]  # the cpuwait source's cost per context switch
     for key, value in switch.items():
         if key.endswith("_ns_per_roundtrip"):
@@ -84,6 +84,9 @@ def test_bench_trace_json_lines() -> None:
     for source in ("open", "exec", "syscalls", "disk"):
         assert _number(cost[source]["avg_ns"]) and _number(cost[source]["bpf_ns_per_event"]), (
             source, cost[source])  # fmt: skip
+    net = by_bench["trace-net-cost"]  # its figures: tests/kernel/bench/test_trace_net.py
+    assert [r.get("owners", r.get("events")) for r in net] == ["none", "miss", "hit", "tcp",
+                                                               "net,tcp"]  # fmt: skip
 
 
 def test_loop_counts_its_syscalls(tmp_path: Path) -> None:

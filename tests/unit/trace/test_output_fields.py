@@ -23,10 +23,12 @@ from tests.helpers.net_records import net_event_records
 from tests.helpers.records import OFFSETS, SETTINGS, record, record_array
 
 LAYOUT = load_layout()
+#: a packet of a TCP connection the tcp source follows: its owner's pid, ..., uid
 NET: Event = {
-    "type": "net", "ts": 1.5, "cpu": 0, "pid": 0, "tid": 0, "comm": 'a,"b"\r\n', "cgroup": 0,
-    "src": "10.0.0.1", "dst": "10.0.0.2", "sport": 1, "dport": 2, "proto": "tcp", "len": 60,
-    "ifindex": 1, "dir": "egress", "captured": 0, "ts_ns": 1, "payload": b"", "raw": b"",
+    "type": "net", "ts": 1.5, "cpu": 0, "pid": 4242, "tid": 4243, "comm": 'a,"b"\r\n',
+    "cgroup": 7, "uid": 1000, "src": "10.0.0.1", "dst": "10.0.0.2", "sport": 1, "dport": 2,
+    "proto": "tcp", "len": 60, "ifindex": 1, "dir": "egress", "captured": 0, "ts_ns": 1,
+    "payload": b"", "raw": b"",
 }  # fmt: skip
 #: Every source: the default CSV columns are every field.
 ALL_SOURCES = sorted({t.source for t in EVENT_TYPES})
@@ -76,7 +78,8 @@ def test_csv_columns_are_those_of_the_running_sources_types() -> None:
     out.batch(Records(record_array([]), net_event_records([NET])))
     rows = list(csv.reader(io.StringIO(buf.getvalue(), newline="")))
     net = ["src", "dst", "sport", "dport", "proto", "len", "ifindex", "dir", "captured"]
-    # uid, gid: a marker's (any trace receives markers), empty in a packet's row
+    # uid: a packet's owner's too; gid: a marker's (any trace receives markers), empty
+    # in a packet's row
     assert rows[0] == ["type", "ts", "cpu", "pid", "tid", "comm", "cgroup", "uid", "gid",
                        *net, "text"]  # fmt: skip
     assert rows[1] == [_cell(NET.get(k)) for k in rows[0]]

@@ -121,3 +121,18 @@ def test_begin_forgets_fill_from_before_reading() -> None:
     st.tick(drops_cpu=[0, 0], now=6.0)
     assert st.fill_cpu == {0: 0.01}
     assert stats_record(st)["uptime_s"] == 1.0
+
+
+def test_packets_count_under_their_connections_process() -> None:
+    """Packets of a TCP connection carry its owner's pid and comm (as of when the tcp
+    source took it): they count under that process, whose newer name (an exec since)
+    stays; the others under pid 0, ``[net]``."""
+    lay = load_layout()
+    st = TraceStats(lay.type_names, 1, ["exec", "net"], start=0.0)
+    st.add_batch(header_records([{"type": "exec", "pid": 7, "comm": b"nginx", "ts": 500}]))
+    st.add_net(net_records([net_sample(pid=7, comm=b"starter", ts=400),
+                            net_sample(pid=7, comm=b"starter", ts=450),
+                            net_sample(pid=0, comm=b"", ts=460)]))  # fmt: skip
+    assert sorted(st.proc_rows()) == [(0, "[net]", 1, 0), (7, "nginx", 3, 0)]
+    st.add_net(net_records([net_sample(pid=9, comm=b"curl", ts=600)]))
+    assert (9, "curl", 1, 0) in st.proc_rows()
