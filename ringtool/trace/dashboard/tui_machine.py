@@ -1,0 +1,106 @@
+"""The dashboard's machine-wide panels: connections (:mod:`ringtool.trace.dashboard.tui_conns`)
+and disks (:mod:`ringtool.trace.dashboard.tui_disks`), in a row of their own above the
+recent events.
+
+Which records each panel counts, and so when it is on screen, comes from the registry:
+the types naming :data:`ringtool.event.registry.CONNECTIONS` or
+:data:`ringtool.event.registry.DISKS` in their panels, shown while a source of them
+runs (``--events tcp``, ``--events disk``). With both, they share the row (the
+disks two fifths of it, and at least the 42 columns they need); the connections leave
+out the columns they have no room for. :meth:`MachinePanels.room` says how many lines
+the row takes of a terminal's height: 5 at 24 lines, more on a taller one. Paused,
+the panels draw what they had when ``p`` was pressed (counting goes on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from rich.layout import Layout
+
+from ringtool.event.layout import TraceLayout
+from ringtool.event.registry import CONNECTIONS, DISKS, SOURCE_OF, types_in
+from ringtool.trace.dashboard.tui_conns import NO_CONNS, Connections, conns_table
+from ringtool.trace.dashboard.tui_disks import WIDTH, DiskRow, Disks, disks_table
+from ringtool.trace.dashboard.tui_view import ViewState
+from ringtool.trace.report.stats import TraceStats
+
+#: The most lines of rows the row of panels takes (a tall terminal's rest goes to the
+#: tables and the recent events).
+MAX_ROWS = 10
+
+
+def _types(lay: TraceLayout, panel: str) -> tuple[list[int], np.dtype[Any] | None, set[str]]:
+    """The type ids of ``panel``'s types this layout has, their record view (one
+    struct for all of them) and their sources."""
+    names = [n for n in types_in(panel) if n in lay.names]
+    ids = [lay.type_id(n) for n in names]
+    views = {lay.views[i] for i in ids if i in lay.views}
+    if len(views) > 1:
+        raise ValueError(f"the types of dashboard panel {panel!r} have different records")
+    return ids, next(iter(views), None), {SOURCE_OF[n] for n in names}
+
+
+class MachinePanels:
+    """The connections and disks panels of one dashboard (see the module doc)."""
+
+    def __init__(self, lay: TraceLayout) -> None:
+        ids, view, self._conn_sources = _types(lay, CONNECTIONS)
+        self.conns = Connections(ids, view) if view is not None else None
+        ids, view, self._disk_sources = _types(lay, DISKS)
+        self.disks = Disks(ids, view) if view is not None else None
+        self._frozen: tuple[np.ndarray[Any, Any], list[DiskRow]] | None = None
+
+    def add_batch(self, arr: np.ndarray[Any, Any]) -> None:
+        """Count a batch of ``struct trace_event`` records (also while paused)."""
+        if self.conns is not None:
+            self.conns.add_batch(arr)
+        if self.disks is not None:
+            self.disks.add_batch(arr)
+
+    def tick(self, stats: TraceStats) -> None:
+        """An interval closed: the disks' rates and p99s."""
+        if self.disks is not None:
+            self.disks.tick(stats.disk_hist)
+
+    def _shown(self, sources: Sequence[str]) -> tuple[bool, bool]:
+        on = set(sources)
+        return (self.conns is not None and bool(on & self._conn_sources),
+                self.disks is not None and bool(on & self._disk_sources))  # fmt: skip
+
+    @staticmethod
+    def room(height: int) -> int:
+        """The lines the row of panels takes at ``height`` (title, heads and rule
+        included) when it is on screen."""
+        return max(2, min(MAX_ROWS, (height - 18) // 3)) + 3
+
+    def layouts(
+        self, view: ViewState, height: int, width: int, sources: Sequence[str]
+    ) -> tuple[int, list[Layout]]:
+        """The row of panels on a ``width`` x ``height`` screen, while ``sources``
+        run: the lines it takes (:meth:`room`; 0: neither panel is on screen) and a
+        layout to split the screen with ([] for none)."""
+        conns_on, disks_on = self._shown(sources)
+        if not (conns_on or disks_on):
+            return 0, []
+        room = self.room(height)
+        now = (self.conns.kept if self.conns is not None else NO_CONNS,
+               self.disks.rows if self.disks is not None else [])  # fmt: skip
+        # paused: what there was at p (the objects are replaced whole, never changed)
+        self._frozen = (self._frozen or now) if view.paused else None
+        kept, rows = self._frozen or now
+        lines = room - 3
+        row = Layout(name="machine", size=room)
+        parts = []
+        if conns_on and self.conns is not None:
+            w = width - max(WIDTH, width * 2 // 5) if disks_on else width
+            parts.append(Layout(conns_table(self.conns, kept, view, lines, w), size=w))
+        if disks_on:
+            parts.append(Layout(disks_table(rows, view, lines), ratio=1))
+        row.split_row(*parts)
+        return room, [row]
+
+
+__all__ = ["MAX_ROWS", "MachinePanels"]
