@@ -152,9 +152,9 @@ def fit_columns(widths: dict[str, int], width: int) -> tuple[list[str], int]:
     return names, width + 1 - sum(need[n] for n in names if n != "REMOTE") - 3
 
 
-def conns_table(conn: Connections, kept: Array, view: ViewState, rows: int, width: int) -> Table:
-    """The panel in ``width`` columns and ``rows`` rows of ``kept`` (the connections
-    kept now, or when the dashboard paused)."""
+def conns_table(kept: Array, closed: int, view: ViewState, rows: int, width: int) -> Table:
+    """The panel in ``width`` columns and ``rows`` rows of ``kept`` of the ``closed``
+    connections seen (now's, or those when the dashboard paused)."""
     order = CONN_ORDERS[view.conn_order]
     every = "  all processes" if view.drilling else ""
     shown = ordered(kept, order, rows, "" if view.drilling else view.filter)
@@ -171,7 +171,7 @@ def conns_table(conn: Connections, kept: Array, view: ViewState, rows: int, widt
     widths = {n: max((len(c[n]) for c in cells), default=0) for n in ("COMM", "LOCAL")}
     names, room = fit_columns(widths, width)
     cols: list[Column] = [c for c in COLUMNS if c[0] in names]
-    t = table(f"tcp closed: {order} (o){every}  {count(conn.closed)} in all", *cols,
+    t = table(f"tcp closed: {order} (o){every}  {count(closed)} in all", *cols,
               flex="REMOTE")  # fmt: skip
     for c in cells:
         c["REMOTE"] = shorten_middle(str(c["REMOTE"]), room)

@@ -18,7 +18,6 @@ in the rates.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,7 +90,7 @@ class Disks:
         self.type_ids = np.array(type_ids, dtype=np.uint32)
         self.dtype = dtype
         self._sums: dict[int, list[int]] = {}  # dev -> [requests, read, written]
-        self._mark = time.monotonic()
+        self._mark: float | None = None  # the last tick (monotonic s)
         self._names: dict[int, str] = {}
         self.rows: list[DiskRow] = []  # replaced whole at each tick (a pause keeps it)
 
@@ -106,11 +105,11 @@ class Disks:
             sums = self._sums.setdefault(dev, [0, 0, 0])
             sums[0], sums[1], sums[2] = sums[0] + n, sums[1] + r, sums[2] + w
 
-    def tick(self, hist: Mapping[int, Mapping[int, int]], now: float | None = None) -> None:
-        """Close an interval: the rows of every device with requests in it or a
-        histogram (``hist``: dev -> {bucket: count}, since the start), busiest first."""
-        now = time.monotonic() if now is None else now
-        dt = max(now - self._mark, 1e-6)
+    def tick(self, hist: Mapping[int, Mapping[int, int]], now: float, start: float) -> None:
+        """Close an interval at ``now`` (monotonic s; the first began at ``start``):
+        the rows of every device with requests in it or a histogram (``hist``: dev ->
+        {bucket: count}, since the start), busiest first."""
+        dt = max(now - (start if self._mark is None else self._mark), 1e-6)
         sums, self._sums, self._mark = self._sums, {}, now
         rows = []
         for dev in sorted(set(sums) | set(hist)):

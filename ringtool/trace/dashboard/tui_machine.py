@@ -51,7 +51,7 @@ class MachinePanels:
         self.conns = Connections(ids, view) if view is not None else None
         ids, view, self._disk_sources = _types(lay, DISKS)
         self.disks = Disks(ids, view) if view is not None else None
-        self._frozen: tuple[np.ndarray[Any, Any], list[DiskRow]] | None = None
+        self._frozen: tuple[np.ndarray[Any, Any], int, list[DiskRow]] | None = None
 
     def add_batch(self, arr: np.ndarray[Any, Any]) -> None:
         """Count a batch of ``struct trace_event`` records (also while paused)."""
@@ -61,9 +61,10 @@ class MachinePanels:
             self.disks.add_batch(arr)
 
     def tick(self, stats: TraceStats) -> None:
-        """An interval closed: the disks' rates and p99s."""
+        """An interval of ``stats`` closed: the disks' rates (over the same interval)
+        and p99s."""
         if self.disks is not None:
-            self.disks.tick(stats.disk_hist)
+            self.disks.tick(stats.disk_hist, stats.start + stats.interval_end, stats.start)
 
     def _shown(self, sources: Sequence[str]) -> tuple[bool, bool]:
         on = set(sources)
@@ -86,17 +87,17 @@ class MachinePanels:
         if not (conns_on or disks_on):
             return 0, []
         room = self.room(height)
-        now = (self.conns.kept if self.conns is not None else NO_CONNS,
-               self.disks.rows if self.disks is not None else [])  # fmt: skip
+        conns = self.conns or Connections([], NO_CONNS.dtype)
+        now = (conns.kept, conns.closed, self.disks.rows if self.disks is not None else [])
         # paused: what there was at p (the objects are replaced whole, never changed)
         self._frozen = (self._frozen or now) if view.paused else None
-        kept, rows = self._frozen or now
+        kept, closed, rows = self._frozen or now
         lines = room - 3
         row = Layout(name="machine", size=room)
         parts = []
-        if conns_on and self.conns is not None:
+        if conns_on:
             w = width - max(WIDTH, width * 2 // 5) if disks_on else width
-            parts.append(Layout(conns_table(self.conns, kept, view, lines, w), size=w))
+            parts.append(Layout(conns_table(kept, closed, view, lines, w), size=w))
         if disks_on:
             parts.append(Layout(disks_table(rows, view, lines), ratio=1))
         row.split_row(*parts)
