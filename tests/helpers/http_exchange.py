@@ -6,12 +6,15 @@ it. :func:`fetch` runs a client as a process of a name of its own (``python -m
 tests.helpers.http_exchange COMM URL``, in the cgroup when given) that reads the URL
 whole and closes; it returns the body's length. ``http.server`` answers HTTP/1.0: it
 closes the connection after the response, then the client closes its end.
+:func:`held_open` keeps a connection to a port open (from a process of its own name)
+until it leaves.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -56,6 +59,27 @@ def fetch(url: str, comm: str, cgroup: Path | None = None) -> int:
     return int(out)
 
 
+@contextmanager
+def held_open(port: int, comm: str) -> Iterator[int]:
+    """A connection to 127.0.0.1:``port`` from a process named ``comm`` (yields its
+    pid), open until the block ends (then it closes it and exits)."""
+    argv = [PY, "-m", "tests.helpers.http_exchange", "--hold", comm, str(port)]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "connected\n"
+        yield proc.pid
+    finally:
+        proc.communicate(timeout=60)  # stdin closed: it closes the connection
+
+
+def _hold(comm: str, port: int) -> None:
+    Path("/proc/self/comm").write_text(comm)
+    with socket.create_connection(("127.0.0.1", port), timeout=60):
+        print("connected", flush=True)
+        sys.stdin.read()  # until the test closes it
+
+
 def _get(comm: str, url: str) -> int:
     Path("/proc/self/comm").write_text(comm)
     with urllib.request.urlopen(url, timeout=60) as reply:
@@ -63,4 +87,7 @@ def _get(comm: str, url: str) -> int:
 
 
 if __name__ == "__main__":
-    print(_get(sys.argv[1], sys.argv[2]))
+    if sys.argv[1] == "--hold":
+        _hold(sys.argv[2], int(sys.argv[3]))
+    else:
+        print(_get(sys.argv[1], sys.argv[2]))

@@ -4,13 +4,11 @@ Panels (:mod:`ringtool.trace.dashboard.tui_panels`): a header (the command's fil
 ``-c bash -x``; state: paused, the comm filter; uptime, total events/s and per source, a
 sparkline of events/s), the per-CPU table (ring fill %, events/s, drops, lost), top
 processes, top syscalls (count, rate, p99 latency), per-source counters, the machine's
-TCP connections and disks while their sources run
-(:mod:`ringtool.trace.dashboard.tui_machine`), and a tail of recent exec/open/net
-events. Keys, as in htop (``q`` quits, ``p`` pauses the display, ``/`` filters by
-comm, ``Enter`` drills down, ``c`` the cost panel with BPF statistics on while open:
-:attr:`TraceTui.wants_cost`, ``Esc`` back; the ``?``/F1 overlay lists them all and what
-every column means, :mod:`ringtool.trace.dashboard.tui_help`): what each does is
-:class:`ringtool.trace.dashboard.tui_view.ViewState`'s, terminal input is parsed by
+TCP connections and disks while their sources run (:mod:`ringtool.trace.dashboard.tui_machine`),
+a tail of recent exec/open/net events; kernel maps are read only while on screen
+(:attr:`TraceTui.wants_cost`, :attr:`TraceTui.wants_conns`). Keys, as in htop (the ``?``/F1
+overlay lists them and every column's meaning: :mod:`ringtool.trace.dashboard.tui_help`), do
+what :class:`ringtool.trace.dashboard.tui_view.ViewState` says; terminal input is parsed by
 :class:`ringtool.trace.dashboard.tui_keys.KeyParser` (unknown keys are ignored).
 
 It fits 80×24 and gives extra rows to the tables and the tail; below 80×24 it says the
@@ -20,10 +18,9 @@ Cost: records are counted (vectorised) as they arrive, each process's newest exe
 records kept raw (:mod:`ringtool.trace.dashboard.tui_recent`); only the rows a frame
 shows are decoded, once per interval and after a key, never per event. Paused, it draws
 a copy taken at ``p`` (:mod:`ringtool.trace.dashboard.tui_freeze`); counting goes on.
-Start-up: the dashboard opens before the BPF programs compile and says what is being
-done (compiling which source, attaching) and for how long (:meth:`TraceTui.step`,
-redrawn four times a second). ``__exit__`` always restores the terminal (tty mode,
-alternate screen, cursor), also when the loop raised.
+Start-up: it opens before the BPF programs compile, saying what is done and for how
+long (:meth:`TraceTui.step`, 4 times a second). ``__exit__`` always restores the
+terminal (tty mode, alternate screen, cursor), also when the loop raised.
 """
 
 from __future__ import annotations
@@ -95,7 +92,7 @@ class TraceTui:
         exit_ids = [t for t, name in lay.type_names.items() if name == "exit"]
         self.exits = Exits(exit_ids[0] if exit_ids else None)
         self.view = ViewState(keep_exited=keep_exited, exits=self.exits)
-        self.machine = MachinePanels(lay)  # the connections and disks panels
+        self.machine = MachinePanels(lay, filters)  # the connections and disks panels
         self.keys = KeyParser()
         self._frozen: tuple[TraceStats | None, RecentEvents, list[Event]] | None = None
         self._forgotten: set[int] = set()  # pids whose records were dropped (gone)
@@ -254,6 +251,10 @@ class TraceTui:
         return self.view.cost
 
     @property
+    def wants_conns(self) -> bool:  # the connections panel is on screen: the open ones
+        return self.machine.wants_open(self.view, self.sources)
+
+    @property
     def drill(self) -> Drill | None:
         """What the drill-down is of and its processes (the runner reads their
         syscalls), or None."""
@@ -391,10 +392,8 @@ class TraceTui:
         need = (
             f"terminal too small: {width}x{height}, ringtool trace needs {MIN_WIDTH}x{MIN_HEIGHT}"
         )
-        return Group(
-            Text(need, style="bold red", overflow="fold"),
-            Text("enlarge the window (q quits)", overflow="fold"),
-        )
+        return Group(Text(need, style="bold red", overflow="fold"),
+                     Text("enlarge the window (q quits)", overflow="fold"))  # fmt: skip
 
 
 __all__ = ["MIN_HEIGHT", "MIN_WIDTH", "SORTS", "TraceTui", "data", "sparkline"]

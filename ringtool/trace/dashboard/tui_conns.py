@@ -2,12 +2,15 @@
 the busiest (bytes sent and received), the newest (by when they began) or the
 longest-lived first (key ``o`` cycles the order, :data:`CONN_ORDERS`).
 
-A connection is a record of the types in the registry's connections panel
+A closed connection is a record of the types in the registry's connections panel
 (:data:`ringtool.event.registry.CONNECTIONS`: tcp, one record per connection at its
 close, bpf/trace_tcp.c): its owner (pid, comm), local and remote address and port,
-bytes sent (acknowledged) and received, and its duration. So the panel shows closed
-connections: the tcp source knows a connection's addresses and bytes only at its
-close (it reads them from the socket then), and the title says so.
+bytes sent (acknowledged) and received, and its duration. An open one is an entry of
+the tcp source's ``conns`` hash (:mod:`ringtool.trace.reading.tcp_conns`, read each
+interval while the panel is on screen): its owner once known (a passive connection's
+at its close: ``-`` until then), addresses, and duration so far; its bytes are read
+from the socket at the close only, so its TX and RX are ``-`` (and it sorts last among
+the busiest). Connections open before the trace began are not followed.
 
 :class:`Connections` keeps, of every connection since the trace started, the
 :data:`KEEP` busiest, the :data:`KEEP` newest and the :data:`KEEP` longest-lived, as
@@ -41,7 +44,7 @@ KEEP = 256
 CONN = np.dtype([
     ("start", "<u8"), ("dur", "<u8"), ("bytes", "<u8"), ("tx", "<u8"), ("rx", "<u8"),
     ("pid", "<u4"), ("lport", "<u2"), ("rport", "<u2"), ("comm", "S16"),
-    ("laddr", "u1", (16,)), ("raddr", "u1", (16,)),
+    ("laddr", "u1", (16,)), ("raddr", "u1", (16,)), ("open", "u1"),
 ])  # fmt: skip
 #: The field each order of :data:`CONN_ORDERS` sorts by, biggest first.
 ORDER_FIELD = {"busiest": "bytes", "newest": "start", "longest-lived": "dur"}
@@ -61,6 +64,23 @@ def connections(recs: Array) -> Array:
     out["pid"], out["comm"] = h["pid"], h["comm"]
     out["lport"], out["rport"] = recs["sport"], recs["dport"]
     out["laddr"], out["raddr"] = recs["saddr"], recs["daddr"]
+    out["open"] = 0
+    return out
+
+
+def open_connections(conns: Array, now_ns: int) -> Array:
+    """``struct trace_tcp_conn`` rows (the tcp source's ``conns`` hash, read at
+    ``now_ns``) as :data:`CONN`: open, their duration so far, no bytes (unknown until
+    the close), no owner until it is known (a passive one's: at its close)."""
+    out = np.zeros(len(conns), dtype=CONN)
+    owned = conns["owned"] != 0
+    out["start"] = conns["start_ns"]
+    out["dur"] = np.uint64(now_ns) - np.minimum(conns["start_ns"], np.uint64(now_ns))
+    out["pid"] = np.where(owned, conns["pid"], 0)
+    out["comm"] = np.where(owned, conns["comm"], b"")
+    out["lport"], out["rport"] = conns["sport"], conns["dport"]
+    out["laddr"], out["raddr"] = conns["saddr"], conns["daddr"]
+    out["open"] = 1
     return out
 
 
@@ -101,6 +121,7 @@ class Connections:
         self.dtype = dtype
         self.kept = NO_CONNS  # replaced whole, never changed in place (a pause keeps it)
         self.closed = 0  # connections seen in all
+        self.open: Array | None = None  # the open ones at the last tick (None: not read)
 
     def add_batch(self, arr: Array) -> None:
         """Keep the connections of a batch of ``struct trace_event`` records."""
@@ -110,6 +131,11 @@ class Connections:
         new = connections(arr[mine].view(self.dtype))
         self.closed += len(new)
         self.kept = prune(np.concatenate([self.kept, new]))
+
+    def set_open(self, conns: Array | None, now_ns: int = 0) -> None:
+        """The open connections (``struct trace_tcp_conn`` rows read at ``now_ns``;
+        None: not read)."""
+        self.open = None if conns is None else prune(open_connections(conns, now_ns))
 
 
 def endpoint(raw: Array, port: int) -> str:
@@ -152,12 +178,16 @@ def fit_columns(widths: dict[str, int], width: int) -> tuple[list[str], int]:
     return names, width + 1 - sum(need[n] for n in names if n != "REMOTE") - 3
 
 
-def conns_table(kept: Array, closed: int, view: ViewState, rows: int, width: int) -> Table:
+def conns_table(
+    kept: Array, closed: int, opened: Array | None, view: ViewState, rows: int, width: int
+) -> Table:
     """The panel in ``width`` columns and ``rows`` rows of ``kept`` of the ``closed``
-    connections seen (now's, or those when the dashboard paused)."""
+    connections seen and the ``opened`` ones (None: not read), now's or those when
+    the dashboard paused."""
     order = CONN_ORDERS[view.conn_order]
     every = "  all processes" if view.drilling else ""
-    shown = ordered(kept, order, rows, "" if view.drilling else view.filter)
+    both = kept if opened is None else np.concatenate([kept, opened])
+    shown = ordered(both, order, rows, "" if view.drilling else view.filter)
     cells: list[dict[str, str | Text]] = []
     for r in shown:
         comm = data(cstr(bytes(r["comm"])))
@@ -166,13 +196,14 @@ def conns_table(kept: Array, closed: int, view: ViewState, rows: int, width: int
         cells.append({
             "PID": str(int(r["pid"])) if r["pid"] else "-", "COMM": comm, "LOCAL": local,
             "REMOTE": endpoint(r["raddr"], int(r["rport"])),
-            "TX": count(int(r["tx"])), "RX": count(int(r["rx"])), "DUR": lifetime(int(r["dur"])),
+            "TX": "-" if r["open"] else count(int(r["tx"])),
+            "RX": "-" if r["open"] else count(int(r["rx"])), "DUR": lifetime(int(r["dur"])),
         })  # fmt: skip
     widths = {n: max((len(c[n]) for c in cells), default=0) for n in ("COMM", "LOCAL")}
     names, room = fit_columns(widths, width)
     cols: list[Column] = [c for c in COLUMNS if c[0] in names]
-    t = table(f"tcp closed: {order} (o){every}  {count(closed)} in all", *cols,
-              flex="REMOTE")  # fmt: skip
+    now = "" if opened is None else f", {count(len(opened))} open"
+    t = table(f"tcp: {order} (o){every}  {count(closed)} closed{now}", *cols, flex="REMOTE")
     for c in cells:
         c["REMOTE"] = shorten_middle(str(c["REMOTE"]), room)
         t.add_row(*(c[n] for n in names))
@@ -181,5 +212,6 @@ def conns_table(kept: Array, closed: int, view: ViewState, rows: int, width: int
 
 __all__ = [
     "COLUMNS", "CONN", "KEEP", "NO_CONNS", "ORDER_FIELD", "Connections", "connections",
-    "conns_table", "endpoint", "fit_columns", "lifetime", "ordered", "prune",
+    "conns_table", "endpoint", "fit_columns", "lifetime", "open_connections", "ordered",
+    "prune",
 ]  # fmt: skip

@@ -8,8 +8,10 @@ the types naming :data:`ringtool.event.registry.CONNECTIONS` or
 runs (``--events tcp``, ``--events disk``). With both, they share the row (the
 disks two fifths of it, and at least the 42 columns they need); the connections leave
 out the columns they have no room for. :meth:`MachinePanels.room` says how many lines
-the row takes of a terminal's height: 5 at 24 lines, more on a taller one. Paused,
-the panels draw what they had when ``p`` was pressed (counting goes on).
+the row takes of a terminal's height: 5 at 24 lines, more on a taller one. The open
+TCP connections are read from the tcp source's hash while the panel is on screen
+(:attr:`ringtool.trace.dashboard.tui.TraceTui.wants_conns`). Paused, the panels draw
+what they had when ``p`` was pressed (counting goes on).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ringtool.trace.dashboard.tui_disks import WIDTH, DiskRow, Disks, disks_tabl
 from ringtool.trace.dashboard.tui_view import ViewState
 from ringtool.trace.report.stats import TraceStats
 
+Array = np.ndarray[Any, Any]
 #: The most lines of rows the row of panels takes (a tall terminal's rest goes to the
 #: tables and the recent events).
 MAX_ROWS = 10
@@ -44,14 +47,19 @@ def _types(lay: TraceLayout, panel: str) -> tuple[list[int], np.dtype[Any] | Non
 
 
 class MachinePanels:
-    """The connections and disks panels of one dashboard (see the module doc)."""
+    """The connections and disks panels of one dashboard (see the module doc).
+    ``filters``: the command's, as the header shows them (``-c bash``); with any but
+    ``--events`` the open connections are not read (the kernel's hash has those of
+    every process, and of a passive one the owner only at its close)."""
 
-    def __init__(self, lay: TraceLayout) -> None:
+    def __init__(self, lay: TraceLayout, filters: Sequence[str] = ()) -> None:
         ids, view, self._conn_sources = _types(lay, CONNECTIONS)
         self.conns = Connections(ids, view) if view is not None else None
         ids, view, self._disk_sources = _types(lay, DISKS)
         self.disks = Disks(ids, view) if view is not None else None
-        self._frozen: tuple[np.ndarray[Any, Any], int, list[DiskRow]] | None = None
+        # the open connections are the machine's: read only for a trace of every task
+        self.every_task = all(f.split(" ", 1)[0] == "--events" for f in filters)
+        self._frozen: tuple[Array, int, Array | None, list[DiskRow]] | None = None
 
     def add_batch(self, arr: np.ndarray[Any, Any]) -> None:
         """Count a batch of ``struct trace_event`` records (also while paused)."""
@@ -62,9 +70,18 @@ class MachinePanels:
 
     def tick(self, stats: TraceStats) -> None:
         """An interval of ``stats`` closed: the disks' rates (over the same interval)
-        and p99s."""
+        and p99s, the open connections (when read)."""
+        if self.conns is not None:
+            live = stats.tcp_open
+            self.conns.set_open(*((live.conns, live.now_ns) if live is not None else (None,)))
         if self.disks is not None:
             self.disks.tick(stats.disk_hist, stats.start + stats.interval_end, stats.start)
+
+    def wants_open(self, view: ViewState, sources: Sequence[str]) -> bool:
+        """The connections panel is on screen (neither the help nor the cost panel
+        covers it) while ``sources`` run, in a trace of every task: its open
+        connections are wanted."""
+        return self.every_task and self._shown(sources)[0] and not (view.help or view.cost)
 
     def _shown(self, sources: Sequence[str]) -> tuple[bool, bool]:
         on = set(sources)
@@ -88,16 +105,17 @@ class MachinePanels:
             return 0, []
         room = self.room(height)
         conns = self.conns or Connections([], NO_CONNS.dtype)
-        now = (conns.kept, conns.closed, self.disks.rows if self.disks is not None else [])
+        disks = self.disks.rows if self.disks is not None else []
+        now = (conns.kept, conns.closed, conns.open, disks)
         # paused: what there was at p (the objects are replaced whole, never changed)
         self._frozen = (self._frozen or now) if view.paused else None
-        kept, closed, rows = self._frozen or now
+        kept, closed, opened, rows = self._frozen or now
         lines = room - 3
         row = Layout(name="machine", size=room)
         parts = []
         if conns_on:
             w = width - max(WIDTH, width * 2 // 5) if disks_on else width
-            parts.append(Layout(conns_table(kept, closed, view, lines, w), size=w))
+            parts.append(Layout(conns_table(kept, closed, opened, view, lines, w), size=w))
         if disks_on:
             parts.append(Layout(disks_table(rows, view, lines), ratio=1))
         row.split_row(*parts)

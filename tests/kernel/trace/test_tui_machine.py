@@ -2,7 +2,9 @@
 local HTTP exchange of a known size shows in the connections panel with its bytes, and
 ``dd oflag=direct`` writes to a loop device show in the disks panel.
 
-The trace follows a cgroup of the test's own (``--cgroup``: the server, the client and
+An open connection (its bytes are known at its close only) shows with its owner and
+``-`` for its bytes, then, closed, with them. The first test's trace follows a cgroup
+of the test's own (``--cgroup``: the server, the client and
 dd are in it), so the machine's other connections and disks, which come and go, do not
 take the few rows an 80x24 panel has."""
 
@@ -18,7 +20,7 @@ import pytest
 
 from tests.helpers.cgroups import fresh_cgroup
 from tests.helpers.disk_workload import loop_device
-from tests.helpers.http_exchange import fetch, http_server, in_cgroup
+from tests.helpers.http_exchange import fetch, held_open, http_server, in_cgroup
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 
 # host_only: the dashboard's drawing and keys on a terminal, nothing of the kernel's
@@ -75,7 +77,7 @@ def test_connections_and_disks_panels(size: tuple[int, int], cgroup: Path, tmp_p
         term = Terminal(cmd, width, height)
         writer = None
         try:
-            term.wait_for("tcp closed: busiest (o)", "disks", timeout=FIRST_SCREEN)
+            term.wait_for("tcp: busiest (o)", "disks", timeout=FIRST_SCREEN)
             assert fetch(f"http://127.0.0.1:{port}/body", CLIENT, cgroup) == BODY
             writer = _writer(dev, cgroup)
             name = os.path.basename(dev)
@@ -87,11 +89,46 @@ def test_connections_and_disks_panels(size: tuple[int, int], cgroup: Path, tmp_p
             )
             assert all(len(line) <= width for line in screen.splitlines())
             term.send("o")
-            term.wait_for("tcp closed: newest (o)")
+            term.wait_for("tcp: newest (o)")
             term.send("q")
             term.wait_for("EXITED rc=0")
         finally:
             if writer is not None:
                 os.killpg(writer.pid, signal.SIGKILL)
                 writer.wait(10)
+            term.close()
+
+
+def _held_row(screen: str, port: int) -> list[str] | None:
+    """The held connection's row (PID COMM LOCAL REMOTE TX RX DUR) as its cells."""
+    for line in screen.splitlines():
+        if "rthold" in line and f"127.0.0.1:{port}" in line:
+            return line.split()
+    return None
+
+
+@needs_tmux
+def test_an_open_connection_then_closed(tmp_path: Path) -> None:
+    (tmp_path / "www").mkdir()
+    with http_server(tmp_path / "www") as port:
+        cmd = f"{RUN} trace --events tcp --interval 0.5; echo EXITED rc=$?; sleep 60"
+        term = Terminal(cmd, 120, 40)
+        try:
+            term.wait_for("tcp: busiest (o)", " open", timeout=FIRST_SCREEN)
+            term.send("/", "rthold", "Enter")  # the panel shows its connections only
+            with held_open(port, "rthold") as pid:
+                screen = term.wait_for(
+                    match=lambda s: (
+                        (row := _held_row(s, port)) is not None and row[-3:-1] == ["-", "-"]
+                    ),
+                    timeout=60,
+                )
+                assert _held_row(screen, port)[0] == str(pid)  # type: ignore[index]
+            term.wait_for(
+                match=lambda s: (row := _held_row(s, port)) is not None and row[-3].isdigit(),
+                timeout=60,
+            )
+            term.send("q")
+            term.wait_for("EXITED rc=0")
+        finally:
             term.close()

@@ -25,6 +25,7 @@ from ringtool.trace.dashboard.tui_conns import (
     connections,
     conns_table,
     lifetime,
+    open_connections,
     ordered,
     prune,
 )
@@ -32,7 +33,8 @@ from ringtool.trace.dashboard.tui_disks import Disks, disks_table, op_letters, p
 from ringtool.trace.dashboard.tui_help import KEYS, LEGEND
 from ringtool.trace.dashboard.tui_view import ACTIONS, CONN_ORDERS, ViewState
 from ringtool.trace.reading.latency_buckets import bucket_of
-from tests.helpers.machine_records import DISK, LAYOUT, TCP, disk_batch, tcp_batch
+from ringtool.trace.reading.tcp_conns import OpenConns
+from tests.helpers.machine_records import DISK, LAYOUT, TCP, disk_batch, tcp_batch, v4
 from tests.helpers.records import SETTINGS
 from tests.helpers.stats import new_stats
 from tests.helpers.tui import frame
@@ -156,7 +158,7 @@ def test_panels_fit_80x24_and_120x40() -> None:
         assert "rtfetch" in row and "3.00M" in row, row  # its bytes received
         disk = next(ln for ln in lines if " loop0 " in ln)
         assert disk.split()[-4:] == ["3", "65.5k", "131k", "250µs"], disk  # 1 s interval
-        assert any("tcp closed: busiest (o)" in ln for ln in lines)
+        assert any("tcp: busiest (o)" in ln for ln in lines)
         assert not any("\x1b" in ln for ln in lines)
         assert any("evil\\x1b[2J" in ln for ln in lines) or height == 24  # escaped, not run
     tui, buf = _tui(120, 40, ["exec", "tcp"])  # the whole row: every column
@@ -165,11 +167,11 @@ def test_panels_fit_80x24_and_120x40() -> None:
 
 def test_panels_only_while_their_source_runs() -> None:
     text = frame(*_tui(80, 24, ["exec", "open", "syscalls"]))
-    assert "tcp closed" not in text and "disks" not in text
+    assert "tcp: busiest" not in text and "disks" not in text
     text = frame(*_tui(80, 24, ["tcp"]))
-    assert "tcp closed" in text and "disks" not in text
+    assert "tcp: busiest" in text and "disks" not in text
     text = frame(*_tui(80, 24, ["disk"]))
-    assert "tcp closed" not in text and "loop0" in text
+    assert "tcp: busiest" not in text and "loop0" in text
 
 
 def test_o_cycles_the_order_and_p_freezes_the_panels() -> None:
@@ -177,12 +179,12 @@ def test_o_cycles_the_order_and_p_freezes_the_panels() -> None:
     first = []
     for order in CONN_ORDERS:
         text = frame(tui, buf)
-        assert f"tcp closed: {order} (o)" in text
+        assert f"tcp: {order} (o)" in text
         rows = [ln for ln in text.splitlines() if "127.0.0.1:" in ln]
         first.append(rows[0].split()[1])
         tui.view.key("o")
     assert first == ["rtfetch", "evil\\x1b[2J", "sshd"]  # bytes, start, duration
-    assert f"tcp closed: {CONN_ORDERS[0]} (o)" in frame(tui, buf)
+    assert f"tcp: {CONN_ORDERS[0]} (o)" in frame(tui, buf)
     tui.view.key("p")
     before = frame(tui, buf)
     tui.batch(Records(tcp_batch(pid=[9], comm=[b"late"], ts=[9 * 10**9], dur=[1], tx=[10**9],
@@ -196,7 +198,7 @@ def test_filter_picks_the_owners_and_the_disks_say_all_processes() -> None:
     tui, buf = _tui(120, 40, ["tcp", "disk"])
     tui.view.filter = "sshd"
     text = frame(tui, buf)
-    assert "127.0.0.1:22" in text and "rtfetch" not in text.split("tcp closed")[1]
+    assert "127.0.0.1:22" in text and "rtfetch" not in text.split("tcp: busiest")[1]
     assert "disks (all processes)" in text
 
 
@@ -204,12 +206,9 @@ def test_every_new_key_and_column_has_a_help_line() -> None:
     assert ACTIONS["o"] == "_conn_order" and any(k.split() == ["o"] for k, _ in KEYS)
     conns = Connections([TCP], LAYOUT.views[TCP])
     conns.add_batch(tcp_batch(pid=[1], comm=[b"a"], ts=[1], dur=[1], tx=[1], rx=[1]))
-    headers = {
-        str(c.header)
-        for t in (conns_table(conns.kept, 1, ViewState(), 5, 200), disks_table([], ViewState(), 5))
-        if isinstance(t, Table)
-        for c in t.columns
-    }  # fmt: skip
+    tables = (conns_table(conns.kept, 1, None, ViewState(), 5, 200),
+              disks_table([], ViewState(), 5))  # fmt: skip
+    headers = {str(c.header) for t in tables if isinstance(t, Table) for c in t.columns}
     assert {"LOCAL", "REMOTE", "TX", "RX", "DUR", "DISK", "IOPS", "RD B/S", "WR B/S"} <= headers
     assert headers <= {name for name, _ in LEGEND}, headers - {name for name, _ in LEGEND}
 
@@ -218,3 +217,51 @@ def test_keep_is_more_than_the_tallest_panel() -> None:
     from ringtool.trace.dashboard.tui_machine import MAX_ROWS
 
     assert KEEP > MAX_ROWS
+
+
+def _open_conns(lay: Any, now_ns: int) -> Array:
+    """Two entries of the tcp source's conns hash: an owned active one, a passive one
+    whose owner is not known yet."""
+    conns = np.zeros(2, dtype=lay.dtypes["trace_tcp_conn"])
+    conns["start_ns"] = [now_ns - 3725 * 10**9, now_ns - 5 * 10**9]
+    conns["pid"], conns["comm"], conns["owned"] = [77, 0], [b"rthold", b"stale"], [1, 0]
+    conns["saddr"], conns["daddr"] = v4("127.0.0.1"), v4("10.9.8.7")
+    conns["sport"], conns["dport"] = [40001, 8080], [8080, 50000]
+    return conns
+
+
+def test_open_connections_show_what_the_kernel_knows_of_them() -> None:
+    now = 10**13
+    c = open_connections(_open_conns(LAYOUT, now), now)
+    assert c["dur"].tolist() == [3725 * 10**9, 5 * 10**9] and c["open"].tolist() == [1, 1]
+    assert c["pid"].tolist() == [77, 0] and c["comm"].tolist() == [b"rthold", b""]
+    tui, buf = _tui(120, 40, ["tcp"])
+    st = new_stats()
+    st.tick(tcp_open=OpenConns(_open_conns(LAYOUT, now), now), now=1.0)
+    assert tui.wants_conns
+    tui.stats(st)
+    text = frame(tui, buf)
+    assert "tcp: busiest (o)  3 closed, 2 open" in text
+    hold = next(ln for ln in text.splitlines() if "rthold" in ln).split()
+    assert hold[0] == "77" and hold[-3:] == ["-", "-", "1:02:05"], hold  # no bytes yet
+    passive = next(ln for ln in text.splitlines() if "10.9.8.7:50000" in ln).split()
+    assert passive[:2] == ["-", "127.0.0.1:8080"], passive  # no owner yet, not "stale"
+    tui.view.key("o")
+    tui.view.key("o")  # longest-lived: the open one first
+    rows = [ln for ln in frame(tui, buf).splitlines() if "127.0.0.1:" in ln]
+    assert "rthold" in rows[0]
+
+
+def test_open_connections_are_read_only_while_shown_and_unfiltered() -> None:
+    tui, _ = _tui(120, 40, ["tcp"])
+    assert tui.wants_conns
+    tui.view.key("c")  # the cost panel covers it
+    assert not tui.wants_conns
+    tui.view.key("esc")
+    tui.view.key("?")
+    assert not tui.wants_conns
+    assert not _tui(120, 40, ["exec", "disk"])[0].wants_conns
+    filtered = TraceTui(Decoder(LAYOUT), console=Console(file=io.StringIO()), input_fd=-1,
+                        filters=("--events tcp", "-c curl"))  # fmt: skip
+    filtered.start(["tcp"], [])
+    assert not filtered.wants_conns  # the kernel's hash has every process's
