@@ -53,17 +53,23 @@ NO_CONNS = np.empty(0, dtype=CONN)
 Array = np.ndarray[Any, Any]
 
 
-def connections(recs: Array) -> Array:
-    """``struct trace_tcp`` records (a structured array of its view) as :data:`CONN`."""
-    out = np.empty(len(recs), dtype=CONN)
-    h = recs["h"]
-    out["dur"] = recs["duration_ns"]
-    out["start"] = h["ts"] - np.minimum(recs["duration_ns"], h["ts"])
-    out["tx"], out["rx"] = recs["tx_bytes"], recs["rx_bytes"]
+def connections(recs: Array, mine: Array | None = None) -> Array:
+    """``struct trace_tcp`` records (a structured array of its view; those where
+    ``mine`` is true, when given) as :data:`CONN`; only the columns read are copied."""
+
+    def col(name: str, part: str = "") -> Array:
+        c = recs[part][name] if part else recs[name]
+        return c if mine is None else c[mine]
+
+    out = np.empty(len(recs) if mine is None else int(mine.sum()), dtype=CONN)
+    ts = col("ts", "h")
+    out["dur"] = col("duration_ns")
+    out["start"] = ts - np.minimum(out["dur"], ts)
+    out["tx"], out["rx"] = col("tx_bytes"), col("rx_bytes")
     out["bytes"] = out["tx"] + out["rx"]
-    out["pid"], out["comm"] = h["pid"], h["comm"]
-    out["lport"], out["rport"] = recs["sport"], recs["dport"]
-    out["laddr"], out["raddr"] = recs["saddr"], recs["daddr"]
+    out["pid"], out["comm"] = col("pid", "h"), col("comm", "h")
+    out["lport"], out["rport"] = col("sport"), col("dport")
+    out["laddr"], out["raddr"] = col("saddr"), col("daddr")
     out["open"] = 0
     return out
 
@@ -128,7 +134,7 @@ class Connections:
         mine = np.isin(arr["h"]["type"], self.type_ids)
         if not mine.any():
             return
-        new = connections(arr[mine].view(self.dtype))
+        new = connections(arr.view(self.dtype), None if mine.all() else mine)
         self.closed += len(new)
         self.kept = prune(np.concatenate([self.kept, new]))
 

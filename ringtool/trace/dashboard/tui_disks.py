@@ -55,11 +55,16 @@ def op_letters(rwbs: Array) -> Array:
     return np.where(preflush, second, first)
 
 
-def per_device(recs: Array) -> DeviceSums:
-    """``struct trace_disk`` records added up per device (see :class:`DeviceSums`)."""
-    devs, inv = np.unique(recs["dev"], return_inverse=True)
-    ops = op_letters(recs["rwbs"])
-    size = recs["bytes"].astype(np.int64)
+def per_device(recs: Array, mine: Array | None = None) -> DeviceSums:
+    """``struct trace_disk`` records (those where ``mine`` is true, when given) added
+    up per device (see :class:`DeviceSums`); only the columns read are copied."""
+
+    def col(name: str) -> Array:
+        return recs[name] if mine is None else recs[name][mine]
+
+    devs, inv = np.unique(col("dev"), return_inverse=True)
+    ops = op_letters(col("rwbs"))
+    size = col("bytes").astype(np.int64)
     n = len(devs)
 
     def total(mask: Array) -> Array:
@@ -99,7 +104,7 @@ class Disks:
         mine = np.isin(arr["h"]["type"], self.type_ids)
         if not mine.any():
             return
-        s = per_device(arr[mine].view(self.dtype))
+        s = per_device(arr.view(self.dtype), None if mine.all() else mine)
         for dev, n, r, w in zip(s.devs.tolist(), s.requests.tolist(), s.read.tolist(),
                                 s.written.tolist(), strict=True):  # fmt: skip
             sums = self._sums.setdefault(dev, [0, 0, 0])
