@@ -167,8 +167,9 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
 )  # fmt: skip
 #: The columns left out first where the panel is narrow (the rest stay in order).
 DROP_ORDER = ("LOCAL", "PID", "DUR", "TX", "COMM")
-#: The widest a comm or a local address is shown (longer ones are cut with …).
-COMM_WIDTH, LOCAL_WIDTH = 16, 21
+#: The widest a comm or a local address is shown (longer ones are cut with …); in a
+#: panel narrower than :data:`NARROW`, a comm is cut at :data:`NARROW_COMM`.
+COMM_WIDTH, LOCAL_WIDTH, NARROW, NARROW_COMM = 16, 21, 60, 8
 
 
 def fit_columns(widths: dict[str, int], width: int) -> tuple[list[str], int]:
@@ -197,7 +198,7 @@ def conns_table(
     cells: list[dict[str, str | Text]] = []
     for r in shown:
         comm = data(cstr(bytes(r["comm"])))
-        comm.truncate(COMM_WIDTH, overflow="ellipsis")
+        comm.truncate(COMM_WIDTH if width >= NARROW else NARROW_COMM, overflow="ellipsis")
         local = shorten_middle(endpoint(r["laddr"], int(r["lport"])), LOCAL_WIDTH)
         cells.append({
             "PID": str(int(r["pid"])) if r["pid"] else "-", "COMM": comm, "LOCAL": local,

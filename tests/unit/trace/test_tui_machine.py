@@ -265,3 +265,12 @@ def test_open_connections_are_read_only_while_shown_and_unfiltered() -> None:
                         filters=("--events tcp", "-c curl"))  # fmt: skip
     filtered.start(["tcp"], [])
     assert not filtered.wants_conns  # the kernel's hash has every process's
+
+
+def test_a_long_comm_is_cut_rather_than_left_out_at_80_columns() -> None:
+    tui, buf = _tui(80, 24, ["tcp", "disk"])
+    conn = tcp_batch(pid=[5], comm=[b"rtio1664e356s"], ts=[6 * 10**9], dur=[1], tx=[9 * 10**6],
+                     rx=[0], rport=[9999], remote="127.0.0.1")  # fmt: skip
+    tui.batch(Records(conn))
+    row = next(ln for ln in frame(tui, buf).splitlines() if "127.0.0.1:9999" in ln)
+    assert row.split()[:2] == ["rtio166…", "127.0.0.1:9999"], row
