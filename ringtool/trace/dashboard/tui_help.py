@@ -32,7 +32,7 @@ KEYS = (
     ("e", "keep exited processes (else they leave after a few s)"),
     ("s S", "sort the syscalls: count / rate / p99"),
     ("w", "sort by p99 with the blocking waits (default: without)"),
-    ("o", "order the connections: busiest / newest / longest-lived"),
+    ("o O", "order the connections: busiest / newest / longest-lived"),
     ("Tab", "scroll the processes or the recent events"),
     ("↑ ↓ k j  PgUp PgDn", "move in the table"),
     ("Home End  g G", "first / last row (End: follow the newest events)"),

@@ -56,7 +56,7 @@ ACTIONS = {
     "s": "_next_sort", "S": "_next_sort", "/": "_start_filter", "<": "_left",
     ">": "_right", "f6": "_right", "I": "_invert", "tab": "_tab", "enter": "_enter",
     "n": "_enter_name", "f3": "_search", "f5": "_tree", "e": "_keep", "c": "_cost",
-    "w": "_waits", "o": "_conn_order",
+    "w": "_waits", "o": "_conn_order", "O": "_conn_order",
 }  # fmt: skip
 SCROLL_KEYS = ("up", "down", "pgup", "pgdn", "home", "end")
 #: Keys that are other names of a key (vim's, htop's).

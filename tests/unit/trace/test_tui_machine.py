@@ -203,7 +203,8 @@ def test_filter_picks_the_owners_and_the_disks_say_all_processes() -> None:
 
 
 def test_every_new_key_and_column_has_a_help_line() -> None:
-    assert ACTIONS["o"] == "_conn_order" and any(k.split() == ["o"] for k, _ in KEYS)
+    assert ACTIONS["o"] == ACTIONS["O"] == "_conn_order"
+    assert any(k.split() == ["o", "O"] for k, _ in KEYS)
     conns = Connections([TCP], LAYOUT.views[TCP])
     conns.add_batch(tcp_batch(pid=[1], comm=[b"a"], ts=[1], dur=[1], tx=[1], rx=[1]))
     tables = (conns_table(conns.kept, 1, None, ViewState(), 5, 200),
