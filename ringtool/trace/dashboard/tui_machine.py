@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from rich.layout import Layout
 
-from ringtool.event.layout import TraceLayout
+from ringtool.event.layout import LayoutError, TraceLayout
 from ringtool.event.registry import CONNECTIONS, DISKS, SOURCE_OF, types_in
 from ringtool.trace.dashboard.tui_conns import NO_CONNS, Connections, conns_table
 from ringtool.trace.dashboard.tui_disks import WIDTH, DiskRow, Disks, disks_table
@@ -42,7 +42,8 @@ def _types(lay: TraceLayout, panel: str) -> tuple[list[int], np.dtype[Any] | Non
     ids = [lay.type_id(n) for n in names]
     views = {lay.views[i] for i in ids if i in lay.views}
     if len(views) > 1:
-        raise ValueError(f"the types of dashboard panel {panel!r} have different records")
+        raise LayoutError(f"the types of dashboard panel {panel!r} have different records "
+                          "(ringtool/event/registry.py)")  # fmt: skip
     return ids, next(iter(views), None), {SOURCE_OF[n] for n in names}
 
 
