@@ -116,6 +116,32 @@ struct trace_tcp {
     u8 pad[TRACE_TCP_PAD];
 };
 
+/* tcp (bpf/trace_tcp.c): a connection it follows, the value of its `conns` hash (keyed
+ * by the struct sock's address) from its first state to its close; no ring record.
+ * The dashboard reads the open ones (ringtool/trace/reading/tcp_conns.py). The
+ * addresses and ports are the tracepoint's at the connection's latest state change
+ * (a connect()'s local port is 0 until it is bound, after SYN_SENT). */
+struct trace_tcp_conn {
+    u64 start_ns;                /* bpf_ktime_get_ns() of its first state */
+    u64 cgroup;                  /* the owner's (when `owned`) */
+    char comm[TRACE_COMM_LEN];
+    u32 pid;
+    u32 tid;
+    u32 uid;
+    u32 gid;
+    u8 saddr[TRACE_ADDR_LEN];    /* local address; IPv4 as ::ffff:a.b.c.d */
+    u8 daddr[TRACE_ADDR_LEN];    /* remote address */
+    u16 sport;                   /* local port, host byte order */
+    u16 dport;                   /* remote port */
+    u16 states;                  /* 1 << each state */
+    u8 active;
+    u8 owned;                    /* the owner's fields are set */
+    u8 known;                    /* ESTABLISHED was reached: the 4-tuple is final */
+    u8 published;                /* the owners table has it (-DTRACE_TCP_OWNERS_FD only:
+                                    bpf/tcp_owners.h) */
+    u16 pad;
+};
+
 /* disk (bpf/trace_disk.c): one block I/O request, emitted at its completion. A RINGBUF
  * record of struct trace_event's size (`pad`), like trace_tcp; the header's task
  * fields are the task that issued the request (see trace_disk.c), ts and cpu those

@@ -38,7 +38,9 @@
  * TRACE_SOCK_ERR_OFF: the tcp entry's needs in ringtool/event/registry.py); the
  * tracepoint's skaddr is a plain pointer, read with bpf_probe_read_kernel.
  * Addresses and ports are the tracepoint's at the close (saddr_v6/daddr_v6: IPv4 ones
- * as ::ffff:a.b.c.d).
+ * as ::ffff:a.b.c.d); `conns` keeps those of each state change too, for the
+ * dashboard, which reads the open connections from it (struct trace_tcp_conn,
+ * bpf/trace_event.h: owner, start, addresses; their bytes are read at the close only).
  *
  * A connection that cannot be followed (`conns` full) or whose record finds its ring
  * full is counted per CPU (group counter + this source's `drops`).
@@ -88,26 +90,8 @@
 #define TCP_ANY_FILTER 0
 #endif
 
-/* One followed connection. */
-struct tcp_conn {
-    u64 start_ns;   /* bpf_ktime_get_ns() of its first state */
-    u64 cgroup;     /* the owner's (when `owned`) */
-    u64 comm[2];
-    u32 pid;
-    u32 tid;
-    u32 uid;
-    u32 gid;
-    u16 states;     /* 1 << each state */
-    u8 active;
-    u8 owned;       /* the owner's fields are set */
-#ifdef TRACE_TCP_OWNERS_FD
-    u8 known;       /* `where` is set (ESTABLISHED was reached) */
-    u8 published;   /* TCP_OWNERS has an entry at `where` */
-    struct tcp_owner_key where;
-#endif
-};
-
-BPF_HASH(conns, u64, struct tcp_conn, TRACE_TCP_MAX_CONNS);
+/* One followed connection: a struct trace_tcp_conn (bpf/trace_event.h). */
+BPF_HASH(conns, u64, struct trace_tcp_conn, TRACE_TCP_MAX_CONNS);
 BPF_PERCPU_ARRAY(drops, u64, 1);
 
 /* A connection that is lost to the trace: group counter + this source's. */
@@ -121,38 +105,40 @@ static __always_inline void count_drop(void)
 #ifndef TRACE_HAVE_SOCK_LENGTH
 #error "trace_tcp.c: compile with the tcp source's needs (TRACE_HAVE_SOCK_LENGTH)"
 #endif
+/* The owners' key of `c`: its addresses and ports (final once `known`). */
+static __always_inline void owner_key(const struct trace_tcp_conn *c, struct tcp_owner_key *k)
+{
+    __builtin_memcpy(k->local, c->saddr, sizeof(k->local));
+    __builtin_memcpy(k->remote, c->daddr, sizeof(k->remote));
+    k->lport = c->sport;
+    k->rport = c->dport;
+}
+
 /* Publish `c`'s owner at its 4-tuple once both are known (bpf/tcp_owners.h). */
-static __always_inline void publish(struct tcp_conn *c)
+static __always_inline void publish(struct trace_tcp_conn *c)
 {
     if (!c->owned || !c->known || c->published)
         return;
+    struct tcp_owner_key k = {};
     struct tcp_owner o = {};
-    o.comm[0] = c->comm[0];
-    o.comm[1] = c->comm[1];
+    owner_key(c, &k);
+    __builtin_memcpy(o.comm, c->comm, sizeof(o.comm));
     o.cgroup = c->cgroup;
     o.pid = c->pid;
     o.tid = c->tid;
     o.uid = c->uid;
-    if (bpf_map_update_elem(TCP_OWNERS, &c->where, &o, BPF_ANY) == 0)
+    if (bpf_map_update_elem(TCP_OWNERS, &k, &o, BPF_ANY) == 0)
         c->published = 1;
 }
 
 /* Take back what publish() made of `c` (its close, or the filters rejected it). */
-static __always_inline void unpublish(struct tcp_conn *c)
+static __always_inline void unpublish(struct trace_tcp_conn *c)
 {
-    if (c->published)
-        bpf_map_delete_elem(TCP_OWNERS, &c->where);
-}
-
-/* `c`'s 4-tuple from the tracepoint's record of its change to ESTABLISHED. */
-static __always_inline void learn_where(struct tcp_conn *c, const u8 *saddr, const u8 *daddr,
-                                        u16 sport, u16 dport)
-{
-    bpf_probe_read_kernel(c->where.local, sizeof(c->where.local), saddr);
-    bpf_probe_read_kernel(c->where.remote, sizeof(c->where.remote), daddr);
-    c->where.lport = sport;
-    c->where.rport = dport;
-    c->known = 1;
+    if (!c->published)
+        return;
+    struct tcp_owner_key k = {};
+    owner_key(c, &k);
+    bpf_map_delete_elem(TCP_OWNERS, &k);
 }
 #else
 #define publish(c) ((void)0)
@@ -160,7 +146,7 @@ static __always_inline void learn_where(struct tcp_conn *c, const u8 *saddr, con
 #endif
 
 /* Take the current task as the owner of `c`; 0 when the filters reject it. */
-static __always_inline int take_owner(struct tcp_conn *c)
+static __always_inline int take_owner(struct trace_tcp_conn *c)
 {
     void *task = TRACE_CURRENT_TASK();
     u64 id = TRACE_PID_TGID_OF(task);
@@ -171,17 +157,38 @@ static __always_inline int take_owner(struct tcp_conn *c)
     c->tid = (u32)id;
     c->uid = (u32)ids;
     c->gid = ids >> 32;
-    trace_task_comm_of(task, c->comm);
+    trace_task_comm_of(task, (u64 *)c->comm);
     c->cgroup = trace_task_cgroup(task);
     c->owned = 1;
     return 1;
 }
 
-/* Follow the new connection `sk`, which entered `state` (SYN_SENT from CLOSE, a fresh
- * socket's; SYN_RECV from LISTEN, its listener's, whose state a child starts with). */
-static __always_inline int begin(u64 sk, int state)
+/* Where the tracepoint's record has the addresses and ports (BCC declares its type
+ * inside the probe only). */
+struct tcp_where {
+    const u8 *saddr;  /* saddr_v6, daddr_v6 */
+    const u8 *daddr;
+    u16 sport;
+    u16 dport;
+    u16 family;
+};
+
+/* The addresses and ports of `c` now: those of the state change at `w`. */
+static __always_inline void take_where(struct trace_tcp_conn *c, const struct tcp_where *w)
 {
-    struct tcp_conn c = {};
+    bpf_probe_read_kernel(c->saddr, sizeof(c->saddr), w->saddr);
+    bpf_probe_read_kernel(c->daddr, sizeof(c->daddr), w->daddr);
+    c->sport = w->sport;
+    c->dport = w->dport;
+}
+
+/* Follow the new connection `sk`, which entered `state` at `w` (SYN_SENT from CLOSE, a
+ * fresh socket's; SYN_RECV from LISTEN, its listener's, whose state a child starts
+ * with). */
+static __always_inline int begin(u64 sk, int state, const struct tcp_where *w)
+{
+    struct trace_tcp_conn c = {};
+    take_where(&c, w);
     c.start_ns = bpf_ktime_get_ns();
     c.states = 1 << (state & 15);
     c.active = state == TCP_ST_SYN_SENT;
@@ -192,18 +199,8 @@ static __always_inline int begin(u64 sk, int state)
     return 0;
 }
 
-/* Where the tracepoint's record has the close's addresses and ports (BCC declares
- * its type inside the probe only). */
-struct tcp_where {
-    const u8 *saddr;  /* saddr_v6, daddr_v6 */
-    const u8 *daddr;
-    u16 sport;
-    u16 dport;
-    u16 family;
-};
-
 /* The event of connection `sk` (`c`), closing now at `w` (`ctx`: the program's). */
-static __always_inline int finish(void *ctx, u64 sk, struct tcp_conn *c,
+static __always_inline int finish(void *ctx, u64 sk, struct trace_tcp_conn *c,
                                   const struct tcp_where *w)
 {
 #ifdef TRACE_FILTER_FAILED
@@ -225,8 +222,9 @@ static __always_inline int finish(void *ctx, u64 sk, struct tcp_conn *c,
     e->h.pid = c->pid;  /* zeros where !owned (the entry began zeroed) */
     e->h.tid = c->tid;
     u64 *words = (u64 *)e->h.comm;
-    words[0] = c->comm[0];
-    words[1] = c->comm[1];
+    const u64 *comm = (const u64 *)c->comm;
+    words[0] = comm[0];
+    words[1] = comm[1];
     e->h.cgroup = c->cgroup;
     e->uid = c->uid;
     e->gid = c->gid;
@@ -258,17 +256,14 @@ TRACEPOINT_PROBE(sock, inet_sock_set_state)
         return 0;
     u64 sk = (u64)args->skaddr;
     int state = args->newstate;
-    struct tcp_conn *c = conns.lookup(&sk);
+    struct tcp_where w = {args->saddr_v6, args->daddr_v6, args->sport, args->dport, args->family};
+    struct trace_tcp_conn *c = conns.lookup(&sk);
     if (!c) {
         if (state == TCP_ST_SYN_SENT || state == TCP_ST_SYN_RECV)
-            return begin(sk, state);
+            return begin(sk, state, &w);
         return 0;
     }
     c->states |= 1 << (state & 15);
-#ifdef TRACE_TCP_OWNERS_FD
-    if (state == TCP_ST_ESTABLISHED && !c->known)
-        learn_where(c, args->saddr_v6, args->daddr_v6, args->sport, args->dport);
-#endif
     /* a passive connection's owner: the process that closes or shuts it down */
     if (!c->owned && (state == TCP_ST_FIN_WAIT1 || state == TCP_ST_LAST_ACK) &&
         !take_owner(c)) {
@@ -276,10 +271,14 @@ TRACEPOINT_PROBE(sock, inet_sock_set_state)
         return 0;
     }
     if (state != TCP_ST_CLOSE) {
+        take_where(c, &w);  /* the dashboard's open connections; the owners' key */
+#ifdef TRACE_TCP_OWNERS_FD
+        if (state == TCP_ST_ESTABLISHED)
+            c->known = 1;  /* its 4-tuple is final from here on */
+#endif
         publish(c);
         return 0;
     }
-    struct tcp_where w = {args->saddr_v6, args->daddr_v6, args->sport, args->dport, args->family};
     return finish(args, sk, c, &w);
 }
 
@@ -290,7 +289,7 @@ static __always_inline int owner_in_call(u64 sk, u16 protocol)
 {
     if (protocol != TCP_PROTO)
         return 0;
-    struct tcp_conn *c = conns.lookup(&sk);
+    struct trace_tcp_conn *c = conns.lookup(&sk);
     if (!c || c->owned)
         return 0;
     if (!take_owner(c)) {

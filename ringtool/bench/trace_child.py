@@ -55,6 +55,10 @@ class HeadlessTui(OutputBase):
     def wants_cost(self) -> bool:
         return self.tui.wants_cost
 
+    @property
+    def wants_conns(self) -> bool:
+        return self.tui.wants_conns
+
     def start(self, sources: list[str], notes: list[str]) -> None:
         self.tui.start(sources, notes)
 

@@ -65,8 +65,15 @@ class Detail:
 RECENT = "recent"
 #: ... and its title names the types in this one ("recent exec/open/net").
 RECENT_TITLE = "recent title"
+#: The machine-wide connections panel (:mod:`ringtool.trace.dashboard.tui_conns`): its
+#: types' records are each a connection at its close (``struct trace_tcp``) ...
+CONNECTIONS = "connections"
+#: ... and the disks panel (:mod:`ringtool.trace.dashboard.tui_disks`): each a block
+#: I/O request at its completion (``struct trace_disk``). Each is on screen while a
+#: source of its types runs.
+DISKS = "disks"
 #: Every panel an :class:`EventType` may name.
-PANELS = (RECENT, RECENT_TITLE)
+PANELS = (RECENT, RECENT_TITLE, CONNECTIONS, DISKS)
 
 #: The prefix of the type constants: ``TRACE_`` + the name in upper case.
 TYPE_PREFIX = "TRACE_"
@@ -254,7 +261,7 @@ EVENT_TYPES: tuple[EventType, ...] = (
          Field("error", "error", "int", "", "the socket's last error (an errno; 0: none)")),
         Detail(None, ("active", "laddr", "lport", "raddr", "rport", "tx_bytes", "rx_bytes",
                       "duration_us", "failed", "error")),
-        panels=frozenset({RECENT}),
+        panels=frozenset({RECENT, CONNECTIONS}),
         # the owner's header from the task; a socket's counters and error by address
         needs=KernelNeeds.union([TASK_HEADER, KernelNeeds(members=(
             BtfMember("tcp_sock.bytes_acked", 8, "TRACE_TCP_BYTES_ACKED_OFF"),
@@ -286,7 +293,7 @@ EVENT_TYPES: tuple[EventType, ...] = (
          Field("error", "error", "int", "", "the completion's status: 0 or a negative errno")),
         Detail(None, ("disk", "dev", "op", "rwbs", "bytes", "sector", "service_us", "queue_us",
                       "error")),
-        panels=frozenset({RECENT}),
+        panels=frozenset({RECENT, DISKS}),
         # the issuer's header from the task; block_io_start (6.5 on): the submitter
         needs=KernelNeeds.union([TASK_HEADER, KernelNeeds(optional=(OptionalTracepoints(
             "block", ("block_io_start",), "TRACE_HAVE_BLOCK_IO_START"),))]),
@@ -340,7 +347,8 @@ def types_of(source: str) -> tuple[EventType, ...]:
 
 
 __all__ = [
-    "BY_NAME", "EVENT_RECORD", "EVENT_TYPES", "NEEDS", "NET_RECORD", "PANELS", "RECENT",
+    "BY_NAME", "CONNECTIONS", "DISKS", "EVENT_RECORD", "EVENT_TYPES", "NEEDS", "NET_RECORD",
+    "PANELS", "RECENT",
     "RECENT_TITLE", "SOURCE_OF", "TASK_HEADER", "TYPE_PREFIX", "Detail", "EventType", "Field",
     "types_in", "types_of",
 ]  # fmt: skip

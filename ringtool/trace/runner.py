@@ -42,6 +42,7 @@ from ringtool.trace.reading.filters import NameFilter
 from ringtool.trace.reading.hist_maps import disk_hists
 from ringtool.trace.reading.ordered import OrderedReader
 from ringtool.trace.reading.session import TraceOptions, TraceSession
+from ringtool.trace.reading.tcp_conns import open_conns
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.signals import StopSignals
 from ringtool.trace.sink import Drill, Output, Sink
@@ -162,7 +163,7 @@ def _loop(
                 cost.turn(_wants_cost(cfg, out))  # the cost panel opened or closed
             _ingest(session, stats, out, sinks, decoder, ordered, held, keep=keep)
             if time.monotonic() >= next_tick:
-                _tick(session, stats, ordered, drill=out.drill)
+                _tick(session, stats, ordered, drill=out.drill, conns=out.wants_conns)
                 stats.cost = cost.sample()
                 for sink in sinks:
                     for note in sink.tick(stats):
@@ -209,9 +210,11 @@ def _tick(
     stats: TraceStats,
     ordered: OrderedReader | None = None,
     drill: Drill | None = None,
+    conns: bool = False,
 ) -> None:
     """Take the kernel counters into ``stats``; ``drill``: the processes whose
-    syscall histograms are read too (the TUI's drill-down; None: nobody)."""
+    syscall histograms are read too (the TUI's drill-down; None: nobody); ``conns``:
+    the tcp source's open connections are read too (the TUI's connections panel)."""
     if ordered is not None:
         stats.set_ordering(ordered.merger.stats)
     stats.rings = session.rings_record()
@@ -224,6 +227,9 @@ def _tick(
         disk_hist=disk_hists(session.sources.get("disk")),
         drill=(None, {}) if drill is None else (drill[0], session.proc_hist(drill[1])),
         cpuwait=read_waits(obj) if (obj := session.sources.get("cpuwait")) else None,
+        tcp_open=open_conns(tcp, session.layout)
+        if conns and (tcp := session.sources.get("tcp"))
+        else None,
     )
 
 

@@ -37,7 +37,9 @@ class Output(Protocol[S]):
     user drilled into (None: nothing): a :data:`Drill`, whose processes' syscall
     histograms the loop reads each interval; ``wants_cost`` whether it shows the BPF
     programs' run time now (the dashboard's cost panel): the loop keeps the kernel's
-    BPF run-time statistics on only then, unless ``--cost``/``--no-cost`` decide."""
+    BPF run-time statistics on only then, unless ``--cost``/``--no-cost`` decide;
+    ``wants_conns`` whether it shows the open TCP connections (the dashboard's
+    connections panel): the loop reads them each interval only then."""
 
     @property
     def input_fd(self) -> int: ...
@@ -45,6 +47,8 @@ class Output(Protocol[S]):
     def drill(self) -> Drill | None: ...
     @property
     def wants_cost(self) -> bool: ...
+    @property
+    def wants_conns(self) -> bool: ...
     def open(self) -> None: ...
     def close(self) -> None: ...
     def start(self, sources: list[str], notes: list[str]) -> None: ...
@@ -78,6 +82,10 @@ class OutputBase:
 
     @property
     def wants_cost(self) -> bool:
+        return False
+
+    @property
+    def wants_conns(self) -> bool:
         return False
 
     def open(self) -> None:

@@ -3,32 +3,23 @@
 Panels (:mod:`ringtool.trace.dashboard.tui_panels`): a header (the command's filters,
 ``-c bash -x``; state: paused, the comm filter; uptime, total events/s and per source, a
 sparkline of events/s), the per-CPU table (ring fill %, events/s, drops, lost), top
-processes, top syscalls (count, rate, p99 latency), per-source counters, and a tail of
-recent exec/open/net events. Keys, as in htop (the ``?``/F1 overlay lists them all and
-what every column means, :mod:`ringtool.trace.dashboard.tui_help`): ``q`` quit, ``p``
-pause (the display; counting goes on), ``<``/``>`` sort the processes by another column
-and ``I`` invert, ``s`` cycle the syscalls' sort, ``/`` filter by comm (every panel: the
-ones the kernel counts for all processes say so), arrows/PgUp/PgDn/Home/End scroll
-(``Tab``: which table), ``Enter`` drill down into a process (``n``: every process of its
-name), ``w`` the blocking waits in the p99 sort, ``c`` the cost panel (BPF statistics on
-while open: :attr:`TraceTui.wants_cost`), ``Esc`` back. The state and what each key does
-are :class:`ringtool.trace.dashboard.tui_view.ViewState`; terminal input is parsed by
+processes, top syscalls (count, rate, p99 latency), per-source counters, the machine's
+TCP connections and disks while their sources run (:mod:`ringtool.trace.dashboard.tui_machine`),
+a tail of recent exec/open/net events; kernel maps are read only while on screen
+(:attr:`TraceTui.wants_cost`, :attr:`TraceTui.wants_conns`). Keys, as in htop (the ``?``/F1
+overlay lists them and every column's meaning: :mod:`ringtool.trace.dashboard.tui_help`), do
+what :class:`ringtool.trace.dashboard.tui_view.ViewState` says; terminal input is parsed by
 :class:`ringtool.trace.dashboard.tui_keys.KeyParser` (unknown keys are ignored).
 
 It fits 80×24 and gives extra rows to the tables and the tail; below 80×24 it says the
-terminal is too small instead of drawing cut cells. Numbers are scaled and their columns
-have fixed minimum widths, so a number is never cut and columns never jump. Data is
-never markup (see :func:`ringtool.trace.dashboard.tui_panels.data`).
-
-Cost: records are only counted (vectorised) as they arrive, and each process's newest
-exec/open records are kept raw (:mod:`ringtool.trace.dashboard.tui_recent`); only the
-rows a frame shows are decoded. The screen is drawn once per interval and after a key,
-never per event. Pausing draws a copy of the stats and recent events taken at ``p``
-(:mod:`ringtool.trace.dashboard.tui_freeze`); counting goes on behind it.
-
-Start-up: the dashboard opens before the BPF programs compile, and until the first
-batch says what it is doing (compiling which source, attaching) and for how long
-(:meth:`TraceTui.step`, redrawn four times a second). ``__exit__`` always restores the
+terminal is too small. Numbers are scaled in fixed minimum widths (never cut; columns
+never jump). Data is never markup (:func:`ringtool.trace.dashboard.tui_panels.data`).
+Cost: records are counted (vectorised) as they arrive, each process's newest exec/open
+records kept raw (:mod:`ringtool.trace.dashboard.tui_recent`); only the rows a frame
+shows are decoded, once per interval and after a key, never per event. Paused, it draws
+a copy taken at ``p`` (:mod:`ringtool.trace.dashboard.tui_freeze`); counting goes on.
+Start-up: it opens before the BPF programs compile, saying what is done and for how
+long (:meth:`TraceTui.step`, 4 times a second). ``__exit__`` always restores the
 terminal (tty mode, alternate screen, cursor), also when the loop raised.
 """
 
@@ -60,6 +51,7 @@ from ringtool.trace.dashboard.tui_exits import Exits
 from ringtool.trace.dashboard.tui_freeze import frozen_stats
 from ringtool.trace.dashboard.tui_help import help_table
 from ringtool.trace.dashboard.tui_keys import ESC_TIMEOUT, MOUSE_OFF, MOUSE_ON, KeyParser
+from ringtool.trace.dashboard.tui_machine import MachinePanels
 from ringtool.trace.dashboard.tui_mouse import click_target
 from ringtool.trace.dashboard.tui_panels import TAIL_TYPES, data, sparkline
 from ringtool.trace.dashboard.tui_recent import RecentEvents, shown_events
@@ -100,6 +92,7 @@ class TraceTui:
         exit_ids = [t for t, name in lay.type_names.items() if name == "exit"]
         self.exits = Exits(exit_ids[0] if exit_ids else None)
         self.view = ViewState(keep_exited=keep_exited, exits=self.exits)
+        self.machine = MachinePanels(lay, filters)  # the connections and disks panels
         self.keys = KeyParser()
         self._frozen: tuple[TraceStats | None, RecentEvents, list[Event]] | None = None
         self._forgotten: set[int] = set()  # pids whose records were dropped (gone)
@@ -230,12 +223,14 @@ class TraceTui:
         if len(arr):
             self.recent.add_batch(arr)
             self.exits.add_batch(arr)
+            self.machine.add_batch(arr)
         if len(net):
             kept = self._net.concat(net.take(slice(-TAIL_KEEP, None)))
             self._net = kept.take(slice(-TAIL_KEEP, None)) if len(kept) > TAIL_KEEP else kept
 
     def stats(self, stats: TraceStats) -> None:
         self._stats = stats
+        self.machine.tick(stats)
         quiet = ((pid, row[2] or 0) for pid, _, _, recent in stats.proc_rows() if not recent
                  for row in (stats.procs[pid],))  # fmt: skip
         self.exits.sweep(quiet)  # exits whose records were lost (drops)
@@ -254,6 +249,10 @@ class TraceTui:
     @property
     def wants_cost(self) -> bool:  # the cost panel is open: the run wants the statistics
         return self.view.cost
+
+    @property
+    def wants_conns(self) -> bool:  # the connections panel is on screen: the open ones
+        return self.machine.wants_open(self.view, self.sources)
 
     @property
     def drill(self) -> Drill | None:
@@ -327,13 +326,14 @@ class TraceTui:
         s, recent, tail = self._shown()
         v = self.view
         ncpu = s.ncpu if s is not None else 1
-        # the process table grows with the height; the CPU table beside it shows
-        # every CPU it has room for
-        rows_a = max(3, (height - 12) // 3)
-        rows_b = max(3, min(8, (height - 12) // 3))
+        room, machine = self.machine.layouts(v, height, width, self.sources)
+        # the process table grows with the height (less the machine-wide panels'
+        # room); the CPU table beside it shows every CPU it has room for
+        rows_a = max(3, (height - room - 12) // 3)
+        rows_b = max(3, min(8, (height - room - 12) // 3))
         # what is left below the header (2), the two rows of tables (each with a title,
         # a header and its rule) and the footer (1), less the tail's own 3 lines
-        rows_tail = max(1, height - rows_a - rows_b - 12)
+        rows_tail = max(1, height - room - rows_a - rows_b - 12)
         layout = Layout()
         self._layout = layout
         bottom = Layout(panels.footer(v), name="footer", size=1)
@@ -352,6 +352,7 @@ class TraceTui:
             top,
             Layout(name="a", size=rows_a + 3),
             Layout(name="b", size=rows_b + 3),
+            *machine,
             Layout(
                 events_table(shown, v, rows_tail, total=total, width=width),
                 name="tail",
@@ -391,10 +392,8 @@ class TraceTui:
         need = (
             f"terminal too small: {width}x{height}, ringtool trace needs {MIN_WIDTH}x{MIN_HEIGHT}"
         )
-        return Group(
-            Text(need, style="bold red", overflow="fold"),
-            Text("enlarge the window (q quits)", overflow="fold"),
-        )
+        return Group(Text(need, style="bold red", overflow="fold"),
+                     Text("enlarge the window (q quits)", overflow="fold"))  # fmt: skip
 
 
 __all__ = ["MIN_HEIGHT", "MIN_WIDTH", "SORTS", "TraceTui", "data", "sparkline"]

@@ -44,6 +44,8 @@ PROC_COLUMNS = ("PID", "COMM", "EVENTS", "EV/IV")
 _DESCENDING = frozenset({"EVENTS", "EV/IV"})
 #: The syscalls table's sorts (``s`` cycles them).
 SORTS = ("count", "rate", "p99")
+#: The connections panel's orders (``o`` cycles them: ringtool.trace.dashboard.tui_conns).
+CONN_ORDERS = ("busiest", "newest", "longest-lived")
 ProcRow = tuple[int, str, int, int]  # pid, comm, events, events in the last interval
 
 #: What each key does: the method of :class:`ViewState` it calls (the arrows, PgUp/PgDn,
@@ -54,7 +56,7 @@ ACTIONS = {
     "s": "_next_sort", "S": "_next_sort", "/": "_start_filter", "<": "_left",
     ">": "_right", "f6": "_right", "I": "_invert", "tab": "_tab", "enter": "_enter",
     "n": "_enter_name", "f3": "_search", "f5": "_tree", "e": "_keep", "c": "_cost",
-    "w": "_waits",
+    "w": "_waits", "o": "_conn_order", "O": "_conn_order",
 }  # fmt: skip
 SCROLL_KEYS = ("up", "down", "pgup", "pgdn", "home", "end")
 #: Keys that are other names of a key (vim's, htop's).
@@ -72,6 +74,7 @@ class ViewState:
     editing: str | None = None  # the filter (or search) being typed, or None
     searching: bool = False  # what is typed is a search (F3), not the filter
     sort: int = 0  # index into SORTS (the syscalls table)
+    conn_order: int = 0  # index into CONN_ORDERS (the connections panel)
     proc_col: int = 2  # index into PROC_COLUMNS
     invert: bool = False
     focus: str = "procs"  # or "events"
@@ -199,6 +202,9 @@ class ViewState:
             self.focus = "procs"
             if 0 <= self.top + row < len(self._pids):
                 self._select(self.top + row)
+
+    def _conn_order(self) -> None:
+        self.conn_order = (self.conn_order + 1) % len(CONN_ORDERS)
 
     def _pause(self) -> None:
         self.paused = not self.paused
@@ -394,4 +400,5 @@ def _bisect_left(keys: Sequence[float], key: float) -> int:
     return bisect.bisect_left(keys, key)
 
 
-__all__ = ["ACTIONS", "ALIASES", "PROC_COLUMNS", "SCROLL_KEYS", "SORTS", "ProcRow", "ViewState"]
+__all__ = ["ACTIONS", "ALIASES", "CONN_ORDERS", "PROC_COLUMNS", "SCROLL_KEYS", "SORTS",
+           "ProcRow", "ViewState"]  # fmt: skip

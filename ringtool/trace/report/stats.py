@@ -32,6 +32,7 @@ from ringtool.trace.reading.cost import CostReport
 from ringtool.trace.reading.cpuwait_maps import CpuWaits
 from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.reading.latency_buckets import quantile
+from ringtool.trace.reading.tcp_conns import OpenConns
 from ringtool.trace.report.cpuwait import CpuWaitStats, cpuwait_stats
 from ringtool.trace.report.proc_names import latest_names, shown_comm
 from ringtool.trace.report.proctree import ProcessTree
@@ -130,6 +131,9 @@ class TraceStats:
     _drill_prev: dict[int, int] = field(default_factory=dict)
     #: the cpuwait source's latest reading (per process and the machine), else None
     cpuwait: CpuWaitStats | None = None
+    #: the tcp source's open connections at the last tick, when read (the dashboard's
+    #: connections panel is on screen), else None
+    tcp_open: OpenConns | None = None
     #: the children each process forked while traced (the drill-down lists them)
     tree: ProcessTree = field(init=False)
     #: when reading ended (monotonic s; None: still reading): :attr:`uptime` stops there
@@ -232,10 +236,12 @@ class TraceStats:
         disk_hist: Mapping[int, Mapping[int, int]] | None = None,
         drill: tuple[int | str | None, Mapping[int, Mapping[int, int]]] | None = None,
         cpuwait: CpuWaits | None = None,
+        tcp_open: OpenConns | None = None,
         now: float | None = None,
     ) -> None:
         """Close an interval: compute rates since the last tick and take the counters.
-        ``cpuwait``: the cpuwait source's histograms (cumulative).
+        ``cpuwait``: the cpuwait source's histograms (cumulative); ``tcp_open``: the
+        tcp source's open connections (None: not read).
         ``drill``: what the drill-down is of (a pid or a comm; None: none) and its
         syscall histograms since the trace started (a new one starts its rates
         afresh: 0 in its first interval)."""
@@ -286,6 +292,7 @@ class TraceStats:
             self.disk_hist = {dev: dict(b) for dev, b in disk_hist.items()}
         if cpuwait is not None:
             self.cpuwait = cpuwait_stats(cpuwait)
+        self.tcp_open = tcp_open
         if drill is not None:
             key, per_proc = drill
             self.drill_hist = {nr: dict(b) for nr, b in per_proc.items()} if key else {}
