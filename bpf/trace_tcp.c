@@ -16,7 +16,9 @@
  * first state change made in the process's own context: connect() for an active
  * one (SYN_SENT), and for a passive one its close(2) or shutdown(2) (ESTABLISHED ->
  * FIN_WAIT1, or CLOSE_WAIT -> LAST_ACK), which the process that accepted it (or got
- * its descriptor) makes. Every other change runs in softirq context, on behalf of
+ * its descriptor) makes, or before that its first send or receive call where the
+ * kernel has the sock:sock_send_length and sock:sock_recv_length tracepoints (6.3
+ * on, TRACE_HAVE_SOCK_LENGTH from the tcp entry's needs). Every other change runs in softirq context, on behalf of
  * whatever task the CPU happened to run (tcplife takes its pid at SYN_SENT and
  * LAST_ACK only, and the current task at the close otherwise). A passive connection
  * that ends without such a call (reset by the peer) has no owner: pid 0, comm "".
@@ -40,10 +42,18 @@
  * Addresses and ports are the tracepoint's at the close (saddr_v6/daddr_v6: IPv4 ones
  * as ::ffff:a.b.c.d).
  *
+ * Live (TRACE_HAVE_SOCK_LENGTH): those two tracepoints count the bytes every send
+ * and receive call of a TCP socket returned (a MSG_PEEK read: none), in the calling
+ * process's `proc_io` entry (an LRU hash by tgid; the filters asked of the caller)
+ * and in the connection's `conns` entry where it is followed. A `conns` entry also
+ * keeps the newest state, remote address and ports, so that ringtool can list the
+ * open connections of a process (ringtool/trace/reading/tcp_maps.py, the dashboard's
+ * drill-down); it reads `proc_io` each interval.
+ *
  * A connection that cannot be followed (`conns` full) or whose record finds its ring
  * full is counted per CPU (group counter + this source's `drops`).
  * cflags: RingBufGroup.cflags(), TRACE_* filters and sizes (see trace_event.h), the
- * offsets above.
+ * offsets above, TRACE_HAVE_SOCK_LENGTH.
  */
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
@@ -74,7 +84,16 @@
 #define TCP_ANY_FILTER 0
 #endif
 
-/* One followed connection. */
+#ifndef TRACE_HAVE_SOCK_LENGTH
+#error "trace_tcp.c: compile with the tcp entry's needs (TRACE_HAVE_SOCK_LENGTH)"
+#endif
+#ifndef TRACE_TCP_MAX_PROCS
+#define TRACE_TCP_MAX_PROCS 4096
+#endif
+#define TCP_AF_INET 2
+#define TCP_MSG_PEEK 2
+
+/* One followed connection (ringtool/trace/reading/tcp_maps.py reads it: CONN_DTYPE). */
 struct tcp_conn {
     u64 start_ns;   /* bpf_ktime_get_ns() of its first state */
     u64 cgroup;     /* the owner's (when `owned`) */
@@ -86,9 +105,25 @@ struct tcp_conn {
     u16 states;     /* 1 << each state */
     u8 active;
     u8 owned;       /* the owner's fields are set */
+    u16 sport;      /* the newest state change's local and remote ports ... */
+    u16 dport;
+    u8 daddr[TRACE_ADDR_LEN];  /* ... and remote address (IPv4 as ::ffff:a.b.c.d) */
+    u64 tx_bytes;   /* sent and received through its send/receive calls (where the */
+    u64 rx_bytes;   /* kernel has sock_send_length: TRACE_HAVE_SOCK_LENGTH; else 0) */
+    u8 state;       /* the newest state */
+    u8 pad[7];
+};
+
+/* A process's bytes through its TCP sockets' send and receive calls. */
+struct tcp_io {
+    u64 tx_bytes;
+    u64 rx_bytes;
 };
 
 BPF_HASH(conns, u64, struct tcp_conn, TRACE_TCP_MAX_CONNS);
+#if TRACE_HAVE_SOCK_LENGTH
+BPF_TABLE("lru_hash", u32, struct tcp_io, proc_io, TRACE_TCP_MAX_PROCS);
+#endif
 BPF_PERCPU_ARRAY(drops, u64, 1);
 
 /* A connection that is lost to the trace: group counter + this source's. */
@@ -116,22 +151,7 @@ static __always_inline int take_owner(struct tcp_conn *c)
     return 1;
 }
 
-/* Follow the new connection `sk`, which entered `state` (SYN_SENT from CLOSE, a fresh
- * socket's; SYN_RECV from LISTEN, its listener's, whose state a child starts with). */
-static __always_inline int begin(u64 sk, int state)
-{
-    struct tcp_conn c = {};
-    c.start_ns = bpf_ktime_get_ns();
-    c.states = 1 << (state & 15);
-    c.active = state == TCP_ST_SYN_SENT;
-    if (c.active && !take_owner(&c))  /* connect(): the caller is the owner */
-        return 0;
-    if (conns.insert(&sk, &c))
-        count_drop();
-    return 0;
-}
-
-/* Where the tracepoint's record has the close's addresses and ports (BCC declares
+/* Where the tracepoint's record has a state change's addresses and ports (BCC declares
  * its type inside the probe only). */
 struct tcp_where {
     const u8 *saddr;  /* saddr_v6, daddr_v6 */
@@ -140,6 +160,25 @@ struct tcp_where {
     u16 dport;
     u16 family;
 };
+
+/* Follow the new connection `sk`, which entered `state` (SYN_SENT from CLOSE, a fresh
+ * socket's; SYN_RECV from LISTEN, its listener's, whose state a child starts with). */
+static __always_inline int begin(u64 sk, int state, const struct tcp_where *w)
+{
+    struct tcp_conn c = {};
+    c.start_ns = bpf_ktime_get_ns();
+    c.states = 1 << (state & 15);
+    c.active = state == TCP_ST_SYN_SENT;
+    c.state = state;
+    if (c.active && !take_owner(&c))  /* connect(): the caller is the owner */
+        return 0;
+    c.sport = w->sport;
+    c.dport = w->dport;
+    bpf_probe_read_kernel(c.daddr, sizeof(c.daddr), w->daddr);
+    if (conns.insert(&sk, &c))
+        count_drop();
+    return 0;
+}
 
 /* The event of connection `sk` (`c`), closing now at `w` (`ctx`: the program's). */
 static __always_inline int finish(void *ctx, u64 sk, struct tcp_conn *c,
@@ -197,12 +236,17 @@ TRACEPOINT_PROBE(sock, inet_sock_set_state)
     u64 sk = (u64)args->skaddr;
     int state = args->newstate;
     struct tcp_conn *c = conns.lookup(&sk);
+    struct tcp_where w = {args->saddr_v6, args->daddr_v6, args->sport, args->dport, args->family};
     if (!c) {
         if (state == TCP_ST_SYN_SENT || state == TCP_ST_SYN_RECV)
-            return begin(sk, state);
+            return begin(sk, state, &w);
         return 0;
     }
     c->states |= 1 << (state & 15);
+    c->state = state;
+    c->sport = args->sport;
+    c->dport = args->dport;
+    bpf_probe_read_kernel(c->daddr, sizeof(c->daddr), args->daddr_v6);
     /* a passive connection's owner: the process that closes or shuts it down */
     if (!c->owned && (state == TCP_ST_FIN_WAIT1 || state == TCP_ST_LAST_ACK) &&
         !take_owner(c)) {
@@ -211,6 +255,56 @@ TRACEPOINT_PROBE(sock, inet_sock_set_state)
     }
     if (state != TCP_ST_CLOSE)
         return 0;
-    struct tcp_where w = {args->saddr_v6, args->daddr_v6, args->sport, args->dport, args->family};
     return finish(args, sk, c, &w);
 }
+
+#if TRACE_HAVE_SOCK_LENGTH
+/* `len` bytes sent (`tx`) or received through TCP socket `sk` by the current task:
+ * counted for its process in proc_io, and for the connection in `conns` (a passive one
+ * without an owner takes the current task as its owner: it accepted it). */
+static __always_inline int count_io(u64 sk, int family, int protocol, int len, int flags,
+                                    int tx)
+{
+    if (protocol != TCP_PROTO || len <= 0 || (flags & TCP_MSG_PEEK) ||
+        (family != TCP_AF_INET && family != TCP_AF_INET6))
+        return 0;
+    struct tcp_conn *c = conns.lookup(&sk);
+    if (c && !c->owned && !take_owner(c)) {
+        conns.delete(&sk);
+        return 0;
+    }
+    if (c) {
+        if (tx)
+            __sync_fetch_and_add(&c->tx_bytes, len);
+        else
+            __sync_fetch_and_add(&c->rx_bytes, len);
+    }
+    void *task = TRACE_CURRENT_TASK();
+    u32 tgid = TRACE_PID_TGID_OF(task) >> 32;
+    if (trace_skip_current_of(tgid, task))
+        return 0;
+    struct tcp_io *io = proc_io.lookup(&tgid);
+    if (!io) {
+        struct tcp_io zero = {};
+        proc_io.insert(&tgid, &zero);
+        io = proc_io.lookup(&tgid);
+        if (!io)
+            return 0;
+    }
+    if (tx)
+        __sync_fetch_and_add(&io->tx_bytes, len);
+    else
+        __sync_fetch_and_add(&io->rx_bytes, len);
+    return 0;
+}
+
+TRACEPOINT_PROBE(sock, sock_send_length)
+{
+    return count_io((u64)args->sk, args->family, args->protocol, args->ret, args->flags, 1);
+}
+
+TRACEPOINT_PROBE(sock, sock_recv_length)
+{
+    return count_io((u64)args->sk, args->family, args->protocol, args->ret, args->flags, 0);
+}
+#endif

@@ -42,6 +42,7 @@ from ringtool.trace.reading.filters import NameFilter
 from ringtool.trace.reading.hist_maps import disk_hists
 from ringtool.trace.reading.ordered import OrderedReader
 from ringtool.trace.reading.session import TraceOptions, TraceSession
+from ringtool.trace.reading.tcp_maps import read_conns, read_proc_io
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.signals import StopSignals
 from ringtool.trace.sink import Drill, Output, Sink
@@ -211,7 +212,8 @@ def _tick(
     drill: Drill | None = None,
 ) -> None:
     """Take the kernel counters into ``stats``; ``drill``: the processes whose
-    syscall histograms are read too (the TUI's drill-down; None: nobody)."""
+    syscall histograms and open connections are read too (the TUI's drill-down;
+    None: nobody)."""
     if ordered is not None:
         stats.set_ordering(ordered.merger.stats)
     stats.rings = session.rings_record()
@@ -224,6 +226,8 @@ def _tick(
         disk_hist=disk_hists(session.sources.get("disk")),
         drill=(None, {}) if drill is None else (drill[0], session.proc_hist(drill[1])),
         cpuwait=read_waits(obj) if (obj := session.sources.get("cpuwait")) else None,
+        tcp_io=read_proc_io(tcp) if (tcp := session.sources.get("tcp")) else None,
+        drill_conns=read_conns(tcp, drill[1]) if tcp and drill is not None else None,
     )
 
 

@@ -61,6 +61,7 @@ from ringtool.trace.dashboard.tui_freeze import frozen_stats
 from ringtool.trace.dashboard.tui_help import help_table
 from ringtool.trace.dashboard.tui_keys import ESC_TIMEOUT, MOUSE_OFF, MOUSE_ON, KeyParser
 from ringtool.trace.dashboard.tui_mouse import click_target
+from ringtool.trace.dashboard.tui_netdisk import ProcIO, drill_room, drill_row, top_row
 from ringtool.trace.dashboard.tui_panels import TAIL_TYPES, data, sparkline
 from ringtool.trace.dashboard.tui_recent import RecentEvents, shown_events
 from ringtool.trace.dashboard.tui_view import SORTS, ViewState
@@ -109,6 +110,7 @@ class TraceTui:
         self._ticker: threading.Thread | None = None
         self._ticking = threading.Event()
         self.sources: list[str] = []
+        self.io = ProcIO(decoder.layout, ())  # each process's traffic (tcp, net, disk)
         self.notes: list[str] = []
         self._stats: TraceStats | None = None
         self._live: Live | None = None
@@ -219,6 +221,7 @@ class TraceTui:
     def start(self, sources: list[str], notes: list[str]) -> None:
         self._stop_ticker()
         self.sources = sources
+        self.io = ProcIO(self.decoder.layout, sources)
         self.notes = list(notes)
         self._draw()
 
@@ -230,12 +233,14 @@ class TraceTui:
         if len(arr):
             self.recent.add_batch(arr)
             self.exits.add_batch(arr)
+        self.io.add(records)
         if len(net):
             kept = self._net.concat(net.take(slice(-TAIL_KEEP, None)))
             self._net = kept.take(slice(-TAIL_KEEP, None)) if len(kept) > TAIL_KEEP else kept
 
     def stats(self, stats: TraceStats) -> None:
         self._stats = stats
+        self.io.tick(time.monotonic(), stats.tcp_io)
         quiet = ((pid, row[2] or 0) for pid, _, _, recent in stats.proc_rows() if not recent
                  for row in (stats.procs[pid],))  # fmt: skip
         self.exits.sweep(quiet)  # exits whose records were lost (drops)
@@ -296,7 +301,7 @@ class TraceTui:
         if self._layout is None or self.view.help or self.view.editing is not None:
             return
         _, x, y = key.split(":")
-        row, column = click_target(self._layout, self.console, int(x) - 1, int(y) - 1)
+        row, column = click_target(self._layout, self.console, int(x) - 1, int(y) - 1, self.view)
         self.view.click(row, column)
 
     def _draw(self) -> None:
@@ -326,7 +331,6 @@ class TraceTui:
             return panels.startup(self._steps, self._started, time.monotonic(), width)
         s, recent, tail = self._shown()
         v = self.view
-        ncpu = s.ncpu if s is not None else 1
         # the process table grows with the height; the CPU table beside it shows
         # every CPU it has room for
         rows_a = max(3, (height - 12) // 3)
@@ -334,6 +338,7 @@ class TraceTui:
         # what is left below the header (2), the two rows of tables (each with a title,
         # a header and its rule) and the footer (1), less the tail's own 3 lines
         rows_tail = max(1, height - rows_a - rows_b - 12)
+        rows_b, rows_tail, more = drill_room(s, self.io, v, rows_b, rows_tail)
         layout = Layout()
         self._layout = layout
         bottom = Layout(panels.footer(v), name="footer", size=1)
@@ -345,7 +350,7 @@ class TraceTui:
             panel = cost_panel(s.cost if s is not None else None, height - 3)
             layout.split_column(top, Layout(panel, name="cost"), bottom)
             return layout
-        procs = panels.procs_table(s, v, rows_a)  # first: it picks the rows of the filter
+        procs = panels.procs_table(s, v, rows_a, self.io.frame)  # first: picks the filter's rows
         self._forget_gone()
         shown, total = shown_events(self.view, self.decoder, recent, tail, rows_tail)
         layout.split_column(
@@ -358,21 +363,9 @@ class TraceTui:
             ),
             bottom,
         )
-        layout["a"].split_row(
-            Layout(panels.cpu_table(s, v, min(ncpu, rows_a), width)),
-            Layout(procs, name="procs"),
-        )
+        layout["a"].split_row(*top_row(s, v, procs, rows_a, width))
         if v.drilling:
-            # the drill-down's histograms need room: 2/3 of the row beside the
-            # syscalls of all processes, or all of it below 120 columns
-            wide = width >= 120
-            drill = panels.drill_table(s, v, rows_b, width * 2 // 3 if wide else width)
-            if wide:
-                layout["b"].split_row(
-                    Layout(drill, ratio=2), Layout(panels.syscalls_table(s, v, rows_b), ratio=1)
-                )
-            else:
-                layout["b"].update(drill)
+            drill_row(layout["b"], s, self.io, v, rows_b, more, width)
         else:
             layout["b"].split_row(
                 Layout(panels.syscalls_table(s, v, rows_b)),

@@ -38,10 +38,11 @@ from ringtool.trace.dashboard.tui_tree import ProcParents, tree_rows
 from ringtool.trace.report.proc_names import shown_comm
 from ringtool.trace.report.stats import TraceStats
 
-#: The process table's columns, in order (``<``/``>`` move the sort along them).
+#: The process table's columns, in order (``<``/``>`` move the sort along them); the
+#: sources' columns follow where they run (:attr:`ViewState.columns`).
 PROC_COLUMNS = ("PID", "COMM", "EVENTS", "EV/IV")
 #: Columns sorted biggest first unless inverted (the others: smallest/A first).
-_DESCENDING = frozenset({"EVENTS", "EV/IV"})
+_DESCENDING = frozenset({"EVENTS", "EV/IV", "WAIT99", "NET TX/RX", "DISK R/W"})
 #: The syscalls table's sorts (``s`` cycles them).
 SORTS = ("count", "rate", "p99")
 ProcRow = tuple[int, str, int, int]  # pid, comm, events, events in the last interval
@@ -95,6 +96,8 @@ class ViewState:
     page_events: int = 1
     _pids: list[int] = field(default_factory=list)  # the process rows, in order
     _stats: TraceStats | None = None  # of the last frame (procs)
+    columns: tuple[str, ...] = PROC_COLUMNS  # and the sources', sorted by ``extra`` (none: -1)
+    extra: dict[int, tuple[float, ...]] = field(default_factory=dict)
     _comms: list[str] = field(default_factory=list)
     _n_events: int = 0
 
@@ -184,7 +187,7 @@ class ViewState:
     def click(self, row: int | None, column: int | None) -> None:
         """A mouse click on the process table: on row ``row`` of those shown (selects
         it), or on the header of column ``column`` (sorts by it; again: inverts)."""
-        if column is not None and 0 <= column < len(PROC_COLUMNS):
+        if column is not None and 0 <= column < len(self.columns):
             if column == self.proc_col:
                 self.invert = not self.invert
             else:
@@ -205,10 +208,10 @@ class ViewState:
         self.editing = self.filter
 
     def _left(self) -> None:
-        self.proc_col = (self.proc_col - 1) % len(PROC_COLUMNS)
+        self.proc_col = (self.proc_col - 1) % len(self.columns)
 
     def _right(self) -> None:
-        self.proc_col = (self.proc_col + 1) % len(PROC_COLUMNS)
+        self.proc_col = (self.proc_col + 1) % len(self.columns)
 
     def _invert(self) -> None:
         self.invert = not self.invert
@@ -289,7 +292,7 @@ class ViewState:
 
     @property
     def sort_column(self) -> str:
-        return PROC_COLUMNS[self.proc_col]
+        return self.columns[min(self.proc_col, len(self.columns) - 1)]
 
     @property
     def descending(self) -> bool:
@@ -326,10 +329,14 @@ class ViewState:
         self.page_procs = max(1, rows)
         self._stats = stats
         every = self._live_rows(stats)
-        col = self.proc_col
+        self.proc_col = col = min(self.proc_col, len(self.columns) - 1)
         # ties in order of pid, so that equal rows do not swap between frames
         every.sort(key=lambda r: r[0])
-        every.sort(key=lambda r: r[col], reverse=self.descending)
+        if col < len(PROC_COLUMNS):
+            every.sort(key=lambda r: r[col], reverse=self.descending)
+        else:  # a source's column
+            k, none = col - len(PROC_COLUMNS), (-1.0,) * (len(self.columns) - len(PROC_COLUMNS))
+            every.sort(key=lambda r: self.extra.get(r[0], none)[k], reverse=self.descending)
         if self.tree and stats is not None:
             parents = self.parents.parents((r[0] for r in every), stats.tree.parents())
             every = tree_rows(every, parents)
