@@ -52,29 +52,33 @@ from ringtool.trace.units import count
 SECTION_ROWS = 4
 
 
-def _conn_rows(s: TraceStats, io: ProcIO, pids: Collection[int], now_ns: int) -> list[list[str]]:
-    """The connection rows: the open ones (newest first), then the closed ones."""
+def _conn_rows(
+    s: TraceStats, io: ProcIO, pids: Collection[int], now_ns: int
+) -> tuple[list[list[str]], int]:
+    """The connection rows: the open ones (newest first), then the closed ones; and
+    how many are open."""
     rows = []
     live: np.ndarray[Any, Any] | None = s.drill_conns
+    if live is not None:  # read for the drill-down of the last interval: maybe another
+        live = live[np.isin(live["pid"], list(pids))]
     for c in live[::-1] if live is not None else ():
         state = int(c["state"])
         rows.append([f"{address(bytes(c['daddr']))}:{int(c['dport'])}", str(int(c["sport"])),
                      count(int(c["tx_bytes"])), count(int(c["rx_bytes"])),
                      approx_duration(max(0, now_ns - int(c["start_ns"]))),
                      STATE_NAMES.get(state, str(state))])  # fmt: skip
-    for c in io.closed(pids)[: SECTION_ROWS * 4]:
+    for c in io.closed(pids)[: SECTION_ROWS * 2]:
         err = int(c["error"])
         rows.append([f"{address(bytes(c['daddr']))}:{int(c['dport'])}", str(int(c["sport"])),
                      count(int(c["tx_bytes"])), count(int(c["rx_bytes"])),
                      approx_duration(float(c["duration_ns"])),
                      errno_name(err) if err else "closed"])  # fmt: skip
-    return rows
+    return rows, len(live) if live is not None else 0
 
 
 def conns_table(s: TraceStats, io: ProcIO, pids: Collection[int], rows: int) -> Table:
     """The connections section (see the module doc) in ``rows`` rows."""
-    found = _conn_rows(s, io, pids, time.monotonic_ns())
-    n_open = len(s.drill_conns) if s.drill_conns is not None else 0
+    found, n_open = _conn_rows(s, io, pids, time.monotonic_ns())
     live = "" if s.tcp_io is not None else " (no live bytes: kernel before 6.3)"
     t = table(f"connections: {n_open} open, {len(found) - n_open} closed shown{live}",
               ("REMOTE", "left"), ("LPORT", "right", 5), ("TX", "right", 5),

@@ -25,8 +25,9 @@ writes (``W``; a preflush before it is the write's flag) apart; other operations
 requests, bytes read and written and a service-time histogram since the trace started
 (:func:`ringtool.trace.reading.latency_buckets.bucket_indexes`: its p99 within 1.6%).
 
-The newest :data:`CONNS_KEPT` closed connections (tcp records, copied) are kept for the
-drill-down. Pure: never touches the kernel.
+Each process's newest :data:`CONNS_KEPT` closed connections (tcp records, copied) are
+kept for the drill-down, of the :data:`CONN_PROCS` processes whose connections closed
+last. Pure: never touches the kernel.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from ringtool.event.layout import TraceLayout
 from ringtool.event.records import NetRecords, Records
 from ringtool.trace.reading.latency_buckets import bucket_indexes, quantile
 
-#: Closed connections kept (the newest of every process together).
-CONNS_KEPT = 512
+#: Closed connections kept per process (its newest), and processes kept (those whose
+#: newest connection closed last).
+CONNS_KEPT, CONN_PROCS = 16, 4096
 #: Rates: ``(tx, rx, read, write)`` bytes per second of a process in the last interval.
 Rates = tuple[float, float, float, float]
 #: The ``rwbs`` letters of a read and a write (the operation, after a preflush ``F``).
@@ -114,7 +116,8 @@ class ProcIO:
         #: (pid, dev) -> [requests, read, written] and its service histogram
         self.disk_counts: dict[tuple[int, int], list[int]] = {}
         self.disk_hist: dict[tuple[int, int], dict[int, int]] = {}
-        self.conns: np.ndarray[Any, Any] | None = None  # closed, newest last (a copy)
+        #: pid -> its closed connections, newest last (copies)
+        self.conns: dict[int, np.ndarray[Any, Any]] = {}
         self.frame = IoFrame(net=self.net, disk=self.disk)
 
     # --- feeding -----------------------------------------------------------------------
@@ -143,8 +146,17 @@ class ProcIO:
     def _add_tcp(self, rec: np.ndarray[Any, Any]) -> None:
         pids, tx, rx = _sums(rec["h"]["pid"], rec["tx_bytes"], rec["rx_bytes"])
         self._add(pids, 0, tx, rx)
-        kept = rec if self.conns is None else np.concatenate((self.conns, rec))
-        self.conns = kept[-CONNS_KEPT:].copy()
+        pid = rec["h"]["pid"]
+        order = np.argsort(pid, kind="stable")  # each pid's records together, in order
+        ends = np.searchsorted(pid[order], pids, side="right")
+        for p, end in zip(pids, ends.tolist(), strict=True):
+            newest = rec[order[max(0, end - CONNS_KEPT) : end]]
+            newest = newest[newest["h"]["pid"] == p]  # not the previous pid's
+            old = self.conns.pop(p, None)  # re-inserted: the newest process last
+            kept = newest if old is None else np.concatenate((old, newest))
+            self.conns[p] = kept[-CONNS_KEPT:].copy()
+        while len(self.conns) > CONN_PROCS:
+            del self.conns[next(iter(self.conns))]
 
     def _add_disk(self, rec: np.ndarray[Any, Any]) -> None:
         op = _op_letters(rec["rwbs"])
@@ -226,10 +238,13 @@ class ProcIO:
     def closed(self, pids: Collection[int]) -> np.ndarray[Any, Any]:
         """The kept closed connections of processes ``pids`` (tcp records), newest
         first."""
-        if self.conns is None:
+        mine = [self.conns[p] for p in pids if p in self.conns]
+        if not mine:
             return np.zeros(0, self._tcp_dtype)
-        mine = self.conns[np.isin(self.conns["h"]["pid"], list(pids))]
-        return mine[::-1]
+        every = np.concatenate(mine)[::-1]  # each one's newest first, then by time
+        newest_first: np.ndarray[Any, Any] = every[np.argsort(-every["h"]["ts"].astype(np.int64),
+                                                              kind="stable")]  # fmt: skip
+        return newest_first
 
 
 __all__ = ["CONNS_KEPT", "DiskRow", "IoFrame", "ProcIO", "Rates"]
