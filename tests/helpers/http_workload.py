@@ -23,13 +23,13 @@ def serve(comm: str, size: int) -> None:
     body = b"x" * size
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Length", str(size))
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = HTTPServer(("127.0.0.1", 0), Handler)

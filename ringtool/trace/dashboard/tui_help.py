@@ -66,10 +66,16 @@ LEGEND = (
     ("EVENTS", "events of the process since the start"),
     ("EV/IV", "events of the process in the last interval (one refresh)"),
     ("WAIT99", "--events cpuwait: p99 of the process's waits for a CPU"),
-    ("NET TX/RX", "--events tcp (or net): bytes/s sent/received, last interval; "
-     "sorted by their sum (docs/dashboard.md: what is counted)"),
-    ("DISK R/W", "--events disk: bytes/s read/written by its block requests, last "
-     "interval; sorted by their sum"),
+    (
+        "NET TX/RX",
+        "--events tcp (or net): bytes/s sent/received, last interval; "
+        "sorted by their sum (docs/dashboard.md: what is counted)",
+    ),
+    (
+        "DISK R/W",
+        "--events disk: bytes/s read/written by its block requests, last "
+        "interval; sorted by their sum",
+    ),
     ("REMOTE", "drill-down: a connection's remote address:port (open ones first)"),
     ("LPORT", "drill-down: its local port"),
     ("TX", "drill-down: bytes it sent (open: its send calls; closed: acked)"),

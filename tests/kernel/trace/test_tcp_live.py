@@ -26,9 +26,10 @@ from tests.helpers.trace import traced
 
 pytestmark = [pytest.mark.kernel, pytest.mark.all_kernels]
 
-LIVE = Path("/sys/kernel/tracing/events/sock/sock_send_length").exists() or Path(
-    "/sys/kernel/debug/tracing/events/sock/sock_send_length"
-).exists()
+LIVE = (
+    Path("/sys/kernel/tracing/events/sock/sock_send_length").exists()
+    or Path("/sys/kernel/debug/tracing/events/sock/sock_send_length").exists()
+)
 
 
 def test_live_bytes_per_process_and_the_open_connection() -> None:

@@ -13,7 +13,7 @@ from ringtool.event.records import Records
 from ringtool.trace.reading.latency_buckets import bucket_indexes, bucket_of, middle, quantile
 from ringtool.trace.report.proc_io import CONN_PROCS, CONNS_KEPT, ProcIO
 from tests.helpers.io_records import LAYOUT, disk_records, tcp_records
-from tests.helpers.net_records import net_sample, net_records
+from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.stats import open_batch
 
 LOOP0 = 7 << 20  # the kernel's dev_t of 7:0

@@ -149,8 +149,11 @@ def test_every_new_column_header_has_a_legend_line() -> None:
     io_ = ProcIO(LAYOUT, ("tcp", "disk"))
     io_.tick(0.0)
     io_.add(_records())
-    tables = [panels.procs_table(st, ViewState(), 5, io_.tick(1.0)),
-              netdisk.conns_table(st, io_, {SENDER}, 3), netdisk.disk_table(io_, {WRITER}, 3)]
+    tables = [
+        panels.procs_table(st, ViewState(), 5, io_.tick(1.0)),
+        netdisk.conns_table(st, io_, {SENDER}, 3),
+        netdisk.disk_table(io_, {WRITER}, 3),
+    ]
     headers = {str(c.header).rstrip("▼▲") for t in tables for c in t.columns}
     assert {"WAIT99", NET, DISK, "REMOTE", "SVC P99"} <= headers
     legend = {name for name, _ in LEGEND}
