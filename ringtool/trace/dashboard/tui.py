@@ -331,6 +331,7 @@ class TraceTui:
             return panels.startup(self._steps, self._started, time.monotonic(), width)
         s, recent, tail = self._shown()
         v = self.view
+        io = self.io.shown(v.paused)  # each process's traffic (paused: a copy)
         # the process table grows with the height; the CPU table beside it shows
         # every CPU it has room for
         rows_a = max(3, (height - 12) // 3)
@@ -338,7 +339,7 @@ class TraceTui:
         # what is left below the header (2), the two rows of tables (each with a title,
         # a header and its rule) and the footer (1), less the tail's own 3 lines
         rows_tail = max(1, height - rows_a - rows_b - 12)
-        rows_b, rows_tail, more = drill_room(s, self.io, v, rows_b, rows_tail)
+        rows_b, rows_tail, more = drill_room(s, io, v, rows_b, rows_tail)
         layout = Layout()
         self._layout = layout
         bottom = Layout(panels.footer(v), name="footer", size=1)
@@ -350,7 +351,7 @@ class TraceTui:
             panel = cost_panel(s.cost if s is not None else None, height - 3)
             layout.split_column(top, Layout(panel, name="cost"), bottom)
             return layout
-        procs = panels.procs_table(s, v, rows_a, self.io.frame)  # first: picks the filter's rows
+        procs = panels.procs_table(s, v, rows_a, io.frame)  # first: picks the filter's rows
         self._forget_gone()
         shown, total = shown_events(self.view, self.decoder, recent, tail, rows_tail)
         layout.split_column(
@@ -365,7 +366,7 @@ class TraceTui:
         )
         layout["a"].split_row(*top_row(s, v, procs, rows_a, width))
         if v.drilling:
-            drill_row(layout["b"], s, self.io, v, rows_b, more, width)
+            drill_row(layout["b"], s, io, v, rows_b, more, width)
         else:
             layout["b"].split_row(
                 Layout(panels.syscalls_table(s, v, rows_b)),

@@ -32,6 +32,7 @@ last. Pure: never touches the kernel.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,6 +120,7 @@ class ProcIO:
         #: pid -> its closed connections, newest last (copies)
         self.conns: dict[int, np.ndarray[Any, Any]] = {}
         self.frame = IoFrame(net=self.net, disk=self.disk)
+        self._frozen: ProcIO | None = None
 
     # --- feeding -----------------------------------------------------------------------
 
@@ -189,6 +191,19 @@ class ProcIO:
         out = rec["dir"] == 1
         pids, tx, rx = _sums(rec["h"]["pid"], np.where(out, size, 0), np.where(out, 0, size))
         self._add(pids, 0, tx, rx)
+
+    def shown(self, paused: bool) -> ProcIO:
+        """What a frame draws: this, or (``paused``) a copy taken at the first paused
+        frame, which later batches and ticks leave as it is (once per pause)."""
+        if not paused:
+            self._frozen = None
+            return self
+        if self._frozen is None:
+            f = self._frozen = copy.copy(self)
+            f.conns = dict(self.conns)  # arrays replaced whole, never changed in place
+            f.disk_counts = {k: list(v) for k, v in self.disk_counts.items()}
+            f.disk_hist = {k: dict(v) for k, v in self.disk_hist.items()}
+        return self._frozen
 
     # --- reading -----------------------------------------------------------------------
 

@@ -112,3 +112,21 @@ def test_bucket_indexes_are_bucket_of(values: list[int]) -> None:
     assert got == [bucket_of(v) for v in values]
     if values:
         assert quantile({b: 1 for b in got}, 1.0) == middle(bucket_of(max(values)))
+
+
+def test_paused_frames_draw_a_copy_that_counting_leaves_alone() -> None:
+    io = _io("tcp", "disk")
+    io.add_batch(np.concatenate((tcp_records([{"pid": 50, "tx_bytes": 10}]),
+                                 disk_records([{"pid": 50, "rwbs": b"W", "bytes": 512,
+                                                "dev": LOOP0}]))))  # fmt: skip
+    io.tick(1.0)
+    shown = io.shown(True)
+    assert shown is not io and io.shown(True) is shown  # taken once per pause
+    io.add_batch(np.concatenate((tcp_records([{"pid": 50, "tx_bytes": 10}]),
+                                 disk_records([{"pid": 50, "rwbs": b"W", "bytes": 512,
+                                                "dev": LOOP0}]))))  # fmt: skip
+    io.tick(2.0)
+    assert shown.frame.rates[50] == (10.0, 0.0, 0.0, 512.0) == io.frame.rates[50]
+    assert len(shown.closed({50})) == 1 and len(io.closed({50})) == 2
+    assert shown.disk_rows({50})[0].requests == 1 and io.disk_rows({50})[0].requests == 2
+    assert io.shown(False) is io and io.shown(True) is not shown  # a new pause, a new copy

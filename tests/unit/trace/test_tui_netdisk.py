@@ -18,6 +18,7 @@ from ringtool.trace.dashboard import tui_panels as panels
 from ringtool.trace.dashboard.tui import TraceTui
 from ringtool.trace.dashboard.tui_help import LEGEND
 from ringtool.trace.dashboard.tui_iocols import DISK, NET
+from ringtool.trace.dashboard.tui_mouse import click_target
 from ringtool.trace.dashboard.tui_view import ViewState
 from ringtool.trace.reading.cpuwait_maps import CpuWaits, WaitHist
 from ringtool.trace.reading.tcp_maps import CONN_DTYPE
@@ -158,3 +159,14 @@ def test_every_new_column_header_has_a_legend_line() -> None:
     assert {"WAIT99", NET, DISK, "REMOTE", "SVC P99"} <= headers
     legend = {name for name, _ in LEGEND}
     assert headers <= legend, f"columns without a legend line: {headers - legend}"
+
+
+def test_a_click_on_a_sources_column_header_sorts_by_it() -> None:
+    tui, buf = _tui(120, 40, ["tcp", "disk"], _stats())
+    text = frame(tui, buf)
+    y, line = next((i, ln) for i, ln in enumerate(text.splitlines()) if DISK in ln)
+    layout = tui._layout
+    assert layout is not None
+    row, column = click_target(layout, tui.console, line.index(DISK) + 2, y, tui.view)
+    tui.view.click(row, column)
+    assert tui.view.sort_column == DISK and f"{DISK}▼" in frame(tui, buf)
