@@ -25,14 +25,18 @@ writes (``W``; a preflush before it is the write's flag) apart; other operations
 requests, bytes read and written and a service-time histogram since the trace started
 (:func:`ringtool.trace.reading.latency_buckets.bucket_indexes`: its p99 within 1.6%).
 
-Each process's newest :data:`CONNS_KEPT` closed connections (tcp records, copied) are
-kept for the drill-down, of the :data:`CONN_PROCS` processes whose connections closed
-last. Pure: never touches the kernel.
+The newest :data:`CONNS_KEPT` closed connections of all processes are kept for the
+drill-down (their fields it shows, :data:`CONN_FIELDS`: 64 bytes each). The
+service-time histograms are counts per bucket of the first
+:data:`~ringtool.trace.reading.latency_buckets.FAST_BUCKETS` (a latency over 69 s counts
+in the last), for the first :data:`DISK_KEYS` (process, device) pairs seen (another one
+has no p99). Pure: never touches the kernel.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,11 +45,18 @@ import numpy as np
 
 from ringtool.event.layout import TraceLayout
 from ringtool.event.records import NetRecords, Records
-from ringtool.trace.reading.latency_buckets import bucket_indexes, quantile
+from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, bucket_indexes, quantile
 
-#: Closed connections kept per process (its newest), and processes kept (those whose
-#: newest connection closed last).
-CONNS_KEPT, CONN_PROCS = 16, 4096
+#: Closed connections kept (the newest of all processes).
+CONNS_KEPT = 65536
+#: What is kept of a closed connection (of ``struct trace_tcp``).
+CONN_FIELDS = np.dtype([
+    ("pid", "<u4"), ("error", "<i4"), ("ts", "<u8"), ("duration_ns", "<u8"),
+    ("tx_bytes", "<u8"), ("rx_bytes", "<u8"), ("daddr", "u1", (16,)), ("sport", "<u2"),
+    ("dport", "<u2"), ("pad", "u1", (4,)),
+])  # fmt: skip
+#: (process, device) pairs with a service-time histogram (4 KiB each).
+DISK_KEYS = 4096
 #: Rates: ``(tx, rx, read, write)`` bytes per second of a process in the last interval.
 Rates = tuple[float, float, float, float]
 #: The ``rwbs`` letters of a read and a write (the operation, after a preflush ``F``).
@@ -56,7 +67,8 @@ _R, _W, _F = ord("R"), ord("W"), ord("F")
 class DiskRow:
     """One process's (or, by name, several's) requests to device ``dev`` (the
     kernel's dev_t) since the trace started: ``requests``, bytes ``read`` and
-    ``written``, the p99 of their service time (ns)."""
+    ``written``, the p99 of their service time (ns; NaN: no histogram, see the module
+    doc)."""
 
     dev: int
     requests: int
@@ -116,9 +128,10 @@ class ProcIO:
         self._mark_time: float | None = None
         #: (pid, dev) -> [requests, read, written] and its service histogram
         self.disk_counts: dict[tuple[int, int], list[int]] = {}
-        self.disk_hist: dict[tuple[int, int], dict[int, int]] = {}
-        #: pid -> its closed connections, newest last (copies)
-        self.conns: dict[int, np.ndarray[Any, Any]] = {}
+        self._disk_rows: dict[tuple[int, int], int] = {}  # -> its row of _disk_hist
+        self._disk_hist = np.zeros((0, FAST_BUCKETS), np.uint32)
+        #: closed connections (:data:`CONN_FIELDS`), the newest last
+        self.conns = np.zeros(0, CONN_FIELDS)
         self.frame = IoFrame(net=self.net, disk=self.disk)
         self._frozen: ProcIO | None = None
 
@@ -148,17 +161,12 @@ class ProcIO:
     def _add_tcp(self, rec: np.ndarray[Any, Any]) -> None:
         pids, tx, rx = _sums(rec["h"]["pid"], rec["tx_bytes"], rec["rx_bytes"])
         self._add(pids, 0, tx, rx)
-        pid = rec["h"]["pid"]
-        order = np.argsort(pid, kind="stable")  # each pid's records together, in order
-        ends = np.searchsorted(pid[order], pids, side="right")
-        for p, end in zip(pids, ends.tolist(), strict=True):
-            newest = rec[order[max(0, end - CONNS_KEPT) : end]]
-            newest = newest[newest["h"]["pid"] == p]  # not the previous pid's
-            old = self.conns.pop(p, None)  # re-inserted: the newest process last
-            kept = newest if old is None else np.concatenate((old, newest))
-            self.conns[p] = kept[-CONNS_KEPT:].copy()
-        while len(self.conns) > CONN_PROCS:
-            del self.conns[next(iter(self.conns))]
+        rec = rec[-CONNS_KEPT:]
+        new = np.zeros(len(rec), CONN_FIELDS)
+        new["pid"], new["ts"] = rec["h"]["pid"], rec["h"]["ts"]
+        for name in ("error", "duration_ns", "tx_bytes", "rx_bytes", "daddr", "sport", "dport"):
+            new[name] = rec[name]
+        self.conns = np.concatenate((self.conns, new))[-CONNS_KEPT:]
 
     def _add_disk(self, rec: np.ndarray[Any, Any]) -> None:
         op = _op_letters(rec["rwbs"])
@@ -168,18 +176,30 @@ class ProcIO:
         pids, rd, wr = _sums(pid, reads, writes)
         self._add(pids, 2, rd, wr)
         key = (pid << 32) | rec["dev"].astype(np.int64)
-        keys, n, rd, wr = _sums(key, np.ones(len(rec), np.int64), reads, writes)
-        for i, k in enumerate(keys):
-            row = self.disk_counts.setdefault((k >> 32, k & 0xFFFFFFFF), [0, 0, 0])
+        uniq, inv = np.unique(key, return_inverse=True)
+        n = np.bincount(inv, minlength=len(uniq)).tolist()
+        rd, wr = (np.bincount(inv, weights=v.astype(np.float64), minlength=len(uniq))
+                  .astype(np.int64).tolist() for v in (reads, writes))  # fmt: skip
+        rows = np.full(len(uniq), -1, np.int64)  # each pair's histogram (-1: none)
+        for i, k in enumerate(uniq.tolist()):
+            pd = (k >> 32, k & 0xFFFFFFFF)
+            row = self.disk_counts.setdefault(pd, [0, 0, 0])
             row[0] += n[i]
             row[1] += rd[i]
             row[2] += wr[i]
-        # the service histogram: one count per (process, device, bucket) of the batch
-        both = np.stack((key, bucket_indexes(rec["service_ns"])), axis=1)
-        pairs, counts = np.unique(both, axis=0, return_counts=True)
-        for (k, b), c in zip(pairs.tolist(), counts.tolist(), strict=True):
-            hist = self.disk_hist.setdefault((k >> 32, k & 0xFFFFFFFF), {})
-            hist[b] = hist.get(b, 0) + c
+            at = self._disk_rows.get(pd)
+            if at is None and len(self._disk_rows) < DISK_KEYS:
+                at = self._disk_rows[pd] = len(self._disk_rows)
+            rows[i] = -1 if at is None else at
+        if len(self._disk_rows) > len(self._disk_hist):  # room for the new ones
+            more = max(len(self._disk_rows), 2 * len(self._disk_hist)) - len(self._disk_hist)
+            self._disk_hist = np.concatenate(
+                (self._disk_hist, np.zeros((more, FAST_BUCKETS), np.uint32))
+            )
+        at_row = rows[inv]
+        has = at_row >= 0
+        bucket = np.minimum(bucket_indexes(rec["service_ns"]), FAST_BUCKETS - 1)
+        np.add.at(self._disk_hist, (at_row[has], bucket[has]), 1)
 
     def add_net(self, net: NetRecords) -> None:
         """Count a batch's packets, when the tcp source does not run (see the module
@@ -200,9 +220,9 @@ class ProcIO:
             return self
         if self._frozen is None:
             f = self._frozen = copy.copy(self)
-            f.conns = dict(self.conns)  # arrays replaced whole, never changed in place
             f.disk_counts = {k: list(v) for k, v in self.disk_counts.items()}
-            f.disk_hist = {k: dict(v) for k, v in self.disk_hist.items()}
+            f._disk_rows = dict(self._disk_rows)
+            f._disk_hist = self._disk_hist.copy()  # the connections: replaced, not changed
         return self._frozen
 
     # --- reading -----------------------------------------------------------------------
@@ -245,21 +265,21 @@ class ProcIO:
                 for k in range(3):
                     acc[k] += row[k]
                 hist = hists.setdefault(dev, {})
-                for b, c in self.disk_hist.get((pid, dev), {}).items():
-                    hist[b] = hist.get(b, 0) + c
-        rows = [DiskRow(dev, r[0], r[1], r[2], quantile(hists[dev])) for dev, r in counts.items()]
+                at = self._disk_rows.get((pid, dev))
+                mine = self._disk_hist[at] if at is not None else self._disk_hist[:0, 0]
+                for b in np.flatnonzero(mine).tolist():
+                    hist[b] = hist.get(b, 0) + int(mine[b])
+        rows = [DiskRow(dev, r[0], r[1], r[2], quantile(hists[dev]) if hists[dev] else math.nan)
+                for dev, r in counts.items()]  # fmt: skip
         return sorted(rows, key=lambda r: (-(r.read + r.written), -r.requests, r.dev))
 
     def closed(self, pids: Collection[int]) -> np.ndarray[Any, Any]:
-        """The kept closed connections of processes ``pids`` (tcp records), newest
-        first."""
-        mine = [self.conns[p] for p in pids if p in self.conns]
-        if not mine:
-            return np.zeros(0, self._tcp_dtype)
-        every = np.concatenate(mine)[::-1]  # each one's newest first, then by time
-        newest_first: np.ndarray[Any, Any] = every[np.argsort(-every["h"]["ts"].astype(np.int64),
+        """The kept closed connections of processes ``pids`` (:data:`CONN_FIELDS`),
+        newest first."""
+        every = self.conns[np.isin(self.conns["pid"], list(pids))][::-1]
+        newest_first: np.ndarray[Any, Any] = every[np.argsort(-every["ts"].astype(np.int64),
                                                               kind="stable")]  # fmt: skip
         return newest_first
 
 
-__all__ = ["CONNS_KEPT", "DiskRow", "IoFrame", "ProcIO", "Rates"]
+__all__ = ["CONNS_KEPT", "CONN_FIELDS", "DISK_KEYS", "DiskRow", "IoFrame", "ProcIO", "Rates"]

@@ -5,13 +5,16 @@ with a service p99 (no kernel)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ringtool.event.records import Records
+from ringtool.event.tcp_data import address
 from ringtool.trace.reading.latency_buckets import bucket_indexes, bucket_of, middle, quantile
-from ringtool.trace.report.proc_io import CONN_PROCS, CONNS_KEPT, ProcIO
+from ringtool.trace.report.proc_io import CONNS_KEPT, DISK_KEYS, ProcIO
 from tests.helpers.io_records import LAYOUT, disk_records, tcp_records
 from tests.helpers.net_records import net_records, net_sample
 from tests.helpers.stats import open_batch
@@ -73,6 +76,18 @@ def test_disk_reads_and_writes_by_operation() -> None:
     assert rows[0].p99_ns == middle(bucket_of(90_000))
     both = io.disk_rows({20, 21})  # by name: the devices added up
     assert (both[0].dev, both[0].requests, both[0].read) == (LOOP0, 5, 8_192)
+    assert both[0].p99_ns == middle(bucket_of(90_000))
+
+
+def test_disk_histograms_for_the_first_pairs_only() -> None:
+    io = _io("disk")
+    io.add_batch(disk_records([{"pid": 1000 + i, "rwbs": b"W", "bytes": 512, "dev": LOOP0,
+                                "service_ns": 7_000} for i in range(DISK_KEYS + 1)]))  # fmt: skip
+    io.add_batch(disk_records([{"pid": 1000, "rwbs": b"W", "dev": LOOP0,
+                                "service_ns": 10**12}]))  # over 69 s: the last bucket  # fmt: skip
+    first, last = io.disk_rows({1000}), io.disk_rows({1000 + DISK_KEYS})
+    assert first[0].requests == 2 and first[0].p99_ns > 60e9
+    assert last[0].requests == 1 and math.isnan(last[0].p99_ns)  # counted, no histogram
 
 
 def test_packets_by_direction_only_without_the_tcp_source() -> None:
@@ -90,20 +105,23 @@ def test_packets_by_direction_only_without_the_tcp_source() -> None:
     assert io.tick(1.0).rates == {}
 
 
-def test_closed_connections_newest_first_per_process_kept_bounded() -> None:
+def test_closed_connections_newest_first_of_the_pids_kept_bounded() -> None:
     io = _io("tcp")
-    n = CONNS_KEPT + 10
-    io.add_batch(tcp_records([{"pid": 40 + i % 2, "dport": 1000 + i, "ts": 10 + i}
-                              for i in range(2 * n)]))  # fmt: skip
-    io.add_batch(tcp_records([{"pid": 41, "dport": 9, "ts": 10_000}]))  # a later batch
+    n = CONNS_KEPT // 2 + 10
+    rows = [{"pid": 40 + i % 2, "dport": i % 60_000, "ts": 10 + i, "daddr": "10.0.0.1",
+             "tx_bytes": i} for i in range(2 * n)]  # fmt: skip
+    io.add_batch(tcp_records(rows))
+    io.add_batch(tcp_records([{"pid": 41, "dport": 9, "ts": 10**9}]))  # a later batch
+    assert len(io.conns) == CONNS_KEPT  # the oldest 21 left
     mine = io.closed({41})
-    assert len(mine) == CONNS_KEPT and set(mine["h"]["pid"].tolist()) == {41}
-    assert mine["dport"].tolist()[:3] == [9, 1000 + 2 * n - 1, 1000 + 2 * n - 3]
+    assert len(mine) == n - 10 + 1 and set(mine["pid"].tolist()) == {41}
+    assert mine["dport"].tolist()[:2] == [9, (2 * n - 1) % 60_000]
+    assert mine["tx_bytes"].tolist()[1:3] == [2 * n - 1, 2 * n - 3]
+    assert address(bytes(mine["daddr"][1])) == "10.0.0.1"
     both = io.closed({40, 41})  # by name: every one's, by time
-    assert both["h"]["ts"].tolist() == sorted(both["h"]["ts"].tolist(), reverse=True)
-    assert len(both) == 2 * CONNS_KEPT and len(io.closed({42})) == 0
-    io.add_batch(tcp_records([{"pid": 100 + i} for i in range(CONN_PROCS - 1)]))
-    assert len(io.conns) == CONN_PROCS and 40 not in io.conns and 41 in io.conns
+    assert both["ts"].tolist() == sorted(both["ts"].tolist(), reverse=True)
+    assert len(both) == CONNS_KEPT and len(io.closed({42})) == 0
+    assert len(ProcIO(LAYOUT, ("tcp",)).closed({41})) == 0
 
 
 @given(st.lists(st.integers(0, 2**53 - 1), max_size=50))
