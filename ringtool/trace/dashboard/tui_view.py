@@ -21,8 +21,8 @@ left out of the rows unless ``keep_exited`` (``--keep-exited``, key ``e``). ``F5
 shows the rows as a process tree (:mod:`ringtool.trace.dashboard.tui_tree`).
 
 The drill-down (``Enter``: the selected process; ``n``: every process of its name,
-exited ones too) shows syscalls counted since the trace started
-(``proc_hist``, bpf/trace_syscalls.c).
+exited ones too) shows syscalls counted since the trace started (``proc_hist``,
+bpf/trace_syscalls.c), and the sections of :mod:`ringtool.trace.dashboard.tui_netdisk`.
 """
 
 from __future__ import annotations
