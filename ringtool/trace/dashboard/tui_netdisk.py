@@ -32,6 +32,7 @@ from rich.text import Text
 
 from ringtool.event.disk_data import dev_text, disk_name
 from ringtool.event.tcp_data import STATE_NAMES, address, errno_name
+from ringtool.trace.dashboard.tui_iocols import DISK, NET, WIDTHS
 from ringtool.trace.dashboard.tui_panels import (
     cpu_table,
     data,
@@ -50,6 +51,9 @@ from ringtool.trace.units import count
 
 #: Rows of each section at most (the connections: open ones first).
 SECTION_ROWS = 4
+#: The process table's room for a name when it has NET or DISK columns
+#: (:func:`top_row`): PID 8, EVENTS and EV/IV 6 each, then the sources' columns.
+COMM_ROOM = 12
 
 
 def _conn_rows(
@@ -188,14 +192,17 @@ def top_row(
     s: TraceStats | None, view: ViewState, procs: RenderableType, rows: int, width: int
 ) -> list[Layout]:
     """The per-CPU table and the process table side by side (as many CPUs as
-    ``rows``); with two sources' columns or more the process table needs the room: 2/3
-    of the row from 120 columns, all of it below (the sources table still says the
-    drops)."""
+    ``rows``). With NET or DISK columns the process table needs more room (its columns
+    and a :data:`COMM_ROOM` name): half of the row where that is enough, else 2/3 of it
+    from 120 columns, else all of it (the per-CPU table is left out; the sources table
+    still says the drops)."""
     ncpu = s.ncpu if s is not None else 1
     table_ = Layout(procs, name="procs")
-    if len(view.columns) - len(PROC_COLUMNS) < 2:
+    extra = view.columns[len(PROC_COLUMNS) :]
+    need = 20 + sum(WIDTHS[c] for c in extra) + 2 * len(view.columns) + COMM_ROOM
+    if not (NET in extra or DISK in extra) or width // 2 >= need:
         return [Layout(cpu_table(s, view, min(ncpu, rows), width)), table_]
-    if width < 120:
+    if width < 120 or width * 2 // 3 < need:
         return [table_]
     third = width // 3  # cpu_table sizes its trend column for half of its width argument
     table_.ratio = 2
@@ -210,5 +217,6 @@ def section_lines(s: TraceStats | None, io: ProcIO | None) -> int:
             + (s.cpuwait is not None))  # fmt: skip
 
 
-__all__ = ["SECTION_ROWS", "ProcIO", "conns_table", "disk_table", "drill_panel", "drill_room",
-           "drill_row", "runq_line", "section_lines", "sections", "top_row"]  # fmt: skip
+__all__ = ["COMM_ROOM", "SECTION_ROWS", "ProcIO", "conns_table", "disk_table", "drill_panel",
+           "drill_room", "drill_row", "runq_line", "section_lines", "sections",
+           "top_row"]  # fmt: skip

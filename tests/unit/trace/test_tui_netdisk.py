@@ -170,3 +170,13 @@ def test_a_click_on_a_sources_column_header_sorts_by_it() -> None:
     row, column = click_target(layout, tui.console, line.index(DISK) + 2, y, tui.view)
     tui.view.click(row, column)
     assert tui.view.sort_column == DISK and f"{DISK}▼" in frame(tui, buf)
+
+
+def test_the_process_table_takes_the_room_its_columns_need() -> None:
+    for sources, width, cpu in ((["tcp"], 120, True), (["tcp"], 100, False),
+                                (["tcp", "disk"], 120, True), (["tcp", "disk"], 119, False),
+                                (["disk"], 80, False), (["exec"], 80, True)):  # fmt: skip
+        text = frame(*_tui(width, 40, sources, _stats()))
+        assert ("per CPU" in text) == cpu, (sources, width)
+        sender = next(ln for ln in text.splitlines() if "sender" in ln)
+        assert " sender " in sender  # the name whole
