@@ -139,7 +139,10 @@ struct trace_tcp_conn {
     u8 known;                    /* ESTABLISHED was reached: the 4-tuple is final */
     u8 published;                /* the owners table has it (-DTRACE_TCP_OWNERS_FD only:
                                     bpf/tcp_owners.h) */
-    u16 pad;
+    u8 state;                    /* the newest state */
+    u8 pad[5];
+    u64 tx_bytes;                /* through its send and receive calls (the kernel's */
+    u64 rx_bytes;                /* sock_send_length/sock_recv_length, 6.3 on; else 0) */
 };
 
 /* disk (bpf/trace_disk.c): one block I/O request, emitted at its completion. A RINGBUF

@@ -16,7 +16,9 @@
  * first state change made in the process's own context: connect() for an active
  * one (SYN_SENT), and for a passive one its close(2) or shutdown(2) (ESTABLISHED ->
  * FIN_WAIT1, or CLOSE_WAIT -> LAST_ACK), which the process that accepted it (or got
- * its descriptor) makes. Every other change runs in softirq context, on behalf of
+ * its descriptor) makes, or before that its first send or receive call where the
+ * kernel has the sock:sock_send_length and sock:sock_recv_length tracepoints (6.3
+ * on, TRACE_HAVE_SOCK_LENGTH from the tcp entry's needs). Every other change runs in softirq context, on behalf of
  * whatever task the CPU happened to run (tcplife takes its pid at SYN_SENT and
  * LAST_ACK only, and the current task at the close otherwise). A passive connection
  * that ends without such a call (reset by the peer) has no owner: pid 0, comm "".
@@ -41,6 +43,14 @@
  * as ::ffff:a.b.c.d); `conns` keeps those of each state change too, for the
  * dashboard, which reads the open connections from it (struct trace_tcp_conn,
  * bpf/trace_event.h: owner, start, addresses; their bytes are read at the close only).
+ *
+ * Live (TRACE_HAVE_SOCK_LENGTH): those two tracepoints count the bytes every send
+ * and receive call of a TCP socket returned (a MSG_PEEK read: none), in the calling
+ * process's `proc_io` entry (an LRU hash by tgid; the filters asked of the caller)
+ * and in the connection's `conns` entry where it is followed. A `conns` entry also
+ * keeps the newest state, remote address and ports, so that ringtool can list the
+ * open connections of a process (ringtool/trace/reading/tcp_maps.py, the dashboard's
+ * drill-down); it reads `proc_io` each interval.
  *
  * A connection that cannot be followed (`conns` full) or whose record finds its ring
  * full is counted per CPU (group counter + this source's `drops`).
@@ -90,8 +100,27 @@
 #define TCP_ANY_FILTER 0
 #endif
 
-/* One followed connection: a struct trace_tcp_conn (bpf/trace_event.h). */
+#ifndef TRACE_HAVE_SOCK_LENGTH
+#error "trace_tcp.c: compile with the tcp entry's needs (TRACE_HAVE_SOCK_LENGTH)"
+#endif
+#ifndef TRACE_TCP_MAX_PROCS
+#define TRACE_TCP_MAX_PROCS 4096
+#endif
+#define TCP_AF_INET 2
+#define TCP_MSG_PEEK 2
+
+/* A process's bytes through its TCP sockets' send and receive calls. */
+struct tcp_io {
+    u64 tx_bytes;
+    u64 rx_bytes;
+};
+
+/* One followed connection: a struct trace_tcp_conn (bpf/trace_event.h; the dashboard
+ * reads the open ones: ringtool/trace/reading/tcp_conns.py). */
 BPF_HASH(conns, u64, struct trace_tcp_conn, TRACE_TCP_MAX_CONNS);
+#if TRACE_HAVE_SOCK_LENGTH
+BPF_TABLE("lru_hash", u32, struct tcp_io, proc_io, TRACE_TCP_MAX_PROCS);
+#endif
 BPF_PERCPU_ARRAY(drops, u64, 1);
 
 /* A connection that is lost to the trace: group counter + this source's. */
@@ -163,8 +192,8 @@ static __always_inline int take_owner(struct trace_tcp_conn *c)
     return 1;
 }
 
-/* Where the tracepoint's record has the addresses and ports (BCC declares its type
- * inside the probe only). */
+/* Where the tracepoint's record has a state change's addresses and ports (BCC declares
+ * its type inside the probe only). */
 struct tcp_where {
     const u8 *saddr;  /* saddr_v6, daddr_v6 */
     const u8 *daddr;
@@ -192,6 +221,7 @@ static __always_inline int begin(u64 sk, int state, const struct tcp_where *w)
     c.start_ns = bpf_ktime_get_ns();
     c.states = 1 << (state & 15);
     c.active = state == TCP_ST_SYN_SENT;
+    c.state = state;
     if (c.active && !take_owner(&c))  /* connect(): the caller is the owner */
         return 0;
     if (conns.insert(&sk, &c))
@@ -264,6 +294,7 @@ TRACEPOINT_PROBE(sock, inet_sock_set_state)
         return 0;
     }
     c->states |= 1 << (state & 15);
+    c->state = state;
     /* a passive connection's owner: the process that closes or shuts it down */
     if (!c->owned && (state == TCP_ST_FIN_WAIT1 || state == TCP_ST_LAST_ACK) &&
         !take_owner(c)) {
@@ -282,31 +313,58 @@ TRACEPOINT_PROBE(sock, inet_sock_set_state)
     return finish(args, sk, c, &w);
 }
 
-#if defined(TRACE_TCP_OWNERS_FD) && TRACE_HAVE_SOCK_LENGTH
-/* A send or receive on socket `sk` in its caller's context: the owner of a passive
- * connection not owned yet (published when its 4-tuple is known). */
-static __always_inline int owner_in_call(u64 sk, u16 protocol)
+#if TRACE_HAVE_SOCK_LENGTH
+/* `len` bytes sent (`tx`) or received through TCP socket `sk` by the current task
+ * (tcp_sendmsg/tcp_recvmsg run in the caller's context): counted for its process in
+ * proc_io, and for the connection in `conns`; a passive one without an owner takes
+ * the current task as its owner (it accepted it), published by 4-tuple with
+ * TRACE_TCP_OWNERS_FD. */
+static __always_inline int count_io(u64 sk, int family, int protocol, int len, int flags,
+                                    int tx)
 {
-    if (protocol != TCP_PROTO)
+    if (protocol != TCP_PROTO || len <= 0 || (flags & TCP_MSG_PEEK) ||
+        (family != TCP_AF_INET && family != TCP_AF_INET6))
         return 0;
     struct trace_tcp_conn *c = conns.lookup(&sk);
-    if (!c || c->owned)
-        return 0;
-    if (!take_owner(c)) {
-        conns.delete(&sk);
-        return 0;
+    if (c && !c->owned) {
+        if (!take_owner(c)) {
+            conns.delete(&sk);
+            return 0;
+        }
+        publish(c);
     }
-    publish(c);
+    if (c) {
+        if (tx)
+            __sync_fetch_and_add(&c->tx_bytes, len);
+        else
+            __sync_fetch_and_add(&c->rx_bytes, len);
+    }
+    void *task = TRACE_CURRENT_TASK();
+    u32 tgid = TRACE_PID_TGID_OF(task) >> 32;
+    if (trace_skip_current_of(tgid, task))
+        return 0;
+    struct tcp_io *io = proc_io.lookup(&tgid);
+    if (!io) {
+        struct tcp_io zero = {};
+        proc_io.insert(&tgid, &zero);
+        io = proc_io.lookup(&tgid);
+        if (!io)
+            return 0;
+    }
+    if (tx)
+        __sync_fetch_and_add(&io->tx_bytes, len);
+    else
+        __sync_fetch_and_add(&io->rx_bytes, len);
     return 0;
 }
 
 TRACEPOINT_PROBE(sock, sock_send_length)
 {
-    return owner_in_call((u64)args->sk, args->protocol);
+    return count_io((u64)args->sk, args->family, args->protocol, args->ret, args->flags, 1);
 }
 
 TRACEPOINT_PROBE(sock, sock_recv_length)
 {
-    return owner_in_call((u64)args->sk, args->protocol);
+    return count_io((u64)args->sk, args->family, args->protocol, args->ret, args->flags, 0);
 }
 #endif

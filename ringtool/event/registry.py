@@ -263,11 +263,12 @@ EVENT_TYPES: tuple[EventType, ...] = (
                       "duration_us", "failed", "error")),
         panels=frozenset({RECENT, CONNECTIONS}),
         # the owner's header from the task; a socket's counters and error by address
+        # sock_send_length/sock_recv_length (6.3 on): live bytes per process
         needs=KernelNeeds.union([TASK_HEADER, KernelNeeds(members=(
             BtfMember("tcp_sock.bytes_acked", 8, "TRACE_TCP_BYTES_ACKED_OFF"),
             BtfMember("tcp_sock.bytes_received", 8, "TRACE_TCP_BYTES_RECEIVED_OFF"),
             BtfMember("sock.sk_err", 4, "TRACE_SOCK_ERR_OFF"),
-        ), optional=(  # a passive connection's owner for the packets (6.3 on)
+        ), optional=(  # live bytes per process; a passive connection's owner (6.3 on)
             OptionalTracepoints("sock", ("sock_send_length", "sock_recv_length"),
                                 "TRACE_HAVE_SOCK_LENGTH"),
         ))]),

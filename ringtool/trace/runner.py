@@ -43,6 +43,7 @@ from ringtool.trace.reading.hist_maps import disk_hists
 from ringtool.trace.reading.ordered import OrderedReader
 from ringtool.trace.reading.session import TraceOptions, TraceSession
 from ringtool.trace.reading.tcp_conns import open_conns
+from ringtool.trace.reading.tcp_maps import read_conns, read_proc_io
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.signals import StopSignals
 from ringtool.trace.sink import Drill, Output, Sink
@@ -213,11 +214,13 @@ def _tick(
     conns: bool = False,
 ) -> None:
     """Take the kernel counters into ``stats``; ``drill``: the processes whose
-    syscall histograms are read too (the TUI's drill-down; None: nobody); ``conns``:
-    the tcp source's open connections are read too (the TUI's connections panel)."""
+    syscall histograms and open connections are read too (the TUI's drill-down;
+    None: nobody); ``conns``: the tcp source's open connections are read too (the
+    TUI's connections panel)."""
     if ordered is not None:
         stats.set_ordering(ordered.merger.stats)
     stats.rings = session.rings_record()
+    tcp = session.sources.get("tcp")
     stats.tick(
         drops_cpu=session.dropped_per_cpu(),
         drops_source=session.dropped_per_source(),
@@ -227,8 +230,10 @@ def _tick(
         disk_hist=disk_hists(session.sources.get("disk")),
         drill=(None, {}) if drill is None else (drill[0], session.proc_hist(drill[1])),
         cpuwait=read_waits(obj) if (obj := session.sources.get("cpuwait")) else None,
-        tcp_open=open_conns(tcp, session.layout)
-        if conns and (tcp := session.sources.get("tcp"))
+        tcp_open=open_conns(tcp, session.layout) if conns and tcp else None,
+        tcp_io=read_proc_io(tcp) if tcp else None,
+        drill_conns=read_conns(tcp, session.layout, drill[1])
+        if tcp and drill is not None
         else None,
     )
 

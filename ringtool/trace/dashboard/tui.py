@@ -53,6 +53,7 @@ from ringtool.trace.dashboard.tui_help import help_table
 from ringtool.trace.dashboard.tui_keys import ESC_TIMEOUT, MOUSE_OFF, MOUSE_ON, KeyParser
 from ringtool.trace.dashboard.tui_machine import MachinePanels
 from ringtool.trace.dashboard.tui_mouse import click_target
+from ringtool.trace.dashboard.tui_netdisk import ProcIO, drill_room, drill_row, top_row
 from ringtool.trace.dashboard.tui_panels import TAIL_TYPES, data, sparkline
 from ringtool.trace.dashboard.tui_recent import RecentEvents, shown_events
 from ringtool.trace.dashboard.tui_view import SORTS, ViewState
@@ -102,6 +103,7 @@ class TraceTui:
         self._ticker: threading.Thread | None = None
         self._ticking = threading.Event()
         self.sources: list[str] = []
+        self.io = ProcIO(decoder.layout, ())  # each process's traffic (tcp, net, disk)
         self.notes: list[str] = []
         self._stats: TraceStats | None = None
         self._live: Live | None = None
@@ -212,6 +214,7 @@ class TraceTui:
     def start(self, sources: list[str], notes: list[str]) -> None:
         self._stop_ticker()
         self.sources = sources
+        self.io = ProcIO(self.decoder.layout, sources)
         self.notes = list(notes)
         self._draw()
 
@@ -224,6 +227,7 @@ class TraceTui:
             self.recent.add_batch(arr)
             self.exits.add_batch(arr)
             self.machine.add_batch(arr)
+        self.io.add(records)
         if len(net):
             kept = self._net.concat(net.take(slice(-TAIL_KEEP, None)))
             self._net = kept.take(slice(-TAIL_KEEP, None)) if len(kept) > TAIL_KEEP else kept
@@ -231,6 +235,7 @@ class TraceTui:
     def stats(self, stats: TraceStats) -> None:
         self._stats = stats
         self.machine.tick(stats)
+        self.io.tick(time.monotonic(), stats.tcp_io)
         quiet = ((pid, row[2] or 0) for pid, _, _, recent in stats.proc_rows() if not recent
                  for row in (stats.procs[pid],))  # fmt: skip
         self.exits.sweep(quiet)  # exits whose records were lost (drops)
@@ -295,7 +300,7 @@ class TraceTui:
         if self._layout is None or self.view.help or self.view.editing is not None:
             return
         _, x, y = key.split(":")
-        row, column = click_target(self._layout, self.console, int(x) - 1, int(y) - 1)
+        row, column = click_target(self._layout, self.console, int(x) - 1, int(y) - 1, self.view)
         self.view.click(row, column)
 
     def _draw(self) -> None:
@@ -325,7 +330,7 @@ class TraceTui:
             return panels.startup(self._steps, self._started, time.monotonic(), width)
         s, recent, tail = self._shown()
         v = self.view
-        ncpu = s.ncpu if s is not None else 1
+        io = self.io.shown(v.paused)  # each process's traffic (paused: a copy)
         room, machine = self.machine.layouts(v, height, width, self.sources)
         # the process table grows with the height (less the machine-wide panels'
         # room); the CPU table beside it shows every CPU it has room for
@@ -334,6 +339,7 @@ class TraceTui:
         # what is left below the header (2), the two rows of tables (each with a title,
         # a header and its rule) and the footer (1), less the tail's own 3 lines
         rows_tail = max(1, height - room - rows_a - rows_b - 12)
+        rows_b, rows_tail, more = drill_room(s, io, v, rows_b, rows_tail)
         layout = Layout()
         self._layout = layout
         bottom = Layout(panels.footer(v), name="footer", size=1)
@@ -345,7 +351,7 @@ class TraceTui:
             panel = cost_panel(s.cost if s is not None else None, height - 3)
             layout.split_column(top, Layout(panel, name="cost"), bottom)
             return layout
-        procs = panels.procs_table(s, v, rows_a)  # first: it picks the rows of the filter
+        procs = panels.procs_table(s, v, rows_a, io.frame)  # first: picks the filter's rows
         self._forget_gone()
         shown, total = shown_events(self.view, self.decoder, recent, tail, rows_tail)
         layout.split_column(
@@ -359,21 +365,9 @@ class TraceTui:
             ),
             bottom,
         )
-        layout["a"].split_row(
-            Layout(panels.cpu_table(s, v, min(ncpu, rows_a), width)),
-            Layout(procs, name="procs"),
-        )
+        layout["a"].split_row(*top_row(s, v, procs, rows_a, width))
         if v.drilling:
-            # the drill-down's histograms need room: 2/3 of the row beside the
-            # syscalls of all processes, or all of it below 120 columns
-            wide = width >= 120
-            drill = panels.drill_table(s, v, rows_b, width * 2 // 3 if wide else width)
-            if wide:
-                layout["b"].split_row(
-                    Layout(drill, ratio=2), Layout(panels.syscalls_table(s, v, rows_b), ratio=1)
-                )
-            else:
-                layout["b"].update(drill)
+            drill_row(layout["b"], s, io, v, rows_b, more, width)
         else:
             layout["b"].split_row(
                 Layout(panels.syscalls_table(s, v, rows_b)),

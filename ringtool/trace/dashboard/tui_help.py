@@ -66,6 +66,28 @@ LEGEND = (
     ("COMM", "process name (its comm); tree: indented under its parent"),
     ("EVENTS", "events of the process since the start"),
     ("EV/IV", "events of the process in the last interval (one refresh)"),
+    ("WAIT99", "--events cpuwait: p99 of the process's waits for a CPU"),
+    (
+        "NET TX/RX",
+        "--events tcp (or net): bytes/s sent/received, last interval; "
+        "sorted by their sum (docs/dashboard.md: what is counted)",
+    ),
+    (
+        "DISK R/W",
+        "--events disk: bytes/s read/written by its block requests, last "
+        "interval; sorted by their sum",
+    ),
+    ("REMOTE", "drill-down: a connection's remote address:port (open ones first)"),
+    ("LPORT", "drill-down: its local port"),
+    ("TX", "drill-down: bytes it sent (open: its send calls; closed: acked)"),
+    ("RX", "drill-down: bytes it received"),
+    ("TIME", "drill-down: how long it lasted (open: so far)"),
+    ("STATE", "drill-down: its TCP state; closed, or the socket's error"),
+    ("DEVICE", "drill-down: a block device (name major:minor)"),
+    ("REQS", "drill-down: the process's requests to it since the start"),
+    ("READ", "drill-down: bytes read from it"),
+    ("WRITTEN", "drill-down: bytes written to it"),
+    ("SVC P99", "drill-down: p99 of their service time (issue to completion)"),
     ("SYSCALL", "syscall name; (wait): a blocking wait, not slow work"),
     ("(wait)", f"blocking waits: {_WAITS}"),
     ("COUNT", "calls since the trace started (all, not only slow ones)"),

@@ -13,16 +13,18 @@ from __future__ import annotations
 from rich.console import Console
 from rich.layout import Layout
 
-from ringtool.trace.dashboard.tui_view import PROC_COLUMNS
+from ringtool.trace.dashboard.tui_view import ViewState
 
 #: Lines of a dashboard table above its first row: title, headers, the rule.
 HEAD_LINES = 3
 
 
-def click_target(layout: Layout, console: Console, x: int, y: int) -> tuple[int | None, int | None]:
+def click_target(
+    layout: Layout, console: Console, x: int, y: int, view: ViewState
+) -> tuple[int | None, int | None]:
     """``(row, column)`` of a click at cell ``x``, ``y`` (0-based): the index of the
-    process row among those shown, or of the column whose header was clicked; both
-    None when the click is elsewhere."""
+    process row among those shown, or of the column (of ``view.columns``, the table's
+    headers) whose header was clicked; both None when the click is elsewhere."""
     width, height = console.size
     procs = layout.get("procs")
     if procs is None:
@@ -40,7 +42,7 @@ def click_target(layout: Layout, console: Console, x: int, y: int) -> tuple[int 
         return None, None
     head = "".join(seg.text for seg in lines[1])
     best: tuple[int, int] | None = None  # (distance, column)
-    for i, name in enumerate(PROC_COLUMNS):
+    for i, name in enumerate(view.columns):
         at = head.find(name)
         if at < 0:
             continue

@@ -24,9 +24,11 @@ from rich.text import Text
 
 from ringtool.event.registry import RECENT, RECENT_TITLE, types_in
 from ringtool.event.safe_text import printable
-from ringtool.trace.dashboard.tui_view import PROC_COLUMNS, SORTS, ViewState
+from ringtool.trace.dashboard.tui_iocols import CPU_WAIT, WIDTHS, io_cells, source_columns
+from ringtool.trace.dashboard.tui_view import SORTS, ViewState
 from ringtool.trace.reading.latency_buckets import approx_duration, to_log2
 from ringtool.trace.report.hist import SPARKS, spark
+from ringtool.trace.report.proc_io import IoFrame
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.report.waits import is_wait
 from ringtool.trace.units import count
@@ -198,25 +200,22 @@ def cpu_table(s: TraceStats | None, view: ViewState, rows: int, width: int) -> T
     return t
 
 
-#: The process table's column of the cpuwait source: each process's p99 wait for a CPU.
-CPU_WAIT = "WAIT99"
-
-
-def procs_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
+def procs_table(s: TraceStats | None, view: ViewState, rows: int,
+                io: IoFrame | None = None) -> Table:  # fmt: skip
     """The process table, sorted by the chosen column (marked ``▼`` biggest first,
-    ``▲`` smallest first), its selected row reversed, its position in the title; with
-    the cpuwait source, a :data:`CPU_WAIT` column (p99 of the process's waits for a
-    CPU, ``-``: none counted)."""
+    ``▲`` smallest first), its selected row reversed, its position in the title; the
+    sources' columns (WAIT99, NET TX/RX, DISK R/W: :mod:`ringtool.trace.dashboard.tui_iocols`)
+    where they run (``io``: the interval's traffic)."""
+    view.columns, view.extra = source_columns(s, io)
     shown, total = view.procs(s, rows)
     mark = "▼" if view.descending else "▲"
-    names = [n + mark if i == view.proc_col else n for i, n in enumerate(PROC_COLUMNS)]
+    names = [n + mark if i == view.proc_col else n for i, n in enumerate(view.columns)]
     where = f"  {view.sel + 1}/{total}" if total else ""
     focus = "▸ " if view.focus == "procs" else ""
-    waits = s.cpuwait if s is not None else None  # the cpuwait source's column
     cols: list[Column] = [(names[0], "right", 8), (names[1], "left"), (names[2], "right", 6),
                           (names[3], "right", 6)]  # fmt: skip
-    if waits:
-        cols.append((CPU_WAIT, "right", 6))
+    for name, shown_name in zip(view.columns[4:], names[4:], strict=True):
+        cols.append((shown_name, "right", WIDTHS[name]))
     t = table(f"{focus}top processes{where}", *cols, flex=names[1])
     for i, (pid, comm, n, recent) in enumerate(shown):
         selected = view.focus == "procs" and view.top + i == view.sel
@@ -224,10 +223,7 @@ def procs_table(s: TraceStats | None, view: ViewState, rows: int) -> Table:
         if pid in view.dim:  # exited: htop's dimmed row, until it leaves the table
             style = f"{style} dim".strip()
         cells: list[str | Text] = [str(pid) if pid else "-", data(comm), count(n), count(recent)]
-        if waits:
-            row = waits.procs.get(pid)
-            cells.append(approx_duration(row.p99_ns) if row else "-")
-        t.add_row(*cells, style=style)
+        t.add_row(*cells, *io_cells(s, io, view.columns, pid), style=style)
     return t
 
 
@@ -352,7 +348,7 @@ def footer(view: ViewState) -> Text:
 
 
 __all__ = [
-    "SPARKS", "TAIL_TITLE", "TAIL_TYPES", "data", "footer", "header", "shorten_middle",
+    "CPU_WAIT", "SPARKS", "TAIL_TITLE", "TAIL_TYPES", "data", "footer", "header", "shorten_middle",
     "source_label", "sparkline",
     "startup", "table",
 ]  # fmt: skip

@@ -21,8 +21,8 @@ left out of the rows unless ``keep_exited`` (``--keep-exited``, key ``e``). ``F5
 shows the rows as a process tree (:mod:`ringtool.trace.dashboard.tui_tree`).
 
 The drill-down (``Enter``: the selected process; ``n``: every process of its name,
-exited ones too) shows syscalls counted since the trace started
-(``proc_hist``, bpf/trace_syscalls.c).
+exited ones too) shows syscalls counted since the trace started (``proc_hist``,
+bpf/trace_syscalls.c), and the sections of :mod:`ringtool.trace.dashboard.tui_netdisk`.
 """
 
 from __future__ import annotations
@@ -33,34 +33,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ringtool.trace.dashboard.tui_actions import (
+    ACTIONS,
+    ALIASES,
+    CONN_ORDERS,
+    DESCENDING,
+    PROC_COLUMNS,
+    SCROLL_KEYS,
+    SORTS,
+    ProcRow,
+)
 from ringtool.trace.dashboard.tui_exits import GONE, LIVE, Exits
 from ringtool.trace.dashboard.tui_tree import ProcParents, tree_rows
 from ringtool.trace.report.proc_names import shown_comm
 from ringtool.trace.report.stats import TraceStats
-
-#: The process table's columns, in order (``<``/``>`` move the sort along them).
-PROC_COLUMNS = ("PID", "COMM", "EVENTS", "EV/IV")
-#: Columns sorted biggest first unless inverted (the others: smallest/A first).
-_DESCENDING = frozenset({"EVENTS", "EV/IV"})
-#: The syscalls table's sorts (``s`` cycles them).
-SORTS = ("count", "rate", "p99")
-#: The connections panel's orders (``o`` cycles them: ringtool.trace.dashboard.tui_conns).
-CONN_ORDERS = ("busiest", "newest", "longest-lived")
-ProcRow = tuple[int, str, int, int]  # pid, comm, events, events in the last interval
-
-#: What each key does: the method of :class:`ViewState` it calls (the arrows, PgUp/PgDn,
-#: Home/End scroll: :data:`SCROLL_KEYS`). Every key here and there has a line in the
-#: help overlay (:data:`ringtool.trace.dashboard.tui_help.KEYS`; a test checks it).
-ACTIONS = {
-    "?": "_help", "f1": "_help", "esc": "_escape", "p": "_pause", "P": "_pause",
-    "s": "_next_sort", "S": "_next_sort", "/": "_start_filter", "<": "_left",
-    ">": "_right", "f6": "_right", "I": "_invert", "tab": "_tab", "enter": "_enter",
-    "n": "_enter_name", "f3": "_search", "f5": "_tree", "e": "_keep", "c": "_cost",
-    "w": "_waits", "o": "_conn_order", "O": "_conn_order",
-}  # fmt: skip
-SCROLL_KEYS = ("up", "down", "pgup", "pgdn", "home", "end")
-#: Keys that are other names of a key (vim's, htop's).
-ALIASES = {"j": "down", "k": "up", "g": "home", "G": "end", "f10": "q", "f4": "/"}
 
 
 @dataclass
@@ -98,6 +84,8 @@ class ViewState:
     page_events: int = 1
     _pids: list[int] = field(default_factory=list)  # the process rows, in order
     _stats: TraceStats | None = None  # of the last frame (procs)
+    columns: tuple[str, ...] = PROC_COLUMNS  # and the sources', sorted by ``extra`` (none: -1)
+    extra: dict[int, tuple[float, ...]] = field(default_factory=dict)
     _comms: list[str] = field(default_factory=list)
     _n_events: int = 0
     #: keys a subclass adds (a replay's: tui_replay) and their help lines
@@ -192,7 +180,7 @@ class ViewState:
     def click(self, row: int | None, column: int | None) -> None:
         """A mouse click on the process table: on row ``row`` of those shown (selects
         it), or on the header of column ``column`` (sorts by it; again: inverts)."""
-        if column is not None and 0 <= column < len(PROC_COLUMNS):
+        if column is not None and 0 <= column < len(self.columns):
             if column == self.proc_col:
                 self.invert = not self.invert
             else:
@@ -216,10 +204,10 @@ class ViewState:
         self.editing = self.filter
 
     def _left(self) -> None:
-        self.proc_col = (self.proc_col - 1) % len(PROC_COLUMNS)
+        self.proc_col = (self.proc_col - 1) % len(self.columns)
 
     def _right(self) -> None:
-        self.proc_col = (self.proc_col + 1) % len(PROC_COLUMNS)
+        self.proc_col = (self.proc_col + 1) % len(self.columns)
 
     def _invert(self) -> None:
         self.invert = not self.invert
@@ -300,12 +288,12 @@ class ViewState:
 
     @property
     def sort_column(self) -> str:
-        return PROC_COLUMNS[self.proc_col]
+        return self.columns[min(self.proc_col, len(self.columns) - 1)]
 
     @property
     def descending(self) -> bool:
         """The process table's order: biggest (or Z) first."""
-        return (self.sort_column in _DESCENDING) != self.invert
+        return (self.sort_column in DESCENDING) != self.invert
 
     def matches(self, comm: str) -> bool:
         """The filter (a substring of the comm; empty: everything)."""
@@ -337,10 +325,14 @@ class ViewState:
         self.page_procs = max(1, rows)
         self._stats = stats
         every = self._live_rows(stats)
-        col = self.proc_col
+        self.proc_col = col = min(self.proc_col, len(self.columns) - 1)
         # ties in order of pid, so that equal rows do not swap between frames
         every.sort(key=lambda r: r[0])
-        every.sort(key=lambda r: r[col], reverse=self.descending)
+        if col < len(PROC_COLUMNS):
+            every.sort(key=lambda r: r[col], reverse=self.descending)
+        else:  # a source's column
+            k, none = col - len(PROC_COLUMNS), (-1.0,) * (len(self.columns) - len(PROC_COLUMNS))
+            every.sort(key=lambda r: self.extra.get(r[0], none)[k], reverse=self.descending)
         if self.tree and stats is not None:
             parents = self.parents.parents((r[0] for r in every), stats.tree.parents())
             every = tree_rows(every, parents)
@@ -359,7 +351,7 @@ class ViewState:
         n = self._n_events = len(keys)
         if self.back and self._anchor is not None and not self._moved:
             key, k = self._anchor
-            lo = _bisect_left(keys, key)
+            lo = bisect.bisect_left(keys, key)
             self.back = n - min(n, lo + k)
         self.back = max(0, min(self.back, n - rows))
         end = n - self.back
@@ -367,7 +359,7 @@ class ViewState:
         self._anchor = None
         if self.back and end > 0:
             key = keys[end - 1]
-            self._anchor = (key, end - _bisect_left(keys, key))
+            self._anchor = (key, end - bisect.bisect_left(keys, key))
         return max(0, end - rows), end
 
     def events(self, tail: Iterable[dict[str, Any]], rows: int) -> tuple[list[Any], int]:
@@ -394,10 +386,6 @@ class ViewState:
         stats = self._stats
         rows = stats.proc_rows() if stats is not None else []
         return [r[0] for r in rows if self.matches(r[1])]
-
-
-def _bisect_left(keys: Sequence[float], key: float) -> int:
-    return bisect.bisect_left(keys, key)
 
 
 __all__ = ["ACTIONS", "ALIASES", "CONN_ORDERS", "PROC_COLUMNS", "SCROLL_KEYS", "SORTS",

@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 
 #: log2 of the linear sub-buckets per power of two (bpf: TRACE_LAT_SUB_BITS)
 SUB_BITS = 5
@@ -56,6 +59,16 @@ def bucket_of(ns: int) -> int:
         return ns
     m = ns.bit_length() - 1
     return ((m - SUB_BITS + 1) << SUB_BITS) | ((ns >> (m - SUB_BITS)) & (SUB - 1))
+
+
+def bucket_indexes(ns: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """:func:`bucket_of` of every latency of an array (>= 0, below 2**53: exact in a
+    float64), vectorised: int64 indexes."""
+    v = np.asarray(ns, dtype=np.int64)
+    m = np.frexp(v.astype(np.float64))[1].astype(np.int64) - 1  # floor(log2 v); v >= 1
+    e = np.maximum(m - SUB_BITS, 0)
+    fine = ((m - SUB_BITS + 1) << SUB_BITS) | ((v >> e) & (SUB - 1))
+    return np.where(v < SUB, v, fine)
 
 
 def bucket_range(index: int) -> tuple[int, int]:

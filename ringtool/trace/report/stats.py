@@ -134,6 +134,10 @@ class TraceStats:
     #: the tcp source's open connections at the last tick, when read (the dashboard's
     #: connections panel is on screen), else None
     tcp_open: OpenConns | None = None
+    #: the tcp source's live counters: pid -> (sent, received) bytes (None: not counted)
+    tcp_io: dict[int, tuple[int, int]] | None = None
+    #: the drill-down's open connections (bpf/trace_tcp.c's ``conns``), else None
+    drill_conns: np.ndarray[Any, Any] | None = None
     #: the children each process forked while traced (the drill-down lists them)
     tree: ProcessTree = field(init=False)
     #: when reading ended (monotonic s; None: still reading): :attr:`uptime` stops there
@@ -237,11 +241,15 @@ class TraceStats:
         drill: tuple[int | str | None, Mapping[int, Mapping[int, int]]] | None = None,
         cpuwait: CpuWaits | None = None,
         tcp_open: OpenConns | None = None,
+        tcp_io: dict[int, tuple[int, int]] | None = None,
+        drill_conns: np.ndarray[Any, Any] | None = None,
         now: float | None = None,
     ) -> None:
         """Close an interval: compute rates since the last tick and take the counters.
         ``cpuwait``: the cpuwait source's histograms (cumulative); ``tcp_open``: the
-        tcp source's open connections (None: not read).
+        tcp source's open connections (None: not read); ``tcp_io``, ``drill_conns``:
+        its live counters and the drill-down's open connections (taken as they are:
+        None where not read).
         ``drill``: what the drill-down is of (a pid or a comm; None: none) and its
         syscall histograms since the trace started (a new one starts its rates
         afresh: 0 in its first interval)."""
@@ -292,7 +300,7 @@ class TraceStats:
             self.disk_hist = {dev: dict(b) for dev, b in disk_hist.items()}
         if cpuwait is not None:
             self.cpuwait = cpuwait_stats(cpuwait)
-        self.tcp_open = tcp_open
+        self.tcp_open, self.tcp_io, self.drill_conns = tcp_open, tcp_io, drill_conns
         if drill is not None:
             key, per_proc = drill
             self.drill_hist = {nr: dict(b) for nr, b in per_proc.items()} if key else {}
