@@ -80,9 +80,10 @@ class MachinePanels:
 
     def wants_open(self, view: ViewState, sources: Sequence[str]) -> bool:
         """The connections panel is on screen (neither the help nor the cost panel
-        covers it) while ``sources`` run, in a trace of every task: its open
-        connections are wanted."""
-        return self.every_task and self._shown(sources)[0] and not (view.help or view.cost)
+        covers it, no drill-down takes its room) while ``sources`` run, in a trace of
+        every task: its open connections are wanted."""
+        covered = view.help or view.cost or view.drilling
+        return self.every_task and self._shown(sources)[0] and not covered
 
     def _shown(self, sources: Sequence[str]) -> tuple[bool, bool]:
         on = set(sources)
@@ -100,9 +101,10 @@ class MachinePanels:
     ) -> tuple[int, list[Layout]]:
         """The row of panels on a ``width`` x ``height`` screen, while ``sources``
         run: the lines it takes (:meth:`room`; 0: neither panel is on screen) and a
-        layout to split the screen with ([] for none)."""
+        layout to split the screen with ([] for none). A drill-down takes their room:
+        it shows the process's own connections and I/O."""
         conns_on, disks_on = self._shown(sources)
-        if not (conns_on or disks_on):
+        if not (conns_on or disks_on) or view.drilling:
             return 0, []
         room = self.room(height)
         conns = self.conns or Connections([], NO_CONNS.dtype)
