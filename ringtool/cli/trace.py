@@ -9,6 +9,7 @@ imported only in :func:`run`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -349,6 +350,13 @@ def run(args: argparse.Namespace) -> int:
     return run_trace(opts, cfg)
 
 
+#: How late the dashboard reads a record at most when nothing else takes the events (no
+#: ``--export``, ``--record``, ``--pcap``, ``--kmes``): it draws them once an interval,
+#: and a key or a stop signal wakes it at once; a stream's 50 ms would wake it 20 times
+#: a second for nothing (docs/benchmarks.md, ``trace-tui-cpu``).
+DASHBOARD_LATENCY_S = 0.25
+
+
 def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions, RunConfig]:
     """What to trace and how to run, from the parsed flags (``hook``: from
     :func:`ringtool.export.trace_hook.hook_options`)."""
@@ -368,6 +376,8 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         flight_bytes=args.flight_recorder, per_process=mode == "tui",
         program_cache=not args.no_cache,
     )  # fmt: skip
+    if mode == "tui" and not (hook.wanted or args.record or args.pcap or args.kmes):
+        opts = dataclasses.replace(opts, max_latency_s=DASHBOARD_LATENCY_S)
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
         window_us=args.window_us, pcap=args.pcap, force=args.force, kmes=args.kmes, width=width,
