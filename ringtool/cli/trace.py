@@ -350,17 +350,10 @@ def run(args: argparse.Namespace) -> int:
     return run_trace(opts, cfg)
 
 
-#: How late the dashboard reads a record at most when nothing else takes the events (no
-#: ``--export``, ``--record``, ``--pcap``, ``--kmes``): it draws them once an interval,
-#: and a key or a stop signal wakes it at once; a stream's 50 ms would wake it 20 times
-#: a second for nothing (docs/benchmarks.md, ``trace-tui-cpu``).
-DASHBOARD_LATENCY_S = 0.25
-
-
 def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions, RunConfig]:
     """What to trace and how to run, from the parsed flags (``hook``: from
     :func:`ringtool.export.trace_hook.hook_options`)."""
-    from ringtool.trace.outputs import RunConfig
+    from ringtool.trace.outputs import RunConfig, read_latency
     from ringtool.trace.reading.options import TraceOptions
 
     events = events_of(args)
@@ -376,8 +369,6 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         flight_bytes=args.flight_recorder, per_process=mode == "tui",
         program_cache=not args.no_cache,
     )  # fmt: skip
-    if mode == "tui" and not (hook.wanted or args.record or args.pcap or args.kmes):
-        opts = dataclasses.replace(opts, max_latency_s=DASHBOARD_LATENCY_S)
     cfg = RunConfig(
         mode=mode, duration=args.duration, interval=args.interval, ordered=args.ordered,
         window_us=args.window_us, pcap=args.pcap, force=args.force, kmes=args.kmes, width=width,
@@ -388,7 +379,8 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         dates=args.date,
         record=args.record, record_rotate=args.record_rotate,
     )  # fmt: skip
-    return opts, cfg
+    latency = read_latency(cfg)  # the dashboard alone reads less often
+    return dataclasses.replace(opts, max_latency_s=latency or opts.max_latency_s), cfg
 
 
 def output_mode(args: argparse.Namespace, *, terminal: bool) -> str:
