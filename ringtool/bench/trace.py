@@ -26,6 +26,9 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   (bpf/trace_syscalls.c, ``proc_hist``);
 * ``trace-cpuwait``: what the cpuwait source costs each context switch, beside the
   default sources (:mod:`ringtool.bench.trace_switch`);
+* ``trace-tui-cpu``: the real dashboard's CPU (on a pseudo-terminal of 120x40, one
+  refresh a second) at a paced 1,000 opens a second, beside ``--json``'s at the same
+  load and the idle dashboard's (:mod:`ringtool.bench.trace_tui`);
 * ``trace-idle``: CPU% of ``trace -c no-such-comm`` (``/proc`` schedstat, exact
   ns) while the producer runs its ``openexec`` mode (opens plus a fork + exec every
   64 iterations);
@@ -65,6 +68,7 @@ from ringtool.bench.trace_proc import (
 )
 from ringtool.bench.trace_sources import source_cost
 from ringtool.bench.trace_switch import cpuwait_cost
+from ringtool.bench.trace_tui import tui_cpu
 from ringtool.kernel.privileges import require_bpf_privileges
 
 PRODUCER_CPU = 0
@@ -264,6 +268,7 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
             rows.append(e2e(binary, output, secs, tmp, url))
         rows.append(overhead(binary, secs))
         rows.append(cpuwait_cost(tmp, secs))
+        rows.append(tui_cpu(binary, secs, tmp, producer_cpu=PRODUCER_CPU, trace_cpu=TRACE_CPU))
         rows.append(idle(binary, secs))
         startup(binary, "fill")  # a start that may compile: the next one loads
         rows += [startup(binary, "off"), startup(binary, "warm")]

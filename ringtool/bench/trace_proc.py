@@ -69,11 +69,14 @@ class LoopResult:
 
 
 class Loop:
-    """The producer started now: ``mode`` ``open`` or ``openexec`` on ``cpu``."""
+    """The producer started now: ``mode`` ``open`` or ``openexec`` on ``cpu``, at full
+    speed or (``rate``) paced to that many iterations a second."""
 
-    def __init__(self, binary: Path, mode: str, cpu: int, seconds: float) -> None:
+    def __init__(self, binary: Path, mode: str, cpu: int, seconds: float,
+                 rate: float = 0.0) -> None:  # fmt: skip
         self.name = binary.name
-        self.proc = subprocess.Popen([str(binary), mode, str(cpu), f"{seconds:.3f}"],
+        paced = [f"{rate:.3f}"] if rate else []
+        self.proc = subprocess.Popen([str(binary), mode, str(cpu), f"{seconds:.3f}", *paced],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)  # fmt: skip
 
@@ -86,8 +89,8 @@ class Loop:
         return LoopResult(n, ns, cpu, execs)
 
 
-def run_loop(binary: Path, mode: str, cpu: int, seconds: float) -> LoopResult:
-    return Loop(binary, mode, cpu, seconds).result()
+def run_loop(binary: Path, mode: str, cpu: int, seconds: float, rate: float = 0.0) -> LoopResult:
+    return Loop(binary, mode, cpu, seconds, rate).result()
 
 
 def task_cpu_ns(pid: int) -> int:
@@ -114,10 +117,13 @@ class ChildResult:
 
 class TraceChild:
     """``ringtool trace ARGS`` pinned to ``cpu`` (see the module doc), stdout to
-    ``stdout`` (a file, a pipe, or None for ``/dev/null``)."""
+    ``stdout`` (a file, a pipe, or None for ``/dev/null``); ``terminal``: a pseudo-
+    terminal's fd for stdin and stdout instead (``TERM=xterm-256color``: the
+    dashboard, drawing as in a terminal)."""
 
     def __init__(self, args: list[str], cpu: int, *, headless_tui: bool = False,
-                 stdout: IO[Any] | int | None = None, bpf_stats: bool = False) -> None:  # fmt: skip
+                 stdout: IO[Any] | int | None = None, bpf_stats: bool = False,
+                 terminal: int | None = None) -> None:  # fmt: skip
         r, w = os.pipe()
         # the default (statistics off) unless `bpf_stats` (--cost): with the kernel's BPF
         # run-time statistics on, every BPF program run pays two clock reads, which would
@@ -129,10 +135,16 @@ class TraceChild:
         # stderr into a file: the trace writes its stats lines there every interval, and
         # a pipe nobody reads until the end would stall it
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the child
+        env = None
+        if terminal is not None:  # its size from the terminal, not COLUMNS/LINES
+            env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+            env["TERM"] = "xterm-256color"
+            stdout = terminal
         try:
             self.proc = subprocess.Popen(
                 cmd, pass_fds=[w], stdout=subprocess.DEVNULL if stdout is None else stdout,
-                stderr=self._err, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+                stdin=terminal, stderr=self._err, env=env,
+                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
             )  # fmt: skip
         finally:
             os.close(w)

@@ -9,6 +9,7 @@ imported only in :func:`run`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -354,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
 def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions, RunConfig]:
     """What to trace and how to run, from the parsed flags (``hook``: from
     :func:`ringtool.export.trace_hook.hook_options`)."""
-    from ringtool.trace.outputs import RunConfig
+    from ringtool.trace.outputs import RunConfig, read_latency
     from ringtool.trace.reading.options import TraceOptions
 
     events = events_of(args)
@@ -380,7 +381,8 @@ def settings(args: argparse.Namespace, hook: HookOptions) -> tuple[TraceOptions,
         dates=args.date,
         record=args.record, record_rotate=args.record_rotate,
     )  # fmt: skip
-    return opts, cfg
+    latency = read_latency(cfg)  # the dashboard alone reads less often
+    return dataclasses.replace(opts, max_latency_s=latency or opts.max_latency_s), cfg
 
 
 def output_mode(args: argparse.Namespace, *, terminal: bool) -> str:

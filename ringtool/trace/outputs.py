@@ -126,6 +126,20 @@ def open_sinks(cfg: RunConfig, snaplen: int, decoder: Decoder, ncpu: int) -> lis
     return sinks
 
 
+#: How late the dashboard reads a record at most when nothing else takes the events (no
+#: ``--export``, ``--record``, ``--pcap``, ``--kmes``): it draws them once an interval,
+#: and a key or a stop signal wakes it at once; a stream's 50 ms would wake it 20 times
+#: a second for nothing (docs/benchmarks.md, ``trace-tui-cpu``).
+DASHBOARD_LATENCY_S = 0.25
+
+
+def read_latency(cfg: RunConfig) -> float | None:
+    """How late the run may read a record at most, when its output decides it
+    (:data:`DASHBOARD_LATENCY_S`: the dashboard alone); None: the trace's default."""
+    alone = not (cfg.export is not None or cfg.record or cfg.pcap or cfg.kmes)
+    return DASHBOARD_LATENCY_S if cfg.mode == "tui" and alone else None
+
+
 def close_sinks(sinks: list[Sink[TraceStats]], stats: TraceStats | None) -> None:
     """Close every sink once (the list is emptied), in order; the first error is
     raised after all were closed."""
@@ -139,4 +153,5 @@ def close_sinks(sinks: list[Sink[TraceStats]], stats: TraceStats | None) -> None
         raise first
 
 
-__all__ = ["RunConfig", "close_sinks", "make_output", "open_sinks"]
+__all__ = ["DASHBOARD_LATENCY_S", "RunConfig", "close_sinks", "make_output", "open_sinks",
+           "read_latency"]  # fmt: skip

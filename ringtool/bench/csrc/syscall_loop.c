@@ -1,11 +1,13 @@
 /* The producer of `ringtool bench trace`: real syscalls at full speed on one CPU.
  *
- * usage: syscall_loop MODE CPU SECONDS
+ * usage: syscall_loop MODE CPU SECONDS [RATE]
  *   MODE open      openat("/dev/null") + close in a loop (2 syscalls an iteration)
  *   MODE openexec  the same, plus a fork + exec of /bin/true every 64 iterations
  *                  (a busy open/exec workload: the idle-cost phase)
  *   CPU            the CPU to pin to (sched_setaffinity), -1: leave as is
  *   SECONDS        how long to run (CLOCK_MONOTONIC, checked every 256 iterations)
+ *   RATE           iterations a second, paced (sleeping until each one's time,
+ *                  clock_nanosleep TIMER_ABSTIME); 0 or left out: full speed
  *
  * Prints one line on stdout at the end: "ITERATIONS ELAPSED_NS CPU_NS EXECS":
  * wall time, and this thread's own CPU time (CLOCK_THREAD_CPUTIME_ID: user + system,
@@ -46,8 +48,8 @@ static int spawn_true(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s open|openexec CPU SECONDS\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s open|openexec CPU SECONDS [RATE]\n", argv[0]);
         return 2;
     }
     int with_exec = strcmp(argv[1], "openexec") == 0;
@@ -59,6 +61,11 @@ int main(int argc, char **argv)
     double seconds = atof(argv[3]);
     if (seconds <= 0) {
         fprintf(stderr, "%s: SECONDS must be > 0\n", argv[0]);
+        return 2;
+    }
+    double rate = argc == 5 ? atof(argv[4]) : 0;
+    if (rate < 0) {
+        fprintf(stderr, "%s: RATE must be >= 0\n", argv[0]);
         return 2;
     }
     if (cpu >= 0) {
@@ -76,6 +83,15 @@ int main(int argc, char **argv)
     long long n = 0, execs = 0, t = start;
     for (;;) {
         for (int i = 0; i < 256; i++) {
+            if (rate > 0) { /* paced: wait for this iteration's time */
+                long long due = start + (long long)(n * 1e9 / rate);
+                long long at = due < end ? due : end;
+                struct timespec ts = {at / 1000000000LL, at % 1000000000LL};
+                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                    ;
+                if (due >= end)
+                    break;
+            }
             int fd = openat(AT_FDCWD, "/dev/null", O_RDONLY);
             if (fd < 0 || close(fd)) {
                 fprintf(stderr, "%s: open/close /dev/null: %s\n", argv[0], strerror(errno));

@@ -25,6 +25,7 @@ from rich.text import Text
 from ringtool.event.registry import RECENT, RECENT_TITLE, types_in
 from ringtool.event.safe_text import printable
 from ringtool.trace.dashboard.tui_iocols import CPU_WAIT, WIDTHS, io_cells, source_columns
+from ringtool.trace.dashboard.tui_table import PanelTable
 from ringtool.trace.dashboard.tui_view import SORTS, ViewState
 from ringtool.trace.reading.latency_buckets import approx_duration, to_log2
 from ringtool.trace.report.hist import SPARKS, spark
@@ -60,11 +61,12 @@ def table(title: str | Text, *cols: Column, flex: str = "") -> Table:
     A column is ``(name, justify)``, or ``(name, justify, min_width)`` for a number
     column that must never be cut (its values are at most that wide: see
     :mod:`ringtool.trace.units`); number columns keep their width from frame to frame.
-    The ``flex`` column takes the room that is left (and is the one cut with ``…``)."""
+    The ``flex`` column takes the room that is left (and is the one cut with ``…``).
+    Drawn cheaply (:class:`~ringtool.trace.dashboard.tui_table.PanelTable`)."""
     heading = Text(title) if isinstance(title, str) else title.copy()
     heading.stylize("bold cyan")
     heading.no_wrap, heading.overflow = True, "ellipsis"  # one line, cut with …
-    t = Table(
+    t = PanelTable(
         title=heading, title_justify="left", box=box.SIMPLE_HEAD,
         show_edge=False, pad_edge=True, padding=(0, 1), expand=True,
     )  # fmt: skip

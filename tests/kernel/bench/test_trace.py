@@ -38,7 +38,15 @@ def test_bench_trace_json_lines() -> None:
     for row in rows:
         by_bench.setdefault(str(row["bench"]), []).append(row)
     assert set(by_bench) == {"trace-e2e", "trace-overhead", "trace-idle", "trace-startup",
-                             "trace-source-cost", "trace-cpuwait", "trace-net-cost"}  # fmt: skip
+                             "trace-source-cost", "trace-cpuwait", "trace-net-cost",
+                             "trace-tui-cpu"}  # fmt: skip
+    (tui,) = by_bench["trace-tui-cpu"]  # the real dashboard's CPU beside --json's
+    for key in ("tui_cpu_pct", "json_cpu_pct", "tui_idle_cpu_pct"):
+        assert _number(tui[key]) and float(tui[key]) >= 0, (key, tui)  # type: ignore[arg-type]
+    # it drew to its terminal, and both runs got the paced producer's events
+    assert isinstance(tui["tui_bytes_per_s"], int) and tui["tui_bytes_per_s"] > 0, tui
+    assert isinstance(tui["tui_delivered"], int) and tui["tui_delivered"] > 0, tui
+    assert isinstance(tui["json_delivered"], int) and tui["json_delivered"] > 0, tui
     (switch,) = by_bench["trace-cpuwait"]  # the cpuwait source's cost per context switch
     for key, value in switch.items():
         if key.endswith("_ns_per_roundtrip"):
@@ -95,6 +103,14 @@ def test_loop_counts_its_syscalls(tmp_path: Path) -> None:
     assert result.iterations > 0 and result.iterations % 256 == 0
     assert result.execs == result.iterations // 64
     assert result.cpu_ns > 0 and result.elapsed_ns >= 0.3e9
+
+
+def test_paced_loop_keeps_to_its_rate(tmp_path: Path) -> None:
+    """Paced, the loop makes at most RATE iterations a second of its run (each waits
+    for its time; what it could not make in time is not made up past the end)."""
+    binary = build_loop(tmp_path)
+    result = run_loop(binary, "open", -1, 0.3, rate=200.0)
+    assert 0 < result.iterations <= 60 and result.execs == 0
 
 
 @pytest.mark.parametrize("seconds", ["0", "-1", "abc", "601"])
