@@ -36,7 +36,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ringtool.event import exec_data
-from ringtool.event.arrow_records import binary_matrix
 from ringtool.event.calls import NAMES as CALL_NAMES
 from ringtool.event.columns import column, cstr
 from ringtool.event.fields import NET_LABEL, PROTOS, Field, fields_of
@@ -89,13 +88,25 @@ def _valid(col: pa.Array) -> Array:
 
 
 def _put_bytes(out: Array, col: pa.Array, bad: Array) -> None:
-    """Binary ``col`` into the ``char[]`` column ``out``; too long or null: bad."""
-    width = out.dtype.itemsize
-    fits = _valid(col) & (np.asarray(pc.binary_length(col).fill_null(0)) <= width)
+    """Binary ``col`` into the ``char[]`` column ``out``, each value's bytes then
+    zeros; a value too long, or null: bad (zeros). One gather of the bytes: each
+    byte's place in the output is its place in the buffer plus its row's shift."""
+    n, width = len(col), out.dtype.itemsize
+    bufs = col.buffers()
+    offsets = np.frombuffer(bufs[1], np.int32)[col.offset : col.offset + n + 1].astype(np.int64)
+    lens = np.diff(offsets)
+    fits = _valid(col) & (lens <= width)
     bad |= ~fits
-    if not fits.all():
-        col = pc.if_else(pa.array(fits), col, pa.scalar(b"", pa.binary()))
-    out[:] = binary_matrix(col, width, "").view(out.dtype).reshape(-1)
+    flat = np.zeros(n * width, np.uint8)
+    if n and bufs[2] is not None and int(lens.sum()):
+        data = np.frombuffer(bufs[2], np.uint8)[offsets[0] : offsets[-1]]
+        shift = np.repeat(np.arange(n, dtype=np.int64) * width - offsets[:-1], lens)
+        dest = np.arange(offsets[0], offsets[-1], dtype=np.int64) + shift
+        if not fits.all():
+            keep = np.repeat(fits, lens)
+            data, dest = data[keep], dest[keep]
+        flat[dest] = data
+    out[:] = flat.view(out.dtype)
 
 
 def _put_ints(out: Array, vals: Array, ok: Array, bad: Array) -> None:
