@@ -46,7 +46,7 @@ from ringtool.trace.report.json_keys import LINES
 
 #: Why a line is not recorded (a fixed set of phrases: the accounting's keys).
 NOT_JSON = "not a JSON object"
-NOT_OF_TYPE = "not an event of its message's type"
+NOT_OF_TYPE = "not a trace event of its message's type"
 BAD_FIELD = "a key or a value of another type than its event type's"
 BAD_VALUE = "a value its record cannot hold"
 NOT_EXACT = "not what its record gives back"
