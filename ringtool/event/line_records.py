@@ -177,11 +177,13 @@ def _time(job: _Job, f: Field, col: pa.Array) -> None:
     :func:`ringtool.event.columns.wall_seconds`) are the value."""
     wall = np.asarray(col.fill_null(np.nan), np.float64)
     ok = np.isfinite(wall) & (np.abs(wall) <= 2.0**63 / 1e9)
-    guess = np.where(ok, np.rint(wall * 1e9), 0.0)
+    guess = np.rint(np.where(ok, wall, 0.0) * 1e9)
     wall_ns, found = _search(guess, wall, ok, lambda ns: ns / 1e9)
     job.bad[:] |= ~found
     # as the encoder reads it: ts as int64 plus the offset (wrapping as it does)
-    ns = np.where(found, wall_ns, 0.0).astype(np.int64)
+    top = found & (wall_ns >= 2.0**63)  # 2**63 as a float: the largest int64 is the same
+    ns = np.where(found & ~top, wall_ns, 0.0).astype(np.int64)
+    ns[top] = np.iinfo(np.int64).max
     ts = ns - np.int64(job.offset_ns) if job.offset_ns else ns
     column(job.rec, f.column)[:] = np.where(found, ts, 0).view(np.uint64)
 

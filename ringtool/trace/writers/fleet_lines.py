@@ -85,21 +85,50 @@ class LineRecords:
     def convert(self, type_name: str, lines: list[str], offset_ns: int) -> Converted:
         """The records of ``lines`` (a ``jsonl/1`` message of type ``type_name`` whose
         clock header is ``offset_ns``), see the module doc."""
+        if lines and type_name in self.types:
+            table = _table("\n".join(lines) + "\n", self._schema(type_name))
+            if table is not None and table.num_rows == len(lines):
+                types = table.column("type")
+                if types.null_count == 0 and types.unique().to_pylist() == [type_name]:
+                    got = self._build(type_name, table, lines, offset_ns)
+                    if got is not None:
+                        return got
+        # a line that was not one JSON object of the type (the rows did not match the
+        # lines one for one): line by line
         out = Converted(self._empty(type_name))
-        if not lines:
-            return out
         table, kept = self._parse(type_name, lines, out)
-        if table is None or not kept:
+        if table is None:
             return out
+        got = self._build(type_name, table, kept, offset_ns, out)
+        if got is None:  # each line was one object and one row alone: not seen
+            out.count(out.rejected, BAD_FIELD, len(kept))
+            return out
+        return got
+
+    def _build(
+        self,
+        type_name: str,
+        table: pa.Table,
+        lines: list[str],
+        offset_ns: int,
+        out: Converted | None = None,
+    ) -> Converted | None:
+        """``out`` with the records of ``table`` (the rows of ``lines``, one each) that
+        give their line back (see the module doc, 2. and 3.); None when a row is not
+        its line's (a line that is no JSON object differs from its row's)."""
+        out = out or Converted(self._empty(type_name))
         built = to_records(self.layout, type_name, table, offset_ns)
-        rec = built.rec
-        if built.bad.any():
-            out.count(out.rejected, BAD_VALUE, int(built.bad.sum()))
-            rec = rec[~built.bad]
-            kept = [line for line, bad in zip(kept, built.bad.tolist(), strict=True) if not bad]
+        rec, kept = built.rec, lines
+        bad = built.bad
+        if bad.any():
+            rec = rec[~bad]
+            kept = [line for line, b in zip(lines, bad.tolist(), strict=True) if not b]
         records = self._records(type_name, rec)
         same = self._same(type_name, records, kept, offset_ns)
-        if same is not None:
+        if same is False:
+            return None
+        out.count(out.rejected, BAD_VALUE, int(bad.sum()))
+        if same is not True:
             out.count(out.rejected, NOT_EXACT, int((~same).sum()))
             records = self._records(type_name, rec[same])
         out.records = records
@@ -108,13 +137,8 @@ class LineRecords:
     def _parse(
         self, type_name: str, lines: list[str], out: Converted
     ) -> tuple[pa.Table | None, list[str]]:
-        """The lines' table and the lines it holds (see the module doc, 1.)."""
-        if type_name in self.types:
-            table = _table("\n".join(lines) + "\n", self._schema(type_name))
-            if table is not None and table.num_rows == len(lines):
-                types = table.column("type")
-                if types.null_count == 0 and types.unique().to_pylist() == [type_name]:
-                    return table, lines
+        """The table of the lines that are each one JSON object of the type, and those
+        lines; the others counted in ``out`` (see the module doc, 1.)."""
         kept = []
         for line in lines:
             try:
@@ -126,29 +150,34 @@ class LineRecords:
                 out.count(out.non_event, kind)
             elif kind != type_name or type_name not in self.types:
                 out.count(out.rejected, NOT_OF_TYPE)
-            elif _table(line + "\n", self._schema(type_name)) is None:
+            elif _rows(_table(line + "\n", self._schema(type_name))) != 1:
                 out.count(out.rejected, BAD_FIELD)
             else:
                 kept.append(line)
-        if not kept:
-            return None, kept
-        return _table("\n".join(kept) + "\n", self._schema(type_name)), kept
+        table = _table("\n".join(kept) + "\n", self._schema(type_name)) if kept else None
+        if kept and _rows(table) != len(kept):  # each alone was one row: not seen
+            out.count(out.rejected, BAD_FIELD, len(kept))
+            return None, []
+        return table, kept
 
     def _same(
         self, type_name: str, records: Records, lines: list[str], offset_ns: int
-    ) -> np.ndarray[Any, Any] | None:
-        """None when the records give back ``lines`` exactly; else per line whether
-        its values are its record's (see the module doc, 3.)."""
+    ) -> np.ndarray[Any, Any] | bool:
+        """True when the records give back ``lines`` exactly; else per line whether
+        its values are its record's (see the module doc, 3.); False when a line that
+        differs is not one JSON object (the rows were not the lines one for one)."""
         text = batch_text(self.decoders.get(offset_ns), records, None)
-        sent = "\n".join(lines) + "\n"
-        if text == sent:
-            return None
+        if text == "\n".join(lines) + "\n":
+            return True
         local = {f.key for f in fields_of(type_name) if f.kind in LOCAL_KINDS}
         back = text.split("\n")[:-1]
         same = np.ones(len(lines), bool)
         for i, (mine, theirs) in enumerate(zip(back, lines, strict=True)):
             if mine != theirs:
-                a, b = json_object(mine), json_object(theirs)
+                try:
+                    a, b = json_object(mine), json_object(theirs)
+                except BadMessageError:
+                    return False
                 same[i] = all(a.get(k) == b.get(k) for k in a.keys() | b.keys() if k not in local)
         return same
 
@@ -163,6 +192,10 @@ class LineRecords:
 
     def _empty(self, type_name: str) -> Records:
         return Records(np.empty(0, self.layout.event))
+
+
+def _rows(table: pa.Table | None) -> int:
+    return -1 if table is None else table.num_rows
 
 
 def _table(text: str, schema: pa.Schema) -> pa.Table | None:
