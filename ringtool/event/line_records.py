@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 from ringtool.event import exec_data
 from ringtool.event.calls import NAMES as CALL_NAMES
 from ringtool.event.columns import column, cstr
+from ringtool.event.disk_data import MINOR_BITS
 from ringtool.event.fields import NET_LABEL, PROTOS, Field, fields_of
 from ringtool.event.layout import TraceLayout
 from ringtool.event.line_columns import record_dtype
@@ -52,7 +53,6 @@ _CALLS = {name: code for code, name in CALL_NAMES.items()}
 _STATE_BITS = {**{f"STATE_{n}": 1 << n for n in range(16)},
                **{name: 1 << n for n, name in STATE_NAMES.items()}}  # fmt: skip
 _PROTO_NUMBERS = {name: n for n, name in PROTOS.items()}
-_MINOR_BITS = 20
 
 
 class Built(NamedTuple):
@@ -321,9 +321,9 @@ def _dev(v: str) -> int | None:
     major, colon, minor = v.partition(":")
     if not (colon and major.isdigit() and minor.isdigit() and major.isascii() and minor.isascii()):
         return None
-    if len(major) > 4 or len(minor) > 7 or int(minor) >> _MINOR_BITS or int(major) >> 12:
+    if len(major) > 4 or len(minor) > 7 or int(minor) >> MINOR_BITS or int(major) >> 12:
         return None
-    return int(major) << _MINOR_BITS | int(minor)
+    return int(major) << MINOR_BITS | int(minor)
 
 
 def _flag(job: _Job, f: Field, col: pa.Array) -> None:

@@ -28,6 +28,7 @@ no line, however made, raises.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +71,9 @@ class Converted:
 class LineRecords:
     """See the module doc: one per collector (its decoders and schemas are cached)."""
 
-    def __init__(self, layout: TraceLayout, syscall_name: Any = None) -> None:
+    def __init__(
+        self, layout: TraceLayout, syscall_name: Callable[[int], str] | None = None
+    ) -> None:
         self.layout = layout
         self.decoders = DecoderCache(layout, syscall_name)
         self.types = frozenset(layout.type_names.values())
@@ -95,7 +98,7 @@ class LineRecords:
                         return got
         # a line that was not one JSON object of the type (the rows did not match the
         # lines one for one): line by line
-        out = Converted(self._empty(type_name))
+        out = Converted(self._empty())
         table, kept = self._parse(type_name, lines, out)
         if table is None:
             return out
@@ -116,7 +119,7 @@ class LineRecords:
         """``out`` with the records of ``table`` (the rows of ``lines``, one each) that
         give their line back (see the module doc, 2. and 3.); None when a row is not
         its line's (a line that is no JSON object differs from its row's)."""
-        out = out or Converted(self._empty(type_name))
+        out = out or Converted(self._empty())
         built = to_records(self.layout, type_name, table, offset_ns)
         rec, kept = built.rec, lines
         bad = built.bad
@@ -188,9 +191,9 @@ class LineRecords:
             size = np.full(len(rec), width, np.int64)
             return Records(np.empty(0, self.layout.event),
                            NetRecords(rec, rec.tobytes(), starts, size))  # fmt: skip
-        return Records(rec.view(self.layout.event) if len(rec) else rec[:0].view(self.layout.event))
+        return Records(rec.view(self.layout.event))
 
-    def _empty(self, type_name: str) -> Records:
+    def _empty(self) -> Records:
         return Records(np.empty(0, self.layout.event))
 
 
