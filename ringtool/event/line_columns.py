@@ -14,6 +14,7 @@ JSON refused (``ArrowInvalid`` for the whole batch: the caller finds the line).
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -63,6 +64,51 @@ def line_schema(layout: TraceLayout, type_name: str) -> pa.Schema:
                       *((f.key, _arrow_type(dtype, f)) for f in fields_of(type_name))])  # fmt: skip
 
 
+Check = Callable[[object], bool]
+
+
+def _is(kind: type) -> Check:
+    return lambda v: v is None or type(v) is kind
+
+
+def _number(v: object) -> bool:
+    return v is None or type(v) is float or type(v) is int
+
+
+def _strings(v: object) -> bool:
+    return v is None or (type(v) is list and all(x is None or type(x) is str for x in v))
+
+
+def _ints(lo: int, hi: int) -> Check:
+    return lambda v: v is None or (type(v) is int and lo <= v < hi)
+
+
+def _check(arrow: pa.DataType) -> Check:
+    if pa.types.is_boolean(arrow):
+        return _is(bool)
+    if pa.types.is_string(arrow):
+        return _is(str)
+    if pa.types.is_floating(arrow):
+        return _number
+    if pa.types.is_list(arrow):
+        return _strings
+    if pa.types.is_unsigned_integer(arrow):
+        return _ints(0, 1 << 64)
+    return _ints(-(1 << 63), 1 << 63)
+
+
+def line_checks(schema: pa.Schema) -> dict[str, Check]:
+    """Per key of ``schema``, whether a value (parsed by Python's JSON parser) reads as
+    :func:`parse_lines` reads it: null, or of its key's type and range (the one-line
+    check that spares a pyarrow call per line; pyarrow stays the judge of a batch)."""
+    return {f.name: _check(f.type) for f in schema}
+
+
+def line_fits(obj: dict[str, object], checks: dict[str, Check]) -> bool:
+    """Whether every key of ``obj`` is one of ``checks`` and its value passes it."""
+    return all(key in checks and checks[key](value) for key, value in obj.items())
+
+
 def parse_lines(body: bytes, schema: pa.Schema) -> pa.Table:
     """The JSON lines of ``body`` (each ending in a newline) as a table of ``schema``:
     a missing key is null, an empty line no row (the caller checks the count).
@@ -74,4 +120,5 @@ def parse_lines(body: bytes, schema: pa.Schema) -> pa.Table:
     return pj.read_json(io.BytesIO(body), read_options=read, parse_options=parse)
 
 
-__all__ = ["KIND_ARROW", "column_dtype", "line_schema", "parse_lines", "record_dtype"]
+__all__ = ["KIND_ARROW", "Check", "column_dtype", "line_checks", "line_fits", "line_schema",
+           "parse_lines", "record_dtype"]  # fmt: skip

@@ -7,10 +7,13 @@ layout's records, so that both formats go through the one writer into one table:
 1. the message's lines are parsed as one batch with pyarrow under the Arrow schema of
    their type (:mod:`ringtool.event.line_columns`); when that fails (a line that is
    not JSON, not of the type, with a key or value of another type, an empty line),
-   each line is looked at alone: a line of another kind of ``--json`` output
-   (``stats``, ``summary``, ``start``, ...: :data:`ringtool.trace.report.json_keys.LINES`)
-   is counted in ``non_event`` by its kind, a line that is not an event of its
-   message's type is *rejected*, and the others are parsed as one batch again;
+   each line is looked at alone (Python's JSON parser, its keys and value types
+   checked against the schema: :func:`~ringtool.event.line_columns.line_fits`): a
+   line of another kind of ``--json`` output (``stats``, ``summary``, ``start``,
+   ...: :data:`ringtool.trace.report.json_keys.LINES`) is counted in ``non_event``
+   by its kind, a line that is not an event of its message's type or does not fit
+   is *rejected*, and the others are parsed as one batch again (halved where
+   pyarrow still refuses one: a few calls for a few bad lines);
 2. the columns become records (:func:`ringtool.event.line_records.to_records`, whole
    columns); a row holding a value no record holds is rejected;
 3. the records are encoded again with the encoder the host used
@@ -39,7 +42,7 @@ from ringtool.errors import BadMessageError
 from ringtool.event.fields import fields_of
 from ringtool.event.json_lines import batch_text
 from ringtool.event.layout import TraceLayout
-from ringtool.event.line_columns import line_schema, parse_lines
+from ringtool.event.line_columns import Check, line_checks, line_fits, line_schema, parse_lines
 from ringtool.event.line_records import LOCAL_KINDS, to_records
 from ringtool.event.records import NetRecords, Records
 from ringtool.export.reading import DecoderCache, json_object
@@ -77,13 +80,18 @@ class LineRecords:
         self.layout = layout
         self.decoders = DecoderCache(layout, syscall_name)
         self.types = frozenset(layout.type_names.values())
-        self._schemas: dict[str, pa.Schema] = {}
+        self._schemas: dict[str, tuple[pa.Schema, dict[str, Check]]] = {}
 
     def _schema(self, type_name: str) -> pa.Schema:
-        schema = self._schemas.get(type_name)
-        if schema is None:
-            schema = self._schemas[type_name] = line_schema(self.layout, type_name)
-        return schema
+        return self._typed(type_name)[0]
+
+    def _typed(self, type_name: str) -> tuple[pa.Schema, dict[str, Check]]:
+        """The Arrow schema of the type's lines and its per-key checks (cached)."""
+        got = self._schemas.get(type_name)
+        if got is None:
+            schema = line_schema(self.layout, type_name)
+            got = self._schemas[type_name] = (schema, line_checks(schema))
+        return got
 
     def convert(self, type_name: str, lines: list[str], offset_ns: int) -> Converted:
         """The records of ``lines`` (a ``jsonl/1`` message of type ``type_name`` whose
@@ -143,22 +151,30 @@ class LineRecords:
         """The table of the lines that are each one JSON object of the type, and those
         lines; the others counted in ``out`` (see the module doc, 1.)."""
         kept = []
+        schema, checks = self._typed(type_name) if type_name in self.types else (None, {})
         for line in lines:
             try:
-                kind = json_object(line).get("type")
+                obj = json_object(line)
             except BadMessageError:
                 out.count(out.rejected, NOT_JSON)
                 continue
+            kind = obj.get("type")
             if isinstance(kind, str) and kind in LINES:
                 out.count(out.non_event, kind)
-            elif kind != type_name or type_name not in self.types:
+            elif kind != type_name or schema is None:
                 out.count(out.rejected, NOT_OF_TYPE)
-            elif _rows(_table(line + "\n", self._schema(type_name))) != 1:
+            elif not line_fits(obj, checks):
                 out.count(out.rejected, BAD_FIELD)
             else:
                 kept.append(line)
-        table = _table("\n".join(kept) + "\n", self._schema(type_name)) if kept else None
-        if kept and _rows(table) != len(kept):  # each alone was one row: not seen
+        if not kept or schema is None:
+            return None, []
+        good = _readable(kept, schema)
+        if not all(good):  # pyarrow refused what the check let through
+            out.count(out.rejected, BAD_FIELD, good.count(False))
+            kept = [line for line, ok in zip(kept, good, strict=True) if ok]
+        table = _table("\n".join(kept) + "\n", schema) if kept else None
+        if kept and _rows(table) != len(kept):  # each part was read: not seen
             out.count(out.rejected, BAD_FIELD, len(kept))
             return None, []
         return table, kept
@@ -195,6 +211,17 @@ class LineRecords:
 
     def _empty(self) -> Records:
         return Records(np.empty(0, self.layout.event))
+
+
+def _readable(lines: list[str], schema: pa.Schema) -> list[bool]:
+    """Per line whether pyarrow reads it as one row: the lines as one batch, halved
+    where it fails (a few bad lines cost a few calls, not one per line)."""
+    if _rows(_table("\n".join(lines) + "\n", schema)) == len(lines):
+        return [True] * len(lines)
+    if len(lines) == 1:
+        return [False]
+    half = len(lines) // 2
+    return _readable(lines[:half], schema) + _readable(lines[half:], schema)
 
 
 def _rows(table: pa.Table | None) -> int:

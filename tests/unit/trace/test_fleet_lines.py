@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ringtool.event.decode import Decoder
 from ringtool.event.json_lines import batch_text
 from ringtool.event.layout import load_layout
-from ringtool.event.line_columns import line_schema
+from ringtool.event.line_columns import line_checks, line_fits, line_schema, parse_lines
 from ringtool.event.line_records import times_1000
 from ringtool.event.records import NetRecords, Records
 from ringtool.event.syscalls import syscall_namer
@@ -222,3 +222,27 @@ def test_two_objects_in_a_line_and_an_empty_line_are_not_taken_for_two_lines(sep
     got = convert("open", [GOOD[0] + sep + GOOD[1], "", GOOD[2]])
     assert got.rejected == {fl.NOT_JSON: 2}
     assert back(got, OFFSETS[1]) == [GOOD[2]]
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.text(max_size=5),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(-(2**64), 2**64),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64 - 1]),
+    st.lists(st.one_of(st.none(), st.text(max_size=3), st.integers()), max_size=3),
+)
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(LAYOUT.type_names.values())),
+       st.dictionaries(st.sampled_from(["type", "ts", "pid", "cgroup", "comm", "argv", "active",
+                                        "latency_us", "states", "nope", "path", "flags"]),
+                       _VALUES, max_size=6))  # fmt: skip
+def test_a_line_the_check_lets_through_is_one_row_for_pyarrow(
+    kind: str, obj: dict[str, Any]
+) -> None:
+    schema = line_schema(LAYOUT, kind)
+    if line_fits(obj, line_checks(schema)):
+        assert parse_lines((json.dumps(obj) + "\n").encode(), schema).num_rows == 1
