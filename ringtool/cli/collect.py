@@ -83,7 +83,8 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--record", type=Path, metavar="DIR",
-        help="also write each host's events (rows/1 exports) into DIR/host=H/date=D/hour=HH/",
+        help="also write each host's events (either export format) into "
+        "DIR/host=H/date=D/hour=HH/",
     )  # fmt: skip
     p.add_argument(
         "--record-rotate", type=_rotate_size, metavar="SIZE",

@@ -1,7 +1,7 @@
 """``ringtool collect --record DIR``: each host's events on disk, by hour (docs/record.md).
 
 :class:`FleetRecorder` is a view of the collector (``message``/``tick``/``close``)
-that writes the records of every ``rows/1`` message it is handed into
+that writes the records of every event message it is handed into
 ``DIR/host=H/date=YYYY-MM-DD/hour=HH/<run>.<NNNN>.arrows``
 (:mod:`ringtool.export.partitions`): a recording as ``trace --record`` writes one
 (:class:`~ringtool.event.recording.RecordingWriter`, one record batch per message
@@ -15,11 +15,17 @@ collector reads (and acknowledges) on meanwhile; :meth:`FleetRecorder.close` wai
 for the seals. A killed collector leaves its open files as streams that read back to
 their last whole batch (and a file it was sealing as a whole stream).
 
-``jsonl/1`` messages are lines of text, not records: they are counted, per run, as
-``not_recorded`` (and said once on stderr), never written as something else.
+A ``rows/1`` message's records are written as the host read them; a ``jsonl/1``
+message's lines (the default export format) are turned back into the records that
+give those lines (:mod:`ringtool.trace.writers.fleet_lines`), so both go into one
+table. A line that is not an event its record gives back exactly is not written: it is
+counted, per run, in ``rejected`` by its reason (and each reason said once on
+stderr); a ``--json`` line of another kind (``stats``, ``summary``, ...) in
+``non_event`` by its kind.
 
 Beside its partitions each host has ``accounting.json``: per run of the host
-(``<boot>/<run>``) the events recorded here, those not recorded, and the host's own
+(``<boot>/<run>``) the events recorded here, the lines rejected and not events, and
+the host's own
 counters from its latest ``stats/1`` message (``exported``, ``export_dropped``,
 ``dropped``, ``lost``, ``events``, ``kind``: ``summary`` once the run ended), plus
 this collector's ``gaps``, ``read_elsewhere`` and ``duplicates`` for the host. It is
@@ -50,9 +56,11 @@ from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.layout import TraceLayout
 from ringtool.event.recording import SUMMARY, RecordingWriter, layout_meta
 from ringtool.event.records import Records
+from ringtool.event.syscalls import syscall_namer
 from ringtool.export.fleet import Fleet
 from ringtool.export.partitions import SEALED_SUFFIX, file_name, hour_dirs, split_by_hour
 from ringtool.export.reading import Received
+from ringtool.trace.writers.fleet_lines import Converted, LineRecords
 from ringtool.trace.writers.parquet_seal import seal
 from ringtool.trace.writers.private_file import create_at, private_dir, replace_at, subdir_at
 
@@ -72,15 +80,24 @@ ROTATE_BYTES = 256 << 20
 
 @dataclass
 class RunBook:
-    """One run of a host: events recorded here, not recorded (``jsonl/1``), and the
+    """One run of a host: events recorded here, lines not recorded (``rejected`` by
+    reason, ``non_event`` by kind: :mod:`ringtool.trace.writers.fleet_lines`), and the
     counters of its latest ``stats/1`` message."""
 
     recorded: int = 0
-    not_recorded: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    non_event: dict[str, int] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
-        return {"recorded": self.recorded, "not_recorded": self.not_recorded, **self.stats}
+        return {"recorded": self.recorded, "rejected": sum(self.rejected.values()),
+                "rejected_by_reason": dict(sorted(self.rejected.items())),
+                "non_event": dict(sorted(self.non_event.items())), **self.stats}  # fmt: skip
+
+    def add(self, got: Converted) -> None:
+        for mine, theirs in ((self.rejected, got.rejected), (self.non_event, got.non_event)):
+            for key, n in theirs.items():
+                mine[key] = mine.get(key, 0) + n
 
 
 @dataclass
@@ -113,7 +130,8 @@ class FleetRecorder:
         self.open: dict[tuple[str, str, str, int], _Open] = {}
         self.sealed: list[Path] = []
         self._sealer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ringtool-seal")
-        self._said_jsonl = False
+        self.lines = LineRecords(layout, syscall_namer())
+        self._said: set[str] = set()
         self._meta = {"ringtool.version": __version__, **layout_meta(),
                       "argv": json.dumps(sys.argv)}  # fmt: skip
 
@@ -125,15 +143,16 @@ class FleetRecorder:
         if rec.stats is not None:
             book.stats = dict(rec.stats)
             return
-        if rec.records is None:
-            book.not_recorded += rec.count
-            if not self._said_jsonl:
-                self._said_jsonl = True
-                self.note(f"{rec.host} exports jsonl/1 (text lines): its events are "
-                          "counted as not_recorded; record them with 'trace "
-                          "--export-format rows'")  # fmt: skip
-            return
-        for hour, part in split_by_hour(rec.records, rec.offset_ns):
+        records = rec.records
+        if records is None:
+            got = self.lines.convert(rec.type, rec.lines, rec.offset_ns)
+            book.add(got)
+            for reason in got.rejected.keys() - self._said:
+                self._said.add(reason)
+                self.note(f"{rec.host}: a line {reason}: not recorded, counted in "
+                          f"{ACCOUNTING}'s rejected_by_reason")  # fmt: skip
+            records = got.records
+        for hour, part in split_by_hour(records, rec.offset_ns):
             self._write((rec.host, rec.boot, rec.run, hour), part, rec.offset_ns)
             book.recorded += len(part)
 
@@ -191,7 +210,8 @@ class FleetRecorder:
         try:
             with os.fdopen(fd, "rb") as f:
                 runs = json.loads(f.read(1 << 26))["runs"]
-            return {str(k): RunBook(int(v["recorded"]), int(v["not_recorded"]))
+            return {str(k): RunBook(int(v["recorded"]), _counts(v.get("rejected_by_reason")),
+                                    _counts(v.get("non_event")))
                     for k, v in runs.items()}  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self.note(f"{shown} is not an accounting file of ringtool: started anew")
@@ -289,7 +309,7 @@ class FleetRecorder:
             view = fleet.hosts.get(host)
             gaps, elsewhere = view.accounting() if view is not None else (0, 0)
             doc = {"host": host, "recorded": sum(b.recorded for b in runs.values()),
-                   "not_recorded": sum(b.not_recorded for b in runs.values()),
+                   "rejected": sum(sum(b.rejected.values()) for b in runs.values()),
                    "gaps": gaps, "read_elsewhere": elsewhere,
                    "duplicates": view.duplicates if view is not None else 0,
                    "runs": {k: b.record() for k, b in sorted(runs.items())}}  # fmt: skip
@@ -301,6 +321,13 @@ class FleetRecorder:
                 os.close(host_fd)
         self.dirty.clear()
         self._accounted = time.monotonic()
+
+
+def _counts(obj: Any) -> dict[str, int]:
+    """Counts by name read back from an accounting file (none: empty)."""
+    if obj is None:
+        return {}
+    return {str(k): int(v) for k, v in dict(obj).items()}
 
 
 def _exists(dir_fd: int, name: str) -> bool:

@@ -14,10 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ringtool.errors import UsageError
+from ringtool.event.decode import Decoder
+from ringtool.event.json_lines import batch_text
 from ringtool.event.records import NetRecords, Records
 from ringtool.export.fleet import Fleet
 from ringtool.export.partitions import HOUR_NS, hour_dirs, partition_values, split_by_hour
 from ringtool.export.reading import Received
+from ringtool.trace.writers.fleet_lines import NOT_JSON, NOT_OF_TYPE
 from ringtool.trace.writers.fleet_record import MAX_OPEN, FleetRecorder
 from tests.helpers.busy_records import LAYOUT
 from tests.helpers.partitions import accounting, host_lines, modes
@@ -79,23 +82,35 @@ def test_recorder_writes_private_hive_partitions_sealed_as_parquet(tmp_path: Pat
     r.message(message("web2", opens([BASE + 1], pid0=900)))
     r.message(Received("web1", "b1", "r1", "trace", "stats", "stats/1",
                        stats={"kind": "summary", "exported": 3, "export_dropped": 0}))  # fmt: skip
-    r.message(Received("web2", "b1", "r9", "trace", "open", "jsonl/1", cpu=0, first=1, count=2,
-                       lines=["{}", "{}"]))  # fmt: skip
+    json_line = batch_text(Decoder(LAYOUT, realtime_offset_ns=OFFSET), opens([BASE + 3]), None)
+    r.message(Received("web2", "b1", "r9", "trace", "open", "jsonl/1", cpu=0, first=1, count=3,
+                       lines=["{}", json_line[:-1], '{"type": "stats"}'],
+                       offset_ns=OFFSET))  # fmt: skip
     fleet = Fleet()
     r.close(fleet)
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*.parquet"))
     assert files == ["host=web1/date=2025-12-06/hour=05/r1.0001.parquet",
                      "host=web1/date=2025-12-06/hour=06/r1.0001.parquet",
-                     "host=web2/date=2025-12-06/hour=06/r1.0001.parquet"]  # fmt: skip
+                     "host=web2/date=2025-12-06/hour=06/r1.0001.parquet",
+                     "host=web2/date=2025-12-06/hour=06/r9.0001.parquet"]  # fmt: skip
     assert not list(root.rglob("*.arrows")) and not list(root.rglob(".*"))
     assert modes(root) == {("dir", 0o700), ("file", 0o600)}
     assert (root.stat().st_mode & 0o777) == 0o700
     lines = host_lines(root)
-    assert sorted(len(v) for v in lines.values()) == [1, 3]
+    assert sorted(len(v) for v in lines.values()) == [2, 3]
+    assert json_line[:-1] in lines["web2"]  # jsonl/1: its event line recorded as it was
     a1, a2 = accounting(root, "web1"), accounting(root, "web2")
     assert a1["recorded"] == 3 and a1["runs"]["b1/r1"]["exported"] == 3
-    assert a2["recorded"] == 1 and a2["not_recorded"] == 2  # jsonl/1: counted, not written
-    assert a2["runs"]["b1/r9"] == {"recorded": 0, "not_recorded": 2}
+    assert a2["recorded"] == 2 and a2["rejected"] == 1  # the other lines counted
+    assert a2["runs"]["b1/r9"] == {"recorded": 1, "rejected": 1,
+                                   "rejected_by_reason": {NOT_OF_TYPE: 1},
+                                   "non_event": {"stats": 1}}  # fmt: skip
+    again = FleetRecorder(root, LAYOUT, note=lambda _t: None)  # a later collector adds to it
+    again.message(Received("web2", "b1", "r9", "trace", "open", "jsonl/1", cpu=0, first=4,
+                           count=1, lines=["x"], offset_ns=OFFSET))  # fmt: skip
+    again.close(Fleet())
+    assert accounting(root, "web2")["runs"]["b1/r9"]["rejected_by_reason"] == {
+        NOT_OF_TYPE: 1, NOT_JSON: 1}  # fmt: skip
 
 
 def test_rotation_on_size_and_numbers_free_in_the_partition(tmp_path: Path) -> None:
