@@ -16,7 +16,9 @@ parent owned by root or us and not writable by others:
 :func:`ringtool.kernel.pin_root.open_pin_root`), else an
 :class:`ringtool.errors.UnsafeDirectoryError`. Entries are ``KEY.prog`` files written
 to a temporary file and renamed into place (two traces compiling at once each write
-a whole entry; the last rename wins).
+a whole entry; the last rename wins). Each write prunes the directory to its bound
+(:mod:`ringtool.programs.cache_prune`: entries unused for 30 days go, and beyond the
+newest 64 the oldest), and each load marks its entry used.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ringtool.errors import UnsafeDirectoryError
 from ringtool.kernel.needs import KernelNeeds
 from ringtool.kernel.pin_root import open_pin_root
 from ringtool.programs.cache_entry import FORMAT_VERSION, DamagedEntry, Entry, decode, encode
+from ringtool.programs.cache_prune import DEFAULT_BOUND, Bound, prune, touch_if_old
 
 DEFAULT_DIR = "/var/cache/ringtool/programs"
 ENV_DIR = "RINGTOOL_CACHE_DIR"
@@ -117,7 +120,7 @@ def cache_disabled() -> bool:
 class ProgramStore:
     """The entries in the directory ``path`` (see the module doc), opened on first use
     (``create``: made when missing), of ringtool ``version`` on ``kernel`` (both part of
-    every key; None: :func:`kernel_id`).
+    every key; None: :func:`kernel_id`), pruned to ``bound`` at each write.
     :class:`UnsafeDirectoryError` from any method when the directory fails its checks."""
 
     def __init__(
@@ -127,8 +130,10 @@ class ProgramStore:
         create: bool = True,
         version: str = "",
         kernel: str | None = None,
+        bound: Bound = DEFAULT_BOUND,
     ) -> None:
         self.path = path or cache_dir()
+        self.bound = bound
         self.create = create
         self.version = version
         self.kernel = kernel  # the key's kernel part (None: the running kernel's)
@@ -177,6 +182,7 @@ class ProgramStore:
             st = os.fstat(f)
             if not stat.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()):
                 raise DamagedEntry(f"entry {key[:12]} is not a file of root's")
+            touch_if_old(f, st.st_mtime)  # used: the newest are what pruning keeps
             with os.fdopen(f, "rb", closefd=False) as stream:
                 return stream.read()
         finally:
@@ -203,6 +209,10 @@ class ProgramStore:
             except OSError:
                 pass
             raise
+        try:
+            prune(fd, key + suffix, self.bound)
+        except OSError:
+            pass  # the entry is written; the next write prunes again
 
     def remove(self, key: str, suffix: str = _SUFFIX) -> None:
         """Delete ``key``'s entry (gone already: nothing)."""
