@@ -1,0 +1,169 @@
+"""``ringtool bench trace``'s start-up beside its peers': seconds from the command to
+its start line, and to its first event, for ``ringtool trace --json`` (the default
+sources, the program cache warm), Debian's libbpf-tools ``opensnoop`` (to its header
+line) and ``bpftrace`` (opensnoop.bt's probes on ``openat``, to the output of its
+``BEGIN`` probe). Each is timed alike: started pinned to one CPU with its stdout and
+stderr on a pseudo-terminal (line-buffered, as on a terminal: a C tool's ``printf``
+to a pipe would sit in its buffer), from just before the fork to the line read by the
+bench. In rounds, one start of each per round, after a first round not counted (it
+fills the program cache and the page cache); the median, lowest and highest.
+``ringtool_ratio``: ringtool's median over the tracer's (above 1: ringtool starts
+slower). A tracer not installed is a row with ``skipped`` (and the command that
+installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ringtool.bench.peer_tracers import BPFTRACE_PROGRAM, LIBBPF_OPENSNOOP, Tracer
+from ringtool.errors import BenchError
+
+#: What bpftrace's BEGIN probe prints (bpftrace runs it once every probe is attached).
+BPFTRACE_START = "rt-bench-start"
+#: How long one start may take before the bench gives up on it.
+START_TIMEOUT_S = 120.0
+#: How long a tracer may take to end after SIGINT before it is killed.
+END_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Starter:
+    """A tracer, and how its start line and its event lines look."""
+
+    tracer: Tracer
+    is_start: Callable[[bytes], bool]
+    is_event: Callable[[bytes], bool]
+
+
+def _ringtool_event(line: bytes) -> bool:
+    return line.startswith(b'{"type": "') and not line.startswith(
+        (b'{"type": "start"', b'{"type": "note"', b'{"type": "stats"')
+    )
+
+
+def starters() -> tuple[Starter, ...]:
+    """ringtool first (the ratios' reference), then its peers."""
+    rt = Tracer("ringtool", (sys.executable, "-m", "ringtool", "trace", "--json"))
+    snoop = Tracer("opensnoop (libbpf-tools)", (str(LIBBPF_OPENSNOOP),),
+                   needs=str(LIBBPF_OPENSNOOP), package="libbpf-tools")  # fmt: skip
+    program = f'BEGIN {{ printf("{BPFTRACE_START}\\n"); }} {BPFTRACE_PROGRAM}'
+    bt = Tracer("bpftrace", ("bpftrace", "-e", program), needs="bpftrace", package="bpftrace")
+    return (
+        Starter(rt, lambda ln: ln.startswith(b'{"type": "start"'), _ringtool_event),
+        Starter(snoop, lambda ln: ln.startswith(b"PID "), lambda ln: ln[:1].isdigit()),
+        Starter(bt, lambda ln: ln == BPFTRACE_START.encode(), lambda ln: ln[:1].isdigit()),
+    )
+
+
+def _lines(master: int, deadline: float) -> Iterator[bytes]:
+    """The lines the pseudo-terminal's ``master`` gives (without ``\\r\\n``), until
+    ``deadline`` or the end."""
+    buf = b""
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([master], [], [], left)
+        if not ready:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: every holder of the terminal's other side is gone
+            break
+        if not data:
+            break
+        buf += data
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            yield line.rstrip(b"\r")
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(END_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def time_start(starter: Starter, cpu: int) -> tuple[float, float]:
+    """One start of ``starter`` pinned to ``cpu``: seconds to its start line and to its
+    first event line. :class:`BenchError` (with its last lines) when either does not
+    come within :data:`START_TIMEOUT_S`."""
+    master, slave = os.openpty()
+    seen: list[bytes] = []
+    try:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            starter.tracer.argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+        )  # fmt: skip
+        os.close(slave)
+        slave = -1
+        try:
+            start = first = None
+            for line in _lines(master, t0 + START_TIMEOUT_S):
+                now = time.monotonic() - t0
+                seen = [*seen[-4:], line]
+                if start is None and starter.is_start(line):
+                    start = now
+                elif start is not None and starter.is_event(line):
+                    first = now
+                    break
+        finally:
+            _end(proc)
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+    if start is None or first is None:
+        tail = " | ".join(ln.decode("utf-8", "backslashreplace") for ln in seen)
+        raise BenchError(f"{starter.tracer.name} gave no start line and event: {tail[-500:]}")
+    return start, first
+
+
+def _row(name: str, starts: list[float], firsts: list[float]) -> dict[str, Any]:
+    return {"bench": "trace-startup", "tracer": name,
+            "start_s": round(statistics.median(starts), 3),
+            "start_min_s": round(min(starts), 3), "start_max_s": round(max(starts), 3),
+            "first_event_s": round(statistics.median(firsts), 3),
+            "runs": len(starts)}  # fmt: skip
+
+
+def peer_starts(cpu: int, rounds: int) -> list[dict[str, Any]]:
+    """The rows of the module doc: ``rounds`` counted rounds on ``cpu``."""
+    runnable = [s for s in starters() if s.tracer.missing() is None]
+    times: dict[str, list[tuple[float, float]]] = {s.tracer.name: [] for s in runnable}
+    for i in range(rounds + 1):
+        for s in runnable:
+            t = time_start(s, cpu)
+            if i:  # the first round warms the caches
+                times[s.tracer.name].append(t)
+    rows = []
+    reference = None
+    for s in starters():
+        why = s.tracer.missing()
+        if why is not None:
+            rows.append({"bench": "trace-startup", "tracer": s.tracer.name, "skipped": why})
+            continue
+        pairs = times[s.tracer.name]
+        row = _row(s.tracer.name, [a for a, _ in pairs], [b for _, b in pairs])
+        if reference is None:
+            reference = row["start_s"]
+            row.update(sources="default", cache="warm")
+        else:
+            row["ringtool_ratio"] = round(reference / row["start_s"], 1) if row["start_s"] else None
+        rows.append(row)
+    return rows
+
+
+__all__ = ["BPFTRACE_START", "Starter", "peer_starts", "starters", "time_start"]
