@@ -46,7 +46,7 @@ def running_parents(proc: str = "/proc") -> Iterator[tuple[int, int]]:
 
 def parents_to_seed(limit: int = 32768, proc: str = "/proc") -> list[tuple[int, int]]:
     """``(pid, ppid)`` of up to ``limit`` running processes (:func:`running_parents`)."""
-    pairs = []
+    pairs: list[tuple[int, int]] = []
     for pair in running_parents(proc):
         if len(pairs) >= limit:
             break
