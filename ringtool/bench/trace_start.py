@@ -9,11 +9,16 @@ bench. In rounds, one start of each per round, after a first round not counted (
 fills the program cache and the page cache); the median, lowest and highest.
 ``ringtool_ratio``: ringtool's median over the tracer's (above 1: ringtool starts
 slower). A tracer not installed is a row with ``skipped`` (and the command that
-installs it).
+installs it). ringtool's row has ``stale_bytecode``: how many of ringtool's modules
+have no current bytecode (``__pycache__``), each compiled again at every start where
+Python may not write it (``PYTHONDONTWRITEBYTECODE``, a read-only tree): ~0.1 s of a
+start when most are (``python -m compileall ringtool`` writes them; a wheel's install
+does).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import select
 import signal
@@ -23,8 +28,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import ringtool
 from ringtool.bench.peer_tracers import BPFTRACE_PROGRAM, LIBBPF_OPENSNOOP, Tracer
 from ringtool.errors import BenchError
 
@@ -131,6 +138,20 @@ def time_start(starter: Starter, cpu: int) -> tuple[float, float]:
     return start, first
 
 
+def stale_bytecode(package: Path | None = None) -> int:
+    """How many modules of ``package`` (ringtool's directory when None) have no bytecode
+    file at least as new as their source."""
+    stale = 0
+    for source in (package or Path(ringtool.__file__).parent).rglob("*.py"):
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        try:
+            if cached.stat().st_mtime < source.stat().st_mtime:
+                stale += 1
+        except FileNotFoundError:
+            stale += 1
+    return stale
+
+
 def _row(name: str, starts: list[float], firsts: list[float]) -> dict[str, Any]:
     return {"bench": "trace-startup", "tracer": name,
             "start_s": round(statistics.median(starts), 3),
@@ -159,11 +180,12 @@ def peer_starts(cpu: int, rounds: int) -> list[dict[str, Any]]:
         row = _row(s.tracer.name, [a for a, _ in pairs], [b for _, b in pairs])
         if reference is None:
             reference = row["start_s"]
-            row.update(sources="default", cache="warm")
+            row.update(sources="default", cache="warm", stale_bytecode=stale_bytecode())
         else:
             row["ringtool_ratio"] = round(reference / row["start_s"], 1) if row["start_s"] else None
         rows.append(row)
     return rows
 
 
-__all__ = ["BPFTRACE_START", "Starter", "peer_starts", "starters", "time_start"]
+__all__ = ["BPFTRACE_START", "Starter", "peer_starts", "stale_bytecode", "starters",
+           "time_start"]  # fmt: skip
