@@ -1,7 +1,9 @@
 """``ringtool bench trace``'s start-up beside its peers': seconds from the command to
-its start line, and to its first event, for ``ringtool trace --json`` (the default
-sources, the program cache warm), Debian's libbpf-tools ``opensnoop`` (to its header
-line) and ``bpftrace`` (opensnoop.bt's probes on ``openat``, to the output of its
+its start line, and to its first event (and the CPU it had used by its start line:
+``start_cpu_s``, which moves less with the machine's load than the wall time), for
+``ringtool trace --json`` (the default sources, the program cache warm), Debian's
+libbpf-tools ``opensnoop`` (to its header line) and ``bpftrace`` (opensnoop.bt's
+probes on ``openat``, to the output of its
 ``BEGIN`` probe). Each is timed alike: started pinned to one CPU with its stdout and
 stderr on a pseudo-terminal (line-buffered, as on a terminal: a C tool's ``printf``
 to a pipe would sit in its buffer), from just before the fork to the line read by the
@@ -102,10 +104,29 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-def time_start(starter: Starter, cpu: int) -> tuple[float, float]:
-    """One start of ``starter`` pinned to ``cpu``: seconds to its start line and to its
-    first event line. :class:`BenchError` (with its last lines) when either does not
-    come within :data:`START_TIMEOUT_S`."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, its threads that ended and
+    its children it waited for included (``/proc/PID/stat`` fields 14-17: clock ticks)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        stat = f.read()
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Start:
+    """One start: seconds to the start line and to the first event, and the CPU
+    seconds the tracer had used when its start line came (:func:`cpu_seconds`)."""
+
+    start_s: float
+    first_event_s: float
+    cpu_s: float
+
+
+def time_start(starter: Starter, cpu: int) -> Start:
+    """One start of ``starter`` pinned to ``cpu`` (see :class:`Start`).
+    :class:`BenchError` (with its last lines) when the start line or the first event
+    does not come within :data:`START_TIMEOUT_S`."""
     master, slave = os.openpty()
     seen: list[bytes] = []
     try:
@@ -118,11 +139,13 @@ def time_start(starter: Starter, cpu: int) -> tuple[float, float]:
         slave = -1
         try:
             start = first = None
+            cpu_s = 0.0
             for line in _lines(master, t0 + START_TIMEOUT_S):
                 now = time.monotonic() - t0
                 seen = [*seen[-4:], line]
                 if start is None and starter.is_start(line):
                     start = now
+                    cpu_s = cpu_seconds(proc.pid)
                 elif start is not None and starter.is_event(line):
                     first = now
                     break
@@ -135,7 +158,7 @@ def time_start(starter: Starter, cpu: int) -> tuple[float, float]:
     if start is None or first is None:
         tail = " | ".join(ln.decode("utf-8", "backslashreplace") for ln in seen)
         raise BenchError(f"{starter.tracer.name} gave no start line and event: {tail[-500:]}")
-    return start, first
+    return Start(start, first, cpu_s)
 
 
 def stale_bytecode(package: Path | None = None) -> int:
@@ -152,18 +175,20 @@ def stale_bytecode(package: Path | None = None) -> int:
     return stale
 
 
-def _row(name: str, starts: list[float], firsts: list[float]) -> dict[str, Any]:
+def _row(name: str, runs: list[Start]) -> dict[str, Any]:
+    starts = [r.start_s for r in runs]
     return {"bench": "trace-startup", "tracer": name,
             "start_s": round(statistics.median(starts), 3),
             "start_min_s": round(min(starts), 3), "start_max_s": round(max(starts), 3),
-            "first_event_s": round(statistics.median(firsts), 3),
+            "first_event_s": round(statistics.median(r.first_event_s for r in runs), 3),
+            "start_cpu_s": round(statistics.median(r.cpu_s for r in runs), 3),
             "runs": len(starts)}  # fmt: skip
 
 
 def peer_starts(cpu: int, rounds: int) -> list[dict[str, Any]]:
     """The rows of the module doc: ``rounds`` counted rounds on ``cpu``."""
     runnable = [s for s in starters() if s.tracer.missing() is None]
-    times: dict[str, list[tuple[float, float]]] = {s.tracer.name: [] for s in runnable}
+    times: dict[str, list[Start]] = {s.tracer.name: [] for s in runnable}
     for i in range(rounds + 1):
         for s in runnable:
             t = time_start(s, cpu)
@@ -176,8 +201,7 @@ def peer_starts(cpu: int, rounds: int) -> list[dict[str, Any]]:
         if why is not None:
             rows.append({"bench": "trace-startup", "tracer": s.tracer.name, "skipped": why})
             continue
-        pairs = times[s.tracer.name]
-        row = _row(s.tracer.name, [a for a, _ in pairs], [b for _, b in pairs])
+        row = _row(s.tracer.name, times[s.tracer.name])
         if reference is None:
             reference = row["start_s"]
             row.update(sources="default", cache="warm", stale_bytecode=stale_bytecode())
@@ -187,5 +211,5 @@ def peer_starts(cpu: int, rounds: int) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["BPFTRACE_START", "Starter", "peer_starts", "stale_bytecode", "starters",
-           "time_start"]  # fmt: skip
+__all__ = ["BPFTRACE_START", "Start", "Starter", "cpu_seconds", "peer_starts",
+           "stale_bytecode", "starters", "time_start"]  # fmt: skip

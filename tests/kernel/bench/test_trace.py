@@ -105,6 +105,7 @@ def _check_peer_starts(rows: list[dict[str, object]], runs: int) -> None:
         low, mid, high = (float(row[k]) for k in ("start_min_s", "start_s", "start_max_s"))  # type: ignore[arg-type]
         assert 0 < low <= mid <= high, row
         assert _number(row["first_event_s"]) and float(row["first_event_s"]) >= low, row  # type: ignore[arg-type]
+        assert _number(row["start_cpu_s"]) and float(row["start_cpu_s"]) >= 0, row  # type: ignore[arg-type]
     for row in peers:
         if "skipped" not in row:
             ratio = float(ringtool["start_s"]) / float(row["start_s"])  # type: ignore[arg-type]
