@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ringtool.bench.trace import starts_beside_peers
+from ringtool.bench.trace import START_ROUNDS, starts_beside_peers
 from ringtool.bench.trace_proc import build_loop, run_loop
 from ringtool.bench.trace_start import starters
 from ringtool.trace.reading.sources import RING_SOURCES
@@ -79,7 +79,8 @@ def test_bench_trace_json_lines() -> None:
     assert set(starts) == {"off", "warm"}  # compiled, and from the program cache
     for start in starts.values():
         assert _number(start["seconds"]) and float(start["seconds"]) > 0  # type: ignore[arg-type]
-    _check_peer_starts([row for row in by_bench["trace-startup"] if "seconds" not in row], 1)
+    peers = [row for row in by_bench["trace-startup"] if "seconds" not in row]
+    _check_peer_starts(peers, START_ROUNDS)
     # every RINGBUF source's programs ran and were measured, disk's too (its O_DIRECT
     # reads are block requests)
     cost = {str(r["source"]): r for r in by_bench["trace-source-cost"]}
