@@ -5,6 +5,7 @@ layer imports one above it."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -23,8 +24,15 @@ def _bench(subs: Any) -> None:
 COMMANDS: dict[str, Register] = {**SUBCOMMANDS, "bench": _bench}
 
 
+#: numpy's OpenBLAS starts a thread per CPU at import, which spins waiting for work
+#: (about 50 ms of CPU a start here, on the CPU a pinned trace runs on too); ringtool
+#: does no linear algebra, so the program asks for none (a value the user set stays).
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``ringtool ARGV...``; the exit status."""
+    os.environ.setdefault(*BLAS_THREADS)  # before anything imports numpy
     return cli_main(argv, COMMANDS)
 
 

@@ -35,7 +35,11 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
 * ``trace-startup``: seconds from starting ``ringtool trace --json`` to its first
   event line on stdout, the producer already running (``ready_s``: to the sources
   being attached); ``cache`` ``off``: compiled by BCC (``--no-cache``), ``warm``:
-  loaded from the program cache (docs/trace.md, "Program cache");
+  loaded from the program cache (docs/trace.md, "Program cache"); then, with the
+  producer running, ``ringtool trace --json`` with the default sources beside
+  libbpf-tools' ``opensnoop`` and ``bpftrace``, each from the command to its start
+  line and first event (:mod:`ringtool.bench.trace_start`: ``tracer``, ``start_s``,
+  ``ringtool_ratio``);
 * ``trace-source-cost``, per RINGBUF source: its programs' runs, average ns, CPU share
   and BPF ns per event, every source traced at once under a mixed load
   (:mod:`ringtool.bench.trace_sources`);
@@ -67,6 +71,7 @@ from ringtool.bench.trace_proc import (
     task_cpu_ns,
 )
 from ringtool.bench.trace_sources import source_cost
+from ringtool.bench.trace_start import peer_starts
 from ringtool.bench.trace_switch import cpuwait_cost
 from ringtool.bench.trace_tui import tui_cpu
 from ringtool.kernel.privileges import require_bpf_privileges
@@ -75,6 +80,8 @@ PRODUCER_CPU = 0
 TRACE_CPU = 1
 BUFFER_PAGES = 1024
 OUTPUTS = ("json", "columns", "tui", "export", "record")
+#: Counted rounds of the start-up beside the peers (one start of each a round).
+START_ROUNDS = 3
 #: Trace run past the producer's end: the drain of what is left.
 DRAIN_S = 1.0
 OVERHEAD_ROUNDS = 2
@@ -233,8 +240,19 @@ def startup(binary: Path, cache: str) -> dict[str, Any]:
         loop.proc.kill()
         loop.proc.wait()
     seconds = round(first, 3) if first else None
-    return {"bench": "trace-startup", "cache": cache, "seconds": seconds,
-            "ready_s": round(ready_s, 3)}  # fmt: skip
+    return {"bench": "trace-startup", "tracer": "ringtool --events open -c COMM",
+            "cache": cache, "seconds": seconds, "ready_s": round(ready_s, 3)}  # fmt: skip
+
+
+def starts_beside_peers(binary: Path, rounds: int) -> list[dict[str, Any]]:
+    """ringtool's start-up beside opensnoop's and bpftrace's, the producer running
+    (every tracer has open events to show)."""
+    loop = Loop(binary, "open", PRODUCER_CPU, 600.0)
+    try:
+        return peer_starts(TRACE_CPU, rounds)
+    finally:
+        loop.proc.kill()
+        loop.proc.wait()
 
 
 def _export_url(stack: contextlib.ExitStack, tmp: Path) -> tuple[str | None, str]:
@@ -272,6 +290,7 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
         rows.append(idle(binary, secs))
         startup(binary, "fill")  # a start that may compile: the next one loads
         rows += [startup(binary, "off"), startup(binary, "warm")]
+        rows += starts_beside_peers(binary, 1 if quick else START_ROUNDS)
         rows.extend(source_cost(binary, secs, tmp, producer_cpu=PRODUCER_CPU,
                                 trace_cpu=TRACE_CPU))  # fmt: skip
         rows += packet_cost(20_000 if quick else 200_000, cpu=TRACE_CPU)

@@ -13,15 +13,17 @@ from __future__ import annotations
 import os
 import re
 import socket
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from ringtool.errors import ExportError, InputFileError
 from ringtool.kernel.files import read_regular, utf8_text
+
+if TYPE_CHECKING:  # ssl is imported where a context is made: not by every `ringtool trace`
+    import ssl
 
 DEFAULT_STREAM = "RINGTOOL"
 DEFAULT_PREFIX = "ringtool"
@@ -191,6 +193,8 @@ def parse_creds(data: bytes, path: Path) -> tuple[str, str]:
 def ca_context(data: bytes, path: Path) -> ssl.SSLContext:
     """A client context that verifies the server against ``data``, the contents of the
     CA bundle ``path``: PEM text or DER bytes (an ExportError names ``path``)."""
+    import ssl
+
     try:
         return ssl.create_default_context(cadata=data.decode("ascii") if data.isascii() else data)
     except (ssl.SSLError, ValueError, OSError) as exc:
@@ -263,6 +267,8 @@ def connect_options(
     if tls_ca is not None:
         opts["tls"] = tls_context(tls_ca)
     elif any(p.scheme == "tls" for p in parsed):
+        import ssl
+
         opts["tls"] = ssl.create_default_context()
     return opts
 
@@ -287,6 +293,8 @@ def connected_server(nc: Any, fallback: str) -> str:
 def describe_error(exc: BaseException) -> str:
     """One line for a connection error (``Connection refused``, a TLS failure,
     nats-py's message)."""
+    import ssl
+
     if isinstance(exc, ssl.SSLError):
         detail = getattr(exc, "verify_message", "") or ""
         return f"TLS: {exc.reason or exc}" + (f": {detail}" if detail else "")

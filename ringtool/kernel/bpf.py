@@ -35,6 +35,7 @@ class Cmd(IntEnum):
     BTF_LOAD = 18
     BTF_GET_FD_BY_ID = 19
     MAP_LOOKUP_BATCH = 24
+    MAP_UPDATE_BATCH = 26
     ENABLE_STATS = 32
 
 
@@ -185,6 +186,25 @@ def map_update(fd: int, key: bytes, value: bytes, flags: int = BPF_ANY) -> None:
         ]
     )
     bpf_call(Cmd.MAP_UPDATE_ELEM, attr)
+
+
+def map_update_batch(fd: int, keys: bytes, values: bytes, count: int) -> None:
+    """``count`` keys and values (each packed one after another, as
+    :func:`map_lookup_batch_raw` gives them) written to map ``fd`` in one
+    BPF_MAP_UPDATE_BATCH (kernel 5.6+; hash, LRU hash and array maps). A
+    :class:`BpfSyscallError` where the kernel or the map type has none (EINVAL,
+    ENOTSUPP) or a write failed: the elements before it are written (the caller may
+    write them all again one by one: an update is idempotent)."""
+    if count == 0:
+        return
+    if len(keys) % count or len(values) % count:
+        raise ValueError(f"{len(keys)} key and {len(values)} value bytes for {count} elements")
+    k = ctypes.create_string_buffer(keys, len(keys))
+    v = ctypes.create_string_buffer(values, len(values))
+    attr = make_attr([(16, ctypes.c_uint64(ctypes.addressof(k))),
+                      (24, ctypes.c_uint64(ctypes.addressof(v))),
+                      (32, ctypes.c_uint32(count)), (36, ctypes.c_uint32(fd))])  # fmt: skip
+    bpf_call(Cmd.MAP_UPDATE_BATCH, attr, what=f"map fd {fd}")
 
 
 def map_lookup(fd: int, key: bytes, value_size: int) -> bytes | None:

@@ -17,8 +17,13 @@ _SYSCALLS: dict[str, dict[str, int]] = {
 
 @cache
 def libc() -> ctypes.CDLL:
-    """The process's libc, with errno captured per call."""
-    lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    """The process's libc, with errno captured per call: glibc's ``libc.so.6`` by its
+    soname, else the one ``ctypes.util.find_library`` names (which runs ``ldconfig
+    -p``, a process of its own: ~10 ms of every start, so not where glibc is)."""
+    try:
+        lib = ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so", use_errno=True)
     lib.syscall.restype = ctypes.c_long
     lib.mmap.restype = ctypes.c_void_p
     lib.mmap.argtypes = [

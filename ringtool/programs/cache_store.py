@@ -16,7 +16,9 @@ parent owned by root or us and not writable by others:
 :func:`ringtool.kernel.pin_root.open_pin_root`), else an
 :class:`ringtool.errors.UnsafeDirectoryError`. Entries are ``KEY.prog`` files written
 to a temporary file and renamed into place (two traces compiling at once each write
-a whole entry; the last rename wins).
+a whole entry; the last rename wins). Each write prunes the directory to its bound
+(:mod:`ringtool.programs.cache_prune`: entries unused for 30 days go, and beyond the
+newest 64 the oldest), and each load marks its entry used.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import hashlib
 import importlib.util
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from ringtool.bpf_files import bpf_dir
@@ -33,6 +35,7 @@ from ringtool.errors import UnsafeDirectoryError
 from ringtool.kernel.needs import KernelNeeds
 from ringtool.kernel.pin_root import open_pin_root
 from ringtool.programs.cache_entry import FORMAT_VERSION, DamagedEntry, Entry, decode, encode
+from ringtool.programs.cache_prune import DEFAULT_BOUND, Bound, prune, touch_if_old
 
 DEFAULT_DIR = "/var/cache/ringtool/programs"
 ENV_DIR = "RINGTOOL_CACHE_DIR"
@@ -62,12 +65,36 @@ def bcc_version() -> str:
 _DEFINE_MAKERS = ("kernel_features.py", "tracepoints.py", "tp_presence.py", "loader.py")
 
 
-def _sources(bpf: Path | None) -> Iterator[bytes]:
+def _source_paths(bpf: Path | None) -> list[Path]:
     here = Path(__file__).parent
-    paths = [*sorted(p for p in (bpf or bpf_dir()).iterdir() if p.is_file()),
-             *(here / name for name in _DEFINE_MAKERS)]  # fmt: skip
-    for path in paths:
-        yield path.name.encode() + b"\0" + path.read_bytes() + b"\0"
+    return [*sorted(p for p in (bpf or bpf_dir()).iterdir() if p.is_file()),
+            *(here / name for name in _DEFINE_MAKERS)]  # fmt: skip
+
+
+def sources_digest(bpf: Path | None = None) -> str:
+    """The hex sha256 of every file of ``bpf`` (:func:`ringtool.bpf_files.bpf_dir`
+    when None) and of the modules that make ``-D`` constants, names and bytes."""
+    h = hashlib.sha256()
+    for path in _source_paths(bpf):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def sources_stamp(bpf: Path | None = None) -> tuple[tuple[str, int, int, int], ...]:
+    """Name, inode, size and modification time (ns) of each file :func:`sources_digest`
+    reads: while it is the same, so are the files (a store keeps the digest that long)."""
+    here = Path(__file__).parent
+    stamps = []
+    with os.scandir(bpf or bpf_dir()) as entries:
+        for entry in entries:
+            if entry.is_file():
+                st = entry.stat()
+                stamps.append((entry.name, st.st_ino, st.st_size, st.st_mtime_ns))
+    stamps.sort()
+    for name in _DEFINE_MAKERS:
+        st = os.stat(here / name)
+        stamps.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(stamps)
 
 
 def kernel_id() -> str:
@@ -84,23 +111,25 @@ def cache_key(
     version: str = "",
     kernel: str | None = None,
     bpf: Path | None = None,
+    sources: str | None = None,
+    bcc: str | None = None,
 ) -> str:
     """The key (hex sha256) of compiling ``bpf/<filename>`` with the caller's
     ``defines`` and what the program ``needs`` of the kernel (the ``-D`` constants the
     loader derives from them depend on the kernel and the code in the key only, so
     they are not computed here: that reads the kernel's BTF, a good part of a start),
     on ``kernel`` (:func:`kernel_id` when None) and BCC, by ringtool ``version``, from
-    the sources in ``bpf`` (:func:`ringtool.bpf_files.bpf_dir` when None)."""
+    the sources in ``bpf`` (:func:`ringtool.bpf_files.bpf_dir` when None; ``sources``:
+    their :func:`sources_digest`, and ``bcc``: :func:`bcc_version`, when the caller has
+    them)."""
     h = hashlib.sha256()
-    for part in (f"format {FORMAT_VERSION}", f"ringtool {version}", f"bcc {bcc_version()}",
+    for part in (f"format {FORMAT_VERSION}", f"ringtool {version}", f"bcc {bcc or bcc_version()}",
                  f"kernel {kernel_id() if kernel is None else kernel}", f"file {filename}",
-                 f"needs {needs!r}"):  # fmt: skip
+                 f"needs {needs!r}", f"sources {sources or sources_digest(bpf)}"):  # fmt: skip
         h.update(part.encode() + b"\n")
     for name in sorted(defines):
         value = name if name.endswith("_FD") else defines[name]
         h.update(f"-D{name}={value}\n".encode())
-    for chunk in _sources(bpf):
-        h.update(chunk)
     return h.hexdigest()
 
 
@@ -117,7 +146,8 @@ def cache_disabled() -> bool:
 class ProgramStore:
     """The entries in the directory ``path`` (see the module doc), opened on first use
     (``create``: made when missing), of ringtool ``version`` on ``kernel`` (both part of
-    every key; None: :func:`kernel_id`).
+    every key; None: :func:`kernel_id`), from the sources in ``bpf`` (None:
+    :func:`ringtool.bpf_files.bpf_dir`), pruned to ``bound`` at each write.
     :class:`UnsafeDirectoryError` from any method when the directory fails its checks."""
 
     def __init__(
@@ -127,11 +157,17 @@ class ProgramStore:
         create: bool = True,
         version: str = "",
         kernel: str | None = None,
+        bound: Bound = DEFAULT_BOUND,
+        bpf: Path | None = None,
     ) -> None:
         self.path = path or cache_dir()
+        self.bound = bound
         self.create = create
         self.version = version
         self.kernel = kernel  # the key's kernel part (None: the running kernel's)
+        self._sources: tuple[tuple[tuple[str, int, int, int], ...], str] | None = None
+        self._bcc: str | None = None
+        self._bpf = bpf  # the sources (None: bpf_dir())
         self._fd: int | None = None
 
     def _dir(self) -> int | None:
@@ -153,8 +189,15 @@ class ProgramStore:
         self._dir()
 
     def key(self, filename: str, defines: Mapping[str, int | str], needs: KernelNeeds) -> str:
-        """:func:`cache_key` with this store's ringtool version and kernel."""
-        return cache_key(filename, defines, needs, version=self.version, kernel=self.kernel)
+        """:func:`cache_key` with this store's ringtool version and kernel; the sources'
+        digest is read once and kept while their :func:`sources_stamp` stays the same,
+        BCC's version is read once."""
+        stamp = sources_stamp(self._bpf)
+        if self._sources is None or self._sources[0] != stamp:
+            self._sources = (stamp, sources_digest(self._bpf))
+        self._bcc = self._bcc or bcc_version()
+        return cache_key(filename, defines, needs, version=self.version, kernel=self.kernel,
+                         sources=self._sources[1], bcc=self._bcc)  # fmt: skip
 
     def load(self, key: str) -> Entry | None:
         """The entry of ``key``; None when there is none. A damaged one (not a regular
@@ -177,6 +220,7 @@ class ProgramStore:
             st = os.fstat(f)
             if not stat.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()):
                 raise DamagedEntry(f"entry {key[:12]} is not a file of root's")
+            touch_if_old(f, st.st_mtime)  # used: the newest are what pruning keeps
             with os.fdopen(f, "rb", closefd=False) as stream:
                 return stream.read()
         finally:
@@ -203,6 +247,10 @@ class ProgramStore:
             except OSError:
                 pass
             raise
+        try:
+            prune(fd, key + suffix, self.bound)
+        except OSError:
+            pass  # the entry is written; the next write prunes again
 
     def remove(self, key: str, suffix: str = _SUFFIX) -> None:
         """Delete ``key``'s entry (gone already: nothing)."""
@@ -255,4 +303,6 @@ __all__ = [
     "cache_dir",
     "cache_disabled",
     "cache_key",
+    "sources_digest",
+    "sources_stamp",
 ]

@@ -16,6 +16,7 @@ to ``name``). It offers what ringtool uses of a BCC object
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -37,6 +38,8 @@ from ringtool.programs.table_view import MapTable
 
 PROG_TRACEPOINT = 5
 PROG_RAW_TRACEPOINT = 17
+#: Threads loading a cached file's programs at most (at most one per CPU it may run on).
+MAX_LOADERS = 4
 _TYPES = {"tracepoint__": PROG_TRACEPOINT, "raw_tracepoint__": PROG_RAW_TRACEPOINT}
 
 
@@ -157,16 +160,41 @@ class CachedProgram:
                 fd, t.map_type, t.key_size, t.value_size, t.max_entries
             )
             fds[("table", t.name)] = fd
-        for f in self.entry.functions:
-            insns = patch(f.insns, f.relocs, fds)
-            fd = prog_load(
-                f.prog_type,
-                insns,
-                license=f.license,
-                name=kernel_name(f.name),
-                expected_attach_type=f.attach_type,
-            )
-            self.funcs[f.name.encode()] = Function(f.name.encode(), fd)
+        patched = [(f, patch(f.insns, f.relocs, fds)) for f in self.entry.functions]
+        loaded: list[int | BaseException | None] = [None] * len(patched)
+
+        def load(i: int) -> None:
+            f, insns = patched[i]
+            try:
+                loaded[i] = prog_load(f.prog_type, insns, license=f.license,
+                                      name=kernel_name(f.name),
+                                      expected_attach_type=f.attach_type)  # fmt: skip
+            except BaseException as exc:  # raised below, once every thread is done
+                loaded[i] = exc
+
+        def stripe(first: int, step: int) -> None:
+            for i in range(first, len(patched), step):
+                if any(isinstance(r, BaseException) for r in loaded):
+                    return  # one was refused: the entry is not used
+                load(i)
+
+        # the verifier runs in the bpf() call, which releases the GIL: the programs are
+        # verified on the CPUs this process may use at once (each load is independent)
+        workers = min(len(patched), len(os.sched_getaffinity(0)), MAX_LOADERS)
+        if workers <= 1:
+            stripe(0, 1)
+        else:
+            threads = [threading.Thread(target=stripe, args=(w, workers)) for w in range(workers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        for (f, _), result in zip(patched, loaded, strict=True):
+            if isinstance(result, int):  # kept, so that cleanup() closes it on a failure
+                self.funcs[f.name.encode()] = Function(f.name.encode(), result)
+        failed = next((r for r in loaded if isinstance(r, BaseException)), None)
+        if failed is not None:
+            raise failed
 
     def __getitem__(self, name: bytes) -> MapTable:
         try:

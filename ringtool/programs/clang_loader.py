@@ -9,6 +9,8 @@ constants as ``-D``) and Debian's ``bpftool prog load`` (libbpf) loads the objec
 pins the program and its maps under a bpffs directory; ringtool takes fds of the pins
 with ``BPF_OBJ_GET``. Maps that already exist are passed by their pins (``map name N
 pinned PATH``: libbpf reuses them when type, sizes and flags match the declaration).
+:func:`load_in_process` does the same with libbpf in ringtool's own process
+(:mod:`ringtool.kernel.libbpf`), maps passed by fd: no bpftool process per load.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from ringtool.bpf_files import bpf_dir, bpf_file
 from ringtool.errors import KernelFeatureError, RingtoolError
+from ringtool.kernel import libbpf
 from ringtool.kernel.needs import NO_NEEDS
 from ringtool.programs.cache_entry import DamagedEntry
 from ringtool.programs.cache_store import ProgramStore
@@ -87,24 +90,11 @@ def load_pinned(
     clang's or the verifier's reason. With ``store`` (the program cache), clang's
     object is kept there, keyed as a BCC compile is plus clang's path, and a later load
     with the same key skips clang (a damaged object is compiled again)."""
-    clang = _tool("clang-14", "clang")
     bpftool = _tool("bpftool")
-    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
-    flags = [f"-I{bpf_dir()}", *([f"-I/usr/include/{multiarch}"] if multiarch else [])]
-    flags += [f"-D{k}={v}" for k, v in (defines or {}).items()]
+    data = build_object(filename, defines=defines, store=store)
     with tempfile.TemporaryDirectory(prefix="ringtool-bpf-") as tmp:
         obj = os.path.join(tmp, filename.replace(".c", ".o"))
-        build = [clang, "-O2", "-g", "-target", "bpf", *flags, "-c", str(bpf_file(filename))]
-        key = None
-        if store is not None:
-            key = store.key(filename, {**(defines or {}), "RINGTOOL_CLANG": clang}, NO_NEEDS)
-        if not _cached_object(store, key, obj):
-            _run([*build, "-o", obj], f"clang on {filename}")
-            if store is not None and key is not None:
-                try:
-                    store.store_object(key, Path(obj).read_bytes())
-                except (RingtoolError, OSError):
-                    pass  # kept next time, maybe: this load goes on
+        Path(obj).write_bytes(data)
         prog_pin = os.path.join(pin_dir, prog_name)
         cmd = [bpftool, "prog", "load", obj, prog_pin]
         for name, path in (reuse or {}).items():
@@ -115,22 +105,69 @@ def load_pinned(
     return prog_pin
 
 
-def _cached_object(store: ProgramStore | None, key: str | None, obj: str) -> bool:
-    """Write the object kept as ``key`` to ``obj``; False (compile) when there is none,
-    it is damaged (then removed) or the cache can't be used."""
-    if store is None or key is None:
-        return False
+def build_object(
+    filename: str,
+    *,
+    defines: Mapping[str, int | str] | None = None,
+    store: ProgramStore | None = None,
+) -> bytes:
+    """clang's object of ``bpf/<filename>`` with ``defines``: the one ``store`` keeps
+    (keyed as a BCC compile is, plus clang's path), else compiled (and kept there).
+    A :class:`BpfCompileError` names clang's reason."""
+    clang = _tool("clang-14", "clang")
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    flags = [f"-I{bpf_dir()}", *([f"-I/usr/include/{multiarch}"] if multiarch else [])]
+    flags += [f"-D{k}={v}" for k, v in (defines or {}).items()]
+    key = None
+    if store is not None:
+        key = store.key(filename, {**(defines or {}), "RINGTOOL_CLANG": clang}, NO_NEEDS)
+        data = _cached_object(store, key)
+        if data is not None:
+            return data
+    with tempfile.TemporaryDirectory(prefix="ringtool-bpf-") as tmp:
+        obj = os.path.join(tmp, filename.replace(".c", ".o"))
+        build = [clang, "-O2", "-g", "-target", "bpf", *flags, "-c", str(bpf_file(filename))]
+        _run([*build, "-o", obj], f"clang on {filename}")
+        data = Path(obj).read_bytes()
+    if store is not None and key is not None:
+        try:
+            store.store_object(key, data)
+        except (RingtoolError, OSError):
+            pass  # kept next time, maybe: this load goes on
+    return data
+
+
+def load_in_process(
+    filename: str,
+    *,
+    defines: Mapping[str, int | str] | None = None,
+    maps: Mapping[str, int],
+    store: ProgramStore | None = None,
+) -> int | None:
+    """The program of ``bpf/<filename>`` (its object from :func:`build_object`) loaded
+    by libbpf in this process (:mod:`ringtool.kernel.libbpf`), each map named in
+    ``maps`` being that fd: the program's fd, the caller's. None where libbpf is not
+    installed or refuses it: :func:`load_pinned` (bpftool) then loads it, or says why
+    not. A :class:`BpfCompileError` names clang's reason."""
+    if not libbpf.available():
+        return None
+    data = build_object(filename, defines=defines, store=store)
     try:
-        data = store.load_object(key)
+        return libbpf.load_program(data, maps)
+    except libbpf.LibbpfUnusable:
+        return None
+
+
+def _cached_object(store: ProgramStore, key: str) -> bytes | None:
+    """The object kept as ``key``; None (compile) when there is none, it is damaged
+    (then removed) or the cache can't be used."""
+    try:
+        return store.load_object(key)
     except DamagedEntry:
         store.remove(key, ".o")
-        return False
+        return None
     except (RingtoolError, OSError):
-        return False
-    if data is None:
-        return False
-    Path(obj).write_bytes(data)
-    return True
+        return None
 
 
-__all__ = ["load_pinned"]
+__all__ = ["build_object", "load_in_process", "load_pinned"]

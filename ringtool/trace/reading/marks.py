@@ -64,7 +64,7 @@ from ringtool.kernel.proc_start import liveness as process_liveness
 from ringtool.kernel.proc_start import namespace_key, process_key
 from ringtool.kernel.ringbuf_map import has_user_ringbuf
 from ringtool.programs.cache_store import ProgramStore
-from ringtool.programs.clang_loader import load_pinned
+from ringtool.programs.clang_loader import load_in_process, load_pinned
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.trace.reading.sources import SOURCE_NAMED
 
@@ -166,16 +166,15 @@ class MarkSource:
             def pin(name: str) -> str:
                 return fd_path(dir_fd, name)
 
-            # every map is ours, passed to libbpf by its pin: the group's three (pins
-            # removed once the program holds them) and the marker ring
+            # every map is ours: given to libbpf in this process by fd, or to bpftool by
+            # its pin (the group's three and the gate: pins removed once the program
+            # holds them) and the marker ring
             marks_fd = bpf.map_create(bpf.MapType.USER_RINGBUF, key_size=0, value_size=0,
                                       max_entries=MARK_RING_BYTES)  # fmt: skip
             bpf.obj_pin(marks_fd, pin("marks"))
             self._gate_fd = bpf.map_create(bpf.MapType.ARRAY, key_size=4, value_size=4,
                                            max_entries=1)  # fmt: skip
             fds = (group.rings_fd, group.cpumap_fd, group.drops_fd, self._gate_fd)
-            for name, fd in zip((*_GROUP_PINS, _GATE), fds, strict=True):
-                bpf.obj_pin(fd, pin(name))
             defines: dict[str, int | str] = {
                 **layout.size_defines(),
                 "MARK_RING_BYTES": MARK_RING_BYTES,
@@ -185,13 +184,24 @@ class MarkSource:
                 "RT_PCPU_NR_BUFS": group.layout.buffers,
                 "RT_PCPU_CPUS_PER_BUF": group.layout.cpus_per_buffer,
             }
-            load_pinned(
-                SOURCE_NAMED["mark"].bpf_file, fd_path(dir_fd), defines=defines,
-                prog_name="drain", reuse={n: pin(n) for n in (*_GROUP_PINS, _GATE, "marks")},
-                pin_maps=False, pass_fds=(dir_fd,), store=store,
-            )  # fmt: skip
-            for name in (*_GROUP_PINS, _GATE):
-                os.unlink(name, dir_fd=dir_fd)
+            source = SOURCE_NAMED["mark"].bpf_file
+            maps = {**dict(zip((*_GROUP_PINS, _GATE), fds, strict=True)), "marks": marks_fd}
+            drain_fd = load_in_process(source, defines=defines, maps=maps, store=store)
+            if drain_fd is not None:
+                try:
+                    bpf.obj_pin(drain_fd, pin("drain"))
+                finally:
+                    bpf.close_fd(drain_fd)  # the pin holds it
+            else:  # no libbpf here, or it refused: bpftool loads it, or says why not
+                for name, fd in zip((*_GROUP_PINS, _GATE), fds, strict=True):
+                    bpf.obj_pin(fd, pin(name))
+                load_pinned(
+                    source, fd_path(dir_fd), defines=defines, prog_name="drain",
+                    reuse={n: pin(n) for n in (*_GROUP_PINS, _GATE, "marks")},
+                    pin_maps=False, pass_fds=(dir_fd,), store=store,
+                )  # fmt: skip
+                for name in (*_GROUP_PINS, _GATE):
+                    os.unlink(name, dir_fd=dir_fd)
         except BaseException:
             self.close()
             raise

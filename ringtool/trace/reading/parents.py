@@ -4,7 +4,9 @@
 parent tgid) and reads no ``task_struct`` (the kernel headers BCC compiles against may
 not match the running kernel). A process forked before the trace started would have
 ppid 0; :func:`seed_parents` writes each running process's parent from
-``/proc/PID/stat`` into the map before the programs attach. A process reparented
+``/proc/PID/stat`` into the map before the programs attach, in one
+``BPF_MAP_UPDATE_BATCH`` (one syscall, not one per process; element by element where
+the kernel has none). A process reparented
 later (its parent exited) keeps the parent it had; execsnoop, which reads
 ``task->real_parent``, would show the new one. :func:`parent_of` is one process's
 parent (the dashboard's tree places processes older than the trace with it).
@@ -15,6 +17,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from ringtool.errors import BpfSyscallError
+from ringtool.kernel import bpf
 from ringtool.kernel.c_ints import u32
 from ringtool.programs.loaded import ProgramTable
 
@@ -40,16 +44,29 @@ def running_parents(proc: str = "/proc") -> Iterator[tuple[int, int]]:
             yield int(name), ppid
 
 
-def seed_parents(table: ProgramTable, limit: int = 32768) -> int:
-    """Write up to ``limit`` running processes' parents into the BCC hash ``table``
-    (``u32 pid -> u32 tgid``, the map's LRU keeps room for forks); returns how many."""
-    n = 0
-    for pid, ppid in running_parents():
-        if n >= limit:
+def parents_to_seed(limit: int = 32768, proc: str = "/proc") -> list[tuple[int, int]]:
+    """``(pid, ppid)`` of up to ``limit`` running processes (:func:`running_parents`)."""
+    pairs: list[tuple[int, int]] = []
+    for pair in running_parents(proc):
+        if len(pairs) >= limit:
             break
-        table[u32(pid)] = u32(ppid)
-        n += 1
-    return n
+        pairs.append(pair)
+    return pairs
 
 
-__all__ = ["parent_of", "running_parents", "seed_parents"]
+def seed_parents(table: ProgramTable, limit: int = 32768) -> int:
+    """Write up to ``limit`` running processes' parents into the hash ``table``
+    (``u32 pid -> u32 tgid``, the map's LRU keeps room for forks) in one batch, or one
+    by one where the kernel has no batch update; returns how many."""
+    pairs = parents_to_seed(limit)
+    keys = b"".join(pid.to_bytes(4, "little") for pid, _ in pairs)
+    values = b"".join(ppid.to_bytes(4, "little") for _, ppid in pairs)
+    try:
+        bpf.map_update_batch(table.map_fd, keys, values, len(pairs))
+    except BpfSyscallError:  # before 5.6, or a map type without it: one by one
+        for pid, ppid in pairs:
+            table[u32(pid)] = u32(ppid)
+    return len(pairs)
+
+
+__all__ = ["parent_of", "parents_to_seed", "running_parents", "seed_parents"]

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ringtool.bench.trace import START_ROUNDS, starts_beside_peers
 from ringtool.bench.trace_proc import build_loop, run_loop
+from ringtool.bench.trace_start import starters
 from ringtool.trace.reading.sources import RING_SOURCES
 from tests.helpers.paths import RINGTOOL
 
@@ -81,10 +83,12 @@ def test_bench_trace_json_lines() -> None:
         assert _number(over[key]) and float(over[key]) > 0, (key, over)  # type: ignore[arg-type]
     (idle,) = by_bench["trace-idle"]
     assert _number(idle["cpu_pct"]) and float(idle["cpu_pct"]) >= 0  # type: ignore[arg-type]
-    starts = {str(row["cache"]): row for row in by_bench["trace-startup"]}
+    starts = {str(row["cache"]): row for row in by_bench["trace-startup"] if "seconds" in row}
     assert set(starts) == {"off", "warm"}  # compiled, and from the program cache
     for start in starts.values():
         assert _number(start["seconds"]) and float(start["seconds"]) > 0  # type: ignore[arg-type]
+    peers = [row for row in by_bench["trace-startup"] if "seconds" not in row]
+    _check_peer_starts(peers, START_ROUNDS)
     # every RINGBUF source's programs ran and were measured, disk's too (its O_DIRECT
     # reads are block requests)
     cost = {str(r["source"]): r for r in by_bench["trace-source-cost"]}
@@ -95,6 +99,34 @@ def test_bench_trace_json_lines() -> None:
     net = by_bench["trace-net-cost"]  # its figures: tests/kernel/bench/test_trace_net.py
     assert [r.get("owners", r.get("events")) for r in net] == ["none", "miss", "hit", "tcp",
                                                                "net,tcp"]  # fmt: skip
+
+
+def _check_peer_starts(rows: list[dict[str, object]], runs: int) -> None:
+    """ringtool's start (default sources, cache warm) and each peer's, or why a peer
+    was skipped; a start line before the first event."""
+    assert [r["tracer"] for r in rows] == [s.tracer.name for s in starters()]
+    ringtool, *peers = rows
+    assert ringtool["sources"] == "default" and ringtool["cache"] == "warm", ringtool
+    stale = ringtool["stale_bytecode"]  # modules compiled at every start: said, not judged
+    assert isinstance(stale, int) and stale >= 0, ringtool
+    for row in rows:
+        if "skipped" in row:
+            assert row is not ringtool and "apt-get install" in str(row["skipped"]), row
+            continue
+        assert row["runs"] == runs, row
+        low, mid, high = (float(row[k]) for k in ("start_min_s", "start_s", "start_max_s"))  # type: ignore[arg-type]
+        assert 0 < low <= mid <= high, row
+        assert _number(row["first_event_s"]) and float(row["first_event_s"]) >= low, row  # type: ignore[arg-type]
+        assert _number(row["start_cpu_s"]) and float(row["start_cpu_s"]) >= 0, row  # type: ignore[arg-type]
+    for row in peers:
+        if "skipped" not in row:
+            ratio = float(ringtool["start_s"]) / float(row["start_s"])  # type: ignore[arg-type]
+            assert row["ringtool_ratio"] == round(ratio, 1), row
+
+
+def test_starts_beside_the_peers(tmp_path: Path) -> None:
+    binary = build_loop(tmp_path)
+    _check_peer_starts(starts_beside_peers(binary, 2), 2)  # type: ignore[arg-type]
 
 
 def test_loop_counts_its_syscalls(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ refused when damaged (ringtool.programs.cache_entry), and the key's parts."""
 
 from __future__ import annotations
 
+import os
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -20,7 +22,7 @@ from ringtool.programs.cache_entry import (
     decode,
     encode,
 )
-from ringtool.programs.cache_store import cache_key
+from ringtool.programs.cache_store import ProgramStore, cache_key
 from ringtool.programs.relocs import NotCacheable, Reloc, find_relocs, patch
 
 
@@ -174,3 +176,20 @@ def test_the_key_changes_with_each_part_but_not_with_fd_values() -> None:
                   version="99.0"),
     ]  # fmt: skip
     assert len({base, *others}) == len(others) + 1
+
+
+def test_a_stores_key_follows_a_source_changed_while_it_is_open(tmp_path: Path) -> None:
+    bpf = tmp_path / "bpf"
+    bpf.mkdir()
+    source = bpf / "trace_open.c"
+    source.write_text("int a;\n")
+    store = ProgramStore(str(tmp_path / "cache"), bpf=bpf)
+    first = store.key("trace_open.c", {}, NO_NEEDS)
+    assert store.key("trace_open.c", {}, NO_NEEDS) == first
+    assert first == cache_key("trace_open.c", {}, NO_NEEDS, bpf=bpf)
+    source.write_text("int b;\n")  # the same size, written in place
+    os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 1))
+    changed = store.key("trace_open.c", {}, NO_NEEDS)
+    assert changed != first and changed == cache_key("trace_open.c", {}, NO_NEEDS, bpf=bpf)
+    (bpf / "trace_event.h").write_text("#define X 1\n")  # a header added
+    assert store.key("trace_open.c", {}, NO_NEEDS) not in (first, changed)

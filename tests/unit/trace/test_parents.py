@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ringtool.trace.reading.parents import running_parents, seed_parents
+from ringtool.trace.reading.parents import parents_to_seed, running_parents
 
 
 def _stat(root: Path, pid: int, comm: bytes, ppid: bytes) -> None:
@@ -25,17 +25,6 @@ def test_this_process_is_found_with_its_parent() -> None:
     assert (os.getpid(), os.getppid()) in set(running_parents())
 
 
-class _Table(dict[int, int]):
-    """A BCC table's item assignment of ctypes values, kept as ints."""
-
-    def __setitem__(self, key: object, value: object) -> None:
-        super().__setitem__(key.value, value.value)  # type: ignore[attr-defined]
-
-
-def test_seed_writes_pid_to_parent_and_stops_at_the_limit() -> None:
-    table = _Table()
-    assert seed_parents(table, limit=3) == len(table) == 3
-    assert seed_parents(_Table()) >= 1
-    everything = _Table()
-    seed_parents(everything)
-    assert everything[os.getpid()] == os.getppid()
+def test_the_pairs_to_seed_stop_at_the_limit() -> None:
+    assert len(parents_to_seed(limit=3)) == 3
+    assert (os.getpid(), os.getppid()) in parents_to_seed()
