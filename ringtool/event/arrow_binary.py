@@ -1,0 +1,117 @@
+"""``char[N]`` record members as Arrow ``binary`` columns and back, and columns of nulls
+(:mod:`ringtool.event.arrow_records`' helpers): whole-batch numpy operations, nothing
+per record in Python.
+
+A ``char[N]`` member is kept as its bytes up to its last non-NUL byte (inner NULs kept:
+exec's ``data`` is several strings; nothing decoded or lost); :func:`binary` reads
+them from the records as they are (a strided field: nothing copied but the bytes
+kept), :func:`binary_matrix` gives them back as an ``(n, N)`` matrix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ringtool.errors import RecordingError
+
+Array = np.ndarray[Any, Any]
+
+
+def validity(valid: Array | None) -> pa.Buffer | None:
+    return None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def nulls(arrow: pa.DataType, n: int, zeros: pa.Buffer) -> pa.Array:
+    """A column of ``n`` nulls whose buffers are slices of ``zeros`` (at least 16 bytes
+    a row, and 8: as big as the widest column's): nothing allocated or written."""
+
+    def z(size: int) -> pa.Buffer:
+        return zeros.slice(0, size)
+
+    if pa.types.is_binary(arrow):
+        bufs = [z((n + 7) // 8), z(4 * (n + 1)), z(0)]
+    elif pa.types.is_large_binary(arrow):
+        bufs = [z((n + 7) // 8), z(8 * (n + 1)), z(0)]
+    else:
+        bufs = [z((n + 7) // 8), z(n * arrow.byte_width)]
+    return pa.Array.from_buffers(arrow, n, bufs, null_count=n)
+
+
+def bit_length(x: Array) -> Array:
+    """The bit length of each uint64 (0 for 0), exactly: each 32-bit half as a float."""
+    hi = (x >> np.uint64(32)).astype(np.float64)
+    lo = (x & np.uint64(0xFFFFFFFF)).astype(np.float64)
+    return np.where(hi != 0, 32 + np.frexp(hi)[1], np.frexp(lo)[1])
+
+
+def lengths(m: Array) -> Array:
+    """Each row's length up to its last non-NUL byte, of an ``(n, width)`` uint8 matrix
+    (any row stride). Rows of whole 8-byte words (at most 32): which words are non-zero
+    is packed into one uint32 a row, whose bit length is the last such word, whose bit
+    length is then the byte in it; else byte by byte."""
+    n, width = m.shape
+    if width % 8 or width > 256 or not n:
+        nonzero = m != 0
+        return np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0)
+    words = m.view(np.uint64)
+    packed = np.zeros((n, 4), np.uint8)
+    bits = np.packbits(words != 0, axis=1, bitorder="little")
+    packed[:, : bits.shape[1]] = bits
+    last = bit_length(packed.view(np.uint32).reshape(n).astype(np.uint64)).astype(np.intp) - 1
+    word = words[np.arange(n), np.maximum(last, 0)]
+    return np.where(last >= 0, last * 8 + (bit_length(word).astype(np.intp) + 7) // 8, 0)
+
+
+def binary(values: Array, valid: Array | None) -> pa.Array:
+    """``char[N]`` values as binary: every byte up to the last non-NUL one (inner NULs
+    kept: exec's ``data`` is several strings). ``values`` may be a field of the records
+    (strided): nothing is copied but the bytes kept, gathered with one index."""
+    n, width = len(values), values.dtype.itemsize
+    m = values.reshape(n, 1).view(np.uint8)  # (n, width), the records' own bytes
+    lens = lengths(m)
+    if valid is not None:
+        lens = np.where(valid, lens, 0)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    total = int(offsets[-1])
+    if total:
+        stride = m.strides[0]
+        flat = np.lib.stride_tricks.as_strided(m, ((n - 1) * stride + width,), (1,))
+        index = np.repeat(np.arange(n, dtype=np.intp) * stride - offsets[:-1], lens)
+        index += np.arange(total, dtype=np.intp)
+        data = flat[index]
+    else:
+        data = np.zeros(0, np.uint8)
+    return pa.Array.from_buffers(
+        pa.binary(), n, [validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def binary_matrix(col: pa.Array, width: int, name: str) -> Array:
+    """A binary column as an ``(n, width)`` uint8 matrix, each value's bytes then zeros
+    (nulls: zeros); a value longer than ``width`` is a :class:`RecordingError`."""
+    n = len(col)
+    bufs = col.buffers()
+    otype = np.int64 if pa.types.is_large_binary(col.type) else np.int32
+    offsets = np.frombuffer(bufs[1], otype)[col.offset : col.offset + n + 1].astype(np.int64)
+    lens = np.diff(offsets)
+    if col.null_count:
+        lens = np.where(np.asarray(col.is_valid()), lens, 0)
+    if len(lens) and int(lens.max()) > width:
+        raise RecordingError(
+            f"column {name}: a value of {int(lens.max())} bytes, the layout holds {width}"
+        )
+    out = np.zeros((n, width), np.uint8)
+    if bufs[2] is None or not len(lens) or not lens.sum():
+        return out
+    data = np.frombuffer(bufs[2], np.uint8)
+    rows = np.repeat(np.arange(n), lens)
+    cols = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    out[rows, cols] = data[np.repeat(offsets[:-1], lens) + cols]
+    return out
+
+
+__all__ = ["binary", "binary_matrix", "bit_length", "lengths", "nulls", "validity"]
