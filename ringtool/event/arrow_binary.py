@@ -40,35 +40,45 @@ def nulls(arrow: pa.DataType, n: int, zeros: pa.Buffer) -> pa.Array:
     return pa.Array.from_buffers(arrow, n, bufs, null_count=n)
 
 
-def bit_length(x: Array) -> Array:
-    """The bit length of each uint64 (0 for 0), exactly: each 32-bit half as a float."""
-    hi = (x >> np.uint64(32)).astype(np.float64)
-    lo = (x & np.uint64(0xFFFFFFFF)).astype(np.float64)
-    return np.where(hi != 0, 32 + np.frexp(hi)[1], np.frexp(lo)[1])
+def _last_true(bits: Array) -> Array:
+    """Per row of a bool matrix: the index of its last True (-1: none). Each 8 columns
+    of a row are one uint64 of 0 and 1 bytes, whose float exponent says its last 1 byte
+    (exactly: such a value is within 1% above its top power of two): whole-column
+    operations, none along a row."""
+    n, k = bits.shape
+    if k % 8 or not bits.flags.c_contiguous:
+        padded = np.zeros((n, -(-k // 8) * 8), bool)
+        padded[:, :k] = bits
+        bits = padded
+    groups = bits.view(np.uint64)
+    last = np.full(n, -1, np.intp)
+    for j in range(groups.shape[1]):
+        exp = np.frexp(groups[:, j].astype(np.float64))[1]
+        last = np.where(exp > 0, j * 8 + (exp - 1) // 8, last)
+    return last
 
 
 def lengths(m: Array) -> Array:
     """Each row's length up to its last non-NUL byte, of an ``(n, width)`` uint8 matrix
-    (any row stride). Rows of whole 8-byte words (at most 32): which words are non-zero
-    is packed into one uint32 a row, whose bit length is the last such word, whose bit
-    length is then the byte in it; else byte by byte."""
+    (any row stride). Rows of whole 8-byte words: the last non-zero word, then the last
+    non-zero byte in it (:func:`_last_true`); else byte by byte."""
     n, width = m.shape
-    if width % 8 or width > 256 or not n:
+    if width % 8 or not n:
         nonzero = m != 0
         return np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0)
     words = m.view(np.uint64)
-    packed = np.zeros((n, 4), np.uint8)
-    bits = np.packbits(words != 0, axis=1, bitorder="little")
-    packed[:, : bits.shape[1]] = bits
-    last = bit_length(packed.view(np.uint32).reshape(n).astype(np.uint64)).astype(np.intp) - 1
+    last = _last_true(words != 0)
     word = words[np.arange(n), np.maximum(last, 0)]
-    return np.where(last >= 0, last * 8 + (bit_length(word).astype(np.intp) + 7) // 8, 0)
+    in_word = _last_true(word.view(np.uint8).reshape(n, 8) != 0)
+    return np.where(last >= 0, last * 8 + in_word + 1, 0)
 
 
 def binary(values: Array, valid: Array | None) -> pa.Array:
     """``char[N]`` values as binary: every byte up to the last non-NUL one (inner NULs
     kept: exec's ``data`` is several strings). ``values`` may be a field of the records
-    (strided): nothing is copied but the bytes kept, gathered with one index."""
+    (strided): nothing is copied but the bytes kept, gathered by a mask of the rows'
+    first bytes (as many as the longest has) or, when that would be mostly empty, by an
+    index of every byte kept."""
     n, width = len(values), values.dtype.itemsize
     m = values.reshape(n, 1).view(np.uint8)  # (n, width), the records' own bytes
     lens = lengths(m)
@@ -77,14 +87,17 @@ def binary(values: Array, valid: Array | None) -> pa.Array:
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(lens, out=offsets[1:])
     total = int(offsets[-1])
-    if total:
+    longest = int(lens.max()) if n else 0
+    if not total:
+        data = np.zeros(0, np.uint8)
+    elif n * longest <= 8 * total:
+        data = m[:, :longest][np.arange(longest) < lens[:, None]]
+    else:
         stride = m.strides[0]
         flat = np.lib.stride_tricks.as_strided(m, ((n - 1) * stride + width,), (1,))
         index = np.repeat(np.arange(n, dtype=np.intp) * stride - offsets[:-1], lens)
         index += np.arange(total, dtype=np.intp)
         data = flat[index]
-    else:
-        data = np.zeros(0, np.uint8)
     return pa.Array.from_buffers(
         pa.binary(), n, [validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
     )
@@ -114,4 +127,4 @@ def binary_matrix(col: pa.Array, width: int, name: str) -> Array:
     return out
 
 
-__all__ = ["binary", "binary_matrix", "bit_length", "lengths", "nulls", "validity"]
+__all__ = ["binary", "binary_matrix", "lengths", "nulls", "validity"]

@@ -90,14 +90,13 @@ def _get(rec: Array, path: tuple[str, ...]) -> Array:
 
 
 def _to_arrow(values: Array, valid: Array | None, arrow: pa.DataType) -> pa.Array:
-    n = len(values)
-    if pa.types.is_fixed_size_binary(arrow):
-        data = pa.py_buffer(np.ascontiguousarray(values).tobytes())
-        return pa.Array.from_buffers(arrow, n, [validity(valid), data])
+    """A member's values (a field of the records: any stride) as a column of ``arrow``
+    (``valid``: which rows are not null; None: all), from their buffer (one copy when
+    strided; not ``pa.array``, whose first call imports numpy.ma)."""
     if values.dtype.kind == "S":
         return binary(values, valid)
-    mask = None if valid is None else ~valid
-    return pa.array(values, type=arrow, mask=mask)
+    data = pa.py_buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(arrow, len(values), [validity(valid), data])
 
 
 def _numpy(col: pa.Array, m: Member, name: str) -> Array:
@@ -223,11 +222,11 @@ class RecordSchema:
             cols[name] = _to_arrow(out, None if valid.all() else valid, m.arrow)
         type_ids = np.asarray(cols[TYPE_ID])
         ts = np.asarray(cols[self.header[0]])
-        cols[TIME] = pa.array(ts.astype(np.int64) + offset_ns, pa.timestamp("ns", tz="UTC"))
+        cols[TIME] = _to_arrow(ts.astype(np.int64) + offset_ns, None, self.schema.field(TIME).type)
         codes = self._type_lut[np.minimum(type_ids, len(self._type_lut) - 1)]
         codes[type_ids >= len(self._type_lut)] = -1
         cols[TYPE] = pa.DictionaryArray.from_arrays(
-            pa.array(codes, pa.int16(), mask=codes < 0), self.type_names
+            _to_arrow(codes, codes >= 0, pa.int16()), self.type_names
         )
         cols[PAYLOAD] = self._payloads(net, ne)
         return pa.record_batch([cols[f] for f in self.schema.names], schema=self.schema)
