@@ -10,6 +10,7 @@ kept), :func:`binary_matrix` gives them back as an ``(n, N)`` matrix.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -58,19 +59,25 @@ def _last_true(bits: Array) -> Array:
     return last
 
 
+def _word_bytes(words: Array) -> Array:
+    """Per uint64 (little-endian): its bytes up to its last non-zero one (0 for 0)."""
+    return _last_true(words.view(np.uint8).reshape(len(words), 8) != 0) + 1
+
+
 def lengths(m: Array) -> Array:
-    """Each row's length up to its last non-NUL byte, of an ``(n, width)`` uint8 matrix
-    (any row stride). Rows of whole 8-byte words: the last non-zero word, then the last
-    non-zero byte in it (:func:`_last_true`); else byte by byte."""
+    """Each row's length up to its last non-NUL byte, of a C-contiguous ``(n, width)``
+    uint8 matrix: rows of whole 8-byte words a word column at a time (the last
+    non-zero word, then the bytes of it), else byte by byte."""
     n, width = m.shape
     if width % 8 or not n:
         nonzero = m != 0
         return np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0)
     words = m.view(np.uint64)
-    last = _last_true(words != 0)
-    word = words[np.arange(n), np.maximum(last, 0)]
-    in_word = _last_true(word.view(np.uint8).reshape(n, 8) != 0)
-    return np.where(last >= 0, last * 8 + in_word + 1, 0)
+    lens = np.zeros(n, np.intp)
+    for j in range(words.shape[1]):
+        col = np.ascontiguousarray(words[:, j])
+        lens = np.where(col != 0, j * 8 + _word_bytes(col), lens)
+    return lens
 
 
 #: ``char[N]`` members up to this wide are kept to their last non-NUL byte; wider ones
@@ -83,33 +90,48 @@ def binary(values: Array, valid: Array | None) -> pa.Array:
     strings): up to :data:`EXACT_WIDTH` bytes, every byte up to the last non-NUL one;
     wider, every 8-byte word up to the last one not all NULs (so up to 7 NULs more: the
     words are moved whole, a byte's cost an eighth). ``values`` may be a field of the
-    records (strided): nothing is copied but what is kept, gathered by a mask of the
-    rows' first bytes or words (as many as the longest has) or, when that would be
-    mostly empty, by an index of every byte kept."""
-    n, width = len(values), values.dtype.itemsize
-    m = values.reshape(n, 1).view(np.uint8)  # (n, width), the records' own bytes
-    whole = width > EXACT_WIDTH and width % 8 == 0 and n
-    units = m.view(np.uint64) if whole else m
-    kept = _last_true(units != 0) + 1 if whole else lengths(m)  # units kept per row
-    if valid is not None:
-        kept = np.where(valid, kept, 0)
+    records (strided): nothing else is copied (:func:`_kept`)."""
+    n = len(values)
     offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(kept * units.itemsize, out=offsets[1:])
-    total = int(offsets[-1])
-    longest = int(kept.max()) if n else 0
-    if not total:
-        data = np.zeros(0, np.uint8)
-    elif whole or n * longest <= 8 * total:
-        data = units[:, :longest][np.arange(longest) < kept[:, None]]
-    else:
-        stride = m.strides[0]
-        flat = np.lib.stride_tricks.as_strided(m, ((n - 1) * stride + width,), (1,))
-        index = np.repeat(np.arange(n, dtype=np.intp) * stride - offsets[:-1], kept)
-        index += np.arange(total, dtype=np.intp)
-        data = flat[index]
+    kept, data = _kept(values, valid) if n else (offsets[:0], np.zeros(0, np.uint8))
+    np.cumsum(kept, out=offsets[1:])
     return pa.Array.from_buffers(
         pa.binary(), n, [validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
     )
+
+
+@functools.cache
+def _prefixes(width: int) -> Array:
+    """Row ``k``: ``width`` bools, the first ``k`` True, as one void value (a row of a
+    mask taken by one 1-D index)."""
+    table = np.arange(width) < np.arange(width + 1)[:, None]
+    return table.view(np.dtype((np.void, width))).reshape(width + 1)
+
+
+def _kept(values: Array, valid: Array | None) -> tuple[Array, Array]:
+    """Some rows of :func:`binary`: the bytes each keeps, and those bytes. Up to
+    :data:`EXACT_WIDTH`: the values copied whole (a few bytes a row), their bytes kept
+    by a mask of each row's first ``length`` bytes; wider: the words kept gathered from
+    the records by a mask of each row's first words (whole-array operations, none
+    along a row but the gather)."""
+    n, width = len(values), values.dtype.itemsize
+    m = values.reshape(n, 1).view(np.uint8)  # (n, width), the records' own bytes
+    stride = m.strides[0]
+    if width <= EXACT_WIDTH or width % 8 or stride % 8:
+        c = np.ascontiguousarray(m)
+        kept = lengths(c)
+        if valid is not None:
+            kept = np.where(valid, kept, 0)
+        return kept, c.reshape(-1)[_prefixes(width)[kept].view(bool).reshape(-1)]
+    units = m.view(np.uint64)
+    kept = _last_true(units != 0) + 1  # words
+    if valid is not None:
+        kept = np.where(valid, kept, 0)
+    longest = int(kept.max())
+    if not longest:
+        return kept, np.zeros(0, np.uint8)
+    mask = _prefixes(longest)[kept].view(bool).reshape(n, longest)
+    return kept * 8, units[:, :longest][mask].view(np.uint8)
 
 
 def binary_matrix(col: pa.Array, width: int, name: str) -> Array:
