@@ -81,15 +81,15 @@ def lengths(m: Array) -> Array:
 
 
 #: ``char[N]`` members up to this wide are kept to their last non-NUL byte; wider ones
-#: (``data``) to the end of their last 8-byte word that is not all NULs.
+#: of whole 8-byte words (``data``) to the end of their last word that is not all NULs.
 EXACT_WIDTH = 16
 
 
 def binary(values: Array, valid: Array | None) -> pa.Array:
     """``char[N]`` values as binary (inner NULs kept: exec's ``data`` is several
     strings): up to :data:`EXACT_WIDTH` bytes, every byte up to the last non-NUL one;
-    wider, every 8-byte word up to the last one not all NULs (so up to 7 NULs more: the
-    words are moved whole, a byte's cost an eighth). ``values`` may be a field of the
+    wider ones of whole 8-byte words, every word up to the last one not all NULs (so up
+    to 7 NULs more: the words are moved whole, a byte's cost an eighth). ``values`` may be a field of the
     records (strided): nothing else is copied (:func:`_kept`)."""
     n = len(values)
     offsets = np.zeros(n + 1, np.int32)
@@ -116,8 +116,7 @@ def _kept(values: Array, valid: Array | None) -> tuple[Array, Array]:
     along a row but the gather)."""
     n, width = len(values), values.dtype.itemsize
     m = values.reshape(n, 1).view(np.uint8)  # (n, width), the records' own bytes
-    stride = m.strides[0]
-    if width <= EXACT_WIDTH or width % 8 or stride % 8:
+    if width <= EXACT_WIDTH or width % 8:
         c = np.ascontiguousarray(m)
         kept = lengths(c)
         if valid is not None:
