@@ -2,10 +2,12 @@
 (:mod:`ringtool.event.arrow_records`' helpers): whole-batch numpy operations, nothing
 per record in Python.
 
-A ``char[N]`` member is kept as its bytes up to its last non-NUL byte (inner NULs kept:
-exec's ``data`` is several strings; nothing decoded or lost); :func:`binary` reads
-them from the records as they are (a strided field: nothing copied but the bytes
-kept), :func:`binary_matrix` gives them back as an ``(n, N)`` matrix.
+A ``char[N]`` member is kept as its bytes up to its last non-NUL byte, or, when wider
+than :data:`EXACT_WIDTH` and of whole 8-byte words (``data``), up to the end of its
+last word that is not all NULs (inner NULs kept: exec's ``data`` is several strings;
+nothing decoded or lost); :func:`binary` reads them from the records as they are (a
+strided field: nothing copied but what is kept), :func:`binary_matrix` gives them
+back as an ``(n, N)`` matrix (the NULs after them restored).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ Array = np.ndarray[Any, Any]
 
 
 def validity(valid: Array | None) -> pa.Buffer | None:
+    """An Arrow validity bitmap of ``valid`` (None: every row valid, no bitmap)."""
     return None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
@@ -89,8 +92,8 @@ def binary(values: Array, valid: Array | None) -> pa.Array:
     """``char[N]`` values as binary (inner NULs kept: exec's ``data`` is several
     strings): up to :data:`EXACT_WIDTH` bytes, every byte up to the last non-NUL one;
     wider ones of whole 8-byte words, every word up to the last one not all NULs (so up
-    to 7 NULs more: the words are moved whole, a byte's cost an eighth). ``values`` may be a field of the
-    records (strided): nothing else is copied (:func:`_kept`)."""
+    to 7 NULs more: the words are moved whole, a byte's cost an eighth). ``values`` may
+    be a field of the records (strided): nothing else is copied (:func:`_kept`)."""
     n = len(values)
     offsets = np.zeros(n + 1, np.int32)
     kept, data = _kept(values, valid) if n else (offsets[:0], np.zeros(0, np.uint8))
