@@ -35,19 +35,19 @@ import pyarrow.ipc as ipc
 from ringtool.errors import RecordingError, RecordingTruncated
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.layout import TRACE_HEADER, parse_layout
-from ringtool.event.recording_check import columns_crc, records_digest
+from ringtool.event.recording_check import ColumnsSum, records_digest
 from ringtool.event.records import Records
 
 #: The recording format's version (``ringtool.format``) this ringtool writes, and those
-#: it reads (a reader refuses another by name): 2 checks each batch by the CRC-32 of its
-#: columns (:data:`CRC`), 1 by a sum over its records (:data:`DIGEST`).
+#: it reads (a reader refuses another by name): 2 checks each batch by a sum over its
+#: columns (:data:`SUM`), 1 by a sum over its records (:data:`DIGEST`).
 FORMAT = "2"
 READS = ("1", "2")
 #: The key of a message's kind in its custom metadata, and of its JSON body; of a
-#: record batch's checksum (format 2: :func:`~ringtool.event.recording_check.columns_crc`;
+#: record batch's checksum (format 2: :class:`~ringtool.event.recording_check.ColumnsSum`;
 #: format 1: :func:`~ringtool.event.recording_check.records_digest`).
 KIND, BODY = b"ringtool.kind", b"ringtool.json"
-CRC, DIGEST = b"ringtool.crc32", b"ringtool.digest"
+SUM, DIGEST = b"ringtool.sum", b"ringtool.digest"
 #: The kinds of accounting messages.
 START, STATS, SUMMARY, ROTATE = "start", "stats", "summary", "rotate"
 #: The schema's metadata: format, layout, and what ran where (all text).
@@ -101,6 +101,7 @@ class RecordingWriter:
             options=ipc.IpcWriteOptions(compression=COMPRESSION, use_threads=False),
         )
         self.batches = 0
+        self._sum = ColumnsSum()
         self.events = 0
         self.account(START, {})  # the schema is written with the first message: now
 
@@ -109,7 +110,7 @@ class RecordingWriter:
         if not len(records):
             return
         batch = self.schema.to_arrow(records, self.offset_ns)
-        self._w.write_batch(batch, custom_metadata={CRC: columns_crc(batch).encode()})
+        self._w.write_batch(batch, custom_metadata={SUM: self._sum(batch).encode()})
         self.stream.flush()
         self.batches += 1
         self.events += len(records)
@@ -166,6 +167,7 @@ class RecordingReader:
             raise RecordingError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
         self.size = self._file.size()
         self._pos = 0
+        self._sum = ColumnsSum()
         try:
             self._reader = ipc.open_stream(self._file)
         except (OSError, pa.ArrowException, MemoryError, ValueError) as exc:
@@ -266,7 +268,7 @@ class RecordingReader:
             ):
                 raise RecordingError("its checksum differs")
             return records
-        if custom.get(CRC, b"").decode(errors="replace") != columns_crc(batch):
+        if custom.get(SUM, b"").decode(errors="replace") != self._sum(batch):
             raise RecordingError("its checksum differs")
         return self.schema.from_arrow(batch)
 
@@ -312,7 +314,6 @@ def layout_meta() -> dict[str, str]:
 
 __all__ = [
     "BODY",
-    "CRC",
     "DIGEST",
     "EOS",
     "FORMAT",
@@ -322,6 +323,7 @@ __all__ = [
     "ROTATE",
     "START",
     "STATS",
+    "SUM",
     "SUMMARY",
     "Recording",
     "RecordingReader",

@@ -1,22 +1,22 @@
 """A recording's per-batch checksums (docs/record.md): the Arrow IPC format has none,
 and a value damaged on disk must not be read as data.
 
-Format 2 (:func:`columns_crc`): CRC-32 (zlib's) of the batch's columns as Arrow holds
-them, before compression: each column's validity bitmap, its values, offsets and bytes,
-each buffer exactly as long as the column's rows need (so the writer's buffers and the
-reader's, however allocated, give the same bytes); a column whose every row is null
-gives its bitmap only (its values are not data: no reader takes them). Writing it costs
-one pass over the batch's column bytes, not over the records'.
+Format 2 (:class:`ColumnsSum`): the batch's columns as Arrow holds them, before
+compression (each column's validity bitmap, its values, offsets and bytes, each buffer
+exactly as long as the column's rows need, so the writer's buffers and the reader's,
+however allocated, give the same bytes; a column whose every row is null gives its
+bitmap and length only: its values are not data, no reader takes them), as 64-bit
+words (each buffer's last ones zero-padded), summed each times an odd weight of its
+place in the batch, mod 2**64: any one damaged word changes the sum (an odd weight
+is invertible mod 2**64). One ``numpy.dot`` a buffer: a third of zlib's CRC-32's time.
 
-Format 1 (:func:`records_digest`, read only): a sum over the records themselves (their
-64-bit words, each times an odd weight of its place), computed again from the records a
-batch converts back to.
+Format 1 (:func:`records_digest`, read only): the same kind of sum over the records
+themselves, computed again from the records a batch converts back to.
 """
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -25,46 +25,75 @@ import pyarrow as pa
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.records import Records
 
+Array = np.ndarray[Any, Any]
+_MASK = (1 << 64) - 1
 
-def _crc_array(col: pa.Array, crc: int) -> int:
-    """``crc`` extended by ``col``'s buffers (see the module doc)."""
+
+def _extents(col: pa.Array) -> Iterator[memoryview | bytes]:
+    """The bytes of ``col`` that :class:`ColumnsSum` sums (see the module doc)."""
     n = len(col)
     if not n:
-        return crc
+        return
     if col.offset:
         raise ValueError("a column that does not begin at its buffers' start")
     bufs = col.buffers()
     if col.null_count:
-        crc = zlib.crc32(memoryview(bufs[0])[: (n + 7) // 8], crc)  # type: ignore[arg-type]
+        yield memoryview(bufs[0])[: (n + 7) // 8]  # type: ignore[arg-type]
         if col.null_count == n:
-            return zlib.crc32(n.to_bytes(8, "little"), crc)
+            yield n.to_bytes(8, "little")
+            return
     kind = col.type
     if pa.types.is_dictionary(kind):
-        crc = zlib.crc32(memoryview(bufs[1])[: n * kind.index_type.byte_width], crc)  # type: ignore[arg-type]
-        return _crc_array(col.dictionary, crc)
-    if pa.types.is_binary(kind) or pa.types.is_string(kind):
-        return _crc_varwidth(bufs, n, np.int32, crc)
-    if pa.types.is_large_binary(kind) or pa.types.is_large_string(kind):
-        return _crc_varwidth(bufs, n, np.int64, crc)
-    return zlib.crc32(memoryview(bufs[1])[: n * kind.byte_width], crc)  # type: ignore[arg-type]
+        yield memoryview(bufs[1])[: n * kind.index_type.byte_width]  # type: ignore[arg-type]
+        yield from _extents(col.dictionary)
+    elif pa.types.is_binary(kind) or pa.types.is_string(kind):
+        yield from _varwidth(bufs, n, np.int32)
+    elif pa.types.is_large_binary(kind) or pa.types.is_large_string(kind):
+        yield from _varwidth(bufs, n, np.int64)
+    else:
+        yield memoryview(bufs[1])[: n * kind.byte_width]  # type: ignore[arg-type]
 
 
-def _crc_varwidth(bufs: list[pa.Buffer | None], n: int, otype: type[np.signedinteger[Any]],
-                  crc: int) -> int:  # fmt: skip
-    """``crc`` extended by a binary or string column's offsets and bytes."""
+def _varwidth(bufs: list[pa.Buffer | None], n: int,
+              otype: type[np.signedinteger[Any]]) -> Iterator[memoryview]:  # fmt: skip
+    """A binary or string column's offsets and bytes."""
     offsets = np.frombuffer(bufs[1], otype, n + 1)  # type: ignore[arg-type]
-    crc = zlib.crc32(offsets.data, crc)
+    yield offsets.data.cast("B")
     end = int(offsets[-1])
-    return zlib.crc32(memoryview(bufs[2])[:end], crc) if end else crc  # type: ignore[arg-type]
+    if end:
+        yield memoryview(bufs[2])[:end]  # type: ignore[arg-type]
 
 
-def columns_crc(batch: pa.RecordBatch) -> str:
-    """A record batch's checksum (format 2): its row count and the CRC-32 of its
-    columns' buffers (see the module doc), as text."""
-    crc = 0
-    for col in batch.columns:
-        crc = _crc_array(col, crc)
-    return f"{batch.num_rows}:{crc:08x}"
+class ColumnsSum:
+    """Format 2's checksum of record batches (see the module doc). Keeps the weights
+    it has made: as many as the largest batch's words."""
+
+    def __init__(self) -> None:
+        self._weights: Array = np.zeros(0, np.uint64)
+
+    def _weights_for(self, words: int) -> Array:
+        if len(self._weights) < words:
+            size = max(words, 2 * len(self._weights), 1 << 16)
+            odd = np.arange(size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+            with np.errstate(over="ignore"):
+                self._weights = odd * np.uint64(0x9E3779B97F4A7C15)  # odd times odd: odd
+        return self._weights
+
+    def __call__(self, batch: pa.RecordBatch) -> str:
+        """The batch's checksum: its row count and the sum, as text."""
+        parts = [x for col in batch.columns for x in _extents(col)]
+        weights = self._weights_for(sum(-(-len(x) // 8) for x in parts))
+        total, at = 0, 0
+        for x in parts:
+            k = len(x) // 8
+            if k:
+                words = np.frombuffer(x, np.uint64, k)
+                total += int(np.dot(words, weights[at : at + k]))
+                at += k
+            if len(x) % 8:
+                total += int.from_bytes(x[8 * k :], "little") * int(weights[at])
+                at += 1
+        return f"{batch.num_rows}:{total & _MASK:016x}"
 
 
 def _unpadded(rec: np.ndarray[Any, Any], views: Mapping[int, np.dtype[Any]]) -> bytes:
@@ -100,4 +129,4 @@ def records_digest(records: Records, schema: RecordSchema) -> str:
     return f"{len(raw)}:{total:016x}"
 
 
-__all__ = ["columns_crc", "records_digest"]
+__all__ = ["ColumnsSum", "records_digest"]
