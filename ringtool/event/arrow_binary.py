@@ -115,8 +115,7 @@ def _kept(values: Array, valid: Array | None) -> tuple[Array, Array]:
     """Some rows of :func:`binary`: the bytes each keeps, and those bytes. Up to
     :data:`EXACT_WIDTH`: the values copied whole (a few bytes a row), their bytes kept
     by a mask of each row's first ``length`` bytes; wider: the words kept gathered from
-    the records by a mask of each row's first words (whole-array operations, none
-    along a row but the gather)."""
+    the records by an index of each (whole-array operations, none along a row)."""
     n, width = len(values), values.dtype.itemsize
     m = values.reshape(n, 1).view(np.uint8)  # (n, width), the records' own bytes
     if width <= EXACT_WIDTH or width % 8:
@@ -129,11 +128,20 @@ def _kept(values: Array, valid: Array | None) -> tuple[Array, Array]:
     kept = _last_true(units != 0) + 1  # words
     if valid is not None:
         kept = np.where(valid, kept, 0)
-    longest = int(kept.max())
-    if not longest:
-        return kept, np.zeros(0, np.uint8)
-    mask = _prefixes(longest)[kept].view(bool).reshape(n, longest)
-    return kept * 8, units[:, :longest][mask].view(np.uint8)
+    stride, k = m.strides[0], width // 8
+    if stride % 8:  # records of a size not a multiple of 8: a mask of each row's words
+        longest = int(kept.max())
+        if not longest:
+            return kept, np.zeros(0, np.uint8)
+        mask = _prefixes(longest)[kept].view(bool).reshape(n, longest)
+        return kept * 8, units[:, :longest][mask].view(np.uint8)
+    # an index of every word kept, in the records seen as one run of words
+    flat = np.lib.stride_tricks.as_strided(units, ((n - 1) * (stride // 8) + k,), (8,))
+    starts = np.zeros(n, np.intp)
+    np.cumsum(kept[:-1], out=starts[1:])
+    index = np.repeat(np.arange(n, dtype=np.intp) * (stride // 8) - starts, kept)
+    index += np.arange(int(index.size), dtype=np.intp)
+    return kept * 8, flat[index].view(np.uint8)
 
 
 def binary_matrix(col: pa.Array, width: int, name: str) -> Array:
