@@ -226,7 +226,8 @@ class RecordSchema:
         codes = self._type_lut[np.minimum(type_ids, len(self._type_lut) - 1)]
         codes[type_ids >= len(self._type_lut)] = -1
         cols[TYPE] = pa.DictionaryArray.from_arrays(
-            _to_arrow(codes, codes >= 0, pa.int16()), self.type_names
+            _to_arrow(codes, None if (codes >= 0).all() else codes >= 0, pa.int16()),
+            self.type_names,
         )
         cols[PAYLOAD] = self._payloads(net, ne)
         return pa.record_batch([cols[f] for f in self.schema.names], schema=self.schema)
