@@ -54,8 +54,8 @@ class Rotate:
 #: A record batch of the file holds the events of the trace's reads until it has this
 #: many, or its first is this old (s), or a tick or packets come: few fixed costs per
 #: event, and a killed recorder loses at most that much (docs/record.md).
-FLUSH_EVENTS = 32768
-FLUSH_S = 0.5
+FLUSH_EVENTS = 16384
+FLUSH_S = 0.25
 
 
 def boot_time() -> int:
