@@ -7,13 +7,21 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
 
 * ``trace-e2e``, per output (``json`` and ``columns`` to a file, ``tui``: the TUI
   without a terminal, ``export``: ``--export`` to a local ``nats-server`` with
-  ``--quiet``, ``record``: ``--record`` with ``--quiet``, its ``bytes_per_event`` on
-  disk): ``trace --events open -c rt_bench_XXXXXX --buffer-pages 1024 -d D``
+  ``--quiet``, ``quiet``: ``--quiet``, ``record``: ``--record`` with ``--quiet``,
+  ``json-record``: ``--record`` beside ``--json`` to a file; the two recording rows
+  give their ``bytes_per_event`` on disk and what the recording adds to the output
+  it runs beside, measured in the same run: ``record_added_ns_per_event`` (the
+  consumer ns per event less the ``quiet`` or ``json`` row's) and ``record_ratio``):
+  ``trace --events open -c rt_bench_XXXXXX --buffer-pages 1024 -d D``
   while the producer runs ``seconds``; events/s offered (loop iterations: one
   ``openat`` each) and delivered (the summary's ``events``), kernel drops, and the
   consumer's CPU per delivered event: ``wait4`` user + system CPU of the trace
   process minus that of an idle run of the same ``-d D`` (no producer), so loading
   and idle polling cancel out;
+* ``trace-record-mix``: ``--record`` with ``--quiet`` of ``--events open,exec`` while
+  the producer runs its ``mix`` mode (opens of paths of many lengths, failed ones,
+  fork + exec + exit every 64): the ``bytes_per_event`` of a typical mix, and its
+  events by type;
 * ``trace-overhead``: ns per syscall of the producer untraced, traced as by default
   (default sources, ``-c rt_bench_XXXXXX``, ``--json`` to ``/dev/null``: the kernel's
   BPF run-time statistics off), with ``bpf/trace_empty.c`` (empty programs on the same
@@ -79,7 +87,9 @@ from ringtool.kernel.privileges import require_bpf_privileges
 PRODUCER_CPU = 0
 TRACE_CPU = 1
 BUFFER_PAGES = 1024
-OUTPUTS = ("json", "columns", "tui", "export", "record")
+OUTPUTS = ("json", "columns", "tui", "export", "quiet", "record", "json-record")
+#: A recording row -> the row of the output it runs beside.
+RECORD_BESIDE = {"record": "quiet", "json-record": "json"}
 #: Counted rounds of the start-up beside the peers (one start of each a round).
 START_ROUNDS = 3
 #: Trace run past the producer's end: the drain of what is left.
@@ -88,41 +98,46 @@ OVERHEAD_ROUNDS = 2
 
 
 def _e2e_args(comm: str, output: str, duration: float, url: str | None,
-              record: Path) -> list[str]:  # fmt: skip
-    base = ["--events", "open", "-c", comm, "--buffer-pages", str(BUFFER_PAGES),
+              record: Path, events: str = "open") -> list[str]:  # fmt: skip
+    base = ["--events", events, "-c", comm, "--buffer-pages", str(BUFFER_PAGES),
             "-d", f"{duration:.3f}"]  # fmt: skip
     if output == "json":
         return [*base, "--json"]
-    if output == "record":
-        return [*base, "--quiet", "--record", str(record), "--force"]
+    if output == "quiet":
+        return [*base, "--quiet"]
+    if output in RECORD_BESIDE:
+        kind = "--quiet" if output == "record" else "--json"
+        return [*base, kind, "--record", str(record), "--force"]
     if output == "export":
         return [*base, "--export", str(url), "--quiet"]
     return [*base, "--no-tui", "-w"]
 
 
-def _cpu_of_run(args: list[str], headless: bool, out: Path, loop: tuple[Path, float] | None
-                ) -> tuple[ChildResult, Any]:  # fmt: skip
+def _cpu_of_run(args: list[str], headless: bool, out: Path,
+                loop: tuple[Path, float, str] | None) -> tuple[ChildResult, Any]:  # fmt: skip
     """One trace run (with the producer when ``loop`` is given): what the child
     reported and the loop result."""
     with open(out, "w") as f:
         child = TraceChild(args, TRACE_CPU, headless_tui=headless, stdout=f)
         try:
             child.wait_ready()
-            result = run_loop(loop[0], "open", PRODUCER_CPU, loop[1]) if loop else None
+            result = run_loop(loop[0], loop[2], PRODUCER_CPU, loop[1]) if loop else None
             done = child.finish()
         finally:
             child.kill()
     return done, result
 
 
-def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None) -> dict[str, Any]:
+def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None, *,
+        mode: str = "open", events: str = "open") -> dict[str, Any]:  # fmt: skip
+    """One ``trace-e2e`` row (the producer in ``mode``, ``trace --events events``)."""
     duration = seconds + DRAIN_S
     record = tmp / "e2e.arrows"
-    args = _e2e_args(binary.name, output, duration, url, record)
+    args = _e2e_args(binary.name, output, duration, url, record, events)
     headless = output == "tui"
     out = tmp / f"e2e.{output}"
     idle_run, _ = _cpu_of_run(args, headless, out, None)
-    run_, loop = _cpu_of_run(args, headless, out, (binary, seconds))
+    run_, loop = _cpu_of_run(args, headless, out, (binary, seconds, mode))
     summary, cpu, idle_cpu = run_.summary, run_.run_cpu_s, idle_run.run_cpu_s
     delivered = int(summary["events"])
     return {
@@ -135,10 +150,33 @@ def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None) -
         "offered": loop.iterations, "delivered": delivered, "lost": summary["lost"],
         "consumer_cpu_s": round(cpu, 3), "idle_cpu_s": round(idle_cpu, 3),
         "total_cpu_s": round(run_.cpu_s, 3),
-        "output_bytes": (record if output == "record" else out).stat().st_size,
-        **({"bytes_per_event": round(record.stat().st_size / delivered, 1)}
-           if output == "record" and delivered else {}),
+        "output_bytes": out.stat().st_size,
+        **({"record_bytes": record.stat().st_size,
+            "bytes_per_event": round(record.stat().st_size / delivered, 1) if delivered else None,
+            "by_type": summary.get("by_type")}
+           if output in RECORD_BESIDE else {}),
     }  # fmt: skip
+
+
+def record_added(rows: list[dict[str, Any]]) -> None:
+    """Each recording row of ``rows`` given what it adds to the row of the output it
+    runs beside (:data:`RECORD_BESIDE`): consumer ns per event, and the ratio."""
+    by_output = {r["output"]: r for r in rows if r.get("bench") == "trace-e2e"}
+    for output, beside in RECORD_BESIDE.items():
+        row, base = by_output.get(output), by_output.get(beside)
+        if row is None or base is None:
+            continue
+        ns, base_ns = row.get("consumer_ns_per_event"), base.get("consumer_ns_per_event")
+        if ns is None or base_ns is None:
+            continue
+        row["record_added_ns_per_event"] = round(ns - base_ns, 1)
+        row["record_ratio"] = round(ns / base_ns, 2) if base_ns > 0 else None
+
+
+def record_mix(binary: Path, seconds: float, tmp: Path) -> dict[str, Any]:
+    """The ``trace-record-mix`` row (see the module doc)."""
+    row = e2e(binary, "record", seconds, tmp, None, mode="mix", events="open,exec")
+    return {**row, "bench": "trace-record-mix"}
 
 
 @contextlib.contextmanager
@@ -284,6 +322,8 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
                              "consumer_ns_per_event": None, "skipped": why})  # fmt: skip
                 continue
             rows.append(e2e(binary, output, secs, tmp, url))
+        record_added(rows)
+        rows.append(record_mix(binary, secs, tmp))
         rows.append(overhead(binary, secs))
         rows.append(cpuwait_cost(tmp, secs))
         rows.append(tui_cpu(binary, secs, tmp, producer_cpu=PRODUCER_CPU, trace_cpu=TRACE_CPU))

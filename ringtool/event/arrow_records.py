@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from ringtool.errors import RecordingError
+from ringtool.event.arrow_binary import binary, binary_matrix, nulls, validity
 from ringtool.event.layout import RECORD_PAD, LayoutError, TraceLayout
 from ringtool.event.records import NetRecords, Records
 
@@ -88,71 +89,14 @@ def _get(rec: Array, path: tuple[str, ...]) -> Array:
     return rec
 
 
-def _validity(valid: Array | None) -> pa.Buffer | None:
-    return None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
-
-
 def _to_arrow(values: Array, valid: Array | None, arrow: pa.DataType) -> pa.Array:
-    n = len(values)
-    if pa.types.is_fixed_size_binary(arrow):
-        data = pa.py_buffer(np.ascontiguousarray(values).tobytes())
-        return pa.Array.from_buffers(arrow, n, [_validity(valid), data])
+    """A member's values (a field of the records: any stride) as a column of ``arrow``
+    (``valid``: which rows are not null; None: all), from their buffer (one copy when
+    strided; not ``pa.array``, whose first call imports numpy.ma)."""
     if values.dtype.kind == "S":
-        return _binary(values, valid)
-    mask = None if valid is None else ~valid
-    return pa.array(values, type=arrow, mask=mask)
-
-
-def _binary(values: Array, valid: Array | None) -> pa.Array:
-    """``char[N]`` values as binary: every byte up to the last non-NUL one (inner NULs
-    kept: exec's ``data`` is several strings). The last non-NUL 8-byte word of each
-    value is found first, then the byte in it; the bytes are gathered with one boolean
-    index of the batch."""
-    n, width = len(values), values.dtype.itemsize
-    m = np.ascontiguousarray(values).view(np.uint8).reshape(n, width)
-    if width % 8 == 0 and n:
-        words = m.view(np.uint64)
-        nz = words != 0
-        last = words.shape[1] - 1 - np.argmax(nz[:, ::-1], axis=1)
-        word = words[np.arange(n), last].view(np.uint8).reshape(n, 8)
-        lens = np.where(nz.any(axis=1), last * 8 + 8 - np.argmax(word[:, ::-1] != 0, axis=1), 0)
-    else:
-        nonzero = m != 0
-        lens = np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0)
-    if valid is not None:
-        lens = np.where(valid, lens, 0)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    data = m[np.arange(width) < lens[:, None]]
-    return pa.Array.from_buffers(
-        pa.binary(), n,
-        [_validity(valid), pa.py_buffer(offsets.astype(np.int32).tobytes()),
-         pa.py_buffer(data.tobytes())],
-    )  # fmt: skip
-
-
-def binary_matrix(col: pa.Array, width: int, name: str) -> Array:
-    """A binary column as an ``(n, width)`` uint8 matrix, each value's bytes then zeros
-    (nulls: zeros); a value longer than ``width`` is a :class:`RecordingError`."""
-    n = len(col)
-    bufs = col.buffers()
-    otype = np.int64 if pa.types.is_large_binary(col.type) else np.int32
-    offsets = np.frombuffer(bufs[1], otype)[col.offset : col.offset + n + 1].astype(np.int64)
-    lens = np.diff(offsets)
-    if col.null_count:
-        lens = np.where(np.asarray(col.is_valid()), lens, 0)
-    if len(lens) and int(lens.max()) > width:
-        raise RecordingError(
-            f"column {name}: a value of {int(lens.max())} bytes, the layout holds {width}"
-        )
-    out = np.zeros((n, width), np.uint8)
-    if bufs[2] is None or not len(lens) or not lens.sum():
-        return out
-    data = np.frombuffer(bufs[2], np.uint8)
-    rows = np.repeat(np.arange(n), lens)
-    cols = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-    out[rows, cols] = data[np.repeat(offsets[:-1], lens) + cols]
-    return out
+        return binary(values, valid)
+    data = pa.py_buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(arrow, len(values), [validity(valid), data])
 
 
 def _numpy(col: pa.Array, m: Member, name: str) -> Array:
@@ -244,6 +188,7 @@ class RecordSchema:
         n = ne + nn
         forms = self._event_forms(events)
         cols: dict[str, pa.Array] = {}
+        zeros = pa.py_buffer(np.zeros(16 * n + 8, np.uint8))  # all-null columns' buffers
         for name in self.schema.names:
             if name in (TIME, TYPE, PAYLOAD):
                 continue
@@ -254,6 +199,9 @@ class RecordSchema:
                 if name in self.forms[f]
             ]
             m = net_m or (parts[0][2] if parts else self._member[name])
+            if (not parts or not ne) and (net_m is None or not nn):
+                cols[name] = nulls(m.arrow, n, zeros)
+                continue
             if len(parts) == 1 and parts[0][1] is None and (nn == 0 or net_m is not None):
                 values = _get(parts[0][0], m.path)
                 if nn:
@@ -274,11 +222,12 @@ class RecordSchema:
             cols[name] = _to_arrow(out, None if valid.all() else valid, m.arrow)
         type_ids = np.asarray(cols[TYPE_ID])
         ts = np.asarray(cols[self.header[0]])
-        cols[TIME] = pa.array(ts.astype(np.int64) + offset_ns, pa.timestamp("ns", tz="UTC"))
+        cols[TIME] = _to_arrow(ts.astype(np.int64) + offset_ns, None, self.schema.field(TIME).type)
         codes = self._type_lut[np.minimum(type_ids, len(self._type_lut) - 1)]
         codes[type_ids >= len(self._type_lut)] = -1
         cols[TYPE] = pa.DictionaryArray.from_arrays(
-            pa.array(codes, pa.int16(), mask=codes < 0), self.type_names
+            _to_arrow(codes, None if (codes >= 0).all() else codes >= 0, pa.int16()),
+            self.type_names,
         )
         cols[PAYLOAD] = self._payloads(net, ne)
         return pa.record_batch([cols[f] for f in self.schema.names], schema=self.schema)
@@ -299,7 +248,7 @@ class RecordSchema:
         return pa.Array.from_buffers(
             pa.large_binary(),
             ne + len(net),
-            [_validity(valid) if ne else None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)],
+            [validity(valid) if ne else None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)],
         )
 
     # --- columns to records ------------------------------------------------------------

@@ -29,20 +29,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ringtool.errors import RecordingError, RecordingTruncated
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.layout import TRACE_HEADER, parse_layout
+from ringtool.event.recording_check import ColumnsSum, records_digest
 from ringtool.event.records import Records
 
-#: The recording format's version (``ringtool.format``): a reader refuses another.
-FORMAT = "1"
+#: The recording format's version (``ringtool.format``) this ringtool writes, and those
+#: it reads (a reader refuses another by name): 2 checks each batch by a sum over its
+#: columns (:data:`SUM`), 1 by a sum over its records (:data:`DIGEST`).
+FORMAT = "2"
+READS = ("1", "2")
 #: The key of a message's kind in its custom metadata, and of its JSON body; of a
-#: record batch's checksum (:func:`digest`).
-KIND, BODY, DIGEST = b"ringtool.kind", b"ringtool.json", b"ringtool.digest"
+#: record batch's checksum (format 2: :class:`~ringtool.event.recording_check.ColumnsSum`;
+#: format 1: :func:`~ringtool.event.recording_check.records_digest`).
+KIND, BODY = b"ringtool.kind", b"ringtool.json"
+SUM, DIGEST = b"ringtool.sum", b"ringtool.digest"
 #: The kinds of accounting messages.
 START, STATS, SUMMARY, ROTATE = "start", "stats", "summary", "rotate"
 #: The schema's metadata: format, layout, and what ran where (all text).
@@ -61,42 +66,13 @@ META_KEYS = (
     "run_id",
     "part",
 )
+#: The buffers' compression (each message says its own: a reader reads either):
+#: LZ4 frames, about three times as fast to write as zstd's for twice the bytes
+#: (docs/record.md, "Measured"); compressed on the calling thread (a pool's threads
+#: would cost the process as much CPU, and their hand-offs more).
+COMPRESSION = "lz4"
 #: The end-of-stream marker of the IPC stream format (continuation, zero length).
 EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
-
-
-def _unpadded(rec: np.ndarray[Any, Any], views: Mapping[int, np.dtype[Any]]) -> bytes:
-    """The records' bytes with the ``pad`` members of their structs zeroed (not data:
-    not recorded)."""
-    pads = [n for n in rec.dtype.names or () if n.startswith("pad")]
-    kinds = [(t, v) for t, v in views.items() if len(rec) and (rec["h"]["type"] == t).any()]
-    if not pads and not kinds:
-        return rec.tobytes()
-    rec = rec.copy()
-    for name in pads:
-        rec[name] = 0
-    for type_id, view in kinds:
-        rows = rec["h"]["type"] == type_id
-        as_view = rec.view(view)
-        for name in view.names or ():
-            if name.startswith("pad"):
-                as_view[name][rows] = 0
-    return rec.tobytes()
-
-
-def digest(records: Records, schema: RecordSchema) -> str:
-    """A checksum of a batch's records (their bytes, pads zeroed, and the packets'
-    bytes): the sum of its 64-bit words each times an odd weight of its place, mod
-    2**64 (any one damaged word changes it), and the length. Written beside each record
-    batch, compared by the reader: a value damaged on disk is not read as data."""
-    views = schema.layout.views
-    raw = b"".join((_unpadded(records.events, views), _unpadded(records.net.rec, {}),
-                    *(records.net.payload(i) for i in range(len(records.net)))))  # fmt: skip
-    words = np.frombuffer(raw + b"\0" * (-len(raw) % 8), np.uint64)
-    weights = np.arange(1, 2 * len(words), 2, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        total = int(np.sum(words * weights, dtype=np.uint64))
-    return f"{len(raw)}:{total:016x}"
 
 
 def layout_digest(header_text: str) -> str:
@@ -122,9 +98,10 @@ class RecordingWriter:
         self._w = ipc.new_stream(
             stream,
             schema.schema.with_metadata(full),
-            options=ipc.IpcWriteOptions(compression="zstd"),
+            options=ipc.IpcWriteOptions(compression=COMPRESSION, use_threads=False),
         )
         self.batches = 0
+        self._sum = ColumnsSum()
         self.events = 0
         self.account(START, {})  # the schema is written with the first message: now
 
@@ -132,10 +109,8 @@ class RecordingWriter:
         """One batch of records (nothing for an empty one)."""
         if not len(records):
             return
-        self._w.write_batch(
-            self.schema.to_arrow(records, self.offset_ns),
-            custom_metadata={DIGEST: digest(records, self.schema).encode()},
-        )
+        batch = self.schema.to_arrow(records, self.offset_ns)
+        self._w.write_batch(batch, custom_metadata={SUM: self._sum(batch).encode()})
         self.stream.flush()
         self.batches += 1
         self.events += len(records)
@@ -195,6 +170,7 @@ class RecordingReader:
             raise RecordingError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
         self.size = self._file.size()
         self._pos = 0
+        self._sum = ColumnsSum()
         try:
             self._reader = ipc.open_stream(self._file)
         except (OSError, pa.ArrowException, MemoryError, ValueError) as exc:
@@ -216,10 +192,11 @@ class RecordingReader:
         """The file's description, checked: format, type numbers, columns."""
         raw = self._reader.schema.metadata or {}
         meta = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in raw.items()}
-        if meta.get("ringtool.format") != FORMAT:
+        if meta.get("ringtool.format") not in READS:
             raise RecordingError(
                 f"{self.path}: recording format {meta.get('ringtool.format')!r}, "
-                f"this ringtool reads {FORMAT!r}"
+                f"this ringtool reads {' and '.join(map(repr, READS))}: read it with "
+                "the ringtool that recorded it"
             )
         self._check_types(meta)
         return Recording(str(self.path), meta, self.schema.check_schema(self._reader.schema))
@@ -265,10 +242,7 @@ class RecordingReader:
                     continue
                 try:
                     batch.validate(full=True)
-                    records = self.schema.from_arrow(batch)
-                    want = (custom or {}).get(DIGEST, b"").decode(errors="replace")
-                    if want != digest(records, self.schema):
-                        raise RecordingError("its checksum differs")
+                    records = self._checked(batch, custom or {})
                 except (Exception, MemoryError) as exc:  # damaged: whatever it breaks
                     raise RecordingError(
                         f"{self.path}: batch {rec.batches + 1} (ending at byte "
@@ -287,6 +261,19 @@ class RecordingReader:
                 raise self._stop("no summary")
         finally:
             self._file.close()
+
+    def _checked(self, batch: pa.RecordBatch, custom: Mapping[bytes, bytes]) -> Records:
+        """The batch's records, its checksum compared (its format's: see :data:`FORMAT`)."""
+        if self.recording.meta.get("ringtool.format") == "1":
+            records = self.schema.from_arrow(batch)
+            if custom.get(DIGEST, b"").decode(errors="replace") != records_digest(
+                records, self.schema
+            ):
+                raise RecordingError("its checksum differs")
+            return records
+        if custom.get(SUM, b"").decode(errors="replace") != self._sum(batch):
+            raise RecordingError("its checksum differs")
+        return self.schema.from_arrow(batch)
 
     def _account(self, custom: Mapping[bytes, bytes]) -> None:
         kind = custom[KIND].decode(errors="replace")
@@ -337,14 +324,15 @@ __all__ = [
     "FORMAT",
     "KIND",
     "META_KEYS",
+    "READS",
     "ROTATE",
     "START",
     "STATS",
+    "SUM",
     "SUMMARY",
     "Recording",
     "RecordingReader",
     "RecordingWriter",
-    "digest",
     "layout_digest",
     "layout_meta",
 ]

@@ -5,6 +5,7 @@ strategies, and a recording file written from batches with the product's writer.
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,30 @@ def timed_recording(tmp: Path, start_ns: int = 5_000 * 10**9) -> tuple[Path, dic
                "sources": ["open"]}  # fmt: skip
     messages.append((SUMMARY, summary))
     return save(tmp, write_messages(messages)), summary
+
+
+def write_format1(batches: list[Records], summary: dict[str, Any]) -> bytes:
+    """A recording as ringtool wrote format 1: each batch's checksum a sum over its
+    records (``ringtool.digest``), zstd buffers."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from ringtool.event.recording import BODY, DIGEST, KIND
+    from ringtool.event.recording_check import records_digest
+
+    meta = {**layout_meta(), "ringtool.format": "1", "host": "old",
+            "realtime_offset_ns": str(OFFSET_NS), "run_id": "r", "part": "1"}  # fmt: skip
+    sink = pa.BufferOutputStream()
+    w = ipc.new_stream(sink, SCHEMA.schema.with_metadata(meta),
+                       options=ipc.IpcWriteOptions(compression="zstd"))  # fmt: skip
+    empty = pa.record_batch([pa.array([], f.type) for f in SCHEMA.schema], schema=SCHEMA.schema)
+    w.write_batch(empty, custom_metadata={KIND: b"start", BODY: b"{}"})
+    for b in batches:
+        w.write_batch(SCHEMA.to_arrow(b, OFFSET_NS),
+                      custom_metadata={DIGEST: records_digest(b, SCHEMA).encode()})  # fmt: skip
+    w.write_batch(empty, custom_metadata={KIND: b"summary", BODY: json.dumps(summary).encode()})
+    w.close()
+    return bytes(sink.getvalue())
 
 
 def save(tmp: Path, data: bytes, name: str = "r.arrows") -> Path:

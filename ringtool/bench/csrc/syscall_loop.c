@@ -4,6 +4,11 @@
  *   MODE open      openat("/dev/null") + close in a loop (2 syscalls an iteration)
  *   MODE openexec  the same, plus a fork + exec of /bin/true every 64 iterations
  *                  (a busy open/exec workload: the idle-cost phase)
+ *   MODE mix       openat of paths of many lengths in turn (system files, some that
+ *                  do not exist: failed opens), plus a fork + exec of this program
+ *                  (with arguments, so of the same comm) every 64 iterations: the
+ *                  record-mix phase's "typical" trace
+ *   MODE noop      exit 0 at once (what mix's children run)
  *   CPU            the CPU to pin to (sched_setaffinity), -1: leave as is
  *   SECONDS        how long to run (CLOCK_MONOTONIC, checked every 256 iterations)
  *   RATE           iterations a second, paced (sleeping until each one's time,
@@ -46,13 +51,48 @@ static int spawn_true(void)
     return waitpid(pid, &status, 0) < 0 ? -1 : 0;
 }
 
+/* mix: paths as a program's start-up and a file walk open them (the failures too) */
+static const char *const MIX_PATHS[] = {
+    "/etc/ld.so.cache",
+    "/lib/x86_64-linux-gnu/libc.so.6",
+    "/usr/lib/locale/locale-archive",
+    "/proc/self/status",
+    "/etc/nsswitch.conf",
+    "/usr/share/zoneinfo/Etc/UTC",
+    "/home/user/.config/ringtool-bench/settings.json",
+    "/usr/lib/python3/dist-packages/__pycache__/six.cpython-311.pyc",
+    "/sys/fs/cgroup/cpu.max",
+    "/dev/null",
+    "/etc/passwd",
+    "/usr/share/locale/en_US.UTF-8/LC_MESSAGES/libc.mo",
+    "/var/lib/dpkg/info/coreutils.list",
+    "/tmp",
+};
+#define MIX_N (sizeof(MIX_PATHS) / sizeof(MIX_PATHS[0]))
+
+static int spawn_self(const char *self)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        execl(self, self, "noop", "0", "0", "--from-the-mix-mode", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    return waitpid(pid, &status, 0) < 0 ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "noop") == 0)
+        return 0;
     if (argc != 4 && argc != 5) {
-        fprintf(stderr, "usage: %s open|openexec CPU SECONDS [RATE]\n", argv[0]);
+        fprintf(stderr, "usage: %s open|openexec|mix CPU SECONDS [RATE]\n", argv[0]);
         return 2;
     }
-    int with_exec = strcmp(argv[1], "openexec") == 0;
+    int mix = strcmp(argv[1], "mix") == 0;
+    int with_exec = mix || strcmp(argv[1], "openexec") == 0;
     if (!with_exec && strcmp(argv[1], "open") != 0) {
         fprintf(stderr, "%s: unknown mode %s\n", argv[0], argv[1]);
         return 2;
@@ -92,15 +132,16 @@ int main(int argc, char **argv)
                 if (due >= end)
                     break;
             }
-            int fd = openat(AT_FDCWD, "/dev/null", O_RDONLY);
-            if (fd < 0 || close(fd)) {
-                fprintf(stderr, "%s: open/close /dev/null: %s\n", argv[0], strerror(errno));
+            const char *path = mix ? MIX_PATHS[n % MIX_N] : "/dev/null";
+            int fd = openat(AT_FDCWD, path, O_RDONLY);
+            if ((fd < 0 && !mix) || (fd >= 0 && close(fd))) {
+                fprintf(stderr, "%s: open/close %s: %s\n", argv[0], path, strerror(errno));
                 return 1;
             }
             n++;
             if (with_exec && (n & 63) == 0) {
-                if (spawn_true()) {
-                    fprintf(stderr, "%s: fork/exec /bin/true: %s\n", argv[0], strerror(errno));
+                if (mix ? spawn_self(argv[0]) : spawn_true()) {
+                    fprintf(stderr, "%s: fork/exec: %s\n", argv[0], strerror(errno));
                     return 1;
                 }
                 execs++;

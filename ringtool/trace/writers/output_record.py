@@ -2,12 +2,12 @@
 recording (an Arrow IPC stream: :mod:`ringtool.event.recording`, docs/record.md).
 
 A :class:`~ringtool.trace.sink.Sink` beside any output: the batches the loop hands on
-are kept (copied) and written together as one record batch of the file (columns built
-from the numpy records, no Python per record) every :data:`FLUSH_EVENTS` events or
-:data:`FLUSH_S` seconds, before packets and at each tick; each interval's statistics
-are one ``stats`` message, the final ones the ``summary``. The schema's metadata says
-what ran where: host, kernel, machine, boot time, the layout's version, the command
-line, the clock offset of the timestamps.
+are kept (copied once, into one buffer) and written together as one record batch of
+the file (columns built from the numpy records, no Python per record) every
+:data:`FLUSH_EVENTS` events or :data:`FLUSH_S` seconds, before packets and at each
+tick; each interval's statistics are one ``stats`` message, the final ones the
+``summary``. The schema's metadata says what ran where: host, kernel, machine, boot
+time, the layout's version, the command line, the clock offset of the timestamps.
 
 The file is created 0600 without following a symlink
 (:func:`ringtool.trace.writers.private_file.open_private`, as ``--pcap``). With
@@ -109,8 +109,9 @@ class RecordSink:
         self.part = 0
         self.parts: list[Path] = []
         self._last_stats: dict[str, object] = {}
-        self._dtype = decoder.layout.event
-        self._pending: list[np.ndarray[Any, Any]] = []
+        #: the events kept, copied once into a buffer of :data:`FLUSH_EVENTS`:
+        #: ``_pending[:_pending_n]``
+        self._pending: np.ndarray[Any, Any] = np.empty(FLUSH_EVENTS, decoder.layout.event)
         self._pending_n = 0
         self._since = 0.0
         self._writer = self._open_part()
@@ -140,25 +141,35 @@ class RecordSink:
         )
 
     def publish(self, records: Records) -> None:
-        """Keep the batch's events (a copy: the loop consumes them after the call);
+        """Keep the batch's events (copied: the loop consumes them after the call);
         write what is kept once it holds :data:`FLUSH_EVENTS` or is :data:`FLUSH_S`
         old, or the batch has packets (written with the events before them: the
-        live order, events of each read then its packets)."""
-        if len(records.events):
-            if not self._pending:
+        live order, events of each read then its packets). A read of
+        :data:`FLUSH_EVENTS` or more is written as it comes, after what is kept."""
+        n, k = len(records.events), self._pending_n
+        if k and k + n > len(self._pending):
+            self._flush()
+            k = 0
+        if n >= len(self._pending):
+            self._write(records)
+            return
+        if n:
+            if not k:
                 self._since = time.monotonic()
-            self._pending.append(records.events.copy())
-            self._pending_n += len(records.events)
-        if (len(records.net) or self._pending_n >= FLUSH_EVENTS
-                or (self._pending and time.monotonic() - self._since >= FLUSH_S)):  # fmt: skip
+            self._pending[k : k + n] = records.events
+            self._pending_n = k = k + n
+        if (len(records.net) or k >= FLUSH_EVENTS
+                or (k and time.monotonic() - self._since >= FLUSH_S)):  # fmt: skip
             self._flush(records.net)
 
     def _flush(self, net: NetRecords | None = None) -> None:
-        """Write what is kept (and ``net`` after it); a new part when one is due."""
-        events = (np.concatenate(self._pending) if len(self._pending) > 1 else
-                  self._pending[0] if self._pending else np.zeros(0, self._dtype))  # fmt: skip
-        self._pending, self._pending_n = [], 0
-        batch = Records(events, net) if net is not None and len(net) else Records(events)
+        """Write what is kept (and ``net`` after it)."""
+        events = self._pending[: self._pending_n]  # written before the buffer is reused
+        self._pending_n = 0
+        self._write(Records(events, net) if net is not None and len(net) else Records(events))
+
+    def _write(self, batch: Records) -> None:
+        """One record batch of the file; a new part when one is due."""
         if not len(batch):
             return
         try:

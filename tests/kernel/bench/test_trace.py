@@ -22,7 +22,7 @@ from tests.helpers.paths import RINGTOOL
 pytestmark = [pytest.mark.kernel, pytest.mark.host_only]
 
 E2E_KEYS = ("offered_per_s", "delivered_per_s", "dropped", "consumer_ns_per_event")
-OUTPUTS = {"json", "columns", "tui", "export", "record"}
+OUTPUTS = {"json", "columns", "tui", "export", "quiet", "record", "json-record"}
 
 
 def _number(value: object) -> bool:
@@ -41,7 +41,7 @@ def test_bench_trace_json_lines() -> None:
         by_bench.setdefault(str(row["bench"]), []).append(row)
     assert set(by_bench) == {"trace-e2e", "trace-overhead", "trace-idle", "trace-startup",
                              "trace-source-cost", "trace-cpuwait", "trace-net-cost",
-                             "trace-tui-cpu"}  # fmt: skip
+                             "trace-tui-cpu", "trace-record-mix"}  # fmt: skip
     (tui,) = by_bench["trace-tui-cpu"]  # the real dashboard's CPU beside --json's
     for key in ("tui_cpu_pct", "json_cpu_pct", "tui_idle_cpu_pct"):
         assert _number(tui[key]) and float(tui[key]) >= 0, (key, tui)  # type: ignore[arg-type]
@@ -70,8 +70,14 @@ def test_bench_trace_json_lines() -> None:
         delivered, dropped, offered = row["delivered"], row["dropped"], row["offered"]
         assert isinstance(delivered, int) and isinstance(dropped, int)
         assert isinstance(offered, int) and delivered + dropped >= offered, row
-        if row["output"] == "record":  # --record: what an event takes on disk
+        if row["output"] in ("record", "json-record"):  # what an event takes on disk, and
+            # what recording adds to the output beside it
             assert _number(row["bytes_per_event"]) and float(row["bytes_per_event"]) > 0, row  # type: ignore[arg-type]
+            assert _number(row["record_added_ns_per_event"]), row
+    (mix,) = by_bench["trace-record-mix"]  # a typical mix: opens, failed ones, exec, fork, exit
+    assert _number(mix["bytes_per_event"]) and float(mix["bytes_per_event"]) > 0, mix  # type: ignore[arg-type]
+    by_type = mix["by_type"]
+    assert isinstance(by_type, dict) and {"open", "exec", "fork", "exit"} <= set(by_type), mix
 
     (over,) = by_bench["trace-overhead"]
     for key in (
@@ -129,9 +135,10 @@ def test_starts_beside_the_peers(tmp_path: Path) -> None:
     _check_peer_starts(starts_beside_peers(binary, 2), 2)  # type: ignore[arg-type]
 
 
-def test_loop_counts_its_syscalls(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["openexec", "mix"])
+def test_loop_counts_its_syscalls(tmp_path: Path, mode: str) -> None:
     binary = build_loop(tmp_path)
-    result = run_loop(binary, "openexec", -1, 0.3)
+    result = run_loop(binary, mode, -1, 0.3)
     assert result.iterations > 0 and result.iterations % 256 == 0
     assert result.execs == result.iterations // 64
     assert result.cpu_ns > 0 and result.elapsed_ns >= 0.3e9

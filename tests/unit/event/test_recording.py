@@ -21,7 +21,7 @@ from ringtool.errors import RecordingError, RecordingTruncated
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.layout import TRACE_HEADER, parse_layout
 from ringtool.event.recording import STATS, RecordingReader, RecordingWriter, layout_meta
-from tests.helpers.recordings import SCHEMA, batch, write_recording
+from tests.helpers.recordings import SCHEMA, batch, write_format1, write_recording
 from tests.helpers.records import SETTINGS as _SETTINGS
 
 SUMMARY = {"type": "summary", "events": 0}
@@ -192,3 +192,31 @@ def test_standard_readers_see_the_records_and_zero_row_accounting() -> None:
         kinds.append((rb.num_rows, dict(meta or {}).get(b"ringtool.kind")))
     assert kinds == [(0, b"start"), (0, STATS.encode()), (0, b"summary")]
     assert np.array_equal(reader.schema.names, SCHEMA.schema.names)
+
+
+@SETTINGS
+@given(st.lists(batch.filter(len), min_size=1, max_size=3), st.data())
+def test_a_format_1_recording_reads_and_its_damage_is_found(batches, data) -> None:  # type: ignore[no-untyped-def]
+    whole = write_format1(batches, SUMMARY)
+    got, reader = _read(whole)
+    assert reader.recording.meta["ringtool.format"] == "1"
+    for a, b in zip(got, batches, strict=True):
+        _same(a, b)
+    damaged = bytearray(whole)
+    at = data.draw(st.integers(0, len(whole) - 1))
+    damaged[at] ^= data.draw(st.integers(1, 255))
+    try:
+        got, _ = _read(bytes(damaged))
+    except RecordingError:
+        return
+    for a, b in zip(got, batches, strict=True):
+        _same(a, b)
+
+
+def test_another_format_is_refused_by_name() -> None:
+    f = io.BytesIO()
+    w = ipc.new_stream(f, SCHEMA.schema.with_metadata({**layout_meta(), "ringtool.format": "3"}))
+    w.close()
+    with pytest.raises(RecordingError, match=r"recording format '3', this ringtool reads "
+                       r"'1' and '2': read it with the ringtool that recorded it"):  # fmt: skip
+        _read(f.getvalue())

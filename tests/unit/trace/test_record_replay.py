@@ -182,3 +182,30 @@ def test_kept_batches_and_packets_keep_the_live_order(tmp_path: Path) -> None:
     out = io.StringIO()
     replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out)
     assert out.getvalue() == live + object_line(summary_record(stats)) + "\n"
+
+
+def test_a_read_of_a_whole_batch_is_its_own_batch_after_what_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads are kept (copied) in one buffer of FLUSH_EVENTS; a read as big is written
+    as it comes, after what was kept: no buffer grows, the live order is kept."""
+    from ringtool.event.arrow_records import RecordSchema
+    from ringtool.event.recording import RecordingReader
+    from ringtool.trace.writers import output_record
+
+    monkeypatch.setattr(output_record, "FLUSH_EVENTS", 64)
+    dec = Decoder(LAYOUT, syscall_namer(), realtime_offset_ns=OFFSET_NS)
+    reads = [*_batches(1, 30), *_batches(1, 100), *_batches(1, 30)]
+    sink = RecordSink(tmp_path / "r.arrows", dec)
+    stats = TraceStats(LAYOUT.type_names, 2, ["open"])
+    for r in reads:
+        stats.add_batch(r.events)
+        sink.publish(r)
+    stats.end = stats.start + 1
+    sink.close(stats)
+    sizes = [len(r) for r in RecordingReader(sink.parts[0], RecordSchema(LAYOUT)).records()]
+    assert sizes == [30, 100, 30]
+    out = io.StringIO()
+    replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out)
+    live = "".join(batch_text(dec, r, None) for r in reads)
+    assert out.getvalue() == live + object_line(summary_record(stats)) + "\n"
