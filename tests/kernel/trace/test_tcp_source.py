@@ -1,5 +1,5 @@
 """The tcp source (bpf/trace_tcp.c) on real connections over loopback, and beside
-libbpf-tools' tcplife.
+libbpf-tools' tcplife (connections, owners, bytes) and tcpstates (every state change).
 
 The workload (tests/helpers/tcp_workload.py) is a client process and a server process
 of names of their own: over 127.0.0.1 and ::1 the client sends 10,000 bytes and the
@@ -23,11 +23,11 @@ import shutil
 import signal
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
-from tests.helpers.procs import Lines, stop
+from tests.helpers.procs import START_TIMEOUT, Lines, stop
 from tests.helpers.tcp_workload import REPLY, SENT, Workload
 from tests.helpers.trace import Trace
 
@@ -170,3 +170,114 @@ def test_the_same_connections_and_bytes_as_tcplife() -> None:
     for row in theirs:
         ev = next(e for e in events if as_tcplife(e) == row[:8])
         assert ev["duration_us"] / 1000 >= float(row[8]) - 0.01, (ev, row)
+
+
+class Change(NamedTuple):
+    """One line of tcpstates (``-w``: SKADDR PID COMM IP LADDR LPORT RADDR RPORT
+    OLDSTATE -> NEWSTATE MS): a state change of the socket at ``sk``. Its pid and comm
+    are whatever task the CPU ran (softirq for most changes), so they are not kept."""
+
+    sk: str
+    family: int
+    laddr: str
+    lport: int
+    raddr: str
+    rport: int
+    old: str
+    new: str
+
+
+def tcpstates_changes(out: list[str]) -> list[Change]:
+    """tcpstates' lines as changes (the header aside); read from the right, where a
+    COMM with spaces cannot shift the fields."""
+    rows = [line.split() for line in out]
+    return [Change(r[0], int(r[-9]), r[-8], int(r[-7]), r[-6], int(r[-5]), r[-4], r[-2])
+            for r in rows if len(r) >= 12 and r[-3] == "->" and r[-5].isdigit()]  # fmt: skip
+
+
+Key = tuple[int, int, int]  # family, local port, remote port: one end of a connection
+
+
+def the_workloads(ends: list[dict[str, object]], family: int, lport: int, rport: int) -> bool:
+    """Whether a connection end (family, ports) is one of the workload's ``ends``: one
+    of its exchanges' by both ports, or a connect to a port it was refused on (whose
+    local port only the tracers know)."""
+    return any(e["family"] == family and e["rport"] == rport
+               and (e["role"] == "refused" or e["lport"] == lport) for e in ends)  # fmt: skip
+
+
+def tcpstates_lives(
+    changes: list[Change], ends: list[dict[str, object]]
+) -> dict[Key, list[Change]]:
+    """The state changes of each of the workload's connection ends, by its key. An end
+    is found by its change to CLOSE (where its ports are final; a listener's LISTEN ->
+    CLOSE is not a connection); its life is every change of that socket (SKADDR) with
+    its remote port and its local port, or with local port 0: an active end enters
+    SYN_SENT before connect(2) chooses its port (tcp_v4_connect, tcp_v6_connect)."""
+    lives: dict[Key, list[Change]] = {}
+    for last in changes:
+        if last.new != "CLOSE" or last.old == "LISTEN":
+            continue
+        if not the_workloads(ends, last.family, last.lport, last.rport):
+            continue
+        key = (last.family, last.lport, last.rport)
+        assert key not in lives, (key, changes)  # a 4-tuple closes once here
+        lives[key] = [c for c in changes if c.sk == last.sk and c.family == last.family
+                      and c.rport == last.rport and c.lport in (last.lport, 0)]  # fmt: skip
+    return lives
+
+
+def test_each_connections_states_are_those_tcpstates_saw() -> None:
+    """Event for event with tcpstates: the same connections of the workload (by family
+    and ports), and each one's ``states`` are the NEWSTATEs tcpstates printed for its
+    socket, from its first change (CLOSE -> SYN_SENT for connect(2), LISTEN -> SYN_RECV
+    for the child a listener makes) to its change to CLOSE. The first OLDSTATE is not
+    one of ours: ringtool follows a connection from the state it enters there (bpf/
+    trace_tcp.c's begin() sets the new state's bit only), so an accepted one never
+    has LISTEN (its listener's state, which the child starts with), and an active
+    one's CLOSE is its last NEWSTATE. A refused connect is CLOSE -> SYN_SENT, SYN_SENT
+    -> CLOSE: ["SYN_SENT", "CLOSE"]. No state comes twice in these lives, so the
+    sorted NEWSTATEs must be the states themselves, each once. Exact on every kernel,
+    the emulated guest's too: tcpstates prints every change of these few sockets, and
+    nothing here depends on time but bounded waits."""
+    tcpstates = shutil.which("tcpstates")
+    assert tcpstates, "tcpstates is not installed: scripts/setup.sh installs libbpf-tools"
+    client_comm, server_comm = comms()
+    work = Workload(client_comm, server_comm)
+    # through stdio, line-buffered: its header comes once it is attached
+    peer = Lines(["stdbuf", "-oL", tcpstates, "-w"])
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not any(line.startswith("SKADDR") for line in list(peer.lines)):
+            assert peer.proc.poll() is None, peer.err
+            assert time.monotonic() < deadline, "tcpstates did not start"
+            time.sleep(0.1)
+        ends, lines = run_traced(work)  # both tracers were ready before it began
+        # tcpstates polls its perf buffers: wait (bounded) for each end's first change
+        # and its CLOSE
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            got = tcpstates_lives(tcpstates_changes(list(peer.lines)), ends).values()
+            if len(got) == len(ends) and all(len(life) > 1 for life in got):
+                break
+            time.sleep(0.1)
+    finally:
+        stop(peer.proc, signal.SIGINT)
+        peer.join()
+    assert "events on CPU" not in peer.err, peer.err  # "lost N events on CPU #C"
+    lives = tcpstates_lives(tcpstates_changes(peer.lines), ends)
+    mine = [e for e in lines if e["type"] == "tcp"
+            and the_workloads(ends, e["family"], e["lport"], e["rport"])]  # fmt: skip
+    ours = {(e["family"], e["lport"], e["rport"]): e for e in mine}
+    # the same connections: each of the workload's ends, once in each
+    assert len(ends) == len(mine) == len(ours) == 6, (ends, mine)
+    assert all(sum(the_workloads([end], *key) for key in ours) == 1 for end in ends), ours
+    assert sorted(ours) == sorted(lives), (ours, lives)
+    for key, life in lives.items():
+        ev = ours[key]
+        # its whole life, from the change that opened it
+        opened = ("CLOSE", "SYN_SENT") if ev["active"] else ("LISTEN", "SYN_RECV")
+        assert [(c.old, c.new) for c in life if c.new == opened[1]] == [opened], life
+        assert sorted(ev["states"]) == sorted(c.new for c in life), (ev, life)
+        last = next(c for c in life if c.new == "CLOSE")
+        assert (ev["laddr"], ev["raddr"]) == (last.laddr, last.raddr), (ev, last)
