@@ -33,7 +33,7 @@ from ringtool.errors import RecordingError
 from ringtool.event.arrow_records import TIME, RecordSchema
 from ringtool.event.recording import RecordingReader
 from ringtool.export.partitions import SEALED_SUFFIX, STREAM_SUFFIX
-from ringtool.trace.writers.private_file import create_at
+from ringtool.trace.writers.private_file import write_replacing
 
 #: The key of the summary in a sealed file's metadata.
 SUMMARY_KEY = b"ringtool.summary"
@@ -71,21 +71,9 @@ def seal(dir_fd: int, name: str, schema: RecordSchema, shown: Path) -> str:
     tmp = f".{final}.tmp"
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp, dir_fd=dir_fd)  # a seal killed before its rename
-    f = create_at(dir_fd, tmp, shown, "--record")
-    if f is None:  # (just removed: another collector on the same directory)
-        raise FileExistsError(tmp)
-    try:
-        with f:
-            pq.write_table(table, f, compression="zstd", row_group_size=ROW_GROUP,
-                           coerce_timestamps="us", allow_truncated_timestamps=True,
-                           write_page_checksum=True)  # fmt: skip
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, final, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
+    write_replacing(dir_fd, final, tmp, lambda f: pq.write_table(
+        table, f, compression="zstd", row_group_size=ROW_GROUP, coerce_timestamps="us",
+        allow_truncated_timestamps=True, write_page_checksum=True), shown, "--record")  # fmt: skip
     os.unlink(name, dir_fd=dir_fd)
     return final
 

@@ -38,6 +38,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -274,12 +275,20 @@ def replace_at(dir_fd: int, name: str, data: bytes, path: Path, flag: str) -> No
     """``name`` in ``dir_fd`` replaced at once by a new 0600 file holding ``data`` (a
     temporary name, written, synced, renamed over it: a reader sees the old or the new
     whole)."""
-    tmp = _temp_name(name)
+    write_replacing(dir_fd, name, _temp_name(name), lambda f: f.write(data), path, flag)
+
+
+def write_replacing(dir_fd: int, name: str, tmp: str, write: Callable[[BinaryIO], object],
+                    path: Path, flag: str) -> None:  # fmt: skip
+    """A new 0600 file ``tmp`` of ``dir_fd`` (``O_CREAT|O_EXCL|O_NOFOLLOW``) filled by
+    ``write``, synced and renamed to ``name``: a reader sees the old file or the new one
+    whole. On any failure the temporary file is removed; an OSError is a UsageError
+    naming ``flag`` and ``path``."""
     try:
         fd = os.open(tmp, _BASE | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(data)
+                write(f)
                 f.flush()
                 os.fsync(f.fileno())
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -291,4 +300,5 @@ def replace_at(dir_fd: int, name: str, data: bytes, path: Path, flag: str) -> No
         raise _fail(flag, path, _why(exc)) from None
 
 
-__all__ = ["create_at", "open_private", "private_dir", "replace_at", "subdir_at"]
+__all__ = ["create_at", "open_private", "private_dir", "replace_at", "subdir_at",
+           "write_replacing"]  # fmt: skip
