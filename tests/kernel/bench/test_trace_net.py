@@ -33,8 +33,9 @@ def test_tcp_cost_rows() -> None:
         assert isinstance(row["connections"], int) and row["connections"] > 0, row
         assert _number(row["tcp_ns_per_conn"]), row
     assert "net_runs" in both and "net_runs" not in alone  # net,tcp ran its TC programs
-    # publishing owners adds the send/receive programs: more runs per connection
-    assert both["tcp_runs"] / both["connections"] > alone["tcp_runs"] / alone["connections"]
+    # each connection ran the tcp programs (its state changes, its sends and receives)
+    for row in (alone, both):
+        assert row["tcp_runs"] >= 3 * row["connections"], row
     assert _number(both["tcp_ns_per_conn_ratio"]), both
 
 
