@@ -227,6 +227,12 @@ def tcpstates_lives(
     return lives
 
 
+# host_only: tcpstates groups a socket's changes by its address, and where the kernel
+# reports an accepted socket's first change is the kernel's own: on 6.12 (Debian's
+# trixie guest) no LISTEN -> SYN_RECV change of the child's socket reached tcpstates,
+# on 6.18 and 7.2 it did. The states the tcp source reports on each kernel are
+# checked by the tests above (every kernel); this compares them with the peer here.
+@pytest.mark.host_only
 def test_each_connections_states_are_those_tcpstates_saw() -> None:
     """Event for event with tcpstates: the same connections of the workload (by family
     and ports), and each one's ``states`` are the NEWSTATEs tcpstates printed for its
@@ -237,9 +243,9 @@ def test_each_connections_states_are_those_tcpstates_saw() -> None:
     has LISTEN (its listener's state, which the child starts with), and an active
     one's CLOSE is its last NEWSTATE. A refused connect is CLOSE -> SYN_SENT, SYN_SENT
     -> CLOSE: ["SYN_SENT", "CLOSE"]. No state comes twice in these lives, so the
-    sorted NEWSTATEs must be the states themselves, each once. Exact on every kernel,
-    the emulated guest's too: tcpstates prints every change of these few sockets, and
-    nothing here depends on time but bounded waits."""
+    sorted NEWSTATEs must be the states themselves, each once. Exact: tcpstates prints
+    every change of these few sockets, and nothing here depends on time but bounded
+    waits."""
     tcpstates = shutil.which("tcpstates")
     assert tcpstates, "tcpstates is not installed: scripts/setup.sh installs libbpf-tools"
     client_comm, server_comm = comms()
