@@ -60,13 +60,20 @@ def traced(server: NatsServer, tmp_path: Path,
     return out
 
 
-def test_record_holds_exactly_what_each_host_exported(nats: NatsServer, tmp_path: Path) -> None:
-    ran = traced(nats, tmp_path, ROWS)
+def collected(nats: NatsServer, tmp_path: Path) -> Path:
+    """``ringtool collect --drain --record DIR`` of the stream, run once it ended well;
+    DIR (``tmp_path/fleet``)."""
     rec = tmp_path / "fleet"
     p = subprocess.run([*RINGTOOL, "collect", nats.url, "--json", "--drain", "--interval", "0.3",
                         "--record", str(rec)], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)  # fmt: skip
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    return rec
+
+
+def test_record_holds_exactly_what_each_host_exported(nats: NatsServer, tmp_path: Path) -> None:
+    ran = traced(nats, tmp_path, ROWS)
+    rec = collected(nats, tmp_path)
     on_disk = host_lines(rec)
     assert sorted(on_disk) == sorted(HOSTS)
     for host, n in HOSTS.items():
@@ -149,11 +156,7 @@ def test_a_json_host_is_recorded_line_for_line_in_one_table_with_a_rows_host(
     nats: NatsServer, tmp_path: Path
 ) -> None:
     ran = traced(nats, tmp_path, MIXED)  # db1 exports in the default format: json
-    rec = tmp_path / "fleet"
-    p = subprocess.run([*RINGTOOL, "collect", nats.url, "--json", "--drain", "--interval", "0.3",
-                        "--record", str(rec)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300)  # fmt: skip
-    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    rec = collected(nats, tmp_path)
     on_disk = host_lines(rec)
     assert sorted(on_disk) == sorted(HOSTS)
     for host, n in HOSTS.items():
