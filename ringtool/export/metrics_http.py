@@ -167,8 +167,8 @@ class MetricsHttpServer:
 
     def _expire(self, now: float) -> None:
         for conn in [c for c in self._conns.values() if now - c.since > IDLE_TIMEOUT]:
+            self.timed_out += 1  # counted before the close a client sees
             self._drop(conn)
-            self.timed_out += 1
 
     def _drop(self, conn: _Conn) -> None:
         self._conns.pop(conn.sock.fileno(), None)
