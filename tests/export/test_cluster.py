@@ -60,6 +60,18 @@ def victim(cluster: NatsCluster, role: str) -> int:
     return cluster.consumer_leader("ringtool-collect")
 
 
+def consumer_state(cluster: NatsCluster) -> str:
+    """The durable consumer's state as the cluster tells it (for a failure's message)."""
+    try:
+        info = cluster.consumer_info("ringtool-collect")
+    except Exception as exc:  # the message of a failing test: whatever the cluster says
+        return f"consumer info failed: {exc!r}"
+    return (
+        f"pending {info.num_pending} ack_pending {info.num_ack_pending} "
+        f"delivered {info.delivered} ack_floor {info.ack_floor} cluster {info.cluster}"
+    )
+
+
 def exporting(cluster: NatsCluster, tmp_path: Path) -> tuple[Trace, str, Path]:
     """A ``trace --export`` to the three servers that exported its first 5000 events;
     the trace, its comm and the file its workers open."""
@@ -131,7 +143,14 @@ def test_collect_reads_every_event_once_across_a_node_killed(
         deadline = time.monotonic() + 120
         while not cond():
             assert col.proc.poll() is None, (what, col.stderr())
-            assert time.monotonic() < deadline, (what, col.lines[-3:], col.stderr())
+            assert time.monotonic() < deadline, (
+                what,
+                h1(),
+                col.lines[-2:],
+                col.stderr(),
+                consumer_state(cluster),
+                cluster.log_tails(),
+            )
             time.sleep(0.1)
 
     try:

@@ -82,13 +82,17 @@ class NatsCluster:
         asked through a running node."""
         return self.up().stream_info(stream).cluster
 
-    def consumer_leader(self, durable: str, stream: str = "RINGTOOL") -> int:
-        """The node leading the durable consumer ``durable`` (its acknowledgements)."""
+    def consumer_info(self, durable: str, stream: str = "RINGTOOL") -> Any:
+        """The durable consumer ``durable``'s info, asked through a running node."""
 
         async def info(nc: Any) -> Any:
             return await nc.jetstream().consumer_info(stream, durable)
 
-        return self.index(self.up().run(info).cluster.leader)
+        return self.up().run(info)
+
+    def consumer_leader(self, durable: str, stream: str = "RINGTOOL") -> int:
+        """The node leading the durable consumer ``durable`` (its acknowledgements)."""
+        return self.index(self.consumer_info(durable, stream).cluster.leader)
 
     def wait_current(self, stream: str = "RINGTOOL", timeout: float = START_TIMEOUT_S) -> None:
         """Until the stream has a leader and every replica is online and current (a
