@@ -113,7 +113,9 @@ def test_mouse_selects_a_row_and_sorts(w: int, h: int) -> None:
     term = Terminal(cmd, w, h)
     try:
         screen = term.wait_for("per CPU", "EVENTS▼", timeout=FIRST_SCREEN)
-        screen = term.wait_for(match=lambda s: bool(re.search(r"top processes  \d+/([3-9]|\d\d)", s)))
+        screen = term.wait_for(
+            match=lambda s: bool(re.search(r"top processes  \d+/([3-9]|\d\d)", s))
+        )
         term.send("p")  # frozen: the rows stay where the clicks land
         screen = term.wait_for("[PAUSED]")
         lines = screen.splitlines()
