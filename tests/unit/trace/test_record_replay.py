@@ -122,6 +122,29 @@ def test_the_recording_is_private_and_never_through_a_symlink(tmp_path: Path) ->
         RecordSink(tmp_path / "x.arrows", dec)
 
 
+def test_a_next_part_that_exists_stops_the_recording_whole(tmp_path: Path) -> None:
+    # before: the part that could not be opened left the closed one as the writer, and
+    # the run's close wrote to it: a ValueError traceback, the summary nowhere
+    (tmp_path / "run.0002.arrows").write_bytes(b"another user's")
+    dec = Decoder(LAYOUT, syscall_namer(), realtime_offset_ns=OFFSET_NS)
+    sink = RecordSink(tmp_path / "run.arrows", dec, rotate=Rotate(bytes=64 << 10))
+    stats = TraceStats(LAYOUT.type_names, 2, ["open", "exec", "syscalls"])
+    with pytest.raises(UsageError, match=r"--record .*run\.0002\.arrows: exists: add --force"):
+        for b in _batches(12, 400):
+            stats.add_batch(b.events)
+            sink.publish(b)
+            sink.tick(stats)
+    stats.end = stats.start + 1.0
+    sink.close(stats)
+    assert (tmp_path / "run.0002.arrows").read_bytes() == b"another user's"
+    out = io.StringIO()
+    assert replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out) == 0
+    *events, last = out.getvalue().splitlines()
+    summary = json.loads(last)
+    assert summary["type"] == "summary" and summary["events"] == len(events) > 0
+    assert [p.name for p in sink.parts] == ["run.0001.arrows"]
+
+
 def _mixed() -> Records:
     """pid 1: open uid 1000 failed; 2: open uid 0 ok; 3: tcp uid 1000 established;
     4: tcp uid 0 never established; 5: exec ok; 6: fork; 7: exec failed."""
