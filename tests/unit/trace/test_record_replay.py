@@ -20,6 +20,7 @@ from ringtool.event.json_lines import batch_text, object_line
 from ringtool.event.records import Records
 from ringtool.event.syscalls import syscall_namer
 from ringtool.trace.outputs import RunConfig
+from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.replay import ReplayFilter, replay
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.report.stats_json import summary_record
@@ -106,6 +107,29 @@ def test_the_text_summary_has_the_recorded_accounting(
     err = capsys.readouterr().err  # the columns' summary: on stderr, as live
     assert "100 events in 2.5s, 7 dropped, 0 lost" in err
     assert "dropped by source: open 7" in err
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["exact", "lower-bound"])
+def test_the_text_summary_has_a_flight_recorders_overwritten_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], exact: bool
+) -> None:
+    # before: the recorded count was in replay's --json summary only, not in its text
+    dec = Decoder(LAYOUT, syscall_namer(), realtime_offset_ns=OFFSET_NS)
+    sink = RecordSink(tmp_path / "fr.arrows", dec)
+    stats = TraceStats(LAYOUT.type_names, 2, ["open"])
+    stats.add_batch(_batches(1, 50)[0].events)
+    sink.publish(_batches(1, 50)[0])
+    stats.overwritten = Overwritten(4910, exact, {0: 4900, 1: 10})
+    stats.end = stats.start + 2.5
+    sink.close(stats)
+    replay(sink.parts, RunConfig(mode="columns", width=None), ReplayFilter(), io.StringIO())
+    want = "4910 overwritten" if exact else "at least 4910 overwritten"
+    assert f"50 events in 2.5s, 0 dropped, 0 lost, {want}" in capsys.readouterr().err
+    out = io.StringIO()
+    replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out)
+    summary = json.loads(out.getvalue().splitlines()[-1])
+    key = "overwritten" if exact else "overwritten_min"
+    assert summary[key] == 4910 and summary[f"{key}_per_cpu"] == {"0": 4900, "1": 10}
 
 
 def test_the_recording_is_private_and_never_through_a_symlink(tmp_path: Path) -> None:
