@@ -157,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         con.execute(f'CREATE VIEW "{name}" AS {select}')
     try:
         cur = con.execute(args.sql)
+        if cur is None:  # DuckDB found no statement in it (empty, ';', a comment)
+            raise UsageError('SQL: no statement: give one, e.g. "SELECT count(*) FROM events"')
         names = [d[0] for d in cur.description or []]
         rows = cur.fetchall() if names else []
     except duckdb.Error as exc:
