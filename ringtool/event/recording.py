@@ -172,7 +172,12 @@ class RecordingReader:
             raise UsageError(f"{path}: {exc.why}") from None
         except OSError as exc:
             raise RecordingError(f"{path}: {exc.strerror or exc}") from None
-        try:  # the checked file itself, as pyarrow's own file (it reads fastest)
+        try:
+            if os.fstat(fd).st_size == 0:  # also /proc's files: some block a read (kmsg)
+                raise RecordingError(
+                    f"{path}: not a ringtool recording (an Arrow IPC stream): the file is empty"
+                )
+            # the checked file itself, as pyarrow's own file (it reads fastest)
             self._file = pa.OSFile(f"/proc/self/fd/{fd}", "rb")
         except (OSError, pa.ArrowException) as exc:
             raise RecordingError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None

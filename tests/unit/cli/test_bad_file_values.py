@@ -8,6 +8,7 @@ a file to read. The real CLI in a child, with a deadline and a memory limit
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,6 +158,19 @@ def test_a_recording_that_is_no_regular_file_is_refused_before_it_is_opened(
     argv = [str(path), "select 1"] if command == "query" else [str(path)]
     line = one_line_usage_error(run_cli([command, *argv], timeout=20), command, str(path))
     assert "not a regular file" in line, line
+
+
+@pytest.mark.parametrize("command", ["replay", "query"])
+def test_a_kernel_file_that_blocks_a_read_is_no_recording(command: str) -> None:
+    # before: /proc/kmsg (a regular file of size 0 whose read waits for the kernel's
+    # next message) blocked replay and query until the deadline
+    if not os.access("/proc/kmsg", os.R_OK):
+        pytest.skip("/proc/kmsg cannot be read here")
+    argv = ["/proc/kmsg", "select 1"] if command == "query" else ["/proc/kmsg"]
+    answer = run_cli([command, *argv], timeout=20)
+    assert answer.status == 1, answer
+    assert answer.stderr.startswith(f"ringtool {command}: /proc/kmsg: not a ringtool recording")
+    assert "the file is empty" in answer.stderr and len(answer.stderr.splitlines()) == 1
 
 
 def test_query_skips_a_fifo_among_a_directorys_recordings(tmp_path: Path) -> None:
