@@ -116,11 +116,13 @@ new_temp() {  # FILE > stdout: a new temporary file beside FILE (removed at exit
     mktemp "$(dirname "$1")/.bash.bashrc.XXXXXX" 2>/dev/null
 }
 
-block_at() {  # FILE: "BEGIN END KIND" of its first ringtool block (END 0: no end)
+block_at() {  # FILE: "BEGIN END KIND" of its first ringtool block (END 0: no end); a
+    # begin marker followed by another before any end has no end: the block starts at
+    # the later one (the lines between are the user's, never removed)
     awk -v b="$BLOCK_BEGIN" -v bn="$BLOCK_BEGIN_NL" -v e="$BLOCK_END" '
-        !start && $0 == b { start = NR; kind = "plain"; next }
-        !start && $0 == bn { start = NR; kind = "newline"; next }
-        !start && length($0) > length(b) && substr($0, length($0) - length(b) + 1) == b {
+        $0 == b { start = NR; kind = "plain"; next }
+        $0 == bn { start = NR; kind = "newline"; next }
+        length($0) > length(b) && substr($0, length($0) - length(b) + 1) == b {
             start = NR; kind = "glued"; next }
         start && $0 == e { print start, NR, kind; found = 1; exit }
         END { if (start && !found) print start, 0, kind }' "$1"

@@ -60,9 +60,9 @@ def register(subs: Any) -> None:
 
 def _files(paths: Sequence[Path]) -> list[tuple[Path, dict[str, str] | None]]:
     """Each recording to read with its partition values: a file as given; a directory
-    (``collect --record DIR``) as its ``.parquet`` and ``.arrows`` files below it, in
-    path order, with the ``key=value`` directories above each (None: a file given by
-    name; a stream whose Parquet file is beside it is the same rows: left out)."""
+    (``collect --record DIR``) as its ``.parquet`` and ``.arrows`` regular files below
+    it, in path order, with the ``key=value`` directories above each (None: a file given
+    by name; a stream whose Parquet file is beside it is the same rows: left out)."""
     from ringtool.export.partitions import SEALED_SUFFIX, STREAM_SUFFIX, partition_values
     from ringtool.trace.writers.parquet_seal import sealed_twin
 
@@ -73,7 +73,7 @@ def _files(paths: Sequence[Path]) -> list[tuple[Path, dict[str, str] | None]]:
             continue
         found = sorted(p for p in path.rglob("*") if p.suffix in (STREAM_SUFFIX, SEALED_SUFFIX)
                        and not p.name.startswith(".") and not p.is_symlink()
-                       and not sealed_twin(p))  # fmt: skip
+                       and p.is_file() and not sealed_twin(p))  # fmt: skip
         if not found:
             raise UsageError(f"{path}: no recordings (*.arrows, *.parquet) below it")
         out.extend((p, partition_values(p, path)) for p in found)
@@ -157,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         con.execute(f'CREATE VIEW "{name}" AS {select}')
     try:
         cur = con.execute(args.sql)
+        if cur is None:  # DuckDB found no statement in it (empty, ';', a comment)
+            raise UsageError('SQL: no statement: give one, e.g. "SELECT count(*) FROM events"')
         names = [d[0] for d in cur.description or []]
         rows = cur.fetchall() if names else []
     except duckdb.Error as exc:

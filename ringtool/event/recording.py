@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +33,12 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ringtool.errors import RecordingError, RecordingTruncated
+from ringtool.errors import InputFileError, RecordingError, RecordingTruncated, UsageError
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.layout import TRACE_HEADER, parse_layout
 from ringtool.event.recording_check import ColumnsSum, records_digest
 from ringtool.event.records import Records
+from ringtool.kernel.files import open_regular
 
 #: The recording format's version (``ringtool.format``) this ringtool writes, and those
 #: it reads (a reader refuses another by name): 2 checks each batch by a sum over its
@@ -164,10 +166,23 @@ class RecordingReader:
         self.path = path
         self.schema = schema
         self.on_account: Callable[[tuple[str, dict[str, Any]]], None] | None = None
+        try:  # a FIFO or device is refused before it is opened (it could block)
+            fd = open_regular(path)
+        except InputFileError as exc:
+            raise UsageError(f"{path}: {exc.why}") from None
+        except OSError as exc:
+            raise RecordingError(f"{path}: {exc.strerror or exc}") from None
         try:
-            self._file = pa.OSFile(str(path), "rb")
+            if os.fstat(fd).st_size == 0:  # also /proc's files: some block a read (kmsg)
+                raise RecordingError(
+                    f"{path}: not a ringtool recording (an Arrow IPC stream): the file is empty"
+                )
+            # the checked file itself, as pyarrow's own file (it reads fastest)
+            self._file = pa.OSFile(f"/proc/self/fd/{fd}", "rb")
         except (OSError, pa.ArrowException) as exc:
             raise RecordingError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+        finally:
+            os.close(fd)
         self.size = self._file.size()
         self._pos = 0
         self._sum = ColumnsSum()

@@ -41,16 +41,30 @@ def _size_text(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n >> 10} KiB"
 
 
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only fd (``O_NONBLOCK``) of the regular file ``path``, the caller's to
+    close; stat before open and fstat after it, as the module doc says. Raises
+    :class:`InputFileError` for anything but a regular file, ``OSError`` as the OS
+    reports it."""
+    name = os.fsdecode(path)
+    _require_regular(name, os.stat(path).st_mode)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        _require_regular(name, os.fstat(fd).st_mode)  # replaced after the stat?
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     """The contents of the regular file ``path``, which must hold at most ``limit``
     bytes. Raises :class:`InputFileError` for a path that is not a regular file or a
     larger file, and ``OSError`` as the OS reports it (ENOENT, EACCES, ENAMETOOLONG,
     ELOOP, ...)."""
     name = os.fsdecode(path)
-    _require_regular(name, os.stat(path).st_mode)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    fd = open_regular(path)
     try:
-        _require_regular(name, os.fstat(fd).st_mode)  # replaced after the stat?
         chunks, left = [], limit + 1
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 16))
@@ -78,4 +92,4 @@ def utf8_text(data: bytes) -> str:
         raise ValueError(f"not UTF-8 text (line {line}, column {column})") from None
 
 
-__all__ = ["read_regular", "utf8_text"]
+__all__ = ["open_regular", "read_regular", "utf8_text"]

@@ -41,6 +41,7 @@ from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.decode import Decoder
 from ringtool.event.recording import BODY, KIND, STATS, SUMMARY, Recording, RecordingReader
 from ringtool.event.records import Records
+from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.report.stats import DropMark, TraceStats
 from ringtool.trace.sink import Output
 
@@ -224,6 +225,17 @@ def apply_stats(stats: TraceStats, body: dict[str, Any]) -> None:
     stats.export = body.get("export", stats.export)
 
 
+def recorded_overwritten(acc: dict[str, Any]) -> Overwritten | None:
+    """A flight recorder's overwritten count as the summary or stats line ``acc``
+    recorded it (``overwritten``, exact, or the lower bound ``overwritten_min``, with
+    its per-CPU counts); None where the run was no flight recorder."""
+    key = next((k for k in ("overwritten", "overwritten_min") if k in acc), None)
+    if key is None:
+        return None
+    per_cpu = {int(c): int(n) for c, n in (acc.get(f"{key}_per_cpu") or {}).items()}
+    return Overwritten(int(acc[key]), key == "overwritten", per_cpu, int(acc.get("damaged", 0)))
+
+
 def apply_summary(stats: TraceStats, acc: dict[str, Any], duration: float) -> None:
     """The kernel's accounting of a recorded summary (or stats line) into ``stats``."""
     per_cpu = list(
@@ -243,6 +255,7 @@ def apply_summary(stats: TraceStats, acc: dict[str, Any], duration: float) -> No
     stats.ordering = acc.get("ordering")
     stats.rings = acc.get("rings")
     stats.export = acc.get("export")
+    stats.overwritten = recorded_overwritten(acc)
     stats.start, stats.end = 0.0, duration
     if acc.get("sources") is not None:
         stats.sources = list(acc["sources"])
@@ -359,6 +372,7 @@ __all__ = [
     "apply_stats",
     "apply_summary",
     "newest_ts",
+    "recorded_overwritten",
     "recording_parts",
     "scan",
 ]

@@ -83,6 +83,22 @@ def test_a_begin_marker_without_its_end_keeps_the_users_lines(tmp_path: Path) ->
     assert bashrc.read_bytes() == original
 
 
+def test_a_begin_marker_without_its_end_before_a_whole_block_keeps_the_lines_between(
+    tmp_path: Path,
+) -> None:
+    # before: uninstall took the first begin marker and the block's end as one block
+    # and removed the user's lines between them
+    bashrc = etc(tmp_path) / "bash.bashrc"
+    original = f"{BEGIN}\nalias keep=me\nexport KEEP=1\n".encode()
+    block = f"{BEGIN}\nif true; then\n  {BLOCK_LINE}\nfi\n{END}\n".encode()
+    bashrc.write_bytes(original + block)
+    assert "bash completion" not in install(tmp_path, bashrc)  # a whole block is there
+    assert bashrc.read_bytes() == original + block
+    out = uninstall(tmp_path, bashrc)
+    assert "removed the bash completion block" in out and "no end marker" in out, out
+    assert bashrc.read_bytes() == original
+
+
 def test_a_block_glued_by_an_older_setup_is_repaired(tmp_path: Path) -> None:
     bashrc = etc(tmp_path) / "bash.bashrc"
     original = b"alias ll='ls -l'"

@@ -27,7 +27,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -114,12 +114,17 @@ class RecordSink:
         self._pending: np.ndarray[Any, Any] = np.empty(FLUSH_EVENTS, decoder.layout.event)
         self._pending_n = 0
         self._since = 0.0
-        self._writer = self._open_part()
+        self._writer = self._open_part(self._open_file(1))
 
-    def _open_part(self) -> RecordingWriter:
+    def _open_file(self, part: int) -> BinaryIO:
+        """Part ``part``'s file, created (a UsageError naming ``--record`` when it
+        cannot be: the part before it stays the writer, whole)."""
+        path = part_path(self.path, part) if self.rotate is not None else self.path
+        return open_private(path, force=self.force, flag="--record")
+
+    def _open_part(self, f: BinaryIO) -> RecordingWriter:
         self.part += 1
         path = part_path(self.path, self.part) if self.rotate is not None else self.path
-        f = open_private(path, force=self.force, flag="--record")
         try:
             writer = RecordingWriter(
                 f, self.schema, {**self.meta, "part": str(self.part)}, self.offset_ns
@@ -174,10 +179,11 @@ class RecordSink:
             return
         try:
             self._writer.write(batch)
-            if self._due():
+            if self._due():  # the next file first: if it cannot be made, this part ends the run
+                f = self._open_file(self.part + 1)
                 self._writer.account(ROTATE, {"next_part": self.part + 1, **self._last_stats})
                 self._writer.close()
-                self._writer = self._open_part()
+                self._writer = self._open_part(f)
         except OSError as exc:
             raise RingtoolError(f"--record {self.parts[-1]}: {exc.strerror or exc}") from None
 

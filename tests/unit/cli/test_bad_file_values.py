@@ -8,6 +8,8 @@ a file to read. The real CLI in a child, with a deadline and a memory limit
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,3 +140,42 @@ def test_a_file_that_does_not_parse_is_never_echoed(
         assert "line 1 is not a `key = value` line" in line, line  # ... and its line
     if not content.isascii() and flag != "--tls-ca" and flag != "--export-tls-ca":
         assert "not UTF-8 text (line 2, column 7)" in line, line
+
+
+@pytest.mark.parametrize("command", ["replay", "query"])
+@pytest.mark.parametrize("kind", ["fifo", "device", "socket", "directory"])
+def test_a_recording_that_is_no_regular_file_is_refused_before_it_is_opened(
+    where: Path, command: str, kind: str
+) -> None:
+    # before: replay and query of a FIFO blocked in open() until the deadline
+    if kind == "socket" and not (where / "sock").exists():
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(str(where / "sock"))
+    path = {"fifo": where / "fifo", "device": Path("/dev/zero"), "socket": where / "sock",
+            "directory": where / "closed"}[kind]  # fmt: skip
+    if kind == "directory" and command == "query":
+        return  # query reads a directory's recordings (collect --record)
+    argv = [str(path), "select 1"] if command == "query" else [str(path)]
+    line = one_line_usage_error(run_cli([command, *argv], timeout=20), command, str(path))
+    assert "not a regular file" in line, line
+
+
+@pytest.mark.parametrize("command", ["replay", "query"])
+def test_a_kernel_file_that_blocks_a_read_is_no_recording(command: str) -> None:
+    # before: /proc/kmsg (a regular file of size 0 whose read waits for the kernel's
+    # next message) blocked replay and query until the deadline
+    if not os.access("/proc/kmsg", os.R_OK):
+        pytest.skip("/proc/kmsg cannot be read here")
+    argv = ["/proc/kmsg", "select 1"] if command == "query" else ["/proc/kmsg"]
+    answer = run_cli([command, *argv], timeout=20)
+    assert answer.status == 1, answer
+    assert answer.stderr.startswith(f"ringtool {command}: /proc/kmsg: not a ringtool recording")
+    assert "the file is empty" in answer.stderr and len(answer.stderr.splitlines()) == 1
+
+
+def test_query_skips_a_fifo_among_a_directorys_recordings(tmp_path: Path) -> None:
+    (tmp_path / "host=web1").mkdir()
+    fifo(tmp_path / "host=web1" / "x.arrows")
+    answer = run_cli(["query", str(tmp_path), "select 1"], timeout=20)
+    assert answer.status == 2, answer
+    assert "no recordings" in answer.stderr, answer.stderr

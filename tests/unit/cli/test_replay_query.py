@@ -88,3 +88,13 @@ def test_query_prints_process_data_escaped(tmp_path: Path) -> None:
     assert "\x1b" not in csv_out and csv_out.startswith("comm,path,n\n")
     bad = _run("query", str(path), "SELEC 1")
     assert bad.returncode == 2 and bad.stderr.startswith("ringtool query: SQL: Parser Error")
+
+
+def test_sql_without_a_statement_is_one_line(tmp_path: Path) -> None:
+    # before: DuckDB returned no cursor for it: an AttributeError traceback
+    path, _ = _recording(tmp_path)
+    for sql in ("", ";", "  ;\n", "-- nothing"):
+        res = _run("query", str(path), sql)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert res.stderr.startswith("ringtool query: SQL: no statement"), res.stderr
+        assert len(res.stderr.splitlines()) == 1, res.stderr

@@ -20,6 +20,7 @@ from ringtool.event.json_lines import batch_text, object_line
 from ringtool.event.records import Records
 from ringtool.event.syscalls import syscall_namer
 from ringtool.trace.outputs import RunConfig
+from ringtool.trace.reading.flight_count import Overwritten
 from ringtool.trace.replay import ReplayFilter, replay
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.report.stats_json import summary_record
@@ -108,6 +109,29 @@ def test_the_text_summary_has_the_recorded_accounting(
     assert "dropped by source: open 7" in err
 
 
+@pytest.mark.parametrize("exact", [True, False], ids=["exact", "lower-bound"])
+def test_the_text_summary_has_a_flight_recorders_overwritten_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], exact: bool
+) -> None:
+    # before: the recorded count was in replay's --json summary only, not in its text
+    dec = Decoder(LAYOUT, syscall_namer(), realtime_offset_ns=OFFSET_NS)
+    sink = RecordSink(tmp_path / "fr.arrows", dec)
+    stats = TraceStats(LAYOUT.type_names, 2, ["open"])
+    stats.add_batch(_batches(1, 50)[0].events)
+    sink.publish(_batches(1, 50)[0])
+    stats.overwritten = Overwritten(4910, exact, {0: 4900, 1: 10})
+    stats.end = stats.start + 2.5
+    sink.close(stats)
+    replay(sink.parts, RunConfig(mode="columns", width=None), ReplayFilter(), io.StringIO())
+    want = "4910 overwritten" if exact else "at least 4910 overwritten"
+    assert f"50 events in 2.5s, 0 dropped, 0 lost, {want}" in capsys.readouterr().err
+    out = io.StringIO()
+    replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out)
+    summary = json.loads(out.getvalue().splitlines()[-1])
+    key = "overwritten" if exact else "overwritten_min"
+    assert summary[key] == 4910 and summary[f"{key}_per_cpu"] == {"0": 4900, "1": 10}
+
+
 def test_the_recording_is_private_and_never_through_a_symlink(tmp_path: Path) -> None:
     dec = Decoder(LAYOUT, realtime_offset_ns=0)
     secret = tmp_path / "secret"
@@ -120,6 +144,29 @@ def test_the_recording_is_private_and_never_through_a_symlink(tmp_path: Path) ->
     (tmp_path / "x.arrows").write_bytes(b"old")
     with pytest.raises(UsageError, match="exists: add --force"):
         RecordSink(tmp_path / "x.arrows", dec)
+
+
+def test_a_next_part_that_exists_stops_the_recording_whole(tmp_path: Path) -> None:
+    # before: the part that could not be opened left the closed one as the writer, and
+    # the run's close wrote to it: a ValueError traceback, the summary nowhere
+    (tmp_path / "run.0002.arrows").write_bytes(b"another user's")
+    dec = Decoder(LAYOUT, syscall_namer(), realtime_offset_ns=OFFSET_NS)
+    sink = RecordSink(tmp_path / "run.arrows", dec, rotate=Rotate(bytes=64 << 10))
+    stats = TraceStats(LAYOUT.type_names, 2, ["open", "exec", "syscalls"])
+    with pytest.raises(UsageError, match=r"--record .*run\.0002\.arrows: exists: add --force"):
+        for b in _batches(12, 400):
+            stats.add_batch(b.events)
+            sink.publish(b)
+            sink.tick(stats)
+    stats.end = stats.start + 1.0
+    sink.close(stats)
+    assert (tmp_path / "run.0002.arrows").read_bytes() == b"another user's"
+    out = io.StringIO()
+    assert replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out) == 0
+    *events, last = out.getvalue().splitlines()
+    summary = json.loads(last)
+    assert summary["type"] == "summary" and summary["events"] == len(events) > 0
+    assert [p.name for p in sink.parts] == ["run.0001.arrows"]
 
 
 def _mixed() -> Records:
