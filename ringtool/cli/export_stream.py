@@ -5,6 +5,7 @@ hosts that may not use the JetStream API then start with ``trace --export``."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ringtool.cli import validate as v
@@ -57,5 +58,8 @@ def run(args: argparse.Namespace) -> int:
         tls_ca=args.tls_ca, replicas=args.replicas or default_replicas(args.url),
         max_age_s=args.max_age, max_bytes=args.max_bytes,
     )  # fmt: skip
-    print(f"ringtool export-stream: {run_setup(spec)}")
+    line, warning = run_setup(spec)
+    print(f"ringtool export-stream: {line}")
+    if warning:
+        print(f"ringtool export-stream: warning: {warning}", file=sys.stderr)
     return 0
