@@ -18,6 +18,8 @@ the JetStream API): subjects PREFIX.>, file storage, a 10-minute duplicate windo
 deny_purge and deny_delete (no purge or message delete through the API, whoever asks;
 docs/fleet.md says why). An existing stream keeps its limits; it is given deny_purge
 and deny_delete when it lacks them. Hosts need no JetStream API right afterwards.
+A warning says when the server is older than 2.10.27 (or 2.11.0; Debian 12's 2.9.10):
+there any host of the stream's account can still delete it (CVE-2025-30215).
 """
 
 EPILOG = """\
