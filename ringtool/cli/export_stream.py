@@ -5,6 +5,7 @@ hosts that may not use the JetStream API then start with ``trace --export``."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ringtool.cli import validate as v
@@ -17,6 +18,8 @@ the JetStream API): subjects PREFIX.>, file storage, a 10-minute duplicate windo
 deny_purge and deny_delete (no purge or message delete through the API, whoever asks;
 docs/fleet.md says why). An existing stream keeps its limits; it is given deny_purge
 and deny_delete when it lacks them. Hosts need no JetStream API right afterwards.
+A warning says when the server is older than 2.10.27 (or 2.11.0; Debian 12's 2.9.10):
+there any host of the stream's account can still delete it (CVE-2025-30215).
 """
 
 EPILOG = """\
@@ -57,5 +60,8 @@ def run(args: argparse.Namespace) -> int:
         tls_ca=args.tls_ca, replicas=args.replicas or default_replicas(args.url),
         max_age_s=args.max_age, max_bytes=args.max_bytes,
     )  # fmt: skip
-    print(f"ringtool export-stream: {run_setup(spec)}")
+    line, warning = run_setup(spec)
+    print(f"ringtool export-stream: {line}")
+    if warning:
+        print(f"ringtool export-stream: warning: {warning}", file=sys.stderr)
     return 0

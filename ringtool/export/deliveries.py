@@ -11,8 +11,9 @@ stream (the stream sequence); new messages are delivered in stream order. So:
 * when two deliveries to this collector have consecutive consumer sequences, nothing
   was delivered to anyone between them: the stream sequences between the consumer's
   highest delivered one before (known: from the consumer's info at bind, or from this
-  collector's own previous new delivery) and the new message were *skipped* by the
-  consumer (deleted from the stream, or not on its subjects) and reached no reader;
+  collector's own previous new delivery; 0 for a consumer that has delivered nothing)
+  and the new message were *skipped* by the consumer (deleted from the stream, removed
+  by its limits, or not on its subjects) and reached no reader;
 * any other stream sequence may have gone to another reader (before this one bound the
   consumer, or between its deliveries).
 
@@ -39,8 +40,11 @@ class Deliveries:
 
     def bind(self, consumer_seq: int, stream_seq: int) -> None:
         """The consumer's last delivery (consumer and stream sequence) when this
-        collector bound it, from its info, before the first fetch."""
-        self._cseq, self._high = consumer_seq, stream_seq
+        collector bound it, from its info, before the first fetch. A consumer that has
+        delivered nothing (consumer sequence 0) gave no message to anyone: its stream
+        sequence is only where it starts (the stream's first, past what the stream's
+        limits removed), so everything before its first delivery was skipped."""
+        self._cseq, self._high = consumer_seq, stream_seq if consumer_seq else 0
 
     def take(self, consumer_seq: int, stream_seq: int, new: bool) -> bool:
         """One delivery to this collector (``new``: its first delivery by the

@@ -13,6 +13,13 @@ stream already there is kept with its limits: it must take the subjects, and is 
 ``deny_purge`` and ``deny_delete`` when it lacks them (JetStream lets them be set,
 never unset). Every outcome is one line; a problem is an
 :class:`~ringtool.errors.ExportError`.
+
+Those two flags cannot protect the stream on every server: nats-server before 2.10.27
+(and 2.11.0) runs ``$JS.API.ACCOUNT.PURGE.<account>`` for a request from any account
+(CVE-2025-30215), and the stream's acknowledgement sent to that subject as a host's
+reply subject is such a request: it deletes every stream of the account, and with the
+account name ``/`` the server's whole JetStream store. :func:`purge_exposed` names such a
+server and :func:`run_setup` returns a warning for it (docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -108,11 +115,51 @@ async def setup_stream(nc: Any, spec: StreamSpec) -> str:
         raise ExportError(f"stream {spec.stream}: {exc.description}") from None
 
 
-def run_setup(spec: StreamSpec) -> str:
-    """Connect to ``spec.url``, :func:`setup_stream`, close; its line (ExportError for
-    a broker that cannot be reached or refuses the user)."""
+#: The first nats-server releases whose account purge answers the system account only.
+PURGE_FIXED = ((2, 10, 27), (2, 11, 1))
 
-    async def main() -> str:
+
+def purge_exposed(version: str) -> bool:
+    """Whether a nats-server of ``version`` (``2.9.10``; a pre-release or build suffix
+    ignored) runs an account purge asked from any account (module doc); False for a
+    version it cannot read."""
+    try:
+        got = tuple(int(part) for part in version.split("-")[0].split("+")[0].split("."))
+    except ValueError:
+        return False
+    if len(got) != 3:
+        return False
+    return got < PURGE_FIXED[0] or (PURGE_FIXED[0][:2] < got[:2] and got < PURGE_FIXED[1])
+
+
+def purge_warning(version: str, stream: str) -> str | None:
+    """The warning for a server of ``version`` that :func:`purge_exposed`, else None."""
+    if not purge_exposed(version):
+        return None
+    return (
+        f"nats-server {version} deletes every stream of an account for a request from "
+        "any account (CVE-2025-30215, fixed in 2.10.27 and 2.11.1): a host allowed to "
+        f"publish into {stream}'s account can have {stream}'s own acknowledgement ask it "
+        "(its reply subject $JS.API.ACCOUNT.PURGE.<account>), whatever its permissions; "
+        "give this account trusted hosts only, or upgrade the broker (docs/fleet.md)"
+    )
+
+
+def server_version(nc: Any) -> str:
+    """``major.minor.patch`` of the server ``nc`` is connected to ("" when unknown)."""
+    try:
+        v = nc.connected_server_version
+        return f"{v.major}.{v.minor}.{v.patch}"
+    except (AttributeError, ValueError):
+        return ""
+
+
+def run_setup(spec: StreamSpec) -> tuple[str, str | None]:
+    """Connect to ``spec.url``, :func:`setup_stream`, close; its line, and the
+    :func:`purge_warning` of the server it reached (ExportError for a broker that
+    cannot be reached or refuses the user)."""
+
+    async def main() -> tuple[str, str | None]:
         from ringtool.export.nats_client import connect
 
         errors: list[BaseException] = []
@@ -124,11 +171,13 @@ def run_setup(spec: StreamSpec) -> str:
             cause = errors[-1] if errors else exc
             raise ExportError(f"{display_url(spec.url)}: {describe_error(cause)}") from None
         try:
-            return await setup_stream(nc, spec)
+            line = await setup_stream(nc, spec)
+            return line, purge_warning(server_version(nc), spec.stream)
         finally:
             await nc.close()
 
     return asyncio.run(main())
 
 
-__all__ = ["StreamSpec", "run_setup", "setup_stream", "stream_config"]
+__all__ = ["PURGE_FIXED", "StreamSpec", "purge_exposed", "purge_warning", "run_setup",
+           "setup_stream", "stream_config"]  # fmt: skip

@@ -1,7 +1,8 @@
 """Two ``collect`` runs on one durable consumer, against a real nats-server: what one
 read and acknowledged is *read elsewhere* for the other, not a gap, whether they run
 one after the other or at the same time; events deleted from the stream are still
-gaps. The exported events are known (published by the test, with the host's summary)."""
+gaps, and so are those the stream's limits removed before any reader had them. The
+exported events are known (published by the test, with the host's summary)."""
 
 from __future__ import annotations
 
@@ -33,14 +34,16 @@ def summary(exported: int) -> Msg:
     return stats("web1", {**good_stats("web1", exported=exported), "kind": "summary"})
 
 
-def publish(server: NatsServer, msgs: list[Msg]) -> list[int]:
-    """Publish ``msgs`` (the stream made first when missing); their stream sequences."""
+def publish(server: NatsServer, msgs: list[Msg], max_msgs: int = -1) -> list[int]:
+    """Publish ``msgs`` (the stream made first when missing, keeping at most
+    ``max_msgs`` messages); their stream sequences."""
 
     async def send(nc: Any) -> list[int]:
         from nats.js.api import StreamConfig
 
         js = nc.jetstream()
-        await js.add_stream(StreamConfig(name="RINGTOOL", subjects=["ringtool.>"]))
+        await js.add_stream(StreamConfig(name="RINGTOOL", subjects=["ringtool.>"],
+                                         max_msgs=max_msgs))  # fmt: skip
         return [(await js.publish(m.subject, m.data, headers=m.headers, timeout=5)).seq
                 for m in msgs]  # fmt: skip
 
@@ -115,3 +118,14 @@ def test_deleted_messages_are_still_gaps(nats: NatsServer) -> None:
     assert second["gaps"] == 6 * 10, second
     assert second["read_elsewhere"] == total // 2, second
     assert second["events"] + second["read_elsewhere"] + second["gaps"] == total, second
+
+
+def test_messages_removed_before_any_reader_are_gaps(nats: NatsServer) -> None:
+    """A first collector on a stream whose limit (``max_msgs``) removed its oldest
+    messages: nobody read them, so they are gaps, not read elsewhere."""
+    total = 30 * CPUS * 10
+    publish(nats, [*lane_messages(1, 30, 10), summary(total)], max_msgs=21)
+    first = result(start(nats, "--drain"))
+    removed = (30 * CPUS + 1 - 21) * 10  # the 40 oldest messages, 10 events each
+    assert (first["gaps"], first["read_elsewhere"]) == (removed, 0), first
+    assert first["events"] + first["gaps"] == first["exported"] == total, first

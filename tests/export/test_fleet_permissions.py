@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
@@ -17,9 +20,18 @@ from ringtool.export.accounting import ExportCounters
 from ringtool.export.batcher import Batcher
 from ringtool.export.config import ExportConfig
 from ringtool.export.publisher import Publisher
+from ringtool.export.stream_setup import purge_exposed
 from ringtool.export.wire import Encoder, Lines, Origin
 from tests.helpers.collect import events
-from tests.helpers.fleet_broker import as_user, collect, publish, stream_messages, url
+from tests.helpers.fleet_broker import (
+    as_user,
+    collect,
+    export_stream,
+    publish,
+    server_version,
+    stream_messages,
+    url,
+)
 from tests.helpers.servers import NatsServer
 
 #: What web2 asks for (subject, request body): purge, message delete, stream delete,
@@ -44,7 +56,31 @@ ATTACKS = [
     ("$JS.API.CONSUMER.DELETE.RINGTOOL.ringtool-collect", b""),
     ("$JS.API.STREAM.UPDATE.RINGTOOL", json.dumps({"name": "RINGTOOL",
         "subjects": ["ringtool.>"], "max_msgs": 1}).encode()),
+    # the collector's consumer: a pull request, its info, a leader change
+    ("$JS.API.CONSUMER.MSG.NEXT.RINGTOOL.ringtool-collect", b'{"batch": 100}'),
+    ("$JS.API.CONSUMER.INFO.RINGTOOL.ringtool-collect", b""),
+    ("$JS.API.CONSUMER.LEADER.STEPDOWN.RINGTOOL.ringtool-collect", b""),
+    ("$JS.API.CONSUMER.NAMES.RINGTOOL", b""),
+    ("$JS.API.CONSUMER.LIST.RINGTOOL", b""),
+    # the stream's messages, a copy of it, another stream, the account and the server
+    ("$JS.API.DIRECT.GET.RINGTOOL", b'{"seq": 1}'),
+    ("$JS.API.STREAM.SNAPSHOT.RINGTOOL", b'{"deliver_subject": "_INBOX.host.web2.snap"}'),
+    ("$JS.API.STREAM.RESTORE.EVIL", b'{"config": {"name": "EVIL"}}'),
+    ("$JS.API.STREAM.CREATE.EVIL", b'{"name": "EVIL", "subjects": ["ringtool.web1.>"]}'),
+    ("$JS.API.STREAM.LEADER.STEPDOWN.RINGTOOL", b""),
+    ("$JS.API.STREAM.NAMES", b""),
+    ("$JS.API.STREAM.LIST", b""),
+    ("$JS.API.INFO", b""),
+    ("$JS.API.META.LEADER.STEPDOWN", b""),
+    ("$JS.API.SERVER.REMOVE", b'{"peer": "x"}'),
+    ("$KV.bucket.key", b"x"),
+    ("$SYS.REQ.SERVER.PING", b""),
+    ("$SYS.REQ.ACCOUNT.PING.CONNZ", b""),
 ]  # fmt: skip
+#: What nats-server before 2.10.27 runs for any account (CVE-2025-30215): the stream's
+#: acknowledgement sent there deletes every stream of the account ("$G": users without
+#: an account block), or, for "/", the server's whole JetStream store.
+ACCOUNT_PURGES = ["$JS.API.ACCOUNT.PURGE.$G", "$JS.API.ACCOUNT.PURGE./"]
 
 
 def consumers(server: NatsServer) -> list[str]:
@@ -136,3 +172,53 @@ def test_a_host_exports_with_no_jetstream_api(broker: NatsServer) -> None:
     assert summary["bad_messages"] == 0, summary
     assert (summary["per_host"]["web2"]["events"], summary["per_host"]["web2"]["gaps"]) == (
         100, 0)  # fmt: skip
+
+
+def test_an_acknowledgement_sent_to_another_hosts_subject(broker: NatsServer) -> None:
+    """web2's reply subject ``ringtool.web1.open``: the stream stores its acknowledgement
+    there (a message on web1's subject that web1 did not publish); it has no ringtool
+    header, so collect refuses it and web1's events are counted as they are."""
+    assert publish(broker, "web1", *[events("web1", 1 + 10 * i, [1.0 + i] * 10)
+                                     for i in range(3)]) == []  # fmt: skip
+
+    async def by_reply(nc: Any) -> None:
+        msg = events("web2", 1, [1.0])
+        await nc.publish(msg.subject, msg.data, reply="ringtool.web1.open", headers=msg.headers)
+        await nc.flush()
+        await asyncio.sleep(1.0)
+
+    as_user(broker, "web2", by_reply)
+    assert web1_messages(broker) == 4
+    summary, err = collect(broker)
+    assert summary["bad_reasons"] == {"missing header": 1}, summary
+    assert "refused a message on ringtool.web1.open: missing header" in err, err
+    w1 = summary["per_host"]["web1"]
+    assert (w1["events"], w1["gaps"], w1["read_elsewhere"]) == (30, 0, 0), w1
+
+
+@pytest.mark.parametrize("reply", ACCOUNT_PURGES)
+def test_an_account_purge_by_reply_subject(broker: NatsServer, reply: str) -> None:
+    """web2's reply subject ``$JS.API.ACCOUNT.PURGE.*``. On a server that runs it for
+    any account, no permission keeps web2 from deleting the stream this way: the guide
+    says so and ``export-stream`` warns (the server's version in the warning); on any
+    other, web1's events stay."""
+    version = server_version(broker)
+    checked = export_stream(broker, "admin")
+    assert checked.returncode == 0 and "is ready" in checked.stdout, checked
+    assert publish(broker, "web1", *[events("web1", 1 + 10 * i, [1.0 + i] * 10)
+                                     for i in range(6)]) == []  # fmt: skip
+
+    async def by_reply(nc: Any) -> None:
+        msg = events("web2", 1, [1.0])
+        await nc.publish(msg.subject, msg.data, reply=reply, headers=msg.headers)
+        await nc.flush()
+        await asyncio.sleep(1.0)
+
+    as_user(broker, "web2", by_reply)
+    if purge_exposed(version):
+        assert f"warning: nats-server {version} deletes every stream" in checked.stderr
+        assert "CVE-2025-30215" in checked.stderr, checked.stderr
+        assert not list(Path(broker.store, "js", "jetstream").glob("*/streams/RINGTOOL/*/*.blk"))
+    else:
+        assert checked.stderr == ""
+        assert web1_messages(broker) == 6

@@ -36,6 +36,22 @@ def export_stream(server: NatsServer, user: str, *args: str) -> subprocess.Compl
                           cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
 
 
+def server_version(server: NatsServer) -> str:
+    """The version of the nats-server binary ``server`` runs (``2.9.10``)."""
+    out = subprocess.run([server.binary, "--version"], capture_output=True, text=True,
+                         timeout=30).stdout  # fmt: skip
+    return out.strip().rpartition("v")[2]
+
+
+def export_stream_stderr(server: NatsServer) -> str:
+    """What ``ringtool export-stream`` says on stderr when all is well: nothing, or on a
+    server whose account purge answers any account the warning about it."""
+    from ringtool.export.stream_setup import purge_warning
+
+    warning = purge_warning(server_version(server), "RINGTOOL")
+    return "" if warning is None else f"ringtool export-stream: warning: {warning}\n"
+
+
 def url(server: NatsServer, user: str) -> str:
     return f"nats://{user}:{FLEET_USERS[user]}@127.0.0.1:{server.port}"
 
@@ -101,5 +117,5 @@ def stream_messages(server: NatsServer) -> int:
     return int(as_user(server, "admin", count)[0])
 
 
-__all__ = ["as_user", "collect", "collect_run", "export_stream", "fleet_broker", "publish",
-           "stream_messages", "url"]  # fmt: skip
+__all__ = ["as_user", "collect", "collect_run", "export_stream", "export_stream_stderr",
+           "fleet_broker", "publish", "server_version", "stream_messages", "url"]  # fmt: skip

@@ -58,3 +58,11 @@ def test_a_redelivery_between_hides_the_high_mark() -> None:
     d.take(7, 3, new=False)  # consumer seq 6 went elsewhere; stream 3 again
     d.take(8, 9, new=True)  # 6..8 may be the other's: not skipped
     assert d.skipped.iv == [] and d.elsewhere(5, 9)
+
+
+def test_a_consumer_that_delivered_nothing_gave_nothing_away() -> None:
+    d = Deliveries()
+    d.bind(consumer_seq=0, stream_seq=40)  # starts at 41: the stream's limits removed 1..40
+    assert d.take(1, 41, new=True)
+    assert d.skipped.iv == [[1, 40, 0, 0]]
+    assert not d.elsewhere(0, 41)  # a lane's numbers below: lost with 1..40, gaps
