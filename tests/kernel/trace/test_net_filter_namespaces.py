@@ -17,7 +17,7 @@ import pytest
 
 from ringtool.kernel.proc_start import namespace_key, process_key
 from ringtool.trace.reading.net_filters import FILTER_PRIO, filter_name
-from tests.helpers.namespaces import PID_NS, TIME_NS, python_in
+from tests.helpers.namespaces import PID_NS, TIME_NS, live_pid_namespace, python_in
 from tests.helpers.netdev import add_bpf_filter, dummy
 from tests.helpers.procs import run_ringtool
 from tests.helpers.trace import Trace
@@ -41,7 +41,12 @@ def test_a_live_host_filter_is_no_leftover_in_another_namespace(
 
 
 def test_a_trace_deletes_only_its_own_filters_at_our_priority() -> None:
-    other = "ringtool/1-2-3_4/trace_net_{}"  # another namespace's trace's
+    with live_pid_namespace() as running:  # a container whose trace may run
+        _deletes_only_its_own(f"ringtool/1-2-{running}/trace_net_{{}}")
+
+
+def _deletes_only_its_own(other: str) -> None:
+    """``other``: the filter name (``{}``: the hook) of another namespace's trace."""
     with dummy() as dev:
         trace = Trace("--json", "--events", "net", "-i", dev.name)
         mine = filter_name("trace_net_ingress", process_key(trace.proc.pid), namespace_key())
