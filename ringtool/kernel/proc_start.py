@@ -77,6 +77,25 @@ def _nested(pid: str) -> bool:
     return True
 
 
+def proc_hides_processes(mountinfo: str = "/proc/self/mountinfo") -> bool:
+    """Whether our ``/proc`` (its last mount: the one on top) has ``hidepid=`` 1 or more
+    (proc(5)): a process we may not ptrace is then missing from its listing; True when
+    that cannot be read."""
+    hides = True
+    try:
+        with open(mountinfo) as f:
+            for line in f:
+                fields, _, sb = line.partition(" - ")
+                if fields.split()[4:5] == ["/proc"] and sb.startswith("proc "):
+                    parts = sb.split()
+                    opts = parts[2].split(",") if len(parts) > 2 else []
+                    hides = any(o.startswith("hidepid=") and o[8:] not in ("0", "off")
+                                for o in opts)  # fmt: skip
+    except OSError:
+        return True
+    return hides
+
+
 def pid_namespace_used(inode: str) -> bool:
     """Whether a process in our ``/proc`` is in the PID namespace of inode ``inode``
     (``/proc/<pid>/ns/pid``); True also when that cannot be told (a process whose
@@ -103,7 +122,8 @@ def liveness(key: str, key_ns: str, ns: str) -> bool | None:
     namespaces than ours where the process may still run. Of other namespaces, False
     only when it certainly does not: our PID namespace but another time namespace and
     no process with its pid, or, asked from the initial PID namespace, no process left
-    in its PID namespace (a container gone, or the process was its init)."""
+    in its PID namespace (a container gone, or the process was its init) and ``/proc``
+    hides none (:func:`proc_hides_processes`)."""
     pid, _, start = key.partition("-")
     if ns == "?" or not (pid.isdigit() and start.isdigit()):
         return None
@@ -114,7 +134,7 @@ def liveness(key: str, key_ns: str, ns: str) -> bool | None:
         return None
     if key_pid_ns == our_pid_ns:  # another time namespace: the pid is ours to look up
         return None if process_start(int(pid)) is not None else False
-    if our_pid_ns != INIT_PID_NS or pid_namespace_used(key_pid_ns):
+    if our_pid_ns != INIT_PID_NS or proc_hides_processes() or pid_namespace_used(key_pid_ns):
         return None
     return False
 
@@ -125,6 +145,7 @@ __all__ = [
     "liveness",
     "namespace_key",
     "pid_namespace_used",
+    "proc_hides_processes",
     "process_key",
     "process_start",
 ]
