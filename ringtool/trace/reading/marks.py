@@ -32,8 +32,10 @@ whose process is gone (:func:`remove_stale`) -- only those of its own namespaces
 container that shares the host's bpffs sees the host's traces' directories but not
 their processes (its ``/proc`` is of another PID namespace, and a time namespace shifts
 start times): it can tell neither whether they run nor mark them, so it leaves them
-alone. A directory of another namespace whose trace was killed stays (harmless: only
-its maps' memory); ``sudo rm -r`` removes it.
+alone. A directory of another namespace whose trace was killed is removed once no process
+is left in its PID namespace, by a trace or ``mark`` of the initial PID namespace (which
+sees every process: :func:`ringtool.kernel.proc_start.liveness`); until then it stays
+(its maps' memory); ``sudo rm -r`` removes it.
 
 The root is opened and checked as :mod:`ringtool.kernel.pin_root` says (a directory
 only root can change, used through its descriptor): on a bpffs of mode 1777 another
@@ -86,7 +88,8 @@ def entry_name(pid: int, ns: str, session: str) -> str:
 def liveness(name: str, ns: str) -> bool | None:
     """Is the trace that made directory ``name`` still running, asked in the namespaces
     ``ns`` (:func:`namespace_key`)? None when that cannot be told here: a directory of
-    other namespaces, or a name ringtool does not make."""
+    other namespaces whose trace may run (:func:`ringtool.kernel.proc_start.liveness`),
+    or a name ringtool does not make."""
     parts = name.split("-")
     if len(parts) != 4:
         return None

@@ -14,7 +14,9 @@ is gone (no process has that pid and start time; whatever now has the pid, and w
 its command line) are *leftovers*, which the net source replaces; a filter of a process
 still running (a ``ringtool`` command or a program using the net source in-process), of
 other namespaces (a container sharing the host's network namespace but not its PID or
-time namespace: whether its process runs cannot be told here), or anything else at our
+time namespace: whether its process runs cannot be told here, unless no process is left
+in its PID namespace, seen from the initial one: then it is a leftover,
+:func:`ringtool.kernel.proc_start.liveness`), or anything else at our
 priority (also a filter named as older ringtools named them, without a namespace key, a
 start time or a pid: such a ringtool may still run), is a *conflict* (the source is
 refused with a message naming it); every other filter is *foreign*: left alone, and

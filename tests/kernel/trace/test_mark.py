@@ -18,6 +18,7 @@ import pytest
 from ringtool.trace.reading.mark_send import NoTraceError, send_mark
 from ringtool.trace.reading.marks import PIN_ROOT, entry_name, namespace_key, remove_stale
 from tests.helpers.bpffs import scratch_pin_root
+from tests.helpers.namespaces import PID_NS, live_pid_namespace, python_in
 from tests.helpers.procs import run_ringtool
 from tests.helpers.tmux import RUN, Terminal, needs_tmux
 from tests.helpers.trace import Trace
@@ -74,16 +75,28 @@ def test_no_trace_running_is_one_clear_error(bpffs_root: str) -> None:
         send_mark("nobody listens", root=bpffs_root)
 
 
+#: Run in a new PID namespace: its init's process key and the namespace key.
+_KEYS = (
+    "from ringtool.kernel.proc_start import namespace_key, process_key\n"
+    "print(process_key(1), namespace_key())"
+)
+
+
 def test_stale_directories_of_dead_traces_are_removed(bpffs_root: str) -> None:
     ns = namespace_key()
     live = entry_name(os.getpid(), ns, "cafe")
-    # of another PID namespace (a container sharing the bpffs): liveness unknown, kept
-    foreign = "1-1-1_1-ab"
+    # of a container gone with its PID namespace: nothing there can be its trace
+    key, gone_ns = python_in(PID_NS, _KEYS).split()
     stale = [f"999999999-1-{ns}-ab",  # a pid that cannot exist
-             f"{os.getpid()}-1-{ns}-ab"]  # our pid, another start time: reused  # fmt: skip
-    for name in (*stale, live, foreign):  # live: our process (no pins: not marked)
-        os.mkdir(f"{bpffs_root}/{name}")
-    assert sorted(remove_stale(bpffs_root)) == sorted(stale)
+             f"{os.getpid()}-1-{ns}-ab",  # our pid, another start time: reused
+             f"{key}-{gone_ns}-ab"]  # fmt: skip
+    with live_pid_namespace() as running:
+        # of a PID namespace a process still runs in (a container sharing the
+        # bpffs): whether it is its trace is unknown here, kept
+        foreign = f"1-1-{running}-ab"
+        for name in (*stale, live, foreign):  # live: our process (no pins: not marked)
+            os.mkdir(f"{bpffs_root}/{name}")
+        assert sorted(remove_stale(bpffs_root)) == sorted(stale)
     assert sorted(os.listdir(bpffs_root)) == sorted([live, foreign])
     with pytest.raises(NoTraceError):
         send_mark("x", root=bpffs_root)

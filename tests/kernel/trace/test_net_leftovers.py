@@ -7,12 +7,19 @@ exists``: exit 1, or with other sources a note and no net events)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
+import time
 
 import pytest
 
+from ringtool.kernel.proc_start import namespace_key
+from ringtool.trace.reading.marks import PIN_ROOT
+from tests.helpers.namespaces import PID_NS
 from tests.helpers.netdev import dummy
+from tests.helpers.paths import RINGTOOL
+from tests.helpers.procs import Lines, stop
 from tests.helpers.trace import Trace, told_json
 
 pytestmark = pytest.mark.kernel
@@ -47,3 +54,45 @@ def test_a_killed_traces_filters_are_replaced_and_others_left_alone() -> None:
         egress = dev.filters("egress")
         assert "pref 60000 u32" in egress  # untouched
         assert "ringtool/" not in egress + dev.filters("ingress")  # ours removed at the end
+
+
+def test_a_killed_containers_filters_and_pins_are_replaced_once_its_namespace_is_gone() -> None:
+    """A net trace in a PID namespace of its own (a container sharing the host's
+    network and bpffs), killed with its namespace: no process can be that trace, so
+    the host's next trace replaces its filters and removes its marker directory.
+    Before: its filters were of another namespace, never judged, and every later net
+    trace on the interface failed (TC priority taken), its pins held its rings."""
+    with dummy() as dev:
+        before = set(os.listdir(PIN_ROOT)) if os.path.isdir(PIN_ROOT) else set()
+        argv = ["trace", "--json", "--events", "exec,net", "-i", dev.name]  # exec: pins
+        box = Lines(["unshare", "--kill-child", *PID_NS, *RINGTOOL, *argv])
+        try:
+            deadline = time.monotonic() + 240
+            while not any('"type": "start"' in line for line in list(box.err_lines)):
+                assert box.proc.poll() is None, box.err
+                assert time.monotonic() < deadline, "the container's trace did not start"
+                time.sleep(0.05)
+            with open(f"/proc/{box.proc.pid}/task/{box.proc.pid}/children") as f:
+                (trace,) = f.read().split()  # the namespace's init: the trace
+            os.kill(int(trace), signal.SIGKILL)
+            box.proc.wait(60)  # unshare reaped it: nothing is left in its namespace
+        finally:
+            stop(box.proc, signal.SIGKILL)
+        assert "ringtool/1-" in dev.filters("ingress")  # left behind
+        ours = namespace_key().partition("_")[0]
+        pins = [n for n in set(os.listdir(PIN_ROOT)) - before
+                if n.startswith("1-") and n.split("-")[2].partition("_")[0] != ours]  # fmt: skip
+        assert len(pins) == 1, pins
+
+        again = Trace("--json", *argv[2:])
+        assert pins[0] not in os.listdir(PIN_ROOT)
+        dev.send_udp(b"after the container", 3)
+        again.signal(signal.SIGINT)
+        lines, err = again.finish()
+        notes = told_json(err)[0]["notes"]
+        assert f"source net: replaced a filter left by a killed ringtool on {dev.name} " \
+               "(egress, ingress)" in notes  # fmt: skip
+        sent = [e for e in map(json.loads, lines)
+                if e["type"] == "net" and e["dst"] == dev.peer and e["dport"] == 9]  # fmt: skip
+        assert len(sent) == 3
+        assert "ringtool/" not in dev.filters("egress") + dev.filters("ingress")

@@ -28,10 +28,10 @@ def test_a_directory_is_live_while_its_process_runs() -> None:
 
 
 def test_what_cannot_be_told_live_or_dead_here_is_neither() -> None:
-    """A directory of another PID (or time) namespace: its pid and start time mean
+    """A directory of another time namespace whose pid runs here: its start time means
     nothing in our /proc, so it is never taken for a dead trace's (and removed)."""
     ns = namespace_key()
-    other = entry_name(os.getpid(), "1_1", "beef")
+    other = entry_name(os.getpid(), f"{ns.partition('_')[0]}_1", "beef")  # another time ns
     assert other != entry_name(os.getpid(), ns, "beef")
     assert liveness(other, ns) is None
     assert liveness(f"999999999-1-{ns}-ab", "?") is None  # our /proc is of another PID ns

@@ -92,13 +92,18 @@ def test_a_live_in_process_net_source_is_not_a_leftover() -> None:
 
 
 def test_a_filter_of_other_namespaces_is_never_judged_a_leftover() -> None:
-    """A gone pid of another PID or time namespace (or read where our /proc is not our
-    PID namespace's, ``?``) means nothing here: refused, never deleted."""
+    """A pid of another time namespace (start times shifted there) whose pid runs here,
+    or one read where our /proc is not our PID namespace's (``?``), means nothing here:
+    refused, never deleted. A pid of our PID namespace that no process has is gone,
+    whatever the time namespace."""
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    key = f"{gone.pid}-1"
-    others = [_bpf(filter_name("trace_net_ingress", key, ns)) for ns in ("1_1", "?")]
-    assert classify(others, me="1-1", ns=NS).conflicts == others
-    ours = _bpf(filter_name("trace_net_ingress", key, NS))
+    other_time = f"{NS.partition('_')[0]}_1"
+    running = _bpf(filter_name("trace_net_ingress", process_key(1), other_time))
+    unknown = _bpf(filter_name("trace_net_ingress", f"{gone.pid}-1", "?"))
+    assert classify([running, unknown], me="1-1", ns=NS).conflicts == [running, unknown]
+    ours = _bpf(filter_name("trace_net_ingress", f"{gone.pid}-1", NS))
     assert classify([ours], me="1-1", ns="?").conflicts == [ours]
     assert classify([ours], me="1-1", ns=NS).leftovers == [ours]
+    elsewhen = _bpf(filter_name("trace_net_ingress", f"{gone.pid}-1", other_time))
+    assert classify([elsewhen], me="1-1", ns=NS).leftovers == [elsewhen]
