@@ -178,6 +178,12 @@ class RecordSchema:
             pa.field(PAYLOAD, pa.large_binary()),
         ]
         self.header = tuple(n for n, _ in head)
+        #: columns of nulls made for batches of ``_null_rows`` rows, on ``_zeros``
+        #: (immutable: the next batch of as many rows takes them again; a recorder's
+        #: batches are most often of one size)
+        self._null_rows = -1
+        self._null_cols: dict[str, pa.Array] = {}
+        self._zeros = pa.py_buffer(b"")
         self.schema = pa.schema(fields)
 
     # --- records to columns ------------------------------------------------------------
@@ -199,6 +205,17 @@ class RecordSchema:
         if plain.all():
             return [("trace_event", events, None)]
         return [("trace_event", events, plain), *forms]
+
+    def _null(self, name: str, arrow: pa.DataType, n: int) -> pa.Array:
+        """Column ``name`` of ``n`` nulls, on one zero buffer (:func:`nulls`)."""
+        if n != self._null_rows:
+            self._null_rows, self._null_cols = n, {}
+        col = self._null_cols.get(name)
+        if col is None:
+            if not self._null_cols:
+                self._zeros = pa.py_buffer(np.zeros(16 * n + 8, np.uint8))
+            col = self._null_cols[name] = nulls(arrow, n, self._zeros)
+        return col
 
     def _nuls(self, events: Array, n: int) -> Array:
         """Per row of a batch of ``n`` (its events first): which NUL ends the strings of
@@ -224,7 +241,6 @@ class RecordSchema:
         forms = self._event_forms(events)
         nuls = self._nuls(events, n)
         cols: dict[str, pa.Array] = {}
-        zeros = pa.py_buffer(np.zeros(16 * n + 8, np.uint8))  # all-null columns' buffers
         for name in self.schema.names:
             if name in (TIME, TYPE, PAYLOAD):
                 continue
@@ -236,7 +252,7 @@ class RecordSchema:
             ]
             m = net_m or (parts[0][2] if parts else self._member[name])
             if (not parts or not ne) and (net_m is None or not nn):
-                cols[name] = nulls(m.arrow, n, zeros)
+                cols[name] = self._null(name, m.arrow, n)
                 continue
             if len(parts) == 1 and parts[0][1] is None and (nn == 0 or net_m is not None):
                 values = _get(parts[0][0], m.path)
