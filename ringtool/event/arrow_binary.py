@@ -45,33 +45,43 @@ def nulls(arrow: pa.DataType, n: int, zeros: pa.Buffer) -> pa.Array:
     return pa.Array.from_buffers(arrow, n, bufs, null_count=n)
 
 
+def _last_true(bits: Array) -> Array:
+    """Per row of a bool matrix: the index of its last True (-1: none). Each 8 columns
+    of a row are one uint64 of 0 and 1 bytes, whose float exponent says its last 1 byte
+    (exactly: such a value is within 1% above its top power of two): whole-column
+    operations, none along a row."""
+    n, k = bits.shape
+    if k % 8 or not bits.flags.c_contiguous:
+        padded = np.zeros((n, -(-k // 8) * 8), bool)
+        padded[:, :k] = bits
+        bits = padded
+    groups = bits.view(np.uint64)
+    last = np.full(n, -1, np.intp)
+    for j in range(groups.shape[1]):
+        exp = np.frexp(groups[:, j].astype(np.float64))[1]
+        last = np.where(exp > 0, j * 8 + (exp - 1) // 8, last)
+    return last
+
+
+def _word_bytes(words: Array) -> Array:
+    """Per uint64 (little-endian): its bytes up to its last non-zero one (0 for 0)."""
+    return _last_true(words.view(np.uint8).reshape(len(words), 8) != 0) + 1
+
+
 def lengths(m: Array) -> Array:
     """Each row's length up to its last non-NUL byte, of a C-contiguous ``(n, width)``
-    uint8 matrix. Up to 16 bytes: a row's non-NUL bytes as the bits of a 16-bit number,
-    whose bit length a table gives; wider, as 32-bit words (a float64 holds each
-    exactly: its exponent is the word's bit length, so its bytes), all at once."""
+    uint8 matrix: rows of whole 8-byte words a word column at a time (the last
+    non-zero word, then the bytes of it), else byte by byte."""
     n, width = m.shape
-    if not n or not width:
-        return np.zeros(n, np.intp)
-    if width <= 16:
-        if width < 16:
-            m = np.concatenate((m, np.zeros((n, 16 - width), np.uint8)), axis=1)
-        bits = np.packbits((m != 0).reshape(-1), bitorder="little")  # whole: not by row
-        return _bit_length()[bits.view("<u2")]  # type: ignore[no-any-return]
-    if width % 4:
-        m = np.concatenate((m, np.zeros((n, -width % 4), np.uint8)), axis=1)
-    exp = np.frexp(m.view(np.uint32).astype(np.float64))[1]  # 0 for a zero word
-    place = np.arange(exp.shape[1], dtype=np.intp) * 4
-    return np.max(np.where(exp > 0, place + (exp + 7) // 8, 0), axis=1)  # type: ignore[no-any-return]
-
-
-@functools.cache
-def _bit_length() -> Array:
-    """The bit length of each 16-bit number."""
-    table = np.zeros(1 << 16, np.intp)
-    for b in range(16):
-        table[1 << b : 2 << b] = b + 1
-    return table
+    if width % 8 or not n:
+        nonzero = m != 0
+        return np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0)
+    words = m.view(np.uint64)
+    lens = np.zeros(n, np.intp)
+    for j in range(words.shape[1]):
+        col = np.ascontiguousarray(words[:, j])
+        lens = np.where(col != 0, j * 8 + _word_bytes(col), lens)
+    return lens
 
 
 #: A uint64 of bytes has a NUL byte when ``(w - LO) & ~w & HI`` is not zero, whose
@@ -151,9 +161,10 @@ def strings(values: Array, lens: Array, valid: Array | None) -> pa.Array:
 
 
 def binary(values: Array, valid: Array | None) -> pa.Array:
-    """``char[N]`` values as binary, each up to its last non-NUL byte (:func:`strings`)."""
-    m = values.reshape(len(values), 1).view(np.uint8)
-    return strings(values, lengths(np.ascontiguousarray(m)), valid)
+    """``char[N]`` values as binary, each up to its last non-NUL byte (:func:`strings`;
+    the values copied once, contiguous, for both their lengths and their bytes)."""
+    c = np.ascontiguousarray(values.reshape(len(values), 1).view(np.uint8))  # bytes: memcpy
+    return strings(c.view(values.dtype).reshape(len(values)), lengths(c), valid)
 
 
 @functools.cache
