@@ -5,10 +5,10 @@ trees alternating: ``ringtool trace --events EVENTS -c <the producer> --buffer-p
 (:mod:`ringtool.bench.trace_proc`) runs ``--seconds`` on CPU 0 in its ``--mode``; the
 thread CPU time (``time.thread_time``) of the recorder's ``publish``, ``tick`` and
 ``close`` and of the steps within (the copy of each read, ``to_arrow``, the checksum,
-the write of a batch), per event, and the bytes per event of the file. Unlike the
-bench's ``record_added_ns_per_event`` (the whole process's CPU less another run's)
-this is the recorder's own time in one run. Each tree's ``ringtool`` is imported from
-that directory. Run from the checkout root, as root:
+the write of a batch), per event, the bytes per event of the file and the run's
+drops. Unlike the bench's ``record_added_ns_per_event`` (the whole process's CPU less
+another run's) this is the recorder's own time in one run. Each tree's ``ringtool``
+is imported from that directory. Run from the checkout root, as root:
 
     PYTHONPATH=$PWD python3 scripts/measure_record_cpu.py --rounds 3 /work/main $PWD
     PYTHONPATH=$PWD python3 scripts/measure_record_cpu.py --mode mix --events open,exec $PWD
@@ -82,22 +82,25 @@ def run(tree: Path, binary: Path, mode: str, events: str, seconds: float,
     """One trace of ``tree`` beside the producer: ns per event of each step."""
     from ringtool.bench.trace_proc import run_loop
 
-    record, report = tmp / "m.arrows", tmp / "m.json"
+    record, report, out = tmp / "m.arrows", tmp / "m.json", tmp / "m.out"
     args = ["--events", events, "-c", binary.name, "--buffer-pages", "1024", "-d",
             f"{seconds + 2.5:.1f}", "--quiet", "--record", str(record), "--force"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.Popen([sys.executable, __file__, "--child", str(report), "--", *args],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            preexec_fn=lambda: os.sched_setaffinity(0, {1}))  # fmt: skip
-    time.sleep(1.5)  # loaded (from the program cache)
-    run_loop(binary, mode, 0, seconds)
-    proc.wait()
+    with open(out, "w") as f:
+        proc = subprocess.Popen([sys.executable, __file__, "--child", str(report), "--", *args],
+                                env=env, stdout=f, stderr=subprocess.DEVNULL,
+                                preexec_fn=lambda: os.sched_setaffinity(0, {1}))  # fmt: skip
+        time.sleep(1.5)  # loaded (from the program cache)
+        run_loop(binary, mode, 0, seconds)
+        proc.wait()
+    summary = json.loads(out.read_text().splitlines()[-1])
     got = json.loads(report.read_text())
     n = max(int(got["events"]), 1)
     ns = {k: round(v * 1e9 / n) for k, v in got["spent"].items()}
     own = ns.get("publish", 0) + ns.get("tick", 0) + ns.get("close", 0)
     load = round(os.getloadavg()[0], 2)
-    return {"tree": str(tree), "load": load, "events": n, "recorder_ns": own, **ns,
+    return {"tree": str(tree), "load": load, "events": n, "dropped": summary["dropped"],
+            "recorder_ns": own, **ns,
             "bytes_per_event": round(record.stat().st_size / n, 1)}  # fmt: skip
 
 
