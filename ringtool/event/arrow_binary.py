@@ -2,12 +2,13 @@
 (:mod:`ringtool.event.arrow_records`' helpers): whole-batch numpy operations, nothing
 per record in Python.
 
-A ``char[N]`` member is kept as its bytes up to its last non-NUL byte, or, when wider
-than :data:`EXACT_WIDTH` and of whole 8-byte words (``data``), up to the end of its
-last word that is not all NULs (inner NULs kept: exec's ``data`` is several strings;
-nothing decoded or lost); :func:`binary` reads them from the records as they are (a
-strided field: nothing copied but what is kept), :func:`binary_matrix` gives them
-back as an ``(n, N)`` matrix (the NULs after them restored).
+A value is the member's bytes up to a length given per row (:func:`strings`): up to
+its last non-NUL byte (:func:`lengths`, ``comm``), or up to its ``k``-th NUL
+(:func:`nul_lengths`: a C string is ``k = 1``, an exec's filename and arguments
+``1 +`` their count), so that what a reader sees is the record's strings: no NULs
+after them, no stale bytes of the ring slot past them. :func:`strings` reads them from
+the records as they are (a strided field: nothing copied but what is kept),
+:func:`binary_matrix` gives them back as an ``(n, N)`` matrix (NULs after them).
 """
 
 from __future__ import annotations
@@ -83,24 +84,87 @@ def lengths(m: Array) -> Array:
     return lens
 
 
-#: ``char[N]`` members up to this wide are kept to their last non-NUL byte; wider ones
-#: of whole 8-byte words (``data``) to the end of their last word that is not all NULs.
-EXACT_WIDTH = 16
+#: A uint64 of bytes has a NUL byte when ``(w - LO) & ~w & HI`` is not zero, whose
+#: lowest set bit is that of its first NUL (the bits above it may be wrong: not used).
+_LO, _HI = np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
 
 
-def binary(values: Array, valid: Array | None) -> pa.Array:
-    """``char[N]`` values as binary (inner NULs kept: exec's ``data`` is several
-    strings): up to :data:`EXACT_WIDTH` bytes, every byte up to the last non-NUL one;
-    wider ones of whole 8-byte words, every word up to the last one not all NULs (so up
-    to 7 NULs more: the words are moved whole, a byte's cost an eighth). ``values`` may
-    be a field of the records (strided): nothing else is copied (:func:`_kept`)."""
+def _words(values: Array) -> Array | None:
+    """A ``char[N]`` field (any stride) as an ``(n, N / 8)`` uint64 view of the records'
+    own bytes, or None where its width, stride or address is not of whole words."""
+    m = values.reshape(len(values), 1).view(np.uint8)
+    if m.shape[1] % 8 or m.strides[0] % 8 or m.ctypes.data % 8:
+        return None
+    return m.view(np.uint64)
+
+
+def _first_nul(values: Array, rows: Array) -> Array:
+    """For ``rows`` of a ``char[N]`` field: the index of the first NUL (N: none). Word
+    by word, only over the rows whose NUL is not found yet (most strings end within
+    their first words)."""
+    width = values.dtype.itemsize
+    out = np.full(len(rows), width, np.intp)
+    words = _words(values)
+    if words is None:
+        m = values.reshape(len(values), 1).view(np.uint8)[rows]
+        zero = m == 0
+        return np.where(zero.any(axis=1), np.argmax(zero, axis=1), width)  # type: ignore[no-any-return]
+    left = np.arange(len(rows))  # places in `rows` not found yet
+    for j in range(words.shape[1]):
+        w = words[rows[left], j]
+        mark = (w - _LO) & ~w & _HI
+        found = mark != 0
+        if found.any():
+            low = mark[found] & (~mark[found] + np.uint64(1))  # its lowest set bit
+            out[left[found]] = j * 8 + (np.frexp(low.astype(np.float64))[1] - 1) // 8
+            left = left[~found]
+            if not len(left):
+                break
+    return out
+
+
+def nul_lengths(values: Array, k: Array) -> Array:
+    """Per row of a ``char[N]`` field (any stride): the bytes before its ``k``-th NUL;
+    up to its last non-NUL byte where ``k`` is 0 or it has fewer NULs."""
+    n, width = len(values), values.dtype.itemsize
+    out = np.zeros(n, np.intp)
+    one = k == 1
+    if one.all():
+        return _first_nul(values, np.arange(n))
+    if one.any():
+        rows = np.flatnonzero(one)
+        out[rows] = _first_nul(values, rows)
+    rest = np.flatnonzero(~one)
+    if len(rest):
+        m = np.ascontiguousarray(values.reshape(n, 1).view(np.uint8)[rest])
+        last = lengths(m)
+        kk = k[rest]
+        nth = np.cumsum(m == 0, axis=1, dtype=np.int32) >= kk[:, None]
+        has = nth[:, -1] & (kk > 0) if width else np.zeros(len(rest), bool)
+        out[rest] = np.where(has, np.argmax(nth, axis=1), last)
+    return out
+
+
+def strings(values: Array, lens: Array, valid: Array | None) -> pa.Array:
+    """``char[N]`` values (any stride: nothing else is copied) as binary, each row its
+    first ``lens`` bytes (inner NULs kept: exec's ``data`` is several strings); null
+    where ``valid`` is False (None: every row valid)."""
     n = len(values)
+    if valid is not None:
+        lens = np.where(valid, lens, 0)
     offsets = np.zeros(n + 1, np.int32)
-    kept, data = _kept(values, valid) if n else (offsets[:0], np.zeros(0, np.uint8))
-    np.cumsum(kept, out=offsets[1:])
+    np.cumsum(lens, out=offsets[1:])
+    data = _kept(values, lens) if n and offsets[-1] else np.zeros(0, np.uint8)
     return pa.Array.from_buffers(
         pa.binary(), n, [validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
     )
+
+
+def binary(values: Array, valid: Array | None) -> pa.Array:
+    """``char[N]`` values as binary, each up to its last non-NUL byte (:func:`strings`;
+    the values copied once, contiguous, for both their lengths and their bytes)."""
+    c = np.ascontiguousarray(values.reshape(len(values), 1).view(np.uint8))  # bytes: memcpy
+    return strings(c.view(values.dtype).reshape(len(values)), lengths(c), valid)
 
 
 @functools.cache
@@ -111,37 +175,44 @@ def _prefixes(width: int) -> Array:
     return table.view(np.dtype((np.void, width))).reshape(width + 1)
 
 
-def _kept(values: Array, valid: Array | None) -> tuple[Array, Array]:
-    """Some rows of :func:`binary`: the bytes each keeps, and those bytes. Up to
-    :data:`EXACT_WIDTH`: the values copied whole (a few bytes a row), their bytes kept
-    by a mask of each row's first ``length`` bytes; wider: the words kept gathered from
-    the records by an index of each (whole-array operations, none along a row)."""
+#: Members up to this wide are kept by a mask of each row's first bytes over a copy
+#: of them all; wider ones (``data``) by the words that hold their bytes, gathered.
+NARROW = 16
+
+
+def _kept(values: Array, lens: Array) -> Array:
+    """The first ``lens`` bytes of each row, one after the other. Narrow members: the
+    values copied whole (a few bytes a row), their bytes kept by a mask of each row's
+    first ``lens``. Wider: every 8-byte word that holds kept bytes gathered from the
+    records by one index, then the bytes of each row's last word past its length
+    dropped (whole-array operations, none along a row)."""
     n, width = len(values), values.dtype.itemsize
     m = values.reshape(n, 1).view(np.uint8)  # (n, width), the records' own bytes
-    if width <= EXACT_WIDTH or width % 8:
+    words = _words(values) if width > NARROW else None
+    if words is None:
         c = np.ascontiguousarray(m)
-        kept = lengths(c)
-        if valid is not None:
-            kept = np.where(valid, kept, 0)
-        return kept, c.reshape(-1)[_prefixes(width)[kept].view(bool).reshape(-1)]
-    units = m.view(np.uint64)
-    kept = _last_true(units != 0) + 1  # words
-    if valid is not None:
-        kept = np.where(valid, kept, 0)
-    stride, k = m.strides[0], width // 8
-    if stride % 8:  # records of a size not a multiple of 8: a mask of each row's words
-        longest = int(kept.max())
-        if not longest:
-            return kept, np.zeros(0, np.uint8)
-        mask = _prefixes(longest)[kept].view(bool).reshape(n, longest)
-        return kept * 8, units[:, :longest][mask].view(np.uint8)
-    # an index of every word kept, in the records seen as one run of words
-    flat = np.lib.stride_tricks.as_strided(units, ((n - 1) * (stride // 8) + k,), (8,))
+        return c.reshape(-1)[_prefixes(width)[lens].view(bool).reshape(-1)]  # type: ignore[no-any-return]
+    kept = (lens + 7) // 8
+    stride, k = m.strides[0] // 8, width // 8
+    flat = np.lib.stride_tricks.as_strided(words, ((n - 1) * stride + k,), (8,))
     starts = np.zeros(n, np.intp)
     np.cumsum(kept[:-1], out=starts[1:])
-    index = np.repeat(np.arange(n, dtype=np.intp) * (stride // 8) - starts, kept)
+    index = np.repeat(np.arange(n, dtype=np.intp) * stride - starts, kept)
     index += np.arange(int(index.size), dtype=np.intp)
-    return kept * 8, flat[index].view(np.uint8)
+    out = flat[index].view(np.uint8)
+    over = kept * 8 - lens  # bytes past each row's length in its last word
+    if not over.any():
+        return out
+    keep = np.full(len(index), _LO)  # a word of True bytes each
+    last = (starts + kept - 1)[kept > 0]
+    keep[last] = _LAST_WORD[over[kept > 0]]
+    kept_bytes: Array = out[keep.view(bool)]
+    return kept_bytes
+
+
+#: The bytes of a row's last word kept, by how many are past its length: that many
+#: False bytes at its end (little-endian), as the word of bools.
+_LAST_WORD = np.array([(1 << (8 * (8 - b))) // 255 for b in range(8)], np.uint64)
 
 
 def binary_matrix(col: pa.Array, width: int, name: str) -> Array:
@@ -168,4 +239,5 @@ def binary_matrix(col: pa.Array, width: int, name: str) -> Array:
     return out
 
 
-__all__ = ["EXACT_WIDTH", "binary", "binary_matrix", "lengths", "nulls", "validity"]
+__all__ = ["NARROW", "binary", "binary_matrix", "lengths", "nul_lengths", "nulls", "strings",
+           "validity"]  # fmt: skip

@@ -34,7 +34,16 @@ import numpy as np
 import pyarrow as pa
 
 from ringtool.errors import RecordingError
-from ringtool.event.arrow_binary import binary, binary_matrix, nulls, validity
+from ringtool.event.arrow_binary import (
+    NARROW,
+    binary,
+    binary_matrix,
+    nul_lengths,
+    nulls,
+    strings,
+    validity,
+)
+from ringtool.event.exec_data import ARGC_MASK, MAXARG, MISSING
 from ringtool.event.layout import RECORD_PAD, LayoutError, TraceLayout
 from ringtool.event.records import NetRecords, Records
 
@@ -89,14 +98,24 @@ def _get(rec: Array, path: tuple[str, ...]) -> Array:
     return rec
 
 
-def _to_arrow(values: Array, valid: Array | None, arrow: pa.DataType) -> pa.Array:
+def _to_arrow(values: Array, valid: Array | None, arrow: pa.DataType,
+              nuls: Array | None = None) -> pa.Array:  # fmt: skip
     """A member's values (a field of the records: any stride) as a column of ``arrow``
     (``valid``: which rows are not null; None: all), from their buffer (one copy when
-    strided; not ``pa.array``, whose first call imports numpy.ma)."""
+    strided; not ``pa.array``, whose first call imports numpy.ma). A ``char[N]``
+    member: each value up to its ``nuls``-th NUL (:func:`nul_lengths`), or without
+    ``nuls`` up to its last non-NUL byte."""
     if values.dtype.kind == "S":
-        return binary(values, valid)
+        if nuls is None:
+            return binary(values, valid)
+        return strings(values, nul_lengths(values, nuls), valid)
     data = pa.py_buffer(np.ascontiguousarray(values))
     return pa.Array.from_buffers(arrow, len(values), [validity(valid), data])
+
+
+def _wide(m: Member) -> bool:
+    """A ``char[N]`` member that holds strings cut at a NUL (``data``), not a name."""
+    return m.dtype.kind == "S" and m.dtype.itemsize > NARROW
 
 
 def _numpy(col: pa.Array, m: Member, name: str) -> Array:
@@ -143,6 +162,7 @@ class RecordSchema:
         self._type_lut = np.full(max((t for t, _ in names), default=0) + 1, -1, np.int16)
         for i, (t, _) in enumerate(names):
             self._type_lut[t] = i
+        self._exec = layout.type_id("exec") if "exec" in layout.names else -1
         head = [
             (n, t)
             for n, t in columns.items()
@@ -158,6 +178,12 @@ class RecordSchema:
             pa.field(PAYLOAD, pa.large_binary()),
         ]
         self.header = tuple(n for n, _ in head)
+        #: columns of nulls made for batches of ``_null_rows`` rows, on ``_zeros``
+        #: (immutable: the next batch of as many rows takes them again; a recorder's
+        #: batches are most often of one size)
+        self._null_rows = -1
+        self._null_cols: dict[str, pa.Array] = {}
+        self._zeros = pa.py_buffer(b"")
         self.schema = pa.schema(fields)
 
     # --- records to columns ------------------------------------------------------------
@@ -180,6 +206,32 @@ class RecordSchema:
             return [("trace_event", events, None)]
         return [("trace_event", events, plain), *forms]
 
+    def _null(self, name: str, arrow: pa.DataType, n: int) -> pa.Array:
+        """Column ``name`` of ``n`` nulls, on one zero buffer (:func:`nulls`)."""
+        if n != self._null_rows:
+            self._null_rows, self._null_cols = n, {}
+        col = self._null_cols.get(name)
+        if col is None:
+            if not self._null_cols:
+                self._zeros = pa.py_buffer(np.zeros(16 * n + 8, np.uint8))
+            col = self._null_cols[name] = nulls(arrow, n, self._zeros)
+        return col
+
+    def _nuls(self, events: Array, n: int) -> Array:
+        """Per row of a batch of ``n`` (its events first): which NUL ends the strings of
+        a wide ``char[N]`` member (``data``): an exec's after its filename and stored
+        arguments, another known type's its first; 0 (its last non-NUL byte) for a
+        type this layout does not name, and the packets."""
+        k = np.zeros(n, np.intp)
+        types = events["h"]["type"]
+        k[: len(events)] = self._type_lut[np.minimum(types, len(self._type_lut) - 1)] >= 0
+        k[: len(events)][types >= len(self._type_lut)] = 0
+        ex: Array = np.flatnonzero(types == self._exec) if self._exec >= 0 else k[:0]
+        if len(ex):
+            aux2 = events["aux2"][ex].astype(np.int64)
+            k[ex] = 1 + np.where(aux2 & MISSING, 0, np.minimum(aux2 & ARGC_MASK, MAXARG))
+        return k
+
     def to_arrow(self, records: Records, offset_ns: int) -> pa.RecordBatch:
         """The batch's rows: its events, then its packets (``offset_ns``: CLOCK_REALTIME
         minus CLOCK_MONOTONIC, for ``time``)."""
@@ -187,8 +239,8 @@ class RecordSchema:
         ne, nn = len(events), len(net)
         n = ne + nn
         forms = self._event_forms(events)
+        nuls = self._nuls(events, n)
         cols: dict[str, pa.Array] = {}
-        zeros = pa.py_buffer(np.zeros(16 * n + 8, np.uint8))  # all-null columns' buffers
         for name in self.schema.names:
             if name in (TIME, TYPE, PAYLOAD):
                 continue
@@ -200,13 +252,13 @@ class RecordSchema:
             ]
             m = net_m or (parts[0][2] if parts else self._member[name])
             if (not parts or not ne) and (net_m is None or not nn):
-                cols[name] = nulls(m.arrow, n, zeros)
+                cols[name] = self._null(name, m.arrow, n)
                 continue
             if len(parts) == 1 and parts[0][1] is None and (nn == 0 or net_m is not None):
                 values = _get(parts[0][0], m.path)
                 if nn:
                     values = np.concatenate((values, _get(net.rec, m.path)))
-                cols[name] = _to_arrow(values, None, m.arrow)
+                cols[name] = _to_arrow(values, None, m.arrow, nuls if _wide(m) else None)
                 continue
             shape = (n, *m.dtype.shape) if m.dtype.subdtype else (n,)
             out = np.zeros(shape, m.dtype.base if m.dtype.subdtype else m.dtype)
@@ -219,7 +271,9 @@ class RecordSchema:
                     out[:ne][mask], valid[:ne] = src[mask], valid[:ne] | mask
             if net_m is not None and nn:
                 out[ne:], valid[ne:] = _get(net.rec, net_m.path), True
-            cols[name] = _to_arrow(out, None if valid.all() else valid, m.arrow)
+            cols[name] = _to_arrow(
+                out, None if valid.all() else valid, m.arrow, nuls if _wide(m) else None
+            )
         type_ids = np.asarray(cols[TYPE_ID])
         ts = np.asarray(cols[self.header[0]])
         cols[TIME] = _to_arrow(ts.astype(np.int64) + offset_ns, None, self.schema.field(TIME).type)

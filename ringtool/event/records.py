@@ -34,6 +34,18 @@ def _frozen(a: Array) -> Array:
     return a
 
 
+def copy_records(dst: Array, src: Array) -> None:
+    """``dst[...] = src`` for record arrays of one shape: as one copy of their bytes
+    when both are contiguous arrays of the same dtype (numpy assigns a structured
+    array member by member, nested structs and ``char[]`` members each a pass: several
+    times the time of the bytes' copy), else by numpy's assignment."""
+    if (dst.dtype == src.dtype and dst.shape == src.shape
+            and dst.flags.c_contiguous and src.flags.c_contiguous):  # fmt: skip
+        dst.reshape(-1).view(np.uint8)[:] = src.reshape(-1).view(np.uint8)
+    else:
+        dst[...] = src
+
+
 @dataclass(frozen=True)
 class NetRecords:
     """Net packets: ``rec[i]`` is packet i's ``struct trace_net`` (its ``h.type`` is
@@ -140,4 +152,4 @@ class Records:
         return tuple(a for a in (self.events, self.net.rec) if len(a))
 
 
-__all__ = ["NO_PACKETS", "NetRecords", "Records"]
+__all__ = ["NO_PACKETS", "NetRecords", "Records", "copy_records"]

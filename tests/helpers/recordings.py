@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.decode import Decoder
+from ringtool.event.exec_data import stored_count
 from ringtool.event.layout import load_layout
 from ringtool.event.recording import STATS, SUMMARY, RecordingWriter, layout_meta
 from ringtool.event.records import NetRecords, Records
@@ -23,6 +24,7 @@ from tests.helpers.records import record, record_array
 LAYOUT = load_layout()
 SCHEMA = RecordSchema(LAYOUT)
 TCP = LAYOUT.type_id("tcp")
+EXEC = LAYOUT.type_id("exec")
 OFFSET_NS = 1_763_000_000 * 10**9
 
 #: A tcp record: every byte of its struct random (its pad zero: not data), as the rings
@@ -150,11 +152,40 @@ def write_format1(batches: list[Records], summary: dict[str, Any]) -> bytes:
     empty = pa.record_batch([pa.array([], f.type) for f in SCHEMA.schema], schema=SCHEMA.schema)
     w.write_batch(empty, custom_metadata={KIND: b"start", BODY: b"{}"})
     for b in batches:
-        w.write_batch(SCHEMA.to_arrow(b, OFFSET_NS),
-                      custom_metadata={DIGEST: records_digest(b, SCHEMA).encode()})  # fmt: skip
+        digest = records_digest(recorded(b), SCHEMA)  # of the records as kept
+        w.write_batch(SCHEMA.to_arrow(b, OFFSET_NS), custom_metadata={DIGEST: digest.encode()})
     w.write_batch(empty, custom_metadata={KIND: b"summary", BODY: json.dumps(summary).encode()})
     w.close()
     return bytes(sink.getvalue())
+
+
+def _strings_end(raw: bytes, nuls: int) -> int:
+    """Where a ``data`` value's strings end: before its ``nuls``-th NUL (0: after its
+    last non-NUL byte, as when it has fewer)."""
+    at = -1
+    for _ in range(nuls):
+        at = raw.find(b"\0", at + 1)
+        if at < 0:
+            break
+    return at if nuls and at >= 0 else len(raw.rstrip(b"\0"))
+
+
+def recorded(records: Records) -> Records:
+    """``records`` as a recording keeps them (docs/record.md): each event's ``data``
+    its strings, the bytes after them zeroed (the rest of a ring slot: stale); an
+    exec's the filename and its stored arguments (``aux2``), another type's its first
+    string, a type the layout does not name to its last non-NUL byte; rows of a struct
+    of their own (tcp, disk) as they are."""
+    events = records.events.copy()
+    known = set(LAYOUT.type_names) - set(LAYOUT.views)
+    for row in events:
+        t = int(row["h"]["type"])
+        if t in LAYOUT.views:
+            continue
+        raw = bytes(row["data"].tobytes()).ljust(LAYOUT.event["data"].itemsize, b"\0")
+        nuls = 1 + stored_count(int(row["aux2"])) if t == EXEC else int(t in known)
+        row["data"] = raw[: _strings_end(raw, nuls)]
+    return Records(events, records.net)
 
 
 def save(tmp: Path, data: bytes, name: str = "r.arrows") -> Path:

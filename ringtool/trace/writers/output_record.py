@@ -36,7 +36,7 @@ from ringtool.errors import RingtoolError, UsageError
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.decode import Decoder
 from ringtool.event.recording import ROTATE, STATS, SUMMARY, RecordingWriter, layout_meta
-from ringtool.event.records import NetRecords, Records
+from ringtool.event.records import NetRecords, Records, copy_records
 from ringtool.trace.report.stats import TraceStats
 from ringtool.trace.report.stats_json import stats_record, summary_record
 from ringtool.trace.writers.private_file import open_private
@@ -161,7 +161,7 @@ class RecordSink:
         if n:
             if not k:
                 self._since = time.monotonic()
-            self._pending[k : k + n] = records.events
+            copy_records(self._pending[k : k + n], records.events)
             self._pending_n = k = k + n
         if (len(records.net) or k >= FLUSH_EVENTS
                 or (k and time.monotonic() - self._since >= FLUSH_S)):  # fmt: skip

@@ -75,6 +75,10 @@ def test_record_beside_json_replays_byte_for_byte(tmp_path: Path) -> None:
     failed = _duckdb_rows(path, f"SELECT count(*) FROM rec WHERE type = 'open' AND ret < 0 "
                           f"AND comm = '{comm}'::BLOB")  # fmt: skip
     assert failed == [(300,)]
+    # and each path as the JSON lines give it: the string, no NUL or stale byte after it
+    paths = _duckdb_rows(path, f"SELECT DISTINCT data FROM rec WHERE type = 'open' "
+                         f"AND comm = '{comm}'::BLOB")  # fmt: skip
+    assert sorted(bytes(p).decode() for (p,) in paths) == sorted({e["path"] for e in mine})
 
     q = _run("query", str(path), "--json",
              f"SELECT count(*) AS n FROM open WHERE comm = '{comm}' AND ret < 0")  # fmt: skip

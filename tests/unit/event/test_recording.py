@@ -21,7 +21,7 @@ from ringtool.errors import RecordingError, RecordingTruncated
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.layout import TRACE_HEADER, parse_layout
 from ringtool.event.recording import STATS, RecordingReader, RecordingWriter, layout_meta
-from tests.helpers.recordings import SCHEMA, batch, write_format1, write_recording
+from tests.helpers.recordings import SCHEMA, batch, recorded, write_format1, write_recording
 from tests.helpers.records import SETTINGS as _SETTINGS
 
 SUMMARY = {"type": "summary", "events": 0}
@@ -55,7 +55,8 @@ def _data(rec: np.ndarray) -> bytes:  # type: ignore[type-arg]
 
 
 def _same(a, b) -> None:  # type: ignore[no-untyped-def]
-    assert a.events.tobytes() == b.events.tobytes()
+    """``a`` (read back) is ``b`` as recorded (``data`` cut after its strings)."""
+    assert a.events.tobytes() == recorded(b).events.tobytes()
     assert _data(a.net.rec) == _data(b.net.rec)
     assert [a.net.payload(i) for i in range(len(a.net))] == [
         b.net.payload(i) for i in range(len(b.net))
