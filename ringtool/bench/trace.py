@@ -12,12 +12,13 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   give their ``bytes_per_event`` on disk and what the recording adds to the output
   it runs beside, measured in the same run: ``record_added_ns_per_event`` (the
   consumer ns per event less the ``quiet`` or ``json`` row's) and ``record_ratio``):
-  ``trace --events open -c rt_bench_XXXXXX --buffer-pages 1024 -d D``
-  while the producer runs ``seconds``; events/s offered (loop iterations: one
-  ``openat`` each) and delivered (the summary's ``events``), kernel drops, and the
-  consumer's CPU per delivered event: ``wait4`` user + system CPU of the trace
-  process minus that of an idle run of the same ``-d D`` (no producer), so loading
-  and idle polling cancel out;
+  ``trace --events open -c rt_bench_XXXXXX --buffer-pages 1024``
+  while the producer runs ``seconds``, ended by SIGINT a drain's second after the
+  producer (however late a loaded machine started it); events/s offered (loop
+  iterations: one ``openat`` each) and delivered (the summary's ``events``), kernel
+  drops, and the consumer's CPU per delivered event: ``wait4`` user + system CPU of
+  the trace process minus that of an idle run as long (no producer), so loading and
+  idle polling cancel out;
 * ``trace-record-mix``: ``--record`` with ``--quiet`` of ``--events open,exec`` while
   the producer runs its ``mix`` mode (opens of paths of many lengths, failed ones,
   fork + exec + exit every 64): the ``bytes_per_event`` of a typical mix, and its
@@ -94,6 +95,11 @@ RECORD_BESIDE = {"record": "quiet", "json-record": "json"}
 START_ROUNDS = 3
 #: Trace run past the producer's end: the drain of what is left.
 DRAIN_S = 1.0
+#: ``-d`` of an e2e run: only a bound for a run whose interrupt never came (each run is
+#: ended by SIGINT once its producer ended and the drain passed, so a producer that
+#: started late on a loaded machine is traced whole: a ``-d`` of the producer's seconds
+#: ended the trace under it, and its late opens were offered but never traced).
+E2E_BOUND_S = 600.0
 OVERHEAD_ROUNDS = 2
 
 
@@ -113,16 +119,22 @@ def _e2e_args(comm: str, output: str, duration: float, url: str | None,
     return [*base, "--no-tui", "-w"]
 
 
-def _cpu_of_run(args: list[str], headless: bool, out: Path,
+def _cpu_of_run(args: list[str], headless: bool, out: Path, duration: float,
                 loop: tuple[Path, float, str] | None) -> tuple[ChildResult, Any]:  # fmt: skip
-    """One trace run (with the producer when ``loop`` is given): what the child
-    reported and the loop result."""
+    """One trace run (with the producer when ``loop`` is given, then :data:`DRAIN_S`;
+    without it ``duration`` seconds), ended by SIGINT: what the child reported and the
+    loop result."""
     with open(out, "w") as f:
         child = TraceChild(args, TRACE_CPU, headless_tui=headless, stdout=f)
         try:
             child.wait_ready()
-            result = run_loop(loop[0], loop[2], PRODUCER_CPU, loop[1]) if loop else None
-            done = child.finish()
+            if loop:
+                result = run_loop(loop[0], loop[2], PRODUCER_CPU, loop[1])
+                time.sleep(DRAIN_S)
+            else:
+                result = None
+                time.sleep(duration)
+            done = child.finish(interrupt=True)
         finally:
             child.kill()
     return done, result
@@ -133,11 +145,11 @@ def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None, *
     """One ``trace-e2e`` row (the producer in ``mode``, ``trace --events events``)."""
     duration = seconds + DRAIN_S
     record = tmp / "e2e.arrows"
-    args = _e2e_args(binary.name, output, duration, url, record, events)
+    args = _e2e_args(binary.name, output, E2E_BOUND_S, url, record, events)
     headless = output == "tui"
     out = tmp / f"e2e.{output}"
-    idle_run, _ = _cpu_of_run(args, headless, out, None)
-    run_, loop = _cpu_of_run(args, headless, out, (binary, seconds, mode))
+    idle_run, _ = _cpu_of_run(args, headless, out, duration, None)
+    run_, loop = _cpu_of_run(args, headless, out, duration, (binary, seconds, mode))
     summary, cpu, idle_cpu = run_.summary, run_.run_cpu_s, idle_run.run_cpu_s
     delivered = int(summary["events"])
     return {
