@@ -3,7 +3,7 @@
 The repository keeps them in its top-level ``bpf/``. An installed ringtool (a wheel,
 ``pip install .``, ``pipx install``) carries them as package data: pyproject.toml maps
 the package ``ringtool.bpf`` to that directory, so they are installed as
-``ringtool/bpf/*.c``/``*.h``, found here through :func:`importlib.resources.files`.
+``ringtool/bpf/*.c``/``*.h``, found here beside the package's ``__init__.py``.
 A source checkout run in place (``PYTHONPATH=.``, or the editable install
 ``scripts/setup.sh`` makes, which puts the checkout itself on ``sys.path``) has no
 ``ringtool/bpf/``: there they are the checkout's ``bpf/``, beside the ``ringtool``
@@ -16,7 +16,7 @@ system counts; a ringtool imported from a zip has none (:class:`BpfSourcesMissin
 
 from __future__ import annotations
 
-from importlib import resources
+import importlib
 from pathlib import Path
 
 from ringtool.errors import RingtoolError
@@ -36,8 +36,11 @@ def candidates(package: str = PACKAGE) -> tuple[Path, ...]:
     """The directories looked in, in order: the package data, then the checkout's
     ``bpf/`` (only when the package sits in a checkout: ``pyproject.toml`` beside it).
     Empty when the package is not imported from the file system."""
-    root = resources.files(package)
-    if not isinstance(root, Path):
+    # the package's own directory (not importlib.resources.files: its import costs
+    # start-up milliseconds); a package in a zip or without __file__ has none
+    file = getattr(importlib.import_module(package), "__file__", None)
+    root = Path(file).parent if file else None
+    if root is None or not root.is_dir():
         return ()
     found = [root / SUBDIR]
     if (root.parent / "pyproject.toml").is_file():

@@ -14,8 +14,8 @@ slower). A tracer not installed is a row with ``skipped`` (and the command that
 installs it). ringtool's row has ``stale_bytecode``: how many of ringtool's modules
 have no current bytecode (``__pycache__``), each compiled again at every start where
 Python may not write it (``PYTHONDONTWRITEBYTECODE``, a read-only tree): ~0.1 s of a
-start when most are (``python -m compileall ringtool`` writes them; a wheel's install
-does).
+start when most are (``make setup`` writes them, as ``python -m compileall ringtool``
+does; so does a wheel's install).
 """
 
 from __future__ import annotations

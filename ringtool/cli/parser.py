@@ -4,7 +4,6 @@ and options only ever spelled out in full."""
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -58,6 +57,8 @@ def unknown_option(given: str, known: Sequence[str]) -> str:
     name = given.split("=", 1)[0]
     longs = [k for k in known if k.startswith("--")]
     longer = [k for k in longs if k.startswith(name)] if name.startswith("--") else []
+    import difflib  # here: only a misspelled name needs it
+
     near = longer or difflib.get_close_matches(name, known, n=3, cutoff=0.75)
     if not near:
         return f"unrecognized option {name}: see --help"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import socket
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from ringtool.errors import UsageError
 
 def require_interface(name: str) -> None:
     """Raise :class:`UsageError` when there is no network interface ``name``."""
+    import socket  # here: its import costs every trace's start-up milliseconds
+
     try:
         socket.if_nametoindex(name)
     except OSError:

@@ -21,7 +21,6 @@ is cut to :data:`SHOWN_MAX` characters.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import math
 import os
 import re
@@ -279,6 +278,8 @@ def addr_port(text: str) -> tuple[str, int]:
         bad(f"{shown(repr(text))}: give [ADDR:]PORT, e.g. 9464 or 127.0.0.1:9464")
     host = host.strip("[]") or LOCAL_HOST
     try:
+        import ipaddress  # here: its import costs every start-up milliseconds
+
         ipaddress.ip_address(host)
     except ValueError:
         if host != "localhost":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -205,6 +206,23 @@ def map_update_batch(fd: int, keys: bytes, values: bytes, count: int) -> None:
                       (24, ctypes.c_uint64(ctypes.addressof(v))),
                       (32, ctypes.c_uint32(count)), (36, ctypes.c_uint32(fd))])  # fmt: skip
     bpf_call(Cmd.MAP_UPDATE_BATCH, attr, what=f"map fd {fd}")
+
+
+def map_update_many(fd: int, items: Sequence[tuple[bytes, bytes]]) -> None:
+    """Write every ``(key, value)`` of ``items`` (all keys one size, all values one
+    size) to map ``fd``: in one :func:`map_update_batch` where the kernel has it for
+    the map's type, else one by one. For an ARRAY_OF_MAPS or HASH_OF_MAPS the batch
+    also waits once for the RCU grace period the kernel waits after each write to
+    such a map (kernel/bpf/syscall.c, ``maybe_wait_bpf_programs``), not once per
+    element: milliseconds each."""
+    if not items:
+        return
+    try:
+        map_update_batch(fd, b"".join(k for k, _ in items), b"".join(v for _, v in items),
+                         len(items))  # fmt: skip
+    except BpfSyscallError:  # before 5.6, or a map type without it: one by one
+        for key, value in items:
+            map_update(fd, key, value)
 
 
 def map_lookup(fd: int, key: bytes, value_size: int) -> bytes | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import platform
 from functools import cache
@@ -23,7 +22,9 @@ def libc() -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL("libc.so.6", use_errno=True)
     except OSError:
-        lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so", use_errno=True)
+        from ctypes.util import find_library  # here: it imports subprocess (start-up ms)
+
+        lib = ctypes.CDLL(find_library("c") or "libc.so", use_errno=True)
     lib.syscall.restype = ctypes.c_long
     lib.mmap.restype = ctypes.c_void_p
     lib.mmap.argtypes = [

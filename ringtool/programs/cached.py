@@ -5,7 +5,8 @@ entry taken from a BCC object in the first place.
 functions' instructions, the tables' BTF from the kernel) into an
 :class:`~ringtool.programs.cache_entry.Entry`; :class:`CachedProgram` does what BCC did
 with it: loads the BTF, creates the tables, patches the map fds into the instructions
-(:mod:`ringtool.programs.relocs`), loads the programs, and attaches them the way BCC's
+(:mod:`ringtool.programs.relocs`), loads the programs (byte-identical ones once, their
+fd shared), and attaches them the way BCC's
 autoload would (``tracepoint__cat__event`` to ``cat:event``, ``raw_tracepoint__name``
 to ``name``). It offers what ringtool uses of a BCC object
 (:class:`ringtool.programs.loaded.LoadedProgram`): tables as ``obj[b"name"]``
@@ -161,6 +162,12 @@ class CachedProgram:
             )
             fds[("table", t.name)] = fd
         patched = [(f, patch(f.insns, f.relocs, fds)) for f in self.entry.functions]
+        # byte-identical programs (the exits of a syscall family) are verified and
+        # loaded once: their one fd is attached to each function's hook alike
+        first: dict[tuple[int, bytes, str, int], int] = {}
+        same = [first.setdefault((f.prog_type, insns, f.license, f.attach_type), i)
+                for i, (f, insns) in enumerate(patched)]  # fmt: skip
+        todo = sorted(set(same))
         loaded: list[int | BaseException | None] = [None] * len(patched)
 
         def load(i: int) -> None:
@@ -172,15 +179,15 @@ class CachedProgram:
             except BaseException as exc:  # raised below, once every thread is done
                 loaded[i] = exc
 
-        def stripe(first: int, step: int) -> None:
-            for i in range(first, len(patched), step):
+        def stripe(start: int, step: int) -> None:
+            for i in todo[start::step]:
                 if any(isinstance(r, BaseException) for r in loaded):
                     return  # one was refused: the entry is not used
                 load(i)
 
         # the verifier runs in the bpf() call, which releases the GIL: the programs are
         # verified on the CPUs this process may use at once (each load is independent)
-        workers = min(len(patched), len(os.sched_getaffinity(0)), MAX_LOADERS)
+        workers = min(len(todo), len(os.sched_getaffinity(0)), MAX_LOADERS)
         if workers <= 1:
             stripe(0, 1)
         else:
@@ -189,7 +196,7 @@ class CachedProgram:
                 thread.start()
             for thread in threads:
                 thread.join()
-        for (f, _), result in zip(patched, loaded, strict=True):
+        for (f, _), result in zip(patched, (loaded[i] for i in same), strict=True):
             if isinstance(result, int):  # kept, so that cleanup() closes it on a failure
                 self.funcs[f.name.encode()] = Function(f.name.encode(), result)
         failed = next((r for r in loaded if isinstance(r, BaseException)), None)
@@ -224,13 +231,13 @@ class CachedProgram:
 
     def cleanup(self) -> None:
         """Close every fd still open: attachments, programs, tables, BTF (idempotent)."""
-        fds = [
+        fds = dict.fromkeys([  # a program shared by identical functions: closed once
             *self.tracepoint_fds.values(),
             *self.raw_tracepoint_fds.values(),
             *(f.fd for f in self.funcs.values()),
             *(t.map_fd for t in self._tables.values()),
             *self._btf_fds,
-        ]
+        ])  # fmt: skip
         self.tracepoint_fds.clear()
         self.raw_tracepoint_fds.clear()
         self.funcs.clear()

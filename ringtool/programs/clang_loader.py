@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sysconfig
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -59,6 +57,8 @@ def missing_tools() -> list[str]:
 
 
 def _run(cmd: list[str], what: str, pass_fds: Sequence[int] = ()) -> None:
+    import subprocess  # here: a warm start runs neither clang nor bpftool
+
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_S,
                               check=False, pass_fds=pass_fds)  # fmt: skip
@@ -92,6 +92,8 @@ def load_pinned(
     with the same key skips clang (a damaged object is compiled again)."""
     bpftool = _tool("bpftool")
     data = build_object(filename, defines=defines, store=store)
+    import tempfile  # here: a warm start compiles nothing
+
     with tempfile.TemporaryDirectory(prefix="ringtool-bpf-") as tmp:
         obj = os.path.join(tmp, filename.replace(".c", ".o"))
         Path(obj).write_bytes(data)
@@ -124,6 +126,8 @@ def build_object(
         data = _cached_object(store, key)
         if data is not None:
             return data
+    import tempfile  # here: a warm start compiles nothing
+
     with tempfile.TemporaryDirectory(prefix="ringtool-bpf-") as tmp:
         obj = os.path.join(tmp, filename.replace(".c", ".o"))
         build = [clang, "-O2", "-g", "-target", "bpf", *flags, "-c", str(bpf_file(filename))]

@@ -28,6 +28,7 @@ not unmap them).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -35,6 +36,7 @@ from typing import Any
 from ringtool.bpf_files import bpf_dir
 from ringtool.errors import ArgumentError, ConsumerStateError, RingSizeError, RingtoolError
 from ringtool.kernel import bpf
+from ringtool.kernel.background_update import BackgroundUpdate
 from ringtool.kernel.closing import Closing
 from ringtool.kernel.cpus import online_cpus, possible_cpu_count
 from ringtool.kernel.hotplug import OnlineWatcher
@@ -121,6 +123,8 @@ class RingBufGroup(Closing):
     ``ring_bytes``: size of each inner ring (power of two of pages).
     ``cpus``: the CPUs to give buffers to (default: the online ones).
     ``ring_flags``: the inner rings' map flags (``BPF_F_RB_OVERWRITE``: overwrite mode).
+    ``fill_later``: a thread enters the rings in the ARRAY_OF_MAPS (that write sleeps
+    an RCU grace period) while the caller loads programs: :meth:`filled` before attach.
     """
 
     def __init__(
@@ -130,6 +134,7 @@ class RingBufGroup(Closing):
         ring_bytes: int = 256 * 1024,
         cpus: Sequence[int] | None = None,
         ring_flags: int = 0,
+        fill_later: bool = False,
     ) -> None:
         _check_ring_bytes(ring_bytes)
         self.ring_flags = ring_flags  # map_flags of every inner RINGBUF
@@ -148,6 +153,7 @@ class RingBufGroup(Closing):
         self._consumers: list[tuple[RingBuffer, Callable[[memoryview], Any] | None]] = []
         self._fds: list[int] = []
         self._sizes: dict[int, int] = {}  # ring fd -> its size in bytes
+        self._filling: BackgroundUpdate | None = None
         try:
             self.ring_fds = [self._create_ring() for _ in range(self.layout.buffers)]
             ncpu = max(possible_cpu_count(), max(self.layout.cpu_to_buffer) + 1)
@@ -166,16 +172,28 @@ class RingBufGroup(Closing):
             self.drops_fd = self._own(
                 bpf.map_create(bpf.MapType.PERCPU_ARRAY, key_size=4, value_size=8, max_entries=1)
             )
-            for bid, fd in enumerate(self.ring_fds):
-                bpf.map_update(self.rings_fd, _u32(bid), _u32(fd))
+            # one batch each: the ARRAY_OF_MAPS's writes wait for one RCU grace period
+            # in all, not one per ring (bpf.map_update_many)
+            rings = [(_u32(bid), _u32(fd)) for bid, fd in enumerate(self.ring_fds)]
+            if fill_later:
+                self._filling = BackgroundUpdate(self.rings_fd, rings)
+            else:
+                bpf.map_update_many(self.rings_fd, rings)
             shared = cpus_per_buffer == 0  # every CPU, even one offline now, shares it
-            for cpu in range(ncpu):
-                bid = 0 if shared else self.layout.cpu_to_buffer.get(cpu, NO_BUFFER)
-                bpf.map_update(self.cpumap_fd, _u32(cpu), _u32(bid))
+            cpu_buffer = self.layout.cpu_to_buffer
+            bpf.map_update_many(self.cpumap_fd, [
+                (_u32(cpu), _u32(0 if shared else cpu_buffer.get(cpu, NO_BUFFER)))
+                for cpu in range(ncpu)
+            ])  # fmt: skip
         except BaseException:
             self.close()
             raise
         self._ncpu = ncpu
+
+    def filled(self) -> None:
+        """Return once every ring is in the ARRAY_OF_MAPS; the write's error if any."""
+        if self._filling is not None:
+            self._filling.wait()
 
     def _own(self, fd: int) -> int:
         self._fds.append(fd)
@@ -219,6 +237,7 @@ class RingBufGroup(Closing):
         if not 0 <= buffer_id < len(self.ring_fds) or fd not in self._sizes:
             raise ArgumentError(f"swap_ring({buffer_id!r}, {fd!r}): not a buffer and ring "
                                 "of this group")  # fmt: skip
+        self.filled()
         bpf.map_update(self.rings_fd, _u32(buffer_id), _u32(fd))
         old, self.ring_fds[buffer_id] = self.ring_fds[buffer_id], fd
         return old
@@ -309,6 +328,7 @@ class RingBufGroup(Closing):
             )
         if self.layout.cpus_per_buffer == 0 or cpu in self.layout.cpu_to_buffer:
             raise ArgumentError(f"cpu {cpu} already writes to a ring buffer of this group")
+        self.filled()
         bid = self.layout.buffers
         fd = self._create_ring()
         bpf.map_update(self.rings_fd, _u32(bid), _u32(fd))
@@ -334,7 +354,9 @@ class RingBufGroup(Closing):
         return bpf.percpu_u64(self.drops_fd)
 
     def close(self) -> None:
-        """Close the group's map fds (idempotent)."""
+        """Close the group's map fds (idempotent), the filling thread done first."""
+        with contextlib.suppress(RingtoolError):  # the fds go all the same
+            self.filled()
         fds, self._fds = self._fds, []
         for fd in fds:
             bpf.close_fd(fd)

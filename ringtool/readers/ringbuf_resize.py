@@ -64,9 +64,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -74,6 +73,9 @@ from ringtool.errors import ArgumentError, ConsumerStateError, RingtoolError
 from ringtool.merge import RingSource
 from ringtool.readers.ringbuf import RingBuffer, RingbufMappedRing
 from ringtool.readers.ringbuf_group import RingBufGroup
+
+if TYPE_CHECKING:  # imported where the first resize starts (start-up milliseconds)
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 
 @dataclass
@@ -123,6 +125,8 @@ class RingResizer:
         if self.busy(buffer_id) or ring_bytes == size:
             return None
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="ringtool-resize")
         sw = Switch(buffer_id, size, ring_bytes, time.monotonic())
         sw._future = self._pool.submit(self.group.new_ring, ring_bytes)

@@ -54,12 +54,19 @@ def program_label(func: str) -> str:
 
 def program_fds(sources: Mapping[str, LoadedProgram], more: Mapping[str, int]) -> dict[str, int]:
     """Every loaded BPF program of BCC objects ``sources`` (source name -> its object):
-    ``"source category:event"`` (:func:`program_label`) -> its fd, then ``more``."""
-    out = {
-        f"{source} {program_label(fn.name.decode())}": fn.fd
-        for source, obj in sources.items()
-        for fn in obj.funcs.values()
-    }
+    ``"source category:event"`` (:func:`program_label`) -> its fd, then ``more``. One
+    program on several hooks (the program cache loads byte-identical functions once)
+    is one entry, its hooks' events joined by ``+``: ``"open
+    syscalls:sys_exit_creat+sys_exit_open"`` (its figures are all of theirs)."""
+    hooks: dict[int, tuple[str, list[str]]] = {}  # fd -> (the first label, more events)
+    for source, obj in sources.items():
+        for fn in obj.funcs.values():
+            label = f"{source} {program_label(fn.name.decode())}"
+            if fn.fd in hooks:
+                hooks[fn.fd][1].append(label.rpartition(":")[2])
+            else:
+                hooks[fn.fd] = (label, [])
+    out = {"+".join([label, *more_events]): fd for fd, (label, more_events) in hooks.items()}
     out.update(more)
     return out
 

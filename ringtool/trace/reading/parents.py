@@ -17,9 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from ringtool.errors import BpfSyscallError
 from ringtool.kernel import bpf
-from ringtool.kernel.c_ints import u32
 from ringtool.programs.loaded import ProgramTable
 
 
@@ -59,13 +57,10 @@ def seed_parents(table: ProgramTable, limit: int = 32768) -> int:
     (``u32 pid -> u32 tgid``, the map's LRU keeps room for forks) in one batch, or one
     by one where the kernel has no batch update; returns how many."""
     pairs = parents_to_seed(limit)
-    keys = b"".join(pid.to_bytes(4, "little") for pid, _ in pairs)
-    values = b"".join(ppid.to_bytes(4, "little") for _, ppid in pairs)
-    try:
-        bpf.map_update_batch(table.map_fd, keys, values, len(pairs))
-    except BpfSyscallError:  # before 5.6, or a map type without it: one by one
-        for pid, ppid in pairs:
-            table[u32(pid)] = u32(ppid)
+    bpf.map_update_many(
+        table.map_fd,
+        [(pid.to_bytes(4, "little"), ppid.to_bytes(4, "little")) for pid, ppid in pairs],
+    )
     return len(pairs)
 
 

@@ -129,9 +129,8 @@ class TraceSession:
             self.owners_fd = tcp_owners.make_owners()
         owners = tcp_owners.owner_defines(self.owners_fd) if self.owners_fd >= 0 else {}
         if ring_names:
-            self.group = RingBufGroup(
-                cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE, ring_flags=self.ring_flags
-            )
+            self.group = RingBufGroup(cpus_per_buffer=1, ring_bytes=opts.buffer_pages * PAGE,
+                                      ring_flags=self.ring_flags, fill_later=True)  # fmt: skip
         flags = None if self.group is None else self.group.cflags()
         defines = loading.source_defines(
             opts, self.layout, flags, self.config_fd, self._extra_defines()
@@ -141,6 +140,7 @@ class TraceSession:
         if "exec" in self.sources:  # the ppid of processes forked before the trace
             seed_parents(self.sources["exec"][b"parent_of"])
         if self.group is not None and self.sources:
+            self.group.filled()  # the rings were entered while the programs loaded
             self.rb = self.group.consumer()
             self._setup_marks()
             self.growth = RingGrowth(self.group, self.rb, max_bytes=opts.max_buffer_bytes,
