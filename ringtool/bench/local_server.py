@@ -1,21 +1,27 @@
 """A throwaway ``nats-server`` with JetStream on 127.0.0.1, for benchmarks and tests.
 
-:class:`LocalNats` runs Debian's ``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file
+:class:`LocalNats` runs ``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file
 storage in ``DIR``, a free port chosen at start), optionally requiring a user and
 password, TLS or a configuration file (``-c``: users and their permissions; the
 address, port and store given as flags override the file's; ``extra``: more flags, e.g.
 a cluster node's), and waits until the server says it is ready. :meth:`~LocalNats.stop`
 and :meth:`~LocalNats.start` again keep the port and the store: a broker restart.
 Nothing listens beyond 127.0.0.1.
+
+The binary is :func:`nats_binary`'s: the venv's own (``make setup`` unpacks Debian 13's
+2.10.27 there: scripts/nats-server.sh), else the PATH's (Debian 12's 2.9.10 runs an
+account purge asked from any account: docs/fleet.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -40,6 +46,17 @@ def wait_port(port: int, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def nats_binary() -> Path | None:
+    """The nats-server ringtool's servers run: the one in this Python's venv
+    (``sys.prefix``/bin, where ``make setup`` puts Debian 13's), else the first on the
+    PATH, else Debian's ``/usr/sbin/nats-server``; None when there is none."""
+    for candidate in (Path(sys.prefix) / "bin" / "nats-server", shutil.which("nats-server")):
+        if candidate is not None and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    debian = Path("/usr/sbin/nats-server")
+    return debian if os.access(debian, os.X_OK) else None
+
+
 class LocalNats(Closing):
     """See the module doc."""
 
@@ -52,10 +69,12 @@ class LocalNats(Closing):
         conf: Path | None = None,
         extra: tuple[str, ...] = (),
     ) -> None:
-        binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
-        if not Path(binary).exists():
-            raise ExportError("nats-server is not installed: run `make setup` (Debian package)")
-        self.binary = binary
+        binary = nats_binary()
+        if binary is None:
+            raise ExportError(
+                f"no nats-server in {Path(sys.prefix) / 'bin'} nor on the PATH: run `make setup`"
+            )
+        self.binary = str(binary)
         self.store = store
         store.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -114,4 +133,4 @@ class LocalNats(Closing):
         self.stop()
 
 
-__all__ = ["LocalNats", "free_port", "wait_port"]
+__all__ = ["LocalNats", "free_port", "nats_binary", "wait_port"]
