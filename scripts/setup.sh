@@ -14,9 +14,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 # 1. Debian packages. BCC comes from Debian, not PyPI (it must match the system libbcc).
-# prometheus: the export tests start their own on 127.0.0.1. nats-server: Debian 12's,
-# the `nats-server` on the PATH the README's fleet example runs; the tests and the
-# benches start Debian 13's instead (step 5).
+# nats-server and prometheus: the export tests start their own on 127.0.0.1 (the tests
+# of the fleet guide's permissions also Debian 13's nats-server: step 5).
 # gcc + libbpf-dev: `ringtool bench trace`/`ringbuf` compile their C helpers.
 # man-db + groff-base: `man ringtool` (step 6 installs the page; the tests render it).
 # sudo: the README's examples say `sudo ringtool ...` (step 6 puts ringtool on the PATH).
@@ -94,10 +93,10 @@ if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" ]]; then
     touch "$stamp"
 fi
 
-# 5. nats-server for the export tests and `ringtool bench`: Debian 13's package (trixie,
-#    2.10.27 or later), unpacked into the venv as $VENV/bin/nats-server, which
-#    ringtool.bench.local_server prefers to the PATH's. Debian 12's 2.9.10 (step 1) runs
-#    an account purge asked from any account (CVE-2025-30215: docs/fleet.md). apt fetches
+# 5. Debian 13's nats-server (trixie, 2.10.27 or later), unpacked into the venv as
+#    $VENV/libexec/nats-server: the tests of the fleet guide's permissions run it beside
+#    Debian 12's 2.9.10 (step 1), which runs an account purge asked from any account
+#    (CVE-2025-30215: docs/fleet.md), to show the guide holds on a fixed server. apt fetches
 #    and verifies it with a configuration of its own (scripts/debian-apt.sh: the host's
 #    sources and packages stay as they are). A venv that has it already is left alone:
 #    scripts/nats-server.sh.

@@ -8,9 +8,10 @@ a cluster node's), and waits until the server says it is ready. :meth:`~LocalNat
 and :meth:`~LocalNats.start` again keep the port and the store: a broker restart.
 Nothing listens beyond 127.0.0.1.
 
-The binary is :func:`nats_binary`'s: the venv's own (``make setup`` unpacks Debian 13's
-2.10.27 there: scripts/nats-server.sh), else the PATH's (Debian 12's 2.9.10 runs an
-account purge asked from any account: docs/fleet.md).
+The binary is Debian's on the PATH (:func:`nats_binary`), or the one given. Debian 12's
+2.9.10 runs an account purge asked from any account (docs/fleet.md): the tests of the
+fleet guide's permissions also run Debian 13's 2.10.27, which ``make setup`` unpacks
+into the venv (:func:`fixed_nats_binary`, scripts/nats-server.sh).
 """
 
 from __future__ import annotations
@@ -47,14 +48,19 @@ def wait_port(port: int, timeout: float = 30.0) -> None:
 
 
 def nats_binary() -> Path | None:
-    """The nats-server ringtool's servers run: the one in this Python's venv
-    (``sys.prefix``/bin, where ``make setup`` puts Debian 13's), else the first on the
-    PATH, else Debian's ``/usr/sbin/nats-server``; None when there is none."""
-    for candidate in (Path(sys.prefix) / "bin" / "nats-server", shutil.which("nats-server")):
+    """The nats-server ringtool's servers run: the first on the PATH, else Debian's
+    ``/usr/sbin/nats-server``; None when there is none."""
+    for candidate in (shutil.which("nats-server"), "/usr/sbin/nats-server"):
         if candidate is not None and os.access(candidate, os.X_OK):
             return Path(candidate)
-    debian = Path("/usr/sbin/nats-server")
-    return debian if os.access(debian, os.X_OK) else None
+    return None
+
+
+def fixed_nats_binary() -> Path | None:
+    """Debian 13's nats-server (2.10.27 or later: no account purge for other accounts)
+    that ``make setup`` unpacks at ``sys.prefix``/libexec/nats-server; None without it."""
+    path = Path(sys.prefix) / "libexec" / "nats-server"
+    return path if os.access(path, os.X_OK) else None
 
 
 class LocalNats(Closing):
@@ -68,12 +74,11 @@ class LocalNats(Closing):
         tls: tuple[Path, Path] | None = None,
         conf: Path | None = None,
         extra: tuple[str, ...] = (),
+        binary: Path | None = None,
     ) -> None:
-        binary = nats_binary()
+        binary = binary or nats_binary()
         if binary is None:
-            raise ExportError(
-                f"no nats-server in {Path(sys.prefix) / 'bin'} nor on the PATH: run `make setup`"
-            )
+            raise ExportError("no nats-server on the PATH: run `make setup` (Debian package)")
         self.binary = str(binary)
         self.store = store
         store.mkdir(parents=True, exist_ok=True)
@@ -133,4 +138,4 @@ class LocalNats(Closing):
         self.stop()
 
 
-__all__ = ["LocalNats", "free_port", "nats_binary", "wait_port"]
+__all__ = ["LocalNats", "fixed_nats_binary", "free_port", "nats_binary", "wait_port"]

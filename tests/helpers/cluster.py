@@ -1,6 +1,6 @@
 """A real three-node NATS JetStream cluster on 127.0.0.1, for the export tests.
 
-Each node is a :class:`~tests.helpers.servers.NatsServer` (Debian 13's ``nats-server``, its
+Each node is a :class:`~tests.helpers.servers.NatsServer` (Debian's ``nats-server``, its
 own free client port and store directory) started with the cluster flags: a server
 name, the cluster name, its route listener and the routes to all three (``--routes``;
 a node's route to itself is ignored), and a monitoring port (``/connz``: which node a

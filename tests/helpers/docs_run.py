@@ -14,9 +14,7 @@ namespace: loopback up (nothing else, so ports such as 4222 are free and nothing
 reaches the network), ``/tmp`` and ``/var/lib`` private and empty, ``broker`` resolving
 to 127.0.0.1 (the fleet guide's host name), and ``ringtool``, ``ringtool-python`` and
 ``sudo`` on the PATH running this checkout (``sudo`` runs its command: the tests are
-root already, and Debian's sudo would put the installed ringtool first), and
-``nats-server`` the one the export tests run (:func:`ringtool.bench.local_server.nats_binary`:
-the venv's Debian 13 build, not Debian 12's on the PATH). Each block runs
+root already, and Debian's sudo would put the installed ringtool first). Each block runs
 in a session of its own, which is killed when the block ends (what it left in the
 background: a ``nats-server &``). A block's command that fails is named on its stderr;
 the block's status is then 1.
@@ -30,7 +28,6 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringtool.bench.local_server import nats_binary
 from tests.helpers.paths import PY, ROOT
 
 MARKER = re.compile(r"^<!-- runnable(?:: (file (?P<file>\S+)|(?P<output>output)))? -->$")
@@ -129,9 +126,6 @@ def run_page(page: Path, priv: Path) -> list[Ran]:
         (priv / d).mkdir(parents=True)
     shims = {"ringtool": f"{shlex.quote(PY)} -m ringtool", "ringtool-python": shlex.quote(PY),
              "sudo": ""}  # fmt: skip
-    nats = nats_binary()
-    if nats is not None:
-        shims["nats-server"] = shlex.quote(str(nats))
     for name, cmd in shims.items():
         shim = priv / "bin" / name
         shim.write_text(_SHIM.format(root=shlex.quote(str(ROOT)), cmd=cmd))

@@ -1,9 +1,5 @@
 """Real servers for the export tests: Debian's ``nats-server`` and ``prometheus``.
 
-The ``nats-server`` is :func:`ringtool.bench.local_server.nats_binary`'s: Debian 13's
-2.10.27 that ``make setup`` puts in the venv (scripts/nats-server.sh), not Debian 12's
-2.9.10 on the PATH.
-
 Each runs on 127.0.0.1 with a free port chosen at start and a temporary directory, and
 is stopped by the fixture that started it. Nothing else on the network is touched.
 """

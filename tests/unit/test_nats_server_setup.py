@@ -1,5 +1,5 @@
 """scripts/nats-server.sh VENV (setup's step 5): Debian 13's nats-server, 2.10.27 or
-later, put at VENV/bin/nats-server with apt in a configuration of its own. A venv that
+later, put at VENV/libexec/nats-server with apt in a configuration of its own. A venv that
 has one already is left alone without a look at the network; an older one (Debian 12's
 2.9.10) is replaced; the host's packages and sources are not touched. Against the real
 Debian binaries (the host's 2.9.10, the venv's from ``make setup``) and Debian's archive."""
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ringtool.bench.local_server import nats_binary
+from ringtool.bench.local_server import fixed_nats_binary, nats_binary
 from ringtool.export.stream_setup import purge_exposed
 from tests.helpers.paths import ROOT
 
@@ -39,8 +39,8 @@ def run(venv: Path, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 
 def venv_with(tmp_path: Path, binary: Path) -> Path:
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "nats-server").symlink_to(binary)
+    (tmp_path / "libexec").mkdir()
+    (tmp_path / "libexec" / "nats-server").symlink_to(binary)
     return tmp_path
 
 
@@ -58,21 +58,22 @@ def host_apt_state() -> str:
     return h.hexdigest()
 
 
-def test_the_tests_server_is_the_venvs_and_not_exposed() -> None:
-    """What `make setup` left: the servers the tests start are the venv's, a version
-    whose account purge answers the system account only."""
-    binary = nats_binary()
+def test_the_fixed_server_is_the_venvs_and_not_exposed() -> None:
+    """What `make setup` left: the venv's Debian 13 server, a version whose account
+    purge answers the system account only, beside Debian 12's exposed one on the PATH."""
+    binary = fixed_nats_binary()
     assert binary is not None and binary.parent.parent == Path(sys.prefix), binary
     assert not purge_exposed(version(binary)), version(binary)
+    assert nats_binary() != binary
 
 
 def test_a_venv_with_a_new_enough_server_is_left_alone(tmp_path: Path) -> None:
-    binary = nats_binary()
+    binary = fixed_nats_binary()
     assert binary is not None
     venv = venv_with(tmp_path, binary)
     done = run(venv, NO_MIRROR)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), done
-    assert (venv / "bin" / "nats-server").resolve() == binary.resolve()
+    assert (venv / "libexec" / "nats-server").resolve() == binary.resolve()
 
 
 def test_an_older_server_is_replaced_or_the_failure_named(tmp_path: Path) -> None:
@@ -86,8 +87,8 @@ def test_an_older_server_is_replaced_or_the_failure_named(tmp_path: Path) -> Non
         "setup: could not read trixie's index (the network? RINGTOOL_DEBIAN_MIRROR, apt's proxy)\n"
     ), done.stderr
     assert "127.0.0.1:1" in (venv / "nats-server-fetch.log").read_text()
-    assert (venv / "bin" / "nats-server").resolve() == DEBIAN_12
-    assert not (venv / "bin" / "nats-server.new").exists()
+    assert (venv / "libexec" / "nats-server").resolve() == DEBIAN_12
+    assert not (venv / "libexec" / "nats-server.new").exists()
 
 
 @pytest.mark.slow
@@ -95,13 +96,12 @@ def test_trixies_server_is_fetched_once(tmp_path: Path) -> None:
     """From Debian's archive (the network): 2.10.27 or later in the venv, the host's
     packages and sources as they were; a second run does nothing."""
     before = host_apt_state()
-    (tmp_path / "bin").mkdir()
     done = run(tmp_path)
     assert done.returncode == 0, done
-    got = version(tmp_path / "bin" / "nats-server")
+    got = version(tmp_path / "libexec" / "nats-server")
     assert not purge_exposed(got), got
-    assert done.stdout.endswith(f"in {tmp_path}/bin\n") and f"nats-server {got} (" in done.stdout
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]  # no log left
+    assert done.stdout.endswith(f"in {tmp_path}/libexec\n") and f"nats-server {got} (" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["libexec"]  # no log left
     assert host_apt_state() == before
     again = run(tmp_path, NO_MIRROR)
     assert (again.returncode, again.stdout, again.stderr) == (0, "", ""), again
