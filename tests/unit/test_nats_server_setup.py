@@ -100,7 +100,8 @@ def test_trixies_server_is_fetched_once(tmp_path: Path) -> None:
     assert done.returncode == 0, done
     got = version(tmp_path / "libexec" / "nats-server")
     assert not purge_exposed(got), got
-    assert done.stdout.endswith(f"in {tmp_path}/libexec\n") and f"nats-server {got} (" in done.stdout
+    assert done.stdout.endswith(f"in {tmp_path}/libexec\n"), done.stdout
+    assert f"nats-server {got} (" in done.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["libexec"]  # no log left
     assert host_apt_state() == before
     again = run(tmp_path, NO_MIRROR)
