@@ -14,10 +14,11 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 # 1. Debian packages. BCC comes from Debian, not PyPI (it must match the system libbcc).
-# nats-server and prometheus: the export tests start their own on 127.0.0.1.
+# nats-server and prometheus: the export tests start their own on 127.0.0.1 (the tests
+# of the fleet guide's permissions also Debian 13's nats-server: step 5).
 # gcc + libbpf-dev: `ringtool bench trace`/`ringbuf` compile their C helpers.
-# man-db + groff-base: `man ringtool` (step 5 installs the page; the tests render it).
-# sudo: the README's examples say `sudo ringtool ...` (step 5 puts ringtool on the PATH).
+# man-db + groff-base: `man ringtool` (step 6 installs the page; the tests render it).
+# sudo: the README's examples say `sudo ringtool ...` (step 6 puts ringtool on the PATH).
 # jq, curl: the README's examples pipe `--json` into jq and make loopback traffic with curl.
 # bpftrace: the peer check's reference tracer (tests/kernel/trace/test_peer_bpftrace.py).
 # libbpf-tools: tcplife, the tcp source's reference (tests/kernel/trace/test_tcp_source.py).
@@ -26,7 +27,7 @@ fi
 # `ringtool mark`, ringtool.programs.clang_loader).
 # python3-jsonschema: the tests check every `trace --json` line against
 # docs/trace-events.schema.json (tests/helpers/json_schema.py).
-# bash-completion: loads /etc/bash_completion.d/ringtool (step 5 enables it for
+# bash-completion: loads /etc/bash_completion.d/ringtool (step 6 enables it for
 # interactive shells in /etc/bash.bashrc: scripts/host-files.sh).
 PKGS=(python3-bpfcc bpfcc-tools python3-venv python3-dev iproute2 tmux tshark make
       nats-server prometheus gcc libbpf-dev man-db groff-base sudo bpftrace jq curl
@@ -97,7 +98,16 @@ fi
 # when they are current (only stale ones are written).
 "$VENV/bin/python" -m compileall -q "$REPO/ringtool" >/dev/null
 
-# 5. `ringtool` on the PATH (/usr/local/bin/ringtool -> the venv's entry point), shell
+# 5. Debian 13's nats-server (trixie, 2.10.27 or later), unpacked into the venv as
+#    $VENV/libexec/nats-server: the tests of the fleet guide's permissions run it beside
+#    Debian 12's 2.9.10 (step 1), which runs an account purge asked from any account
+#    (CVE-2025-30215: docs/fleet.md), to show the guide holds on a fixed server. apt fetches
+#    and verifies it with a configuration of its own (scripts/debian-apt.sh: the host's
+#    sources and packages stay as they are). A venv that has it already is left alone:
+#    scripts/nats-server.sh.
+bash "$REPO/scripts/nats-server.sh" "$VENV"
+
+# 6. `ringtool` on the PATH (/usr/local/bin/ringtool -> the venv's entry point), shell
 #    completion and the man page ringtool(1), generated from the CLI's own parser.
 #    `make uninstall` removes them (and step 2's links): scripts/host-files.sh.
 bash "$REPO/scripts/host-files.sh" install "$VENV"

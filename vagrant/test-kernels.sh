@@ -34,11 +34,12 @@ SCRIPT_NAME=test-kernels
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=vagrant/lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=scripts/debian-apt.sh
+. "$HERE/../scripts/debian-apt.sh"
 need_root
 
 REPO="$(cd "$HERE/.." && pwd)"
 OUT="${RINGTOOL_VM_OUT:-$HERE/out}/kernels"
-MIRROR="${RINGTOOL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # Trixie's 6.12 runs the tests whose behaviour depends on the kernel; sid's newest
 # those and the ones only it can run (features newer than 6.12).
 KERNELS="${RINGTOOL_KERNELS:-trixie sid}"
@@ -49,7 +50,7 @@ if [[ -z "$VENV" ]]; then
 fi
 [[ -x "$VENV/bin/python" ]] || die "no venv at $VENV (run make setup first, or set RINGTOOL_KERNELS_VENV)"
 TIMEOUT="${RINGTOOL_KERNELS_TIMEOUT:-2400}"
-KEY="$(sha256sum <"${BASH_SOURCE[0]}" | cut -c1-16)"
+KEY="$(cat "${BASH_SOURCE[0]}" "$REPO/scripts/debian-apt.sh" | sha256sum | cut -c1-16)"
 KCACHE="$VM_CACHE/kernels/$KEY"
 APTDIR="$VM_CACHE/kernels/apt"
 mkdir -p "$OUT" "$KCACHE"
@@ -63,37 +64,8 @@ trap cleanup EXIT
 trap 'exit 143' TERM INT
 
 # apt, with its own lists for the suites named (the host's sources stay as they are).
-# Check-Valid-Until off: a mirror or proxy may serve sid's Release past its date.
-kapt() { APT_CONFIG="$APTDIR/apt.conf" "$@"; }
-apt_setup() {
-    local suite
-    mkdir -p "$APTDIR/etc/apt/preferences.d" "$APTDIR/etc/apt/apt.conf.d" \
-        "$APTDIR/state/lists/partial" "$APTDIR/cache/archives/partial" "$APTDIR/debs"
-    : >"$APTDIR/etc/apt/sources.list"
-    for suite in "$@"; do
-        echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $suite main" \
-            >>"$APTDIR/etc/apt/sources.list"
-    done
-    {
-        echo "Dir::Etc \"$APTDIR/etc/apt\";"
-        echo "Dir::State \"$APTDIR/state\";"
-        echo 'Dir::State::status "/dev/null";'
-        echo "Dir::Cache \"$APTDIR/cache\";"
-        echo 'APT::Architecture "amd64";'
-        echo 'Acquire::Languages "none";'
-        echo 'Acquire::Check-Valid-Until "false";'
-        # the host's proxies (apt's own settings)
-        apt-config dump 2>/dev/null | grep -E '^Acquire::(http|https|ftp)::Proxy' || true
-    } >"$APTDIR/apt.conf"
-    # lists younger than a day (and for the same suites) are reused
-    if [[ -n "$(find "$APTDIR/state/lists" -name '*_Packages' -mmin -1440 2>/dev/null | head -1)" ]] \
-        && cmp -s "$APTDIR/etc/apt/sources.list" "$APTDIR/sources.list.updated"; then
-        return 0
-    fi
-    kapt apt-get -q update >"$OUT/apt-update.log" 2>&1 \
-        || { tail -5 "$OUT/apt-update.log" >&2; die "apt-get update failed: see $OUT/apt-update.log"; }
-    cp "$APTDIR/etc/apt/sources.list" "$APTDIR/sources.list.updated"
-}
+kapt() { debian_apt "$APTDIR" "$@"; }
+apt_setup() { debian_apt_setup "$APTDIR" "$OUT/apt-update.log" "$@" || die "apt-get update failed"; }
 
 # pkg_field PKG/SUITE FIELD: one field of the candidate in that suite.
 pkg_field() { kapt apt-cache show "$1" 2>/dev/null | awk -v f="$2:" '$1 == f {sub(/^[^:]*: /, ""); print; exit}'; }

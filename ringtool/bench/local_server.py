@@ -1,21 +1,28 @@
 """A throwaway ``nats-server`` with JetStream on 127.0.0.1, for benchmarks and tests.
 
-:class:`LocalNats` runs Debian's ``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file
+:class:`LocalNats` runs ``nats-server -js -sd DIR -a 127.0.0.1 -p PORT`` (file
 storage in ``DIR``, a free port chosen at start), optionally requiring a user and
 password, TLS or a configuration file (``-c``: users and their permissions; the
 address, port and store given as flags override the file's; ``extra``: more flags, e.g.
 a cluster node's), and waits until the server says it is ready. :meth:`~LocalNats.stop`
 and :meth:`~LocalNats.start` again keep the port and the store: a broker restart.
 Nothing listens beyond 127.0.0.1.
+
+The binary is Debian's on the PATH (:func:`nats_binary`), or the one given. Debian 12's
+2.9.10 runs an account purge asked from any account (docs/fleet.md): the tests of the
+fleet guide's permissions also run Debian 13's 2.10.27, which ``make setup`` unpacks
+into the venv (:func:`fixed_nats_binary`, scripts/nats-server.sh).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -40,6 +47,22 @@ def wait_port(port: int, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def nats_binary() -> Path | None:
+    """The nats-server ringtool's servers run: the first on the PATH, else Debian's
+    ``/usr/sbin/nats-server``; None when there is none."""
+    for candidate in (shutil.which("nats-server"), "/usr/sbin/nats-server"):
+        if candidate is not None and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    return None
+
+
+def fixed_nats_binary() -> Path | None:
+    """Debian 13's nats-server (2.10.27 or later: no account purge for other accounts)
+    that ``make setup`` unpacks at ``sys.prefix``/libexec/nats-server; None without it."""
+    path = Path(sys.prefix) / "libexec" / "nats-server"
+    return path if os.access(path, os.X_OK) else None
+
+
 class LocalNats(Closing):
     """See the module doc."""
 
@@ -51,11 +74,12 @@ class LocalNats(Closing):
         tls: tuple[Path, Path] | None = None,
         conf: Path | None = None,
         extra: tuple[str, ...] = (),
+        binary: Path | None = None,
     ) -> None:
-        binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
-        if not Path(binary).exists():
-            raise ExportError("nats-server is not installed: run `make setup` (Debian package)")
-        self.binary = binary
+        binary = binary or nats_binary()
+        if binary is None:
+            raise ExportError("no nats-server on the PATH: run `make setup` (Debian package)")
+        self.binary = str(binary)
         self.store = store
         store.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -114,4 +138,4 @@ class LocalNats(Closing):
         self.stop()
 
 
-__all__ = ["LocalNats", "free_port", "wait_port"]
+__all__ = ["LocalNats", "fixed_nats_binary", "free_port", "nats_binary", "wait_port"]

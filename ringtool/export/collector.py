@@ -20,7 +20,9 @@ go to :class:`~ringtool.export.deliveries.Deliveries`, so what another ``collect
 the same durable consumer read (before this one, or at the same time) is counted as
 *read elsewhere*, not as gaps. A lost connection is said in one line on stderr; the collector
 reconnects with backoff and binds the same durable consumer again, which resumes after
-the last acknowledged message.
+the last acknowledged message. A fetch JetStream answers with 503 (no responder: a
+cluster's consumer without a leader for a while, as nats-server 2.10 answers after a
+node died) is said once and asked again on the same connection.
 """
 
 from __future__ import annotations
@@ -197,13 +199,22 @@ class Collector:
         """Fetch, hand to the view, acknowledge; :class:`_FetchConnectionLost` when the connection
         closes (messages not yet acknowledged come again: at least once)."""
         from nats.errors import TimeoutError as NatsTimeout
+        from nats.js.errors import ServiceUnavailableError
 
         await self._backlog(psub, bind=True)
+        unavailable = False
         while not self._over():
+            wait, was_unavailable, unavailable = min(0.5, self.cfg.interval), unavailable, False
             try:
-                msgs = await psub.fetch(FETCH, timeout=min(0.5, self.cfg.interval))
+                msgs = await psub.fetch(FETCH, timeout=wait)
             except (TimeoutError, NatsTimeout):
                 msgs = []
+            except ServiceUnavailableError:  # 503: no responder for the consumer now
+                if not was_unavailable:
+                    self._note("JetStream has no responder for the consumer now (a "
+                               "cluster electing its leader?); asking again")  # fmt: skip
+                msgs, unavailable = [], True
+                await self._pause(wait)
             except Exception as exc:
                 if nc.is_closed or not nc.is_connected:
                     raise _FetchConnectionLost from exc
@@ -222,7 +233,7 @@ class Collector:
                 self.fleet.tick()
                 self.view.tick(self.fleet)
                 self._next_tick = time.monotonic() + self.cfg.interval
-                if self.cfg.drain and not msgs and self.fleet.pending == 0:
+                if self.cfg.drain and not msgs and not unavailable and self.fleet.pending == 0:
                     self._done = True
             if nc.is_closed:
                 raise _FetchConnectionLost

@@ -42,7 +42,9 @@ def start_trace(cluster: NatsCluster, comm: str) -> Trace:
 def victim(cluster: NatsCluster, role: str) -> int:
     """The node to kill: the stream's leader, a follower (not the exporter's node when
     another is), the node the exporter (``trace``) is connected to made the stream's
-    leader, the node ``collect`` is connected to, or the leader of its consumer."""
+    leader, the node ``collect`` is connected to, or the leader of its consumer made
+    another node (collect's fetches then find no responder until the consumer has a
+    leader again: nats-server 2.10 answers them 503)."""
     c = cluster.stream_cluster()
     if role == "leader":
         return cluster.index(c.leader)
@@ -56,7 +58,8 @@ def victim(cluster: NatsCluster, role: str) -> int:
         return node
     if role == "collector":
         return cluster.serving("ringtool-collect")
-    assert role == "consumer-leader", role
+    assert role == "consumer-leader", role  # not collect's node: its connection stays
+    cluster.make_consumer_leader_other_than(cluster.serving("ringtool-collect"), "ringtool-collect")
     return cluster.consumer_leader("ringtool-collect")
 
 

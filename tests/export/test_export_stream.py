@@ -91,15 +91,29 @@ def test_a_stream_without_the_deny_flags_gets_them(nats: NatsServer) -> None:
         reply = await nc.request("$JS.API.STREAM.INFO.RINGTOOL", b"", timeout=5)
         return dict(json.loads(reply.data)["config"])
 
+    async def web1_after_purge_by_reply(nc: Any) -> int:
+        """web1's five events, then web2's whose reply subject is the stream's purge (the
+        stream's acknowledgement asks it): how many of web1's are left."""
+        for _ in range(5):
+            await nc.request("ringtool.web1.open", b"x", timeout=5)
+        await nc.publish("ringtool.web2.open", b"y", reply="$JS.API.STREAM.PURGE.RINGTOOL")
+        await nc.flush()
+        await asyncio.sleep(1.0)
+        body = json.dumps({"subjects_filter": "ringtool.web1.>"}).encode()
+        info = json.loads((await nc.request("$JS.API.STREAM.INFO.RINGTOOL", body, timeout=5)).data)
+        return sum((info["state"].get("subjects") or {}).values())
+
     run = _plain(nats)
     run(create)
     assert "error" not in run(purge)
+    assert run(web1_after_purge_by_reply) == 0  # why the flags: docs/fleet.md
     done = _export_stream_url(plain)
     assert done.returncode == 0, done
     assert "now refuses purge and message delete" in done.stdout, done.stdout
     cfg = run(config)
     assert cfg["deny_purge"] and cfg["deny_delete"] and cfg["max_msgs"] == 1000, cfg
     assert "error" in run(purge)
+    assert run(web1_after_purge_by_reply) == 5
 
 
 def test_what_cannot_be_done_is_one_line(tmp_path: Path) -> None:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ringtool.bench.local_server import fixed_nats_binary, nats_binary
 from ringtool.event.decode import Decoder
 from ringtool.event.layout import load_layout
 from ringtool.export.accounting import ExportCounters
@@ -27,12 +29,28 @@ from tests.helpers.fleet_broker import (
     as_user,
     collect,
     export_stream,
+    fleet_broker,
     publish,
     server_version,
     stream_messages,
     url,
 )
 from tests.helpers.servers import NatsServer
+
+#: The servers the guide's configuration is checked on: Debian 12's (the PATH's
+#: 2.9.10) and Debian 13's (2.10.27, which ``make setup`` unpacks into the venv).
+SERVERS = {"debian12": nats_binary, "debian13": fixed_nats_binary}
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NatsServer]:
+    """docs/fleet.md's broker (:func:`tests.helpers.fleet_broker.fleet_broker`) on each
+    Debian release's nats-server."""
+    binary = SERVERS[request.param]()
+    assert binary is not None, f"no {request.param} nats-server: run `make setup`"
+    with fleet_broker(tmp_path, binary=binary) as server:
+        yield server
+
 
 #: What web2 asks for (subject, request body): purge, message delete, stream delete,
 #: consumers on others' subjects, stream info with a subjects filter (every host's

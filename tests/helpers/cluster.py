@@ -145,6 +145,23 @@ class NatsCluster:
                 self.up().run(step_down)
         raise AssertionError(f"node n{i} did not become the leader of {stream}")
 
+    def make_consumer_leader_other_than(self, i: int, durable: str, stream: str = "RINGTOOL",
+                                        tries: int = 20) -> None:  # fmt: skip
+        """Ask the durable consumer's leader to step down until a node other than ``i``
+        leads it."""
+
+        async def step_down(nc: Any) -> None:
+            await nc.request(f"$JS.API.CONSUMER.LEADER.STEPDOWN.{stream}.{durable}", b"",
+                             timeout=5)  # fmt: skip
+
+        for _ in range(tries):
+            with contextlib.suppress(Exception):  # no leader while it steps down: ask again
+                if self.consumer_leader(durable, stream) != i:
+                    return
+                self.up().run(step_down)
+            time.sleep(0.2)
+        raise AssertionError(f"node n{i} still leads the consumer {durable}")
+
     def kill(self, i: int) -> None:
         """kill -9 node ``i`` (no goodbye to clients or peers)."""
         self.nodes[i].stop(signal.SIGKILL)

@@ -18,12 +18,14 @@ from tests.helpers.servers import NatsServer, nats_server
 
 
 @contextlib.contextmanager
-def fleet_broker(tmp_path: Path, *, stream: bool = True) -> Iterator[NatsServer]:
-    """nats-server with docs/fleet.md's block; the stream made by its admin user with
-    ``ringtool export-stream`` (``stream=False``: none)."""
+def fleet_broker(tmp_path: Path, *, stream: bool = True,
+                 binary: Path | None = None) -> Iterator[NatsServer]:  # fmt: skip
+    """nats-server (``binary``, else Debian's on the PATH) with docs/fleet.md's block;
+    the stream made by its admin user with ``ringtool export-stream`` (``stream=False``:
+    none)."""
     conf = tmp_path / "nats.conf"
     conf.write_text(fleet_conf())
-    with nats_server(tmp_path / "nats", conf=conf) as server:
+    with nats_server(tmp_path / "nats", conf=conf, binary=binary) as server:
         if stream:
             made = export_stream(server, "admin")
             assert made.returncode == 0 and "created stream" in made.stdout, made
