@@ -17,12 +17,28 @@ import pytest
 from ringtool.kernel.proc_start import namespace_key
 from ringtool.trace.reading.marks import PIN_ROOT
 from tests.helpers.namespaces import PID_NS
-from tests.helpers.netdev import dummy
+from tests.helpers.netdev import Dummy, dummy
 from tests.helpers.paths import RINGTOOL
 from tests.helpers.procs import Lines, stop
 from tests.helpers.trace import Trace, told_json
 
 pytestmark = pytest.mark.kernel
+
+
+def _replaced_and_traced(dev: Dummy, args: list[str], count: int) -> list[str]:
+    """A net trace ``--json ARGS`` on ``dev`` after a killed one: it says it replaced
+    the leftover filters, and traces ``count`` datagrams sent to the peer; its notes."""
+    again = Trace("--json", *args)
+    dev.send_udp(b"after the kill", count)
+    again.signal(signal.SIGINT)
+    lines, err = again.finish()
+    notes: list[str] = told_json(err)[0]["notes"]
+    assert f"source net: replaced a filter left by a killed ringtool on {dev.name} " \
+           "(egress, ingress)" in notes  # fmt: skip
+    sent = [e for e in map(json.loads, lines)
+            if e["type"] == "net" and e["dst"] == dev.peer and e["dport"] == 9]  # fmt: skip
+    assert len(sent) == count
+    return notes
 
 
 def test_a_killed_traces_filters_are_replaced_and_others_left_alone() -> None:
@@ -39,18 +55,9 @@ def test_a_killed_traces_filters_are_replaced_and_others_left_alone() -> None:
         subprocess.run(["tc", "qdisc", "add", "dev", dev.name, "clsact"], check=False)
         subprocess.run(foreign, check=True)
 
-        again = Trace("--json", "--events", "net", "-i", dev.name)
-        dev.send_udp(b"after the kill", 5)
-        again.signal(signal.SIGINT)
-        lines, err = again.finish()
-        notes = told_json(err)[0]["notes"]
-        assert f"source net: replaced a filter left by a killed ringtool on {dev.name} " \
-               "(egress, ingress)" in notes  # fmt: skip
+        notes = _replaced_and_traced(dev, ["--events", "net", "-i", dev.name], 5)
         assert any("not ringtool's, left alone" in n and "egress pref 60000 u32" in n
                    for n in notes), notes  # fmt: skip
-        sent = [e for e in map(json.loads, lines)
-                if e["type"] == "net" and e["dst"] == dev.peer and e["dport"] == 9]  # fmt: skip
-        assert len(sent) == 5
         egress = dev.filters("egress")
         assert "pref 60000 u32" in egress  # untouched
         assert "ringtool/" not in egress + dev.filters("ingress")  # ours removed at the end
@@ -84,15 +91,6 @@ def test_a_killed_containers_filters_and_pins_are_replaced_once_its_namespace_is
                 if n.startswith("1-") and n.split("-")[2].partition("_")[0] != ours]  # fmt: skip
         assert len(pins) == 1, pins
 
-        again = Trace("--json", *argv[2:])
+        _replaced_and_traced(dev, argv[2:], 3)
         assert pins[0] not in os.listdir(PIN_ROOT)
-        dev.send_udp(b"after the container", 3)
-        again.signal(signal.SIGINT)
-        lines, err = again.finish()
-        notes = told_json(err)[0]["notes"]
-        assert f"source net: replaced a filter left by a killed ringtool on {dev.name} " \
-               "(egress, ingress)" in notes  # fmt: skip
-        sent = [e for e in map(json.loads, lines)
-                if e["type"] == "net" and e["dst"] == dev.peer and e["dport"] == 9]  # fmt: skip
-        assert len(sent) == 3
         assert "ringtool/" not in dev.filters("egress") + dev.filters("ingress")
