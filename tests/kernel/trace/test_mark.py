@@ -85,12 +85,15 @@ _KEYS = (
 def test_stale_directories_of_dead_traces_are_removed(bpffs_root: str) -> None:
     ns = namespace_key()
     live = entry_name(os.getpid(), ns, "cafe")
-    # of a container gone with its PID namespace: nothing there can be its trace
-    key, gone_ns = python_in(PID_NS, _KEYS).split()
-    stale = [f"999999999-1-{ns}-ab",  # a pid that cannot exist
-             f"{os.getpid()}-1-{ns}-ab",  # our pid, another start time: reused
-             f"{key}-{gone_ns}-ab"]  # fmt: skip
     with live_pid_namespace() as running:
+        # of a container gone with its PID namespace: nothing there can be its trace
+        # (made after the running one: the kernel gives a freed namespace's inode
+        # number to the next namespace made, proc_alloc_inum's lowest free id)
+        key, gone_ns = python_in(PID_NS, _KEYS).split()
+        assert gone_ns != running
+        stale = [f"999999999-1-{ns}-ab",  # a pid that cannot exist
+                 f"{os.getpid()}-1-{ns}-ab",  # our pid, another start time: reused
+                 f"{key}-{gone_ns}-ab"]  # fmt: skip
         # of a PID namespace a process still runs in (a container sharing the
         # bpffs): whether it is its trace is unknown here, kept
         foreign = f"1-1-{running}-ab"
