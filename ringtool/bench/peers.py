@@ -64,7 +64,7 @@ READY_EVENT = "sys_exit_openat"
 
 def attached(pid: int) -> bool:
     """Whether process ``pid`` has a BPF program on :data:`READY_EVENT`."""
-    return READY_EVENT in attached_events(pid).values()
+    return any(event == READY_EVENT for _, event in attached_events(pid))
 
 
 def _start_pinned(

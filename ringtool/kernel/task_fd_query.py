@@ -41,15 +41,16 @@ def query(pid: int, fd: int) -> tuple[int, str] | None:
     return int(q.prog_id), name.value.decode("utf-8", "replace")
 
 
-def attached_events(pid: int) -> dict[int, str]:
-    """program id -> event name of every BPF attachment process ``pid`` holds now
-    (empty when it has none or is gone)."""
-    out: dict[int, str] = {}
+def attached_events(pid: int) -> set[tuple[int, str]]:
+    """(program id, event name) of every BPF attachment process ``pid`` holds now
+    (empty when it has none or is gone). One program may be attached to several
+    events (ringtool loads a body shared by several tracepoints once): each is a pair."""
+    out: set[tuple[int, str]] = set()
     with contextlib.suppress(OSError):
         for entry in os.listdir(f"/proc/{pid}/fd"):
             found = query(pid, int(entry))
             if found is not None:
-                out[found[0]] = found[1]
+                out.add(found)
     return out
 
 

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from ringtool.kernel.bpf_load import ProgLoadError
+from ringtool.kernel.task_fd_query import attached_events
 from ringtool.programs.cache_entry import Entry, FuncEntry
 from ringtool.programs.cached import PROG_TRACEPOINT, CachedProgram
 from ringtool.trace.reading.cost import program_fds
@@ -73,6 +74,11 @@ def test_identical_functions_share_one_program_attached_to_each_tracepoint() -> 
             "open syscalls:sys_exit_openat+sys_exit_openat2": fds[0],
             "open syscalls:sys_exit_creat": fds[1],
         }
+        # what the kernel says this process attached (bench peers waits on it): the
+        # shared program once per event, not once per program
+        ids = {event: prog_id for prog_id, event in attached_events(os.getpid())}
+        assert set(events) <= set(ids), ids
+        assert ids["sys_exit_openat"] == ids["sys_exit_openat2"] != ids["sys_exit_creat"]
     finally:
         prog.cleanup()  # the shared program is closed once: no error
     assert _open_fds() == before
