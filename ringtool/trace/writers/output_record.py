@@ -123,16 +123,18 @@ class RecordSink:
         return open_private(path, force=self.force, flag="--record")
 
     def _open_part(self, f: BinaryIO) -> RecordingWriter:
-        self.part += 1
-        path = part_path(self.path, self.part) if self.rotate is not None else self.path
+        """The next part's writer on ``f`` (its header written); a UsageError naming
+        ``--record`` when that fails (``f`` closed, the part number unchanged)."""
+        part = self.part + 1
+        path = part_path(self.path, part) if self.rotate is not None else self.path
         try:
-            writer = RecordingWriter(
-                f, self.schema, {**self.meta, "part": str(self.part)}, self.offset_ns
-            )
+            writer = RecordingWriter(f, self.schema, {**self.meta, "part": str(part)},
+                                     self.offset_ns)  # fmt: skip
         except OSError as exc:
             with contextlib.suppress(OSError):
                 f.close()
             raise UsageError(f"--record {path}: {exc.strerror or exc}") from None
+        self.part = part
         self.parts.append(path)
         self._part_start = time.monotonic()
         return writer
@@ -179,11 +181,12 @@ class RecordSink:
             return
         try:
             self._writer.write(batch)
-            if self._due():  # the next file first: if it cannot be made, this part ends the run
-                f = self._open_file(self.part + 1)
-                self._writer.account(ROTATE, {"next_part": self.part + 1, **self._last_stats})
-                self._writer.close()
-                self._writer = self._open_part(f)
+            if self._due():  # the next part first (its file and header): if it cannot
+                # be made, this part stays the writer and ends the run whole
+                old, nxt = self._writer, self.part + 1
+                self._writer = self._open_part(self._open_file(nxt))
+                old.account(ROTATE, {"next_part": nxt, **self._last_stats})
+                old.close()
         except OSError as exc:
             raise RingtoolError(f"--record {self.parts[-1]}: {exc.strerror or exc}") from None
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -161,6 +162,31 @@ def test_a_next_part_that_exists_stops_the_recording_whole(tmp_path: Path) -> No
     stats.end = stats.start + 1.0
     sink.close(stats)
     assert (tmp_path / "run.0002.arrows").read_bytes() == b"another user's"
+    out = io.StringIO()
+    assert replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out) == 0
+    *events, last = out.getvalue().splitlines()
+    summary = json.loads(last)
+    assert summary["type"] == "summary" and summary["events"] == len(events) > 0
+    assert [p.name for p in sink.parts] == ["run.0001.arrows"]
+
+
+def test_a_next_part_whose_header_cannot_be_written_stops_the_recording_whole(
+    tmp_path: Path,
+) -> None:
+    # the next part a full device (written as it is with --force): its header fails;
+    # before, the part before it was closed already and the run's close wrote to it (a
+    # ValueError traceback, no summary, a rotate marker naming a part never written)
+    os.mknod(tmp_path / "run.0002.arrows", stat.S_IFCHR | 0o600, os.makedev(1, 7))  # /dev/full
+    dec = Decoder(LAYOUT, syscall_namer(), realtime_offset_ns=OFFSET_NS)
+    sink = RecordSink(tmp_path / "run.arrows", dec, rotate=Rotate(bytes=64 << 10), force=True)
+    stats = TraceStats(LAYOUT.type_names, 2, ["open", "exec", "syscalls"])
+    with pytest.raises(UsageError, match=r"--record .*run\.0002\.arrows: No space left"):
+        for b in _batches(12, 400):
+            stats.add_batch(b.events)
+            sink.publish(b)
+            sink.tick(stats)
+    stats.end = stats.start + 1.0
+    sink.close(stats)
     out = io.StringIO()
     assert replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out) == 0
     *events, last = out.getvalue().splitlines()
