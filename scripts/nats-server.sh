@@ -28,13 +28,21 @@ new_enough() { [[ -n "$1" ]] && dpkg --compare-versions "$1" ge "$MIN"; }
 have="$(nats_version "$BIN" || true)"
 new_enough "$have" && exit 0
 
+# A failed fetch is not tried again for an hour (every `make` target runs setup: offline,
+# each would wait on apt again): one line says so; RINGTOOL_NATS_FETCH=1 tries at once.
+STAMP="$VENV/nats-server-fetch.failed"
+if [[ "${RINGTOOL_NATS_FETCH:-0}" != 1 && -n "$(find "$STAMP" -mmin -60 2>/dev/null)" ]]; then
+    fail "Debian 13's nats-server: its fetch failed less than an hour ago (see $VENV/nats-server-fetch.log); RINGTOOL_NATS_FETCH=1 tries again now"
+fi
+ok=0 WORK=""
+trap '[[ -z "$WORK" ]] || rm -rf "$WORK"; [[ $ok == 1 ]] || touch "$STAMP"' EXIT
+
 say "fetching nats-server from Debian 13 (trixie) into $VENV/libexec"
 # shellcheck source=scripts/debian-apt.sh
 . "$REPO/scripts/debian-apt.sh"
 LOG="$VENV/nats-server-fetch.log"  # apt's output, kept when a step fails
 WORK="$(mktemp -d /tmp/ringtool-nats.XXXXXX)"
 chmod 755 "$WORK"  # apt downloads as its user _apt
-trap 'rm -rf "$WORK"' EXIT
 debian_apt_setup "$WORK" "$LOG" trixie \
     || fail "could not read trixie's index (the network? RINGTOOL_DEBIAN_MIRROR, apt's proxy)"
 chown _apt "$WORK/debs" 2>/dev/null || true  # else apt warns it downloads as root
@@ -47,5 +55,6 @@ install -m 755 "$WORK/tree/usr/sbin/nats-server" "$BIN.new"
 have="$(nats_version "$BIN.new" || true)"
 new_enough "$have" || { rm -f "$BIN.new"; fail "trixie's nats-server is '${have:-unknown}', not $MIN or later"; }
 mv "$BIN.new" "$BIN"
-rm -f "$LOG"
+ok=1
+rm -f "$LOG" "$STAMP"
 say "nats-server $have ($(basename "$deb")) in $VENV/libexec"

@@ -96,7 +96,8 @@ fi
 # ringtool runs (PYTHONDONTWRITEBYTECODE=1, a read-only checkout) each start would
 # compile every module again (~0.1 s of it: `bench trace`'s stale_bytecode). Quick
 # when they are current (only stale ones are written).
-"$VENV/bin/python" -m compileall -q "$REPO/ringtool" >/dev/null
+"$VENV/bin/python" -m compileall -q "$REPO/ringtool" \
+    || { say "compiling ringtool's modules failed (the errors above)"; exit 1; }
 
 # 5. Debian 13's nats-server (trixie, 2.10.27 or later), unpacked into the venv as
 #    $VENV/libexec/nats-server: the tests of the fleet guide's permissions run it beside

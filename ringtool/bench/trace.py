@@ -119,25 +119,29 @@ def _e2e_args(comm: str, output: str, duration: float, url: str | None,
     return [*base, "--no-tui", "-w"]
 
 
-def _cpu_of_run(args: list[str], headless: bool, out: Path, duration: float,
-                loop: tuple[Path, float, str] | None) -> tuple[ChildResult, Any]:  # fmt: skip
+def _cpu_of_run(
+    args: list[str], headless: bool, out: Path, duration: float,
+    loop: tuple[Path, float, str] | None,
+) -> tuple[ChildResult, Any, float]:  # fmt: skip
     """One trace run (with the producer when ``loop`` is given, then :data:`DRAIN_S`;
-    without it ``duration`` seconds), ended by SIGINT: what the child reported and the
-    loop result."""
+    without it ``duration`` seconds), ended by SIGINT: what the child reported, the
+    loop result and the seconds from ready to the interrupt."""
     with open(out, "w") as f:
         child = TraceChild(args, TRACE_CPU, headless_tui=headless, stdout=f)
         try:
             child.wait_ready()
+            ready = time.monotonic()
             if loop:
                 result = run_loop(loop[0], loop[2], PRODUCER_CPU, loop[1])
                 time.sleep(DRAIN_S)
             else:
                 result = None
                 time.sleep(duration)
+            ran = time.monotonic() - ready
             done = child.finish(interrupt=True)
         finally:
             child.kill()
-    return done, result
+    return done, result, ran
 
 
 def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None, *,
@@ -148,8 +152,12 @@ def e2e(binary: Path, output: str, seconds: float, tmp: Path, url: str | None, *
     args = _e2e_args(binary.name, output, E2E_BOUND_S, url, record, events)
     headless = output == "tui"
     out = tmp / f"e2e.{output}"
-    idle_run, _ = _cpu_of_run(args, headless, out, duration, None)
-    run_, loop = _cpu_of_run(args, headless, out, duration, (binary, seconds, mode))
+    # the idle run as long as the loaded one ran (a loaded machine starts the producer
+    # late): their difference is the events' cost, not the extra idle polling; its
+    # output and recording apart (the row's sizes are the loaded run's)
+    run_, loop, ran = _cpu_of_run(args, headless, out, duration, (binary, seconds, mode))
+    idle_args = _e2e_args(binary.name, output, E2E_BOUND_S, url, tmp / "idle.arrows", events)
+    idle_run, _, _ = _cpu_of_run(idle_args, headless, tmp / "idle.out", ran, None)
     summary, cpu, idle_cpu = run_.summary, run_.run_cpu_s, idle_run.run_cpu_s
     delivered = int(summary["events"])
     return {

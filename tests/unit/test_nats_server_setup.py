@@ -89,6 +89,13 @@ def test_an_older_server_is_replaced_or_the_failure_named(tmp_path: Path) -> Non
     assert "127.0.0.1:1" in (venv / "nats-server-fetch.log").read_text()
     assert (venv / "libexec" / "nats-server").resolve() == DEBIAN_12
     assert not (venv / "libexec" / "nats-server.new").exists()
+    # every `make` target runs setup: within the hour the fetch is not tried again (one
+    # line, no apt), unless asked for
+    again = run(venv, NO_MIRROR)
+    assert again.returncode == 1 and again.stderr.count("\n") == 1, again
+    assert "its fetch failed less than an hour ago" in again.stderr
+    asked = run(venv, {**NO_MIRROR, "RINGTOOL_NATS_FETCH": "1"})
+    assert "setup: could not read trixie's index" in asked.stderr, asked.stderr
 
 
 @pytest.mark.slow
