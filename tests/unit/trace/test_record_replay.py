@@ -147,27 +147,33 @@ def test_the_recording_is_private_and_never_through_a_symlink(tmp_path: Path) ->
         RecordSink(tmp_path / "x.arrows", dec)
 
 
-def test_a_next_part_that_exists_stops_the_recording_whole(tmp_path: Path) -> None:
-    # before: the part that could not be opened left the closed one as the writer, and
-    # the run's close wrote to it: a ValueError traceback, the summary nowhere
-    (tmp_path / "run.0002.arrows").write_bytes(b"another user's")
+def _stops_whole(tmp_path: Path, force: bool, refused: str) -> None:
+    """A rotating recording whose second part cannot be made: the run stops with a
+    UsageError matching ``refused``, the first part whole with its summary."""
     dec = Decoder(LAYOUT, syscall_namer(), realtime_offset_ns=OFFSET_NS)
-    sink = RecordSink(tmp_path / "run.arrows", dec, rotate=Rotate(bytes=64 << 10))
+    sink = RecordSink(tmp_path / "run.arrows", dec, rotate=Rotate(bytes=64 << 10), force=force)
     stats = TraceStats(LAYOUT.type_names, 2, ["open", "exec", "syscalls"])
-    with pytest.raises(UsageError, match=r"--record .*run\.0002\.arrows: exists: add --force"):
+    with pytest.raises(UsageError, match=refused):
         for b in _batches(12, 400):
             stats.add_batch(b.events)
             sink.publish(b)
             sink.tick(stats)
     stats.end = stats.start + 1.0
     sink.close(stats)
-    assert (tmp_path / "run.0002.arrows").read_bytes() == b"another user's"
     out = io.StringIO()
     assert replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out) == 0
     *events, last = out.getvalue().splitlines()
     summary = json.loads(last)
     assert summary["type"] == "summary" and summary["events"] == len(events) > 0
     assert [p.name for p in sink.parts] == ["run.0001.arrows"]
+
+
+def test_a_next_part_that_exists_stops_the_recording_whole(tmp_path: Path) -> None:
+    # before: the part that could not be opened left the closed one as the writer, and
+    # the run's close wrote to it: a ValueError traceback, the summary nowhere
+    (tmp_path / "run.0002.arrows").write_bytes(b"another user's")
+    _stops_whole(tmp_path, False, r"--record .*run\.0002\.arrows: exists: add --force")
+    assert (tmp_path / "run.0002.arrows").read_bytes() == b"another user's"
 
 
 def test_a_next_part_whose_header_cannot_be_written_stops_the_recording_whole(
@@ -177,22 +183,7 @@ def test_a_next_part_whose_header_cannot_be_written_stops_the_recording_whole(
     # before, the part before it was closed already and the run's close wrote to it (a
     # ValueError traceback, no summary, a rotate marker naming a part never written)
     os.mknod(tmp_path / "run.0002.arrows", stat.S_IFCHR | 0o600, os.makedev(1, 7))  # /dev/full
-    dec = Decoder(LAYOUT, syscall_namer(), realtime_offset_ns=OFFSET_NS)
-    sink = RecordSink(tmp_path / "run.arrows", dec, rotate=Rotate(bytes=64 << 10), force=True)
-    stats = TraceStats(LAYOUT.type_names, 2, ["open", "exec", "syscalls"])
-    with pytest.raises(UsageError, match=r"--record .*run\.0002\.arrows: No space left"):
-        for b in _batches(12, 400):
-            stats.add_batch(b.events)
-            sink.publish(b)
-            sink.tick(stats)
-    stats.end = stats.start + 1.0
-    sink.close(stats)
-    out = io.StringIO()
-    assert replay(sink.parts, RunConfig(mode="json"), ReplayFilter(), out) == 0
-    *events, last = out.getvalue().splitlines()
-    summary = json.loads(last)
-    assert summary["type"] == "summary" and summary["events"] == len(events) > 0
-    assert [p.name for p in sink.parts] == ["run.0001.arrows"]
+    _stops_whole(tmp_path, True, r"--record .*run\.0002\.arrows: No space left")
 
 
 def _mixed() -> Records:
