@@ -46,9 +46,22 @@ class NatsServer(LocalNats):
 
         return asyncio.run(main())
 
-    def messages(self, stream: str = "RINGTOOL") -> list[Any]:
+    def messages(self, stream: str = "RINGTOOL", tries: int = 3) -> list[Any]:
         """Every message of ``stream`` (headers, data), read with an ephemeral
-        ordered push consumer until the stream's last sequence."""
+        ordered push consumer until the stream's last sequence. A read that stalls 10 s
+        (in a cluster just after a node came back, the new consumer may get nothing
+        for a while) is made again from the start, up to ``tries`` times: what is
+        checked is the stream's content, which a read does not change."""
+        from nats.errors import TimeoutError as NatsTimeout
+
+        for _ in range(tries - 1):
+            try:
+                return self._messages(stream)
+            except NatsTimeout:
+                continue
+        return self._messages(stream)
+
+    def _messages(self, stream: str) -> list[Any]:
 
         async def read(nc: Any) -> list[Any]:
             js = nc.jetstream()
