@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import functools
 import os
+from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.helpers.machine_share import (
+    ALONE_GROUP,
+    FLOODS_GROUP,
+    Placement,
+    machine_locks,
+    placement,
+)
 
 # No per-example time limit (hypothesis's default is 200 ms): a deadline is a timed
 # assertion, and on a loaded machine or in the emulated VM an honest example can take
@@ -51,20 +61,51 @@ HOST_ONLY = (
 )
 
 
+def _placement(item: pytest.Item) -> Placement:
+    rel = item.path.relative_to(Path(__file__).parent).as_posix()
+    return placement("::".join([rel, *item.nodeid.split("::")[1:]]))
+
+
+def _run_dir(config: pytest.Config) -> Path:
+    """The directory every xdist worker of this run shares: the parent of the workers'
+    own temporary directories (xdist gives each worker ``--basetemp ROOT/popen-gwN``),
+    kept and removed by pytest as its temporary directories are."""
+    return Path(config.option.basetemp).parent
+
+
 @pytest.fixture(autouse=True, scope="session")
-def _program_cache_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def _program_cache_of_the_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
     """The tests' program cache (docs/trace.md, "Program cache") is one of this run's
     own, never root's /var/cache/ringtool: the first trace of each source and flags
-    compiles, later ones (in-process and the CLI's subprocesses) load from it. A run
-    given RINGTOOL_CACHE_DIR keeps it."""
+    compiles, later ones (in-process and the CLI's subprocesses) load from it. Under
+    pytest-xdist the workers share it (entries are written whole and renamed into place:
+    two that compile the same program at once each write a whole entry). A run given
+    RINGTOOL_CACHE_DIR keeps it."""
     if os.environ.get("RINGTOOL_CACHE_DIR"):
         yield
         return
-    os.environ["RINGTOOL_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache") / "programs")
+    if hasattr(request.config, "workerinput"):
+        cache = _run_dir(request.config) / "programs"
+    else:
+        cache = tmp_path_factory.mktemp("cache") / "programs"
+    os.environ["RINGTOOL_CACHE_DIR"] = str(cache)
     try:
         yield
     finally:
         os.environ.pop("RINGTOOL_CACHE_DIR", None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Under pytest-xdist a BPF test runs, fixtures and all, holding the locks its
+    placement needs (tests/helpers/machine_share.py)."""
+    if not hasattr(item.config, "workerinput") or "kernel" not in item.keywords:
+        yield
+        return
+    with machine_locks(_run_dir(item.config), _placement(item)):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -104,16 +145,25 @@ def _cpu_affinity_kept() -> Iterator[None]:
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _parallel(config):
-        # Under pytest-xdist (`make test`), every test that loads BPF programs runs on
-        # one worker, one after another, as they always have: they pin CPUs, count
-        # wakeups, read machine-wide rings and tracepoints and compare costs, and two
-        # of them at once would see each other's programs and events. The rest (pure
-        # logic, hand-built rings, the NATS servers on their own ports) is spread over
-        # the other workers.
-        group = pytest.mark.xdist_group("kernel")
-        for item in items:
-            if "kernel" in item.keywords:
-                item.add_marker(group)
+        # Under pytest-xdist (`make test`) the BPF tests share the machine as
+        # tests/helpers/machine_share.py says: each file one xdist group, a few alone,
+        # the floods one at a time. xdist hands out groups in this order (the Makefile
+        # turns its reordering off): the tests that run alone first, the floods, then
+        # the tests that load no BPF program (the other workers run them while the
+        # alone ones have the machine), then the other files, most tests first.
+        groups = {item: _placement(item).group for item in items if "kernel" in item.keywords}
+        sizes = Counter(groups.values())
+        for item, group in groups.items():
+            item.add_marker(pytest.mark.xdist_group(group))
+        rank = {ALONE_GROUP: 0, FLOODS_GROUP: 1}
+
+        def order(item: pytest.Item) -> tuple[int, int]:
+            group = groups.get(item)
+            if group is None:
+                return (2, 0)
+            return (rank.get(group, 3), -sizes[group])
+
+        items.sort(key=order)  # stable: the order within a group is kept
     if os.environ.get("RINGTOOL_VM") == "1":
         for item in items:
             if "host_only" in item.keywords:
