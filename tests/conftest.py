@@ -146,22 +146,26 @@ def _cpu_affinity_kept() -> Iterator[None]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _parallel(config):
         # Under pytest-xdist (`make test`) the BPF tests share the machine as
-        # tests/helpers/machine_share.py says: each file one xdist group, a few alone,
-        # the floods one at a time. xdist hands out groups in this order (the Makefile
-        # turns its reordering off): the tests that run alone first, the floods, then
-        # the tests that load no BPF program (the other workers run them while the
-        # alone ones have the machine), then the other files, most tests first.
-        groups = {item: _placement(item).group for item in items if "kernel" in item.keywords}
-        sizes = Counter(groups.values())
-        for item, group in groups.items():
-            item.add_marker(pytest.mark.xdist_group(group))
-        rank = {ALONE_GROUP: 0, FLOODS_GROUP: 1}
+        # tests/helpers/machine_share.py says: each file one xdist group (or each test,
+        # where they spread), a few alone, the floods one at a time. xdist hands out
+        # groups in this order (the Makefile turns its reordering off): the tests that
+        # run alone first, the floods, the spread ones (the longest), the other files
+        # (most tests first), and last the tests that load no BPF program, short ones
+        # that fill what the others leave.
+        places = {item: _placement(item) for item in items if "kernel" in item.keywords}
+        sizes = Counter(p.group for p in places.values())
+        for item, where in places.items():
+            item.add_marker(pytest.mark.xdist_group(where.group))
 
         def order(item: pytest.Item) -> tuple[int, int]:
-            group = groups.get(item)
-            if group is None:
-                return (2, 0)
-            return (rank.get(group, 3), -sizes[group])
+            where = places.get(item)
+            if where is None:
+                return (4, 0)
+            if where.group == ALONE_GROUP:
+                return (0, 0)
+            if where.group == FLOODS_GROUP:
+                return (1, 0)
+            return (2 if where.spread else 3, -sizes[where.group])
 
         items.sort(key=order)  # stable: the order within a group is kept
     if os.environ.get("RINGTOOL_VM") == "1":

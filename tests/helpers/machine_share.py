@@ -21,7 +21,8 @@ file share names, commands and interfaces), and the files run side by side, exce
   counts, but not what the test is about. They run beside each other and beside the
   rest, not beside a flood.
 - everything else (a trace filtered to its own command, its own maps run by
-  ``BPF_PROG_TEST_RUN``, a broker) runs beside anything but a test that runs alone.
+  ``BPF_PROG_TEST_RUN``, a broker) runs beside anything but a test that runs alone;
+  the tests under :data:`SPREAD` are each a group of their own.
 
 Two ``flock`` files in the directory every worker of the run shares carry this: the
 machine's lock (alone: exclusive; the rest: shared) and the quiet lock (a flood:
@@ -85,6 +86,11 @@ NEEDS_QUIET: tuple[str, ...] = (
     "kernel/programs/test_cached_load.py",
 )
 
+#: Directories (relative to tests/) whose BPF tests are each a group of their own,
+#: spread over the workers: each starts its own broker and traces a command of its own
+#: name (their files hold the suite's longest tests).
+SPREAD: tuple[str, ...] = ("export/",)
+
 ALONE_GROUP, FLOODS_GROUP = "alone", "floods"
 
 
@@ -96,6 +102,7 @@ class Placement:
     alone: bool = False
     flood: bool = False
     needs_quiet: bool = False
+    spread: bool = False
 
 
 def placement(nodeid: str) -> Placement:
@@ -106,6 +113,8 @@ def placement(nodeid: str) -> Placement:
         return Placement(ALONE_GROUP, alone=True)
     if rel in FLOODS:
         return Placement(FLOODS_GROUP, flood=True)
+    if rel.startswith(SPREAD):
+        return Placement(nodeid, spread=True)
     return Placement(rel, needs_quiet=rel.startswith(NEEDS_QUIET))
 
 

@@ -17,6 +17,7 @@ from tests.helpers.machine_share import (
     FLOODS,
     FLOODS_GROUP,
     NEEDS_QUIET,
+    SPREAD,
     Placement,
     machine_locks,
     placement,
@@ -27,7 +28,7 @@ TESTS = Path(__file__).resolve().parents[1]
 
 def test_every_listed_file_exists() -> None:
     """A renamed or removed test file would silently leave its place."""
-    for entry in [*ALONE, *FLOODS, *NEEDS_QUIET]:
+    for entry in [*ALONE, *FLOODS, *NEEDS_QUIET, *SPREAD]:
         path = TESTS / entry.split("::", 1)[0]
         assert path.exists(), entry
 
@@ -37,7 +38,11 @@ def test_placements() -> None:
     assert placement("kernel/bench/test_trace.py::test_y[a]") == Placement(FLOODS_GROUP, flood=True)
     quiet = placement("kernel/trace/test_e2e.py::test_z")
     assert quiet == Placement("kernel/trace/test_e2e.py", needs_quiet=True)
-    assert placement("export/test_cluster.py::t") == Placement("export/test_cluster.py")
+    spread = placement("export/test_cluster.py::t[a]")
+    assert spread == Placement("export/test_cluster.py::t[a]", spread=True)
+    assert placement("kernel/readers/test_ringbuf.py::t") == Placement(
+        "kernel/readers/test_ringbuf.py"
+    )
 
 
 def _held_by_another(directory: Path, name: str, mode: int) -> bool:
