@@ -256,14 +256,14 @@ class RecordSchema:
             )
         type_ids = np.asarray(cols[TYPE_ID])
         ts = np.asarray(cols[self.header[0]])
-        cols[TIME] = _to_arrow(ts.astype(np.int64) + offset_ns, None, self.schema.field(TIME).type)
+        cols[TIME] = _to_arrow(ts.view(np.int64) + offset_ns, None, self.schema.field(TIME).type)
         codes = self._type_lut[np.minimum(type_ids, len(self._type_lut) - 1)]
         codes[type_ids >= len(self._type_lut)] = -1
         cols[TYPE] = pa.DictionaryArray.from_arrays(
             _to_arrow(codes, None if (codes >= 0).all() else codes >= 0, pa.int16()),
             self.type_names,
         )
-        cols[PAYLOAD] = self._payloads(net, ne)
+        cols[PAYLOAD] = self._payloads(net, ne) if nn else self._null(PAYLOAD, pa.large_binary(), n)
         return pa.record_batch([cols[f] for f in self.schema.names], schema=self.schema)
 
     @staticmethod
