@@ -8,8 +8,7 @@ however allocated, give the same bytes; a column whose every row is null gives i
 bitmap and length only: its values are not data, no reader takes them), as 64-bit
 words (each buffer's last ones zero-padded), summed each times an odd weight of its
 place in the batch, mod 2**64: any one damaged word changes the sum (an odd weight
-is invertible mod 2**64). The buffers joined, one product and one sum: a seventh of
-zlib's CRC-32's time.
+is invertible mod 2**64). One ``numpy.dot`` a buffer: a third of zlib's CRC-32's time.
 
 Format 1 (:func:`records_digest`, read only): the same kind of sum over the records
 themselves, computed again from the records a batch converts back to.
@@ -28,8 +27,6 @@ from ringtool.event.records import Records
 
 Array = np.ndarray[Any, Any]
 _MASK = (1 << 64) - 1
-#: The zeros that pad a buffer of ``r`` bytes past a whole word to its next word.
-_PAD = {r: bytes(8 - r) for r in range(1, 8)}
 
 
 def _extents(col: pa.Array) -> Iterator[memoryview | bytes]:
@@ -69,12 +66,10 @@ def _varwidth(bufs: list[pa.Buffer | None], n: int,
 
 class ColumnsSum:
     """Format 2's checksum of record batches (see the module doc). Keeps the weights
-    it has made (as many as the largest batch's words) and a buffer of as many
-    products."""
+    it has made: as many as the largest batch's words."""
 
     def __init__(self) -> None:
         self._weights: Array = np.zeros(0, np.uint64)
-        self._products: Array = np.zeros(0, np.uint64)
 
     def _weights_for(self, words: int) -> Array:
         if len(self._weights) < words:
@@ -85,21 +80,19 @@ class ColumnsSum:
         return self._weights
 
     def __call__(self, batch: pa.RecordBatch) -> str:
-        """The batch's checksum: its row count and the sum, as text. The buffers are
-        joined (each zero-padded to its last word) and summed at once: one product
-        and one sum in numpy's vectorised loops, not a call a buffer (half the time
-        of a ``numpy.dot`` a buffer, whose uint64 loop does not vectorise)."""
-        pieces: list[memoryview | bytes] = []
-        for x in (x for col in batch.columns for x in _extents(col)):
-            pieces.append(x)
+        """The batch's checksum: its row count and the sum, as text."""
+        parts = [x for col in batch.columns for x in _extents(col)]
+        weights = self._weights_for(sum(-(-len(x) // 8) for x in parts))
+        total, at = 0, 0
+        for x in parts:
+            k = len(x) // 8
+            if k:
+                words = np.frombuffer(x, np.uint64, k)
+                total += int(np.dot(words, weights[at : at + k]))
+                at += k
             if len(x) % 8:
-                pieces.append(_PAD[len(x) % 8])
-        words = np.frombuffer(b"".join(pieces), np.uint64)
-        k = len(words)
-        weights = self._weights_for(k)
-        if len(self._products) < k:
-            self._products = np.empty(len(weights), np.uint64)
-        total = int(np.multiply(words, weights[:k], out=self._products[:k]).sum())
+                total += int.from_bytes(x[8 * k :], "little") * int(weights[at])
+                at += 1
         return f"{batch.num_rows}:{total & _MASK:016x}"
 
 
