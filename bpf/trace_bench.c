@@ -26,6 +26,8 @@ int trace_bench_emit(struct __sk_buff *skb)
     e->gid = 0;
     e->call = TRACE_CALL_OPENAT;
     e->mode = 0;
+    e->data_len = 24;  /* the path below */
+    e->pad = 0;
     __builtin_memset(e->data, 0, sizeof(e->data));
     __builtin_memcpy(e->data, "/var/lib/bench/events.db", 25);
     rt_pcpu_submit(e, sizeof(*e));

@@ -223,6 +223,8 @@ static __always_inline void slow_event(void *ctx, u64 task, u32 tgid, u32 tid, u
     e->aux2 = 0;
     e->call = 0;
     e->mode = 0;
+    e->data_len = 0;
+    e->pad = 0;
     e->data[0] = 0;
     RT_PCPU_SUBMIT(ctx, e, sizeof(*e));  /* raw tracepoint: its ctx */
 }

@@ -26,6 +26,7 @@
 
 #define TRACE_COMM_LEN 16
 #define TRACE_DATA_LEN 256
+#define TRACE_DATA_LEN_UNKNOWN 0xffffffff  /* struct trace_event's data_len: not stored */
 #define TRACE_ADDR_LEN 16
 
 /* exec: `data` holds the filename, then argv[0], argv[1], ... each NUL-terminated;
@@ -87,6 +88,12 @@ struct trace_event {
     u32 gid;                     /* ... and real gid (bpf_get_current_uid_gid) */
     u32 call;                    /* open, exec: TRACE_CALL_* (0: another type) */
     u32 mode;                    /* open: the mode argument (0 where the call has none) */
+    u32 data_len;                /* data's strings' bytes before the NUL that ends them
+                                    (the _str helpers' length less its NUL: open's path,
+                                    fork's child comm; 0: no string), so a reader need
+                                    not look for it; TRACE_DATA_LEN_UNKNOWN: not stored
+                                    (exec, mark: a reader finds the end) */
+    u32 pad;                     /* 0: data stays 8-byte aligned */
     char data[TRACE_DATA_LEN];   /* exec: filename + argv; open: path; fork: child comm;
                                     mark: the text */
 };
@@ -96,7 +103,7 @@ struct trace_event {
  * group's readers take every record as one of those and view a tcp record as this;
  * `pad` fills it up); the header's task fields are the connection's owner (see
  * trace_tcp.c), ts and cpu those of the close. */
-#define TRACE_TCP_PAD 220
+#define TRACE_TCP_PAD 228
 struct trace_tcp {
     struct trace_hdr h;
     u64 duration_ns;             /* from the first state (SYN_SENT / SYN_RECV) to CLOSE */
@@ -150,7 +157,7 @@ struct trace_tcp_conn {
  * fields are the task that issued the request (see trace_disk.c), ts and cpu those
  * of the completion. */
 #define TRACE_RWBS_LEN 16
-#define TRACE_DISK_PAD 236
+#define TRACE_DISK_PAD 244
 struct trace_disk {
     struct trace_hdr h;
     u64 sector;                  /* the first 512-byte sector */

@@ -121,6 +121,8 @@ static __always_inline struct trace_event *begin_event(u32 pid, u32 kind)
     e->ret = 0;
     e->aux = 0;
     e->aux2 = 0;
+    e->data_len = 0;  /* exit: no string; exec: TRACE_DATA_LEN_UNKNOWN, fork: its comm's */
+    e->pad = 0;
     return e;
 }
 
@@ -247,6 +249,7 @@ static __always_inline void fill_exec(struct trace_event *e, struct exec_argv *s
     }
     e->aux2 = stored | trunc;
     e->call = st->call;
+    e->data_len = TRACE_DATA_LEN_UNKNOWN;  /* several strings: the reader counts NULs */
 }
 
 /* The end of an exec attempt that failed before the point of no return (a successful
@@ -306,6 +309,7 @@ TRACEPOINT_PROBE(sched, sched_process_exec)
         const char *fname = (const char *)args + (args->data_loc_filename & 0xFFFF);
         bpf_probe_read_kernel_str(e->data, sizeof(e->data), fname);
         e->aux2 = TRACE_ARGS_MISSING;
+        e->data_len = TRACE_DATA_LEN_UNKNOWN;
         return finish_event(args, e);
     }
     fill_exec(e, st);
@@ -348,9 +352,13 @@ TRACEPOINT_PROBE(sched, sched_process_fork)
         return 0;
     e->aux = args->child_pid;
 #if TRACE_FORK_CHILD_COMM_DATA_LOC
-    TP_DATA_LOC_READ_STR(e->data, child_comm, sizeof(e->data));
+    const char *comm = (const char *)args + (args->data_loc_child_comm & 0xFFFF);
+    long n = bpf_probe_read_kernel_str(e->data, sizeof(e->data), comm);
 #else
-    bpf_probe_read_kernel_str(e->data, sizeof(args->child_comm), args->child_comm);
+    long n = bpf_probe_read_kernel_str(e->data, sizeof(args->child_comm), args->child_comm);
 #endif
+    if (n <= 0)
+        e->data[0] = 0;
+    e->data_len = n > 0 ? ((u32)n - 1) & (TRACE_DATA_LEN - 1) : 0;
     return finish_event(args, e);
 }

@@ -93,6 +93,8 @@ static long mark_one(struct bpf_dynptr *sample, void *ctx)
     e->aux2 = 0;
     e->call = 0;
     e->mode = 0;
+    e->data_len = TRACE_DATA_LEN_UNKNOWN;  /* the text's end: the reader finds it */
+    e->pad = 0;
     /* a sample of another size is refused here (-E2BIG): an empty text */
     if (bpf_dynptr_read(e->data, TRACE_DATA_LEN, sample, 0, 0))
         e->data[0] = 0;

@@ -173,10 +173,13 @@ static __always_inline int open_exit(void *ctx, long ret)
     e->aux2 = 0;
     e->call = a->call;
     e->mode = a->mode;
+    e->pad = 0;
+    long n = 0;  /* the path's bytes and its NUL (an error: the helper zeroed data) */
     if (a->filename)
-        bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)a->filename);
-    else
+        n = bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)a->filename);
+    if (n <= 0)
         e->data[0] = 0;
+    e->data_len = n > 0 ? ((u32)n - 1) & (TRACE_DATA_LEN - 1) : 0;
     forget(tid, a);
     RT_PCPU_SUBMIT_TO(ctx, ring, e, sizeof(*e));
     return 0;

@@ -189,6 +189,8 @@ RAW_TRACEPOINT_PROBE(sys_exit)  /* args: (struct pt_regs *regs, long ret) */
     e->ret = (long)ctx->args[1];
     e->aux = nr;
     e->aux2 = 0;
+    e->data_len = 0;
+    e->pad = 0;
     e->data[0] = 0;
     RT_PCPU_SUBMIT(ctx, e, sizeof(*e));  /* raw tracepoint: its ctx */
     return 0;

@@ -45,27 +45,19 @@ def nulls(arrow: pa.DataType, n: int, zeros: pa.Buffer) -> pa.Array:
     return pa.Array.from_buffers(arrow, n, bufs, null_count=n)
 
 
-def _last_true(bits: Array) -> Array:
-    """Per row of a bool matrix: the index of its last True (-1: none). Each 8 columns
-    of a row are one uint64 of 0 and 1 bytes, whose float exponent says its last 1 byte
-    (exactly: such a value is within 1% above its top power of two): whole-column
-    operations, none along a row."""
-    n, k = bits.shape
-    if k % 8 or not bits.flags.c_contiguous:
-        padded = np.zeros((n, -(-k // 8) * 8), bool)
-        padded[:, :k] = bits
-        bits = padded
-    groups = bits.view(np.uint64)
-    last = np.full(n, -1, np.intp)
-    for j in range(groups.shape[1]):
-        exp = np.frexp(groups[:, j].astype(np.float64))[1]
-        last = np.where(exp > 0, j * 8 + (exp - 1) // 8, last)
-    return last
+#: A uint64 of bytes has a NUL byte when ``(w - LO) & ~w & HI`` is not zero, whose
+#: lowest set bit is that of its first NUL (the bits above it may be wrong: not used);
+#: ``((w & LOW7) + LOW7 | w) & HI`` has the top bit of each non-NUL byte set, exactly.
+_LO, _HI = np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 
 
 def _word_bytes(words: Array) -> Array:
-    """Per uint64 (little-endian): its bytes up to its last non-zero one (0 for 0)."""
-    return _last_true(words.view(np.uint8).reshape(len(words), 8) != 0) + 1
+    """Per uint64 (little-endian): its bytes up to its last non-zero one (0 for 0):
+    the float exponent of its non-NUL bytes' top bits (exact: the bits below the
+    53 a float keeps are worth less than half its last one)."""
+    top = ((words & _LOW7) + _LOW7 | words) & _HI
+    return np.frexp(top.astype(np.float64))[1] // 8  # type: ignore[no-any-return]
 
 
 def lengths(m: Array) -> Array:
@@ -79,14 +71,9 @@ def lengths(m: Array) -> Array:
     words = m.view(np.uint64)
     lens = np.zeros(n, np.intp)
     for j in range(words.shape[1]):
-        col = np.ascontiguousarray(words[:, j])
-        lens = np.where(col != 0, j * 8 + _word_bytes(col), lens)
+        kept = _word_bytes(words[:, j])
+        lens = np.where(kept > 0, j * 8 + kept, lens)
     return lens
-
-
-#: A uint64 of bytes has a NUL byte when ``(w - LO) & ~w & HI`` is not zero, whose
-#: lowest set bit is that of its first NUL (the bits above it may be wrong: not used).
-_LO, _HI = np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
 
 
 def _words(values: Array) -> Array | None:

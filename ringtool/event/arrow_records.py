@@ -34,16 +34,8 @@ import numpy as np
 import pyarrow as pa
 
 from ringtool.errors import RecordingError
-from ringtool.event.arrow_binary import (
-    NARROW,
-    binary,
-    binary_matrix,
-    nul_lengths,
-    nulls,
-    strings,
-    validity,
-)
-from ringtool.event.exec_data import ARGC_MASK, MAXARG, MISSING
+from ringtool.event.arrow_binary import NARROW, binary, binary_matrix, nulls, strings, validity
+from ringtool.event.data_lengths import DATA, DATA_LEN, DataLengths
 from ringtool.event.layout import RECORD_PAD, LayoutError, TraceLayout
 from ringtool.event.records import NetRecords, Records
 
@@ -87,7 +79,7 @@ def _members(dtype: np.dtype[Any], struct: str) -> dict[str, Member]:
                 hdt: np.dtype[Any] = dt[hn]
                 col = TYPE_ID if hn == "type" else hn
                 out[col] = Member((HEADER, hn), hdt, _arrow_type(hdt, f"{struct}.h.{hn}"))
-        elif not name.startswith(RECORD_PAD):
+        elif not name.startswith(RECORD_PAD) and name != DATA_LEN:
             out[name] = Member((name,), dt, _arrow_type(dt, f"{struct}.{name}"))
     return out
 
@@ -99,16 +91,16 @@ def _get(rec: Array, path: tuple[str, ...]) -> Array:
 
 
 def _to_arrow(values: Array, valid: Array | None, arrow: pa.DataType,
-              nuls: Array | None = None) -> pa.Array:  # fmt: skip
+              lens: Array | None = None) -> pa.Array:  # fmt: skip
     """A member's values (a field of the records: any stride) as a column of ``arrow``
     (``valid``: which rows are not null; None: all), from their buffer (one copy when
     strided; not ``pa.array``, whose first call imports numpy.ma). A ``char[N]``
-    member: each value up to its ``nuls``-th NUL (:func:`nul_lengths`), or without
-    ``nuls`` up to its last non-NUL byte."""
+    member: each value its first ``lens`` bytes (:class:`DataLengths`), or without
+    ``lens`` up to its last non-NUL byte."""
     if values.dtype.kind == "S":
-        if nuls is None:
+        if lens is None:
             return binary(values, valid)
-        return strings(values, nul_lengths(values, nuls), valid)
+        return strings(values, lens, valid)
     data = pa.py_buffer(np.ascontiguousarray(values))
     return pa.Array.from_buffers(arrow, len(values), [validity(valid), data])
 
@@ -162,7 +154,7 @@ class RecordSchema:
         self._type_lut = np.full(max((t for t, _ in names), default=0) + 1, -1, np.int16)
         for i, (t, _) in enumerate(names):
             self._type_lut[t] = i
-        self._exec = layout.type_id("exec") if "exec" in layout.names else -1
+        self._data_lens = DataLengths(layout)
         head = [
             (n, t)
             for n, t in columns.items()
@@ -188,12 +180,13 @@ class RecordSchema:
 
     # --- records to columns ------------------------------------------------------------
 
-    def _event_forms(self, events: Array) -> list[tuple[str, Array, Array | None]]:
+    def _event_forms(self, events: Array, types: Array,
+                     kinds: Array) -> list[tuple[str, Array, Array | None]]:  # fmt: skip
         """Each struct the events are viewed as: its name, the view, its rows (a mask;
-        None: all of them)."""
-        if not self.view_of or not len(events):
+        None: all of them). ``types``: the events' ``h.type``, ``kinds`` their
+        :meth:`DataLengths.kinds`."""
+        if not self.view_of or not len(events) or not DataLengths.own(kinds).any():
             return [("trace_event", events, None)]
-        types = events["h"]["type"]
         forms: list[tuple[str, Array, Array | None]] = []
         plain = np.ones(len(events), bool)
         for type_id, name in self.view_of.items():
@@ -206,6 +199,12 @@ class RecordSchema:
             return [("trace_event", events, None)]
         return [("trace_event", events, plain), *forms]
 
+    @property
+    def zeros(self) -> pa.Buffer:
+        """The buffer of zeros the last batch's columns of nulls are slices of (never
+        written: a checksum need not read it)."""
+        return self._zeros
+
     def _null(self, name: str, arrow: pa.DataType, n: int) -> pa.Array:
         """Column ``name`` of ``n`` nulls, on one zero buffer (:func:`nulls`)."""
         if n != self._null_rows:
@@ -217,29 +216,16 @@ class RecordSchema:
             col = self._null_cols[name] = nulls(arrow, n, self._zeros)
         return col
 
-    def _nuls(self, events: Array, n: int) -> Array:
-        """Per row of a batch of ``n`` (its events first): which NUL ends the strings of
-        a wide ``char[N]`` member (``data``): an exec's after its filename and stored
-        arguments, another known type's its first; 0 (its last non-NUL byte) for a
-        type this layout does not name, and the packets."""
-        k = np.zeros(n, np.intp)
-        types = events["h"]["type"]
-        k[: len(events)] = self._type_lut[np.minimum(types, len(self._type_lut) - 1)] >= 0
-        k[: len(events)][types >= len(self._type_lut)] = 0
-        ex: Array = np.flatnonzero(types == self._exec) if self._exec >= 0 else k[:0]
-        if len(ex):
-            aux2 = events["aux2"][ex].astype(np.int64)
-            k[ex] = 1 + np.where(aux2 & MISSING, 0, np.minimum(aux2 & ARGC_MASK, MAXARG))
-        return k
-
     def to_arrow(self, records: Records, offset_ns: int) -> pa.RecordBatch:
         """The batch's rows: its events, then its packets (``offset_ns``: CLOCK_REALTIME
         minus CLOCK_MONOTONIC, for ``time``)."""
         events, net = records.events, records.net
         ne, nn = len(events), len(net)
         n = ne + nn
-        forms = self._event_forms(events)
-        nuls = self._nuls(events, n)
+        types = np.ascontiguousarray(events["h"]["type"])
+        kinds = self._data_lens.kinds(types)
+        forms = self._event_forms(events, types, kinds)
+        lens = self._data_lens(events, kinds, n)
         cols: dict[str, pa.Array] = {}
         for name in self.schema.names:
             if name in (TIME, TYPE, PAYLOAD):
@@ -258,7 +244,7 @@ class RecordSchema:
                 values = _get(parts[0][0], m.path)
                 if nn:
                     values = np.concatenate((values, _get(net.rec, m.path)))
-                cols[name] = _to_arrow(values, None, m.arrow, nuls if _wide(m) else None)
+                cols[name] = _to_arrow(values, None, m.arrow, lens if _wide(m) else None)
                 continue
             shape = (n, *m.dtype.shape) if m.dtype.subdtype else (n,)
             out = np.zeros(shape, m.dtype.base if m.dtype.subdtype else m.dtype)
@@ -272,18 +258,18 @@ class RecordSchema:
             if net_m is not None and nn:
                 out[ne:], valid[ne:] = _get(net.rec, net_m.path), True
             cols[name] = _to_arrow(
-                out, None if valid.all() else valid, m.arrow, nuls if _wide(m) else None
+                out, None if valid.all() else valid, m.arrow, lens if _wide(m) else None
             )
         type_ids = np.asarray(cols[TYPE_ID])
         ts = np.asarray(cols[self.header[0]])
-        cols[TIME] = _to_arrow(ts.astype(np.int64) + offset_ns, None, self.schema.field(TIME).type)
+        cols[TIME] = _to_arrow(ts.view(np.int64) + offset_ns, None, self.schema.field(TIME).type)
         codes = self._type_lut[np.minimum(type_ids, len(self._type_lut) - 1)]
         codes[type_ids >= len(self._type_lut)] = -1
         cols[TYPE] = pa.DictionaryArray.from_arrays(
             _to_arrow(codes, None if (codes >= 0).all() else codes >= 0, pa.int16()),
             self.type_names,
         )
-        cols[PAYLOAD] = self._payloads(net, ne)
+        cols[PAYLOAD] = self._payloads(net, ne) if nn else self._null(PAYLOAD, pa.large_binary(), n)
         return pa.record_batch([cols[f] for f in self.schema.names], schema=self.schema)
 
     @staticmethod
@@ -342,6 +328,11 @@ class RecordSchema:
                 values = _numpy(arrow_col, m, col)[rows][mask]
                 target = _get(view, m.path[:-1]) if len(m.path) > 1 else view
                 target[m.path[-1]][mask] = values
+        if DATA in names and self._data_lens.stored:  # as the BPF programs store it
+            data = batch.column(DATA)
+            lens = np.diff(np.frombuffer(data.buffers()[1], np.int32)[
+                data.offset : data.offset + n + 1])  # fmt: skip
+            events[DATA_LEN][plain] = lens[ev_rows][plain]
         net = self._net(net_rec, payload.filter(pa.array(is_net)) if payload is not None else None)
         return Records(events, net)
 

@@ -35,13 +35,16 @@ def _frozen(a: Array) -> Array:
 
 
 def copy_records(dst: Array, src: Array) -> None:
-    """``dst[...] = src`` for record arrays of one shape: as one copy of their bytes
-    when both are contiguous arrays of the same dtype (numpy assigns a structured
-    array member by member, nested structs and ``char[]`` members each a pass: several
-    times the time of the bytes' copy), else by numpy's assignment."""
-    if (dst.dtype == src.dtype and dst.shape == src.shape
-            and dst.flags.c_contiguous and src.flags.c_contiguous):  # fmt: skip
-        dst.reshape(-1).view(np.uint8)[:] = src.reshape(-1).view(np.uint8)
+    """``dst[...] = src`` for record arrays of one shape: as a copy of their bytes
+    when they are 1-D arrays of the same dtype, ``dst`` contiguous and ``src`` of any
+    stride (a read's records are views of the mapped ring, each after its 8-byte
+    header: numpy assigns a structured array member by member, nested structs and
+    ``char[]`` members each a pass, five times the time of the bytes' copy), else by
+    numpy's assignment."""
+    if (dst.dtype == src.dtype and dst.shape == src.shape and dst.ndim == 1
+            and dst.flags.c_contiguous):  # fmt: skip
+        n = len(src)
+        dst.reshape(n, 1).view(np.uint8)[...] = src.reshape(n, 1).view(np.uint8)
     else:
         dst[...] = src
 

@@ -174,17 +174,26 @@ def recorded(records: Records) -> Records:
     """``records`` as a recording keeps them (docs/record.md): each event's ``data``
     its strings, the bytes after them zeroed (the rest of a ring slot: stale); an
     exec's the filename and its stored arguments (``aux2``), another type's its first
-    string, a type the layout does not name to its last non-NUL byte; rows of a struct
-    of their own (tcp, disk) as they are."""
+    string, a type the layout does not name to its last non-NUL byte; but a named
+    type's ``data_len`` where it holds (below ``TRACE_DATA_LEN``, a NUL there: what
+    the BPF programs store); rows of a struct of their own (tcp, disk) as they are.
+    ``data_len`` is then the length kept (``data``'s own, as a recording has it)."""
     events = records.events.copy()
     known = set(LAYOUT.type_names) - set(LAYOUT.views)
+    width = LAYOUT.event["data"].itemsize
     for row in events:
         t = int(row["h"]["type"])
         if t in LAYOUT.views:
             continue
-        raw = bytes(row["data"].tobytes()).ljust(LAYOUT.event["data"].itemsize, b"\0")
-        nuls = 1 + stored_count(int(row["aux2"])) if t == EXEC else int(t in known)
-        row["data"] = raw[: _strings_end(raw, nuls)]
+        raw = bytes(row["data"].tobytes()).ljust(width, b"\0")
+        stored = int(row["data_len"])
+        if t in known and stored < width and raw[stored] == 0:
+            end = stored
+        else:
+            nuls = 1 + stored_count(int(row["aux2"])) if t == EXEC else int(t in known)
+            end = _strings_end(raw, nuls)
+        row["data"] = raw[:end]
+        row["data_len"] = end
     return Records(events, records.net)
 
 

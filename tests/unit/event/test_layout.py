@@ -20,10 +20,11 @@ def test_header_layout_offsets_and_sizes() -> None:
         "ts": 0, "type": 8, "cpu": 12, "pid": 16, "tid": 20, "comm": 24, "cgroup": 40,
     }  # fmt: skip
     ev = lay.event
-    assert ev.itemsize == 344
+    assert ev.itemsize == 352
     assert [(k, v[1]) for k, v in ev.fields.items()] == [
         ("h", 0), ("value", 48), ("ppid", 56), ("ret", 60), ("aux", 64), ("aux2", 68),
-        ("uid", 72), ("gid", 76), ("call", 80), ("mode", 84), ("data", 88),
+        ("uid", 72), ("gid", 76), ("call", 80), ("mode", 84), ("data_len", 88), ("pad", 92),
+        ("data", 96),
     ]  # fmt: skip
     assert ev["data"] == np.dtype("S256")
     assert lay.net.itemsize == 104
@@ -33,7 +34,7 @@ def test_header_layout_offsets_and_sizes() -> None:
         10: "disk",
         11: "cpuwait",
     }  # fmt: skip
-    assert lay.size_defines() == {"TRACE_EVENT_SIZE": 344, "TRACE_NET_SIZE": 104}
+    assert lay.size_defines() == {"TRACE_EVENT_SIZE": 352, "TRACE_NET_SIZE": 104}
     assert lay.call_names == {1: "open", 2: "openat", 3: "openat2", 4: "creat",
                               5: "open_by_handle_at", 6: "execve", 7: "execveat"}  # fmt: skip
 
