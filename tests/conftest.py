@@ -14,8 +14,8 @@ from hypothesis import settings
 from tests.helpers.machine_share import (
     ALONE_GROUP,
     FLOODS_GROUP,
+    MachineLocks,
     Placement,
-    machine_locks,
     placement,
 )
 
@@ -97,15 +97,29 @@ def _program_cache_of_the_run(
         os.environ.pop("RINGTOOL_CACHE_DIR", None)
 
 
+#: The worker's hold on the machine's locks (under pytest-xdist).
+_LOCKS = pytest.StashKey[MachineLocks]()
+
+
+def _needs(item: pytest.Item | None) -> Placement | None:
+    return _placement(item) if item is not None and "kernel" in item.keywords else None
+
+
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Under pytest-xdist a BPF test runs, fixtures and all, holding the locks its
-    placement needs (tests/helpers/machine_share.py)."""
-    if not hasattr(item.config, "workerinput") or "kernel" not in item.keywords:
+    placement needs (tests/helpers/machine_share.py); kept for the next test when it
+    needs the same."""
+    if not hasattr(item.config, "workerinput"):
         yield
         return
-    with machine_locks(_run_dir(item.config), _placement(item)):
+    locks = item.config.stash.setdefault(_LOCKS, MachineLocks(_run_dir(item.config)))
+    locks.hold(_needs(item))
+    try:
         yield
+    finally:
+        if not locks.keeps(_needs(nextitem)):
+            locks.release()
 
 
 @pytest.fixture(autouse=True)

@@ -26,9 +26,10 @@ file share names, commands and interfaces), and the files run side by side, exce
 
 Two ``flock`` files in the directory every worker of the run shares carry this: the
 machine's lock (alone: exclusive; the rest: shared) and the quiet lock (a flood:
-exclusive; quiet-needing: shared). A turnstile makes both fair: a test waiting for an
-exclusive lock stops new shared holders from starting and runs once the running ones
-have finished. Every test takes them in the same order (turnstile, machine, quiet).
+exclusive; quiet-needing: shared). A turnstile before each makes it fair: a test
+waiting for it exclusively stops new shared holders of that lock from starting and
+gets it once the running ones have finished. Every test takes the machine's lock
+before the quiet one.
 """
 
 from __future__ import annotations
@@ -125,14 +126,63 @@ def _flock(stack: ExitStack, path: Path, mode: int) -> int:
     return fd
 
 
+def _modes(where: Placement) -> tuple[int, int | None]:
+    """The machine lock's mode and the quiet lock's (None: not taken)."""
+    machine = fcntl.LOCK_EX if where.alone else fcntl.LOCK_SH
+    if where.flood or where.needs_quiet:
+        return machine, fcntl.LOCK_EX if where.flood else fcntl.LOCK_SH
+    return machine, None
+
+
+class MachineLocks:
+    """One worker's hold on the locks in ``directory`` (see the module doc). A worker
+    keeps them from one test to the next while the next needs the same (the tests that
+    run alone run one after another without letting others in between), and lets them
+    go before a test that needs others, or none."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._stack = ExitStack()
+        self._held: tuple[int, int | None] | None = None
+
+    def hold(self, where: Placement | None) -> None:
+        """Hold what ``where`` needs (None: nothing), waiting for it."""
+        want = None if where is None else _modes(where)
+        if want == self._held:
+            return
+        self.release()
+        if want is None:
+            return
+        machine, quiet = want
+        self._fair(machine, "machine")
+        if quiet is not None:
+            self._fair(quiet, "quiet")
+        self._held = want
+
+    def _fair(self, mode: int, name: str) -> None:
+        """Lock ``name`` in ``mode`` after its turnstile (held only while waiting)."""
+        turnstile = _flock(self._stack, self._directory / f"{name}.turnstile", fcntl.LOCK_EX)
+        _flock(self._stack, self._directory / f"{name}.lock", mode)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+    def keeps(self, where: Placement | None) -> bool:
+        """Whether the next test, needing what ``where`` says, keeps what is held: only
+        the machine held alone is kept (kept shared, it would let a worker going from
+        test to test pass a test waiting to run alone)."""
+        want = None if where is None else _modes(where)
+        return want == self._held and want is not None and want[0] == fcntl.LOCK_EX
+
+    def release(self) -> None:
+        self._stack.close()
+        self._held = None
+
+
 @contextmanager
 def machine_locks(directory: Path, where: Placement) -> Iterator[None]:
-    """Hold the locks ``where`` needs, in ``directory`` (see the module doc)."""
-    with ExitStack() as stack:
-        turnstile = _flock(stack, directory / "turnstile.lock", fcntl.LOCK_EX)
-        _flock(stack, directory / "machine.lock", fcntl.LOCK_EX if where.alone else fcntl.LOCK_SH)
-        if where.flood or where.needs_quiet:
-            mode = fcntl.LOCK_EX if where.flood else fcntl.LOCK_SH
-            _flock(stack, directory / "quiet.lock", mode)
-        fcntl.flock(turnstile, fcntl.LOCK_UN)
+    """Hold the locks ``where`` needs, in ``directory``, for the ``with`` block."""
+    locks = MachineLocks(directory)
+    try:
+        locks.hold(where)
         yield
+    finally:
+        locks.release()

@@ -18,6 +18,7 @@ from tests.helpers.machine_share import (
     FLOODS_GROUP,
     NEEDS_QUIET,
     SPREAD,
+    MachineLocks,
     Placement,
     machine_locks,
     placement,
@@ -75,8 +76,8 @@ def test_what_each_placement_holds(
             blocks_exclusive = _held_by_another(tmp_path, name, fcntl.LOCK_EX)
             assert blocks_shared == (held == "exclusive"), name
             assert blocks_exclusive == (held is not None), name
-        assert not _held_by_another(tmp_path, "turnstile.lock", fcntl.LOCK_EX)
-    for name in ("machine.lock", "quiet.lock", "turnstile.lock"):
+        assert not _held_by_another(tmp_path, "machine.turnstile", fcntl.LOCK_EX)
+    for name in ("machine.lock", "quiet.lock", "machine.turnstile"):
         assert not _held_by_another(tmp_path, name, fcntl.LOCK_EX), name
 
 
@@ -100,7 +101,7 @@ def test_a_waiting_alone_test_goes_before_later_shared_ones(tmp_path: Path) -> N
     alone = threading.Thread(target=run, args=("alone", Placement("b", alone=True)))
     alone.start()
     deadline = time.monotonic() + 10  # the alone test is in the turnstile, waiting
-    while not _held_by_another(tmp_path, "turnstile.lock", fcntl.LOCK_EX):
+    while not _held_by_another(tmp_path, "machine.turnstile", fcntl.LOCK_EX):
         assert time.monotonic() < deadline
         time.sleep(0.01)
     later = threading.Thread(target=run, args=("later", Placement("c")))
@@ -111,3 +112,16 @@ def test_a_waiting_alone_test_goes_before_later_shared_ones(tmp_path: Path) -> N
     for t in (first, alone, later):
         t.join(10)
     assert order == ["first", "alone", "later"]
+
+
+def test_only_the_machine_held_alone_is_kept_for_the_next_test(tmp_path: Path) -> None:
+    locks = MachineLocks(tmp_path)
+    alone, shared = Placement("a", alone=True), Placement("b")
+    locks.hold(alone)
+    assert locks.keeps(alone) and not locks.keeps(shared) and not locks.keeps(None)
+    locks.hold(shared)  # lets the exclusive hold go, then waits for a shared one
+    assert _held_by_another(tmp_path, "machine.lock", fcntl.LOCK_EX)
+    assert not _held_by_another(tmp_path, "machine.lock", fcntl.LOCK_SH)
+    assert not locks.keeps(shared)  # a test waiting to run alone gets its turn
+    locks.release()
+    assert not _held_by_another(tmp_path, "machine.lock", fcntl.LOCK_EX)
