@@ -205,9 +205,11 @@ def record_mix(binary: Path, seconds: float, tmp: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _empty_programs() -> Iterator[None]:
+    from ringtool.event.registry import TASK_HEADER
     from ringtool.programs.loader import compile_program
 
-    obj = compile_program("trace_empty.c")  # (RAW_)TRACEPOINT_PROBEs attach on load
+    # (RAW_)TRACEPOINT_PROBEs attach on load; the open source's entry where it has one
+    obj = compile_program("trace_empty.c", needs=TASK_HEADER)
     try:
         yield
     finally:
