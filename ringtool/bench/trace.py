@@ -34,7 +34,7 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   statistics off), which also keeps every process's syscall histograms in the kernel
   (bpf/trace_syscalls.c, ``proc_hist``); ``floor_*``: what every event needs (the
   clock reads and the path read, ``bench primitives``' blocks measured right after)
-  and ``floor_ratio`` = ``traced_added_ns`` / ``floor_ns``
+  and ``floor_ratio`` = ``above_empty_ns`` (traced − empty) / ``floor_ns``
   (:mod:`ringtool.bench.trace_floor`);
 * ``trace-cpuwait``: what the cpuwait source costs each context switch, beside the
   default sources (:mod:`ringtool.bench.trace_switch`);
@@ -261,7 +261,7 @@ def overhead(binary: Path, seconds: float, *, quick: bool = False) -> dict[str, 
         "stats_ratio": ratio(stats_added),
         "tui_ns_per_syscall": round(med["tui"], 1),
         "tui_added_ns": round(med["tui"] - med["untraced"], 1),
-        **floor_fields(measure_floor(quick=quick), added),
+        **floor_fields(measure_floor(quick=quick), added - empty_added),
         "rounds": OVERHEAD_ROUNDS, "slice_s": slice_s,
     }  # fmt: skip
 

@@ -17,9 +17,13 @@ about a third more than inside a program (the default sources' blocks added up t
 
 ``floor_ns = 0.75 × (2 × ktime + (user_str + ktime) / 2)``
 
-and ``floor_ratio = traced_added_ns / floor_ns``: the default trace's in-kernel cost
-per syscall over that floor (1 would be programs that do nothing but what every event
-needs; the target is at most 1.25)."""
+and ``floor_ratio = above_empty_ns / floor_ns``, where ``above_empty_ns`` is the
+default trace's added ns per syscall over the empty programs' (``traced_added_ns`` −
+``empty_added_ns``: the programs' work, without what running any program on those
+tracepoints costs, which the blocks' ``added_ns`` leave out too, being over the empty
+program's): 1 would be programs that do nothing but what every event needs; the
+target is at most 1.25. The empty programs are on the tracepoints the default sources
+attach to (``bpf/trace_empty.c``), which those of the floor's reads are."""
 
 from __future__ import annotations
 
@@ -38,16 +42,18 @@ def floor_ns(ktime_ns: float, user_str_ns: float) -> float:
     return BLOCK_SCALE * (2 * ktime_ns + (user_str_ns + ktime_ns) / 2)
 
 
-def floor_fields(blocks: dict[str, float], traced_added_ns: float) -> dict[str, float | None]:
+def floor_fields(blocks: dict[str, float], above_empty_ns: float) -> dict[str, float | None]:
     """The row's floor fields from the blocks' added ns (``blocks``: ``ktime`` and
-    ``user_str``) and the default trace's added ns per syscall; ``floor_ratio`` is
-    None when the floor is not positive (blocks lost in the noise)."""
+    ``user_str``) and the default trace's ns per syscall above the empty programs';
+    ``floor_ratio`` is None when the floor is not positive (blocks lost in the
+    noise)."""
     ktime, user_str = blocks["ktime"], blocks["user_str"]
     floor = floor_ns(ktime, user_str)
     return {
+        "above_empty_ns": round(above_empty_ns, 1),
         "floor_ktime_ns": round(ktime, 1), "floor_user_str_ns": round(user_str, 1),
         "floor_scale": BLOCK_SCALE, "floor_ns": round(floor, 1),
-        "floor_ratio": round(traced_added_ns / floor, 2) if floor > 0 else None,
+        "floor_ratio": round(above_empty_ns / floor, 2) if floor > 0 else None,
     }  # fmt: skip
 
 

@@ -101,5 +101,5 @@ def defines_of(cflags: list[str]) -> dict[str, int | str]:
     return out
 
 
-__all__ = ["CONFIG_SLOTS", "MAX_TID_SLOTS", "comm_words", "config_values", "defines_of", "filter_defines",
-           "ring_defines", "tid_slots", "wakeup_bytes"]  # fmt: skip
+__all__ = ["CONFIG_SLOTS", "MAX_TID_SLOTS", "comm_words", "config_values", "defines_of",
+           "filter_defines", "ring_defines", "tid_slots", "wakeup_bytes"]  # fmt: skip

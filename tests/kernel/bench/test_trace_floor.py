@@ -1,7 +1,7 @@
 """``bench trace``'s ``trace-overhead`` row gives, from the same run, the floor of what
 every event needs (``bench primitives``' clock and user-read blocks) and the default
-trace's added cost over it: the fields are there and their arithmetic holds (the
-times themselves are reported, never asserted)."""
+trace's cost over the empty programs' against it: the fields are there and their
+arithmetic holds (the times themselves are reported, never asserted)."""
 
 from __future__ import annotations
 
@@ -29,14 +29,18 @@ def test_floor_is_two_clock_reads_and_half_an_open_per_syscall() -> None:
 
 def test_overhead_row_has_the_floor_of_the_same_run(tmp_path: Path) -> None:
     row = overhead(build_loop(tmp_path), 1.0, quick=True)
-    for key in ("floor_ktime_ns", "floor_user_str_ns", "floor_ns", "traced_added_ns"):
+    for key in ("floor_ktime_ns", "floor_user_str_ns", "floor_ns", "traced_added_ns",
+                "empty_added_ns", "above_empty_ns"):  # fmt: skip
         assert isinstance(row[key], float), (key, row)
+    # the programs' work: the default trace's added ns over the empty programs'
+    assert row["above_empty_ns"] == pytest.approx(
+        row["traced_added_ns"] - row["empty_added_ns"], abs=0.2), row  # fmt: skip
     assert row["floor_scale"] == BLOCK_SCALE
     floor = BLOCK_SCALE * (2 * row["floor_ktime_ns"] + (row["floor_user_str_ns"]
                                                         + row["floor_ktime_ns"]) / 2)  # fmt: skip
     assert row["floor_ns"] == pytest.approx(floor, abs=0.2), row
     if row["floor_ns"] > 0:  # the blocks measured something: the ratio is the division
-        assert row["floor_ratio"] == pytest.approx(row["traced_added_ns"] / row["floor_ns"],
+        assert row["floor_ratio"] == pytest.approx(row["above_empty_ns"] / row["floor_ns"],
                                                    abs=0.011), row  # fmt: skip
     else:
         assert row["floor_ratio"] is None, row
