@@ -1,5 +1,9 @@
 /* ringtool trace source `open`: the open family's enter/exit -> RINGBUF.
  *
+ * Where TRACE_OPEN_AT_EXIT (trace_event.h: the task's BTF on x86-64 or arm64), the
+ * exit programs alone, the arguments read from the saved registers (see below);
+ * elsewhere as follows.
+ *
  * open(2), openat(2), openat2(2), creat(2) and open_by_handle_at(2): each call's
  * sys_enter_* applies the filters (trace_skip_current) and remembers, for an accepted
  * thread, which call it is (TRACE_CALL_*), the path pointer, flags and mode; the

@@ -8,8 +8,9 @@
  *
  * Per thread, `started` keeps the entry time and number of the syscall in progress,
  * updated in place: in the array `started_tid` indexed by tid where the task's fields
- * are read through its BTF (SYS_BY_TID below), for the tids it has slots for. Where the kernel has per-task storage for tracing programs
- * (TRACE_HAVE_TASK_STORAGE, ringtool/programs/kernel_features.py) it is a
+ * are read through its BTF (SYS_BY_TID below), for the tids it has slots for. Where
+ * the kernel has per-task storage for tracing programs (beyond the array's tids, or
+ * without it) (TRACE_HAVE_TASK_STORAGE, ringtool/programs/kernel_features.py) it is a
  * BPF_MAP_TYPE_TASK_STORAGE found from the current task (no hash of the tid, no
  * delete: the kernel frees it with the task); elsewhere a plain hash keyed by tid
  * (entries reused, not deleted on the hot path; deleted when the thread exits; an LRU
