@@ -4,11 +4,16 @@
  * a syscall when the program does nothing; the traced run's extra over this is what
  * the sources' own work (filters, maps, ring reservations) adds. Each hook is attached
  * the way its source attaches it (trace_syscalls.c's are raw tracepoints), so the
- * baseline differs from the traced run by the programs' work only.
+ * baseline differs from the traced run by the programs' work only; the open source's
+ * entry only where it has one (TRACE_OPEN_AT_EXIT 0: compiled with the open source's
+ * task-field needs, ringtool/bench/trace.py).
  */
 #include <uapi/linux/ptrace.h>
+#include "trace_event.h"
 
+#if !TRACE_OPEN_AT_EXIT
 TRACEPOINT_PROBE(syscalls, sys_enter_openat) { return 0; }
+#endif
 TRACEPOINT_PROBE(syscalls, sys_exit_openat) { return 0; }
 RAW_TRACEPOINT_PROBE(sys_enter) { return 0; }
 RAW_TRACEPOINT_PROBE(sys_exit) { return 0; }

@@ -298,6 +298,18 @@ static __always_inline void trace_task_comm_of(const void *task, u64 words[2])
 #define TRACE_CURRENT_TASK() ((void *)0)
 #endif
 
+/* The open source takes an open's arguments from the task's saved registers at the
+ * syscall's exit, and has no entry program (bpf/trace_open.c), where the sources read
+ * the task through its BTF (TRACE_HAVE_TASK_BTF: 6.1 on, which has bpf_task_pt_regs)
+ * on an architecture whose syscall registers it names (x86-64, arm64); else 0: entry
+ * and exit, the call remembered in per-thread state between them. */
+#if defined(TRACE_HAVE_TASK_BTF) && TRACE_HAVE_TASK_BTF && \
+    (defined(__x86_64__) || defined(__aarch64__))
+#define TRACE_OPEN_AT_EXIT 1
+#else
+#define TRACE_OPEN_AT_EXIT 0
+#endif
+
 /* bpf_get_current_pid_tgid() of the current task `task` (TRACE_CURRENT_TASK()): its
  * tgid << 32 | pid, the helper's value (task->tgid, task->pid: ids in the initial pid
  * namespace), read from the task at TRACE_TASK_TGID_OFF / TRACE_TASK_PID_OFF where

@@ -1,5 +1,9 @@
 /* ringtool trace source `open`: the open family's enter/exit -> RINGBUF.
  *
+ * Where TRACE_OPEN_AT_EXIT (trace_event.h: the task's BTF on x86-64 or arm64), the
+ * exit programs alone, the arguments read from the saved registers (see below);
+ * elsewhere as follows.
+ *
  * open(2), openat(2), openat2(2), creat(2) and open_by_handle_at(2): each call's
  * sys_enter_* applies the filters (trace_skip_current) and remembers, for an accepted
  * thread, which call it is (TRACE_CALL_*), the path pointer, flags and mode; the
@@ -34,6 +38,7 @@
  * TRACE_HAVE_* (tp_presence.py).
  */
 #include <linux/fcntl.h>
+#include <linux/ptrace.h>
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
 
@@ -44,6 +49,117 @@
 #ifndef TRACE_HAVE_OPEN
 #error "trace_open.c: compile with ringtool's tracepoint presence cflags (programs/tp_presence.py)"
 #endif
+
+#if TRACE_OPEN_AT_EXIT
+/* At the exit alone (TRACE_OPEN_AT_EXIT, trace_event.h): no entry program, no
+ * per-thread state. The call's arguments are read where the syscall left them: the
+ * task's saved user registers (bpf_task_pt_regs; the kernel reads a syscall's
+ * arguments from them and writes none of them back but the return value: x86-64's
+ * di, si, dx, r10; arm64's x1..x3, whose x0 the return value overwrites, orig_x0 its
+ * first argument). What an event holds is what the entry read: the same registers
+ * the syscall tracepoints copy their arguments from (include/trace/events/syscalls.h,
+ * syscall_get_arguments), the path read from user memory at the exit as before. The
+ * filters run at the exit: a task's pid, comm, uid and cgroup are the entry's (an
+ * open does not change them; only a move to another cgroup by another process in
+ * the middle of an open would tell them apart). An open that was entered before the
+ * trace began is an event too (its entry's program was not there to remember it).
+ * Each exit costs the entry program's run and its tracepoint, one task storage lookup
+ * (a helper call) less per open (docs/benchmarks.md). */
+BPF_PERCPU_ARRAY(drops, u64, 1);
+
+#if defined(__x86_64__)
+#define OPEN_ARG1(r) TRACE_BTF_U64(r, offsetof(struct pt_regs, di))
+#define OPEN_ARG2(r) TRACE_BTF_U64(r, offsetof(struct pt_regs, si))
+#define OPEN_ARG3(r) TRACE_BTF_U64(r, offsetof(struct pt_regs, dx))
+#define OPEN_ARG4(r) TRACE_BTF_U64(r, offsetof(struct pt_regs, r10))
+#else  /* arm64 */
+#define OPEN_ARG1(r) TRACE_BTF_U64(r, offsetof(struct pt_regs, orig_x0))
+#define OPEN_ARG2(r) TRACE_BTF_U64(r, offsetof(struct pt_regs, regs[1]))
+#define OPEN_ARG3(r) TRACE_BTF_U64(r, offsetof(struct pt_regs, regs[2]))
+#define OPEN_ARG4(r) TRACE_BTF_U64(r, offsetof(struct pt_regs, regs[3]))
+#endif
+
+/* The event of an open-family call `call` of the current task (`task`) that returned
+ * `ret`, with its `filename` (a user pointer, 0: none), `flags` and `mode`. */
+static __always_inline int open_event(void *ctx, long ret, const void *task, u32 call,
+                                      u64 filename, u64 flags, u32 mode)
+{
+    u64 id = TRACE_PID_TGID_OF(task);
+    if (trace_skip_current_of(id >> 32, task))
+        return 0;
+    void *ring;
+    struct trace_event *e = rt_pcpu_reserve_in(&ring, sizeof(*e));
+    if (!e) {
+        drops.increment(0);
+        return 0;
+    }
+    trace_fill_hdr_task(&e->h, TRACE_OPEN, id, 1, task);  /* accepted just now */
+    trace_fill_ids_of(e, task);
+    e->value = flags;
+    e->ppid = 0;
+    e->ret = ret;
+    e->aux = 0;
+    e->aux2 = 0;
+    e->call = call;
+    e->mode = mode;
+    if (filename)
+        bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)filename);
+    else
+        e->data[0] = 0;
+    RT_PCPU_SUBMIT_TO(ctx, ring, e, sizeof(*e));
+    return 0;
+}
+
+/* -x: a call that succeeded is not an event (before anything else is read). */
+#ifdef TRACE_FILTER_FAILED
+#define OPEN_WANTED(ret) ((ret) < 0)
+#else
+#define OPEN_WANTED(ret) 1
+#endif
+
+/* The exit program of open-family syscall `name`: the event of call `call`, whose
+ * `path`, `flags` and `mode` are expressions of its saved registers `r`. */
+#define OPEN_CALL(name, call, path, flags, mode)                                    \
+    TRACEPOINT_PROBE(syscalls, sys_exit_##name)                                     \
+    {                                                                               \
+        long ret = args->ret;                                                       \
+        if (!OPEN_WANTED(ret))                                                      \
+            return 0;                                                               \
+        void *task = TRACE_CURRENT_TASK();                                          \
+        const void *r = (const void *)bpf_task_pt_regs((struct task_struct *)task); \
+        return open_event(args, ret, task, call, path, flags, mode);                \
+    }
+
+OPEN_CALL(openat, TRACE_CALL_OPENAT, OPEN_ARG2(r), OPEN_ARG3(r), (u32)OPEN_ARG4(r))
+
+#if TRACE_HAVE_OPEN
+OPEN_CALL(open, TRACE_CALL_OPEN, OPEN_ARG1(r), OPEN_ARG2(r), (u32)OPEN_ARG3(r))
+#endif
+
+#if TRACE_HAVE_CREAT
+OPEN_CALL(creat, TRACE_CALL_CREAT, OPEN_ARG1(r), O_CREAT | O_WRONLY | O_TRUNC, (u32)OPEN_ARG2(r))
+#endif
+
+#if TRACE_HAVE_OPEN_BY_HANDLE_AT
+OPEN_CALL(open_by_handle_at, TRACE_CALL_OPEN_BY_HANDLE_AT, 0, OPEN_ARG3(r), 0)
+#endif
+
+#if TRACE_HAVE_OPENAT2
+TRACEPOINT_PROBE(syscalls, sys_exit_openat2)
+{
+    long ret = args->ret;
+    if (!OPEN_WANTED(ret))
+        return 0;
+    void *task = TRACE_CURRENT_TASK();
+    const void *r = (const void *)bpf_task_pt_regs((struct task_struct *)task);
+    u64 how[2] = {};  /* struct open_how's first members: flags, mode
+                         (uapi/linux/openat2.h), from user memory as the entry read them */
+    bpf_probe_read_user(how, sizeof(how), (const void *)OPEN_ARG3(r));
+    return open_event(args, ret, task, TRACE_CALL_OPENAT2, OPEN_ARG2(r), how[0], (u32)how[1]);
+}
+#endif
+
+#else  /* !TRACE_OPEN_AT_EXIT: entry and exit, the call remembered in between */
 
 struct open_args {
     u64 filename;   /* user pointer (0: the call has no path) */
@@ -228,3 +344,4 @@ TRACEPOINT_PROBE(syscalls, sys_enter_openat2)
 
 OPEN_EXIT(openat2)
 #endif
+#endif  /* TRACE_OPEN_AT_EXIT */

@@ -7,8 +7,10 @@
  * empty program costs each syscall here).
  *
  * Per thread, `started` keeps the entry time and number of the syscall in progress,
- * updated in place. Where the kernel has per-task storage for tracing programs
- * (TRACE_HAVE_TASK_STORAGE, ringtool/programs/kernel_features.py) it is a
+ * updated in place: in the array `started_tid` indexed by tid where the task's fields
+ * are read through its BTF (SYS_BY_TID below), for the tids it has slots for. Where
+ * the kernel has per-task storage for tracing programs (beyond the array's tids, or
+ * without it) (TRACE_HAVE_TASK_STORAGE, ringtool/programs/kernel_features.py) it is a
  * BPF_MAP_TYPE_TASK_STORAGE found from the current task (no hash of the tid, no
  * delete: the kernel frees it with the task); elsewhere a plain hash keyed by tid
  * (entries reused, not deleted on the hot path; deleted when the thread exits; an LRU
@@ -72,17 +74,57 @@
 #define TRACE_LAT_FAST_BUCKETS 1024
 #endif
 
+#ifndef TRACE_TID_SLOTS
+#define TRACE_TID_SLOTS 0
+#endif
+
+/* The per-tid array (SYS_BY_TID): where the task's fields are read through its BTF
+ * (its tid and start time) and ringtool gave the slots (TRACE_TID_SLOTS: the kernel's
+ * pid_max, bounded; ringtool/trace/reading/cflags.py). */
+#if TRACE_TID_SLOTS > 0 && TRACE_HAVE_TASK_STORAGE && defined(TRACE_TASK_PID_OFF) && \
+    defined(TRACE_TASK_TGID_OFF) && defined(TRACE_TASK_START_TIME_OFF)
+#define SYS_BY_TID 1
+#else
+#define SYS_BY_TID 0
+#endif
+
+/* A thread's syscall in progress. `task` and `start` (SYS_BY_TID): whose it is, the
+ * task's address and start time, which no other task has together: a slot keyed by
+ * tid outlives its thread (a thread that ends in exit(2) never reaches sys_exit; a
+ * thread that execs in a multithreaded process takes the leader's tid, de_thread in
+ * fs/exec.c), and a later thread with that tid must not take it for its own. */
 struct sys_start {
     u64 ts;
     u64 nr;
+    u64 task;
+    u64 start;
 };
 
+#if SYS_BY_TID
+/* Indexed by tid, for tids below TRACE_TID_SLOTS: the verifier inlines an array
+ * lookup (a few instructions), where bpf_task_storage_get is a helper call that takes
+ * the storage's lock (kernel/bpf/bpf_task_storage.c): two of those a syscall were a
+ * sixth of what the default sources cost (docs/benchmarks.md). */
+BPF_ARRAY(started_tid, struct sys_start, TRACE_TID_SLOTS);
+#endif
 #if TRACE_HAVE_TASK_STORAGE
 /* per-task storage (kernel 5.13+ for tracing programs): found from the task itself, no
- * hash of the tid, freed with the task (kernel/bpf/bpf_task_storage.c) */
+ * hash of the tid, freed with the task (kernel/bpf/bpf_task_storage.c); with
+ * SYS_BY_TID, for the tids beyond the array only */
 BPF_TASK_STORAGE(started, struct sys_start);
 #else
 BPF_HASH(started, u32, struct sys_start, 16384);
+#endif
+
+#if SYS_BY_TID
+/* The current task's (`task`, tid `tid`) slot, or NULL; `create`: make its task
+ * storage where its tid has no slot in the array. */
+static __always_inline struct sys_start *sys_slot(void *task, u32 tid, int create)
+{
+    if (tid < TRACE_TID_SLOTS)
+        return started_tid.lookup(&tid);
+    return started.task_storage_get(task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
 #endif
 BPF_F_TABLE("array", u32, u64, sys_lat, TRACE_LAT_NRS * TRACE_LAT_FAST_BUCKETS,
             BPF_F_MMAPABLE);
@@ -93,7 +135,18 @@ BPF_TABLE("lru_hash", u64, u64, proc_hist, TRACE_PROC_HIST_MAX);
 
 RAW_TRACEPOINT_PROBE(sys_enter)  /* args: (struct pt_regs *regs, long id) */
 {
-#if TRACE_HAVE_TASK_STORAGE
+#if SYS_BY_TID
+    void *task = TRACE_CURRENT_TASK();  /* once: the filters, the tid, the slot */
+    if (trace_skip_current_of(TRACE_BTF_U32(task, TRACE_TASK_TGID_OFF), task))
+        return 0;  /* sys_exit only sees threads started here */
+    struct sys_start *cur = sys_slot(task, TRACE_BTF_U32(task, TRACE_TASK_PID_OFF), 1);
+    if (cur) {  /* NULL: no memory for this task's storage; its exit finds none */
+        cur->ts = bpf_ktime_get_ns();
+        cur->nr = ctx->args[1];
+        cur->task = (u64)task;
+        cur->start = TRACE_BTF_U64(task, TRACE_TASK_START_TIME_OFF);
+    }
+#elif TRACE_HAVE_TASK_STORAGE
     void *task = TRACE_CURRENT_TASK();  /* once: for the filters and the storage */
     if (trace_skip_current_of(TRACE_PID_TGID_OF(task) >> 32, task))  /* sys_exit only sees threads started here */
         return 0;
@@ -132,6 +185,13 @@ TRACEPOINT_PROBE(sched, sched_process_exit)
 
 RAW_TRACEPOINT_PROBE(sys_exit)  /* args: (struct pt_regs *regs, long ret) */
 {
+#if SYS_BY_TID
+    void *task = TRACE_CURRENT_TASK();
+    struct sys_start *s = sys_slot(task, TRACE_BTF_U32(task, TRACE_TASK_PID_OFF), 0);
+    if (!s || !s->ts || s->task != (u64)task ||
+        s->start != TRACE_BTF_U64(task, TRACE_TASK_START_TIME_OFF))
+        return 0;  /* none, or another task's that had this tid */
+#else
 #if TRACE_HAVE_TASK_STORAGE
     struct sys_start *s = started.task_storage_get(bpf_get_current_task_btf(), 0, 0);
 #else
@@ -140,6 +200,7 @@ RAW_TRACEPOINT_PROBE(sys_exit)  /* args: (struct pt_regs *regs, long ret) */
 #endif
     if (!s || !s->ts)
         return 0;
+#endif
     u64 lat = bpf_ktime_get_ns() - s->ts;
     u64 nr = s->nr;
     s->ts = 0;  /* consumed; the entry stays for the thread's next syscall */

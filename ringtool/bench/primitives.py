@@ -37,6 +37,7 @@ import os
 import statistics
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,12 +124,14 @@ class _Drain:
 
 
 class _Bench:
-    """The compiled blocks, attached one at a time while the producer runs."""
+    """The compiled blocks, attached one at a time while the producer runs (``only``:
+    these blocks and ``empty``, else every block the kernel has)."""
 
-    def __init__(self, binary: Path, slice_s: float) -> None:
+    def __init__(self, binary: Path, slice_s: float, only: Sequence[str] | None = None) -> None:
         self.binary, self.slice_s = binary, slice_s
         have = has_task_storage()
-        self.blocks = [n for n in PRIMITIVES if have or n not in NEED_TASK_STORAGE]
+        self.blocks = [n for n in PRIMITIVES if (have or n not in NEED_TASK_STORAGE)
+                       and (only is None or n == "empty" or n in only)]  # fmt: skip
         self.obj = compile_program("bench_primitives.c", defines={
             "PRIM_FILENAME_OFF": filename_offset(), "PRIM_HAVE_TASK_STORAGE": int(have),
         })  # fmt: skip
@@ -175,15 +178,16 @@ class _Bench:
         return (after.run_time_ns - before.run_time_ns) / runs, runs
 
 
-def run(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
-    """Every block in ``repeats`` alternating rounds (see the module doc)."""
+def run(*, repeats: int, quick: bool, only: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Every block in ``repeats`` alternating rounds (see the module doc); ``only``: just
+    these blocks and ``empty`` (their rows alone, in :data:`PRIMITIVES`' order)."""
     require_bpf_privileges("ringtool bench primitives")
     with bpf_stats.enable():  # fails now, before any compile, where they cannot be had
         pass
     times: dict[str, list[float]] = {n: [] for n in PRIMITIVES}
     runs = dict.fromkeys(PRIMITIVES, 0)
     with tempfile.TemporaryDirectory(prefix="ringtool-bench-prim-") as d:
-        bench = _Bench(build_loop(Path(d)), 0.2 if quick else 0.5)
+        bench = _Bench(build_loop(Path(d)), 0.2 if quick else 0.5, only)
         try:
             with bpf_stats.enable():  # on for the measurements only (every program pays)
                 for _ in range(repeats):
@@ -191,13 +195,15 @@ def run(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
                         ns, n = bench.measure(name)
                         times[name].append(ns)
                         runs[name] += n
-            failed = bench.reserve_failed()
+            failed = bench.reserve_failed() if "ringbuf" in bench.blocks else 0
         finally:
             bench.close()
     base = statistics.median(times["empty"])
     rows: list[dict[str, Any]] = []
     for name, does in PRIMITIVES.items():
         row: dict[str, Any] = {"bench": "bpf-primitive", "primitive": name, "does": does}
+        if only is not None and name != "empty" and name not in only:
+            continue
         if not times[name]:
             rows.append(row | {"skipped": SKIPPED})
             continue
@@ -212,4 +218,12 @@ def run(*, repeats: int, quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["PRIMITIVES", "filename_offset", "run"]
+def added_ns(blocks: Sequence[str], *, repeats: int, quick: bool) -> dict[str, float]:
+    """Block -> its ``added_ns`` (:func:`run` of ``blocks`` only: the same measurement,
+    the empty program measured beside them); a block the kernel lacks is left out."""
+    rows = run(repeats=repeats, quick=quick, only=blocks)
+    return {r["primitive"]: float(r["added_ns"]) for r in rows
+            if r["primitive"] in blocks and "added_ns" in r}  # fmt: skip
+
+
+__all__ = ["PRIMITIVES", "added_ns", "filename_offset", "run"]

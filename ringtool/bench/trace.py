@@ -32,7 +32,10 @@ pinned to CPU 0; ``ringtool trace`` runs pinned to CPU 1
   the kernel's, paid by every BPF program while they are on, and shown apart;
   ``tui_*``: traced as the dashboard runs (headless, its cost panel closed: the
   statistics off), which also keeps every process's syscall histograms in the kernel
-  (bpf/trace_syscalls.c, ``proc_hist``);
+  (bpf/trace_syscalls.c, ``proc_hist``); ``floor_*``: what every event needs (the
+  clock reads and the path read, ``bench primitives``' blocks measured right after)
+  and ``floor_ratio`` = ``above_empty_ns`` (traced − empty) / ``floor_ns``
+  (:mod:`ringtool.bench.trace_floor`);
 * ``trace-cpuwait``: what the cpuwait source costs each context switch, beside the
   default sources (:mod:`ringtool.bench.trace_switch`);
 * ``trace-tui-cpu``: the real dashboard's CPU (on a pseudo-terminal of 120x40, one
@@ -70,6 +73,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ringtool.bench.trace_floor import floor_fields, measure_floor
 from ringtool.bench.trace_net import packet_cost, tcp_cost
 from ringtool.bench.trace_proc import (
     ChildResult,
@@ -201,9 +205,11 @@ def record_mix(binary: Path, seconds: float, tmp: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _empty_programs() -> Iterator[None]:
+    from ringtool.event.registry import TASK_HEADER
     from ringtool.programs.loader import compile_program
 
-    obj = compile_program("trace_empty.c")  # (RAW_)TRACEPOINT_PROBEs attach on load
+    # (RAW_)TRACEPOINT_PROBEs attach on load; the open source's entry where it has one
+    obj = compile_program("trace_empty.c", needs=TASK_HEADER)
     try:
         yield
     finally:
@@ -223,7 +229,9 @@ def _traced(binary: Path, seconds: float, *, bpf_stats: bool = False, tui: bool 
     return ns
 
 
-def overhead(binary: Path, seconds: float) -> dict[str, Any]:
+def overhead(binary: Path, seconds: float, *, quick: bool = False) -> dict[str, Any]:
+    """The ``trace-overhead`` row (see the module doc), with the floor of its blocks
+    measured right after it (:mod:`ringtool.bench.trace_floor`)."""
     slice_s = max(0.5, seconds / OVERHEAD_ROUNDS)
     runs: dict[str, list[float]] = {"untraced": [], "empty": [], "traced": [], "stats": [],
                                     "tui": []}  # fmt: skip
@@ -253,6 +261,7 @@ def overhead(binary: Path, seconds: float) -> dict[str, Any]:
         "stats_ratio": ratio(stats_added),
         "tui_ns_per_syscall": round(med["tui"], 1),
         "tui_added_ns": round(med["tui"] - med["untraced"], 1),
+        **floor_fields(measure_floor(quick=quick), added - empty_added),
         "rounds": OVERHEAD_ROUNDS, "slice_s": slice_s,
     }  # fmt: skip
 
@@ -344,7 +353,7 @@ def run(*, repeats: int, quick: bool, seconds: float | None = None) -> list[dict
             rows.append(e2e(binary, output, secs, tmp, url))
         record_added(rows)
         rows.append(record_mix(binary, secs, tmp))
-        rows.append(overhead(binary, secs))
+        rows.append(overhead(binary, secs, quick=quick))
         rows.append(cpuwait_cost(tmp, secs))
         rows.append(tui_cpu(binary, secs, tmp, producer_cpu=PRODUCER_CPU, trace_cpu=TRACE_CPU))
         rows.append(idle(binary, secs))

@@ -211,7 +211,9 @@ EVENT_TYPES: tuple[EventType, ...] = (
                "from the syscall's entry to its return, to 0.1 us"),
          Field("ret", "ret", "int", "", _RET + "a value, or -errno")),
         Detail(None, ("syscall", "latency_us", "ret")),
-        needs=KernelNeeds.union([TASK_HEADER, _PER_THREAD]),
+        # start_time: whose a slot of the per-tid array is (bpf/trace_syscalls.c)
+        needs=KernelNeeds.union([TASK_HEADER, _PER_THREAD, KernelNeeds(
+            task_members=("task_struct.start_time",))]),
         doc="a syscall slower than --slow-ms; source syscalls (the one source named in "
             "the plural: it times every syscall)",
     ),

@@ -22,7 +22,9 @@ uid and gid, as ``bpf_get_current_uid_gid``), and ``TRACE_TASK_CGROUPS_OFF`` wit
 (the cgroup v2 id, as ``bpf_get_current_cgroup_id``: task -> css_set -> default
 cgroup -> its kernfs node's id), and ``TRACE_TASK_PID_OFF`` with
 ``TRACE_TASK_TGID_OFF`` (``task_struct.pid``/``tgid``, what
-``bpf_get_current_pid_tgid`` returns). Each group is given whole or not at all; the sources
+``bpf_get_current_pid_tgid`` returns), and ``TRACE_TASK_START_TIME_OFF``
+(``task_struct.start_time``: with the task's address, which task a per-thread slot
+keyed by tid belongs to, bpf/trace_syscalls.c). Each group is given whole or not at all; the sources
 call the helper for a group that is absent, and for all of them on kernels before
 6.1 (``TASK_FIELDS_SINCE``).
 
@@ -63,10 +65,11 @@ FIELD_CHAINS: tuple[tuple[tuple[str, ...], tuple[str, ...], int], ...] = (
     ),
     (("TRACE_TASK_PID_OFF",), ("task_struct.pid",), 4),
     (("TRACE_TASK_TGID_OFF",), ("task_struct.tgid",), 4),
+    (("TRACE_TASK_START_TIME_OFF",), ("task_struct.start_time",), 8),
 )  # fmt: skip
 #: Which chains belong together (the uid and the gid, the pid and the tgid: both or
 #: neither).
-FIELD_GROUPS = ((0, 1), (2,), (3, 4))
+FIELD_GROUPS = ((0, 1), (2,), (3, 4), (5,))
 
 
 def kernel_version(release: str) -> tuple[int, int]:

@@ -5,6 +5,8 @@ threshold): a compiled program depends on the first only (the program cache)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ringtool.errors import ArgumentError
 from ringtool.trace.reading.filters import kernel_defines
 from ringtool.trace.reading.latency_buckets import FAST_BUCKETS, FAST_NRS, KEY_BITS, SUB_BITS
@@ -56,18 +58,34 @@ def wakeup_bytes(ring_bytes: int, fill: float) -> int:
     return max(1, int(ring_bytes * fill))
 
 
+#: The most per-tid slots of the syscalls source (bpf/trace_syscalls.c: 32 bytes each,
+#: 2 MiB): threads with a larger tid keep theirs in task storage.
+MAX_TID_SLOTS = 65536
+PID_MAX = Path("/proc/sys/kernel/pid_max")
+
+
+def tid_slots(pid_max: Path = PID_MAX) -> int:
+    """The syscalls source's per-tid slots: the kernel's ``pid_max`` (every tid is
+    below it) up to :data:`MAX_TID_SLOTS`; that bound where it cannot be read."""
+    try:
+        return max(1, min(int(pid_max.read_text()), MAX_TID_SLOTS))
+    except (OSError, ValueError):
+        return MAX_TID_SLOTS
+
+
 def ring_defines(opts: TraceOptions, group_cflags: list[str]) -> dict[str, int | str]:
     """The ``-D`` constants of the RINGBUF sources beyond the filters: the ring group's
     (its ``cflags()``), the latency histograms' buckets
     (:mod:`ringtool.trace.reading.latency_buckets`), whether every process's are kept
-    too (``per_process``) and, with adaptive wakeups, the bytes from
-    which a record wakes the reader."""
+    too (``per_process``), the syscalls source's per-tid slots (:func:`tid_slots`) and,
+    with adaptive wakeups, the bytes from which a record wakes the reader."""
     out = defines_of(group_cflags)
     out["TRACE_LAT_SUB_BITS"] = SUB_BITS
     out["TRACE_LAT_KEY_BITS"] = KEY_BITS
     out["TRACE_LAT_NRS"] = FAST_NRS
     out["TRACE_LAT_FAST_BUCKETS"] = FAST_BUCKETS
     out["TRACE_PROC_HIST"] = int(opts.per_process)
+    out["TRACE_TID_SLOTS"] = tid_slots()
     if opts.wakeup_fill is not None:
         out["RT_PCPU_WAKEUP_BYTES"] = wakeup_bytes(opts.buffer_pages * PAGE, opts.wakeup_fill)
     return out
@@ -83,5 +101,5 @@ def defines_of(cflags: list[str]) -> dict[str, int | str]:
     return out
 
 
-__all__ = ["CONFIG_SLOTS", "comm_words", "config_values", "defines_of", "filter_defines",
-           "ring_defines", "wakeup_bytes"]  # fmt: skip
+__all__ = ["CONFIG_SLOTS", "MAX_TID_SLOTS", "comm_words", "config_values", "defines_of",
+           "filter_defines", "ring_defines", "tid_slots", "wakeup_bytes"]  # fmt: skip

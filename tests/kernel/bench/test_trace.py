@@ -87,6 +87,10 @@ def test_bench_trace_json_lines() -> None:
         "stats_ns_per_syscall",
     ):
         assert _number(over[key]) and float(over[key]) > 0, (key, over)  # type: ignore[arg-type]
+    # the floor of the same run (its arithmetic: tests/kernel/bench/test_trace_floor.py)
+    assert _number(over["floor_ns"]) and _number(over["above_empty_ns"]), over
+    assert _number(over["floor_ratio"]) or (over["floor_ratio"] is None
+                                            and float(over["floor_ns"]) <= 0), over  # type: ignore[arg-type]  # fmt: skip
     (idle,) = by_bench["trace-idle"]
     assert _number(idle["cpu_pct"]) and float(idle["cpu_pct"]) >= 0  # type: ignore[arg-type]
     starts = {str(row["cache"]): row for row in by_bench["trace-startup"] if "seconds" in row}

@@ -67,7 +67,7 @@ def test_sampler_figures_agree_with_bpftool(tmp_path: Path) -> None:
             sampler.close()
     progs = {p.program: p for p in report.interval.programs}
     assert len(progs) >= 10  # every program of the three sources
-    openat = progs["open syscalls:sys_enter_openat"]
+    openat = progs["open syscalls:sys_exit_openat"]
     seen = []
     for p in report.interval.programs:
         lo = [b - a for a, b in zip(_counters(inner0, p.id), _counters(inner1, p.id), strict=True)]
@@ -224,7 +224,7 @@ def test_dashboard_exit_restores_the_statistics(how: str, probe: _Probe) -> None
         term.send("c")
         term.wait_for("cost of tracing", "warming up")  # a whole interval is not yet
         screen = term.wait_for("cost of tracing", "all BPF programs", "ringtool process",
-                               "sys_enter_openat")  # fmt: skip
+                               "sys_exit_openat")  # fmt: skip
         assert all(len(line) <= 80 for line in screen.splitlines())
         _during(term.shell_pid(), probe, before)
         if how == "q":  # closing the panel turns them off, opening it on again
@@ -261,7 +261,7 @@ def test_sigterm_restores_the_statistics_and_the_summary_has_the_cost(probe: _Pr
     assert cost["bpf_run_cnt"] == sum(p["run_cnt"] for p in cost["programs"]) > 0
     assert cost["self_user_s"] > 0 and cost["seconds"] > 0
     names = {p["program"] for p in cost["programs"]}
-    assert "open syscalls:sys_enter_openat" in names and "syscalls raw_syscalls:sys_enter" in names
+    assert "open syscalls:sys_exit_openat" in names and "syscalls raw_syscalls:sys_enter" in names
 
 
 def test_a_default_trace_leaves_the_statistics_off(probe: _Probe) -> None:
