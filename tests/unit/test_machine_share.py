@@ -39,6 +39,8 @@ def test_placements() -> None:
     assert placement("kernel/bench/test_trace.py::test_y[a]") == Placement(FLOODS_GROUP, flood=True)
     quiet = placement("kernel/trace/test_e2e.py::test_z")
     assert quiet == Placement("kernel/trace/test_e2e.py", needs_quiet=True)
+    filtered = placement("kernel/trace/test_filters.py::test_z")
+    assert filtered == Placement("kernel/trace/test_filters.py")
     spread = placement("export/test_cluster.py::t[a]")
     assert spread == Placement("export/test_cluster.py::t[a]", spread=True)
     assert placement("kernel/readers/test_ringbuf.py::t") == Placement(
