@@ -50,6 +50,28 @@
 #error "trace_open.c: compile with ringtool's tracepoint presence cflags (programs/tp_presence.py)"
 #endif
 
+/* An open event's fields after its header and ids: the call `call` that returned
+ * `ret`, with `flags`, `mode` and its path read from `filename` (a user pointer, 0:
+ * none) with the path's length (trace_event.h's data_len). */
+static __always_inline void open_fill(struct trace_event *e, long ret, u32 call,
+                                      u64 filename, u64 flags, u32 mode)
+{
+    e->value = flags;
+    e->ppid = 0;
+    e->ret = ret;
+    e->aux = 0;
+    e->aux2 = 0;
+    e->call = call;
+    e->mode = mode;
+    e->pad = 0;
+    long n = 0;  /* the path's bytes and its NUL (an error: the helper zeroed data) */
+    if (filename)
+        n = bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)filename);
+    if (n <= 0)
+        e->data[0] = 0;
+    e->data_len = n > 0 ? ((u32)n - 1) & (TRACE_DATA_LEN - 1) : 0;
+}
+
 #if TRACE_OPEN_AT_EXIT
 /* At the exit alone (TRACE_OPEN_AT_EXIT, trace_event.h): no entry program, no
  * per-thread state. The call's arguments are read where the syscall left them: the
@@ -95,17 +117,7 @@ static __always_inline int open_event(void *ctx, long ret, const void *task, u32
     }
     trace_fill_hdr_task(&e->h, TRACE_OPEN, id, 1, task);  /* accepted just now */
     trace_fill_ids_of(e, task);
-    e->value = flags;
-    e->ppid = 0;
-    e->ret = ret;
-    e->aux = 0;
-    e->aux2 = 0;
-    e->call = call;
-    e->mode = mode;
-    if (filename)
-        bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)filename);
-    else
-        e->data[0] = 0;
+    open_fill(e, ret, call, filename, flags, mode);
     RT_PCPU_SUBMIT_TO(ctx, ring, e, sizeof(*e));
     return 0;
 }
@@ -282,20 +294,7 @@ static __always_inline int open_exit(void *ctx, long ret)
     }
     trace_fill_hdr_task(&e->h, TRACE_OPEN, id, 1, task);  /* accepted at entry */
     trace_fill_ids_of(e, task);
-    e->value = a->flags;
-    e->ppid = 0;
-    e->ret = ret;
-    e->aux = 0;
-    e->aux2 = 0;
-    e->call = a->call;
-    e->mode = a->mode;
-    e->pad = 0;
-    long n = 0;  /* the path's bytes and its NUL (an error: the helper zeroed data) */
-    if (a->filename)
-        n = bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)a->filename);
-    if (n <= 0)
-        e->data[0] = 0;
-    e->data_len = n > 0 ? ((u32)n - 1) & (TRACE_DATA_LEN - 1) : 0;
+    open_fill(e, ret, a->call, a->filename, a->flags, a->mode);
     forget(tid, a);
     RT_PCPU_SUBMIT_TO(ctx, ring, e, sizeof(*e));
     return 0;

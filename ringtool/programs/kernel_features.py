@@ -24,7 +24,8 @@ cgroup -> its kernfs node's id), and ``TRACE_TASK_PID_OFF`` with
 ``TRACE_TASK_TGID_OFF`` (``task_struct.pid``/``tgid``, what
 ``bpf_get_current_pid_tgid`` returns), and ``TRACE_TASK_START_TIME_OFF``
 (``task_struct.start_time``: with the task's address, which task a per-thread slot
-keyed by tid belongs to, bpf/trace_syscalls.c). Each group is given whole or not at all; the sources
+keyed by tid belongs to, for the source that keeps such slots). Each group is given
+whole or not at all; the sources
 call the helper for a group that is absent, and for all of them on kernels before
 6.1 (``TASK_FIELDS_SINCE``).
 
