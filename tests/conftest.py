@@ -163,9 +163,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # tests/helpers/machine_share.py says: each file one xdist group (or each test,
         # where they spread), a few alone, the floods one at a time. xdist hands out
         # groups in this order (the Makefile turns its reordering off): the tests that
-        # run alone first, the floods, the spread ones (the longest), the other files
-        # (most tests first), and last the tests that load no BPF program, short ones
-        # that fill what the others leave.
+        # run alone first, the floods, the tests that load no BPF program (the other
+        # workers run them while the alone ones hold the machine), the spread ones (the
+        # longest), then the other files, most tests first.
         places = {item: _placement(item) for item in items if "kernel" in item.keywords}
         sizes = Counter(p.group for p in places.values())
         for item, where in places.items():
@@ -174,12 +174,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         def order(item: pytest.Item) -> tuple[int, int]:
             where = places.get(item)
             if where is None:
-                return (4, 0)
+                return (2, 0)
             if where.group == ALONE_GROUP:
                 return (0, 0)
             if where.group == FLOODS_GROUP:
                 return (1, 0)
-            return (2 if where.spread else 3, -sizes[where.group])
+            return (3 if where.spread else 4, -sizes[where.group])
 
         items.sort(key=order)  # stable: the order within a group is kept
     if os.environ.get("RINGTOOL_VM") == "1":
