@@ -38,7 +38,9 @@
  * TRACE_HAVE_* (tp_presence.py).
  */
 #include <linux/fcntl.h>
-#include <linux/ptrace.h>
+/* struct pt_regs alone: <linux/ptrace.h> pulls in pid_namespace.h and fs.h, whose
+ * static_asserts and ns_common fields BCC's clang rejects with Linux 7.2's headers. */
+#include <asm/ptrace.h>
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
 
