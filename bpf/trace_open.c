@@ -38,7 +38,7 @@
  * TRACE_HAVE_* (tp_presence.py).
  */
 #include <linux/fcntl.h>
-#include <linux/ptrace.h>
+#include <asm/ptrace.h>
 #include "percpu_ringbuf.h"
 #include "trace_event.h"
 
