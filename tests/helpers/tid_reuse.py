@@ -59,22 +59,23 @@ def child_with_tid(tid: int) -> None:
     print(tid, pid, flush=True)
 
 
+def exec_as_child() -> None:
+    """(In a thread that is not the leader) exec this module as ``child TID``."""
+    tid = threading.get_native_id()
+    os.execv(sys.executable, [sys.executable, "-m", "tests.helpers.tid_reuse", "child", str(tid)])
+
+
 def main() -> None:
     if sys.argv[1] == "child":  # the image a thread exec'ed (exec mode)
         child_with_tid(int(sys.argv[2]))
         return
     set_comm(sys.argv[1])
     sys.stdin.readline()  # the trace is attached
-    tids: list[int] = []
     if len(sys.argv) > 2 and sys.argv[2] == "exec":
-        def run() -> None:
-            tid = threading.get_native_id()
-            os.execv(sys.executable, [sys.executable, "-m", "tests.helpers.tid_reuse",
-                                      "child", str(tid)])  # fmt: skip
-
-        threading.Thread(target=run).start()
+        threading.Thread(target=exec_as_child).start()
         time.sleep(60)  # the exec ends this image
         return
+    tids: list[int] = []
     thread = threading.Thread(target=lambda: tids.append(threading.get_native_id()))
     thread.start()
     thread.join()
