@@ -37,6 +37,7 @@ from ringtool.errors import RecordingError
 from ringtool.event.arrow_binary import NARROW, binary, binary_matrix, nulls, strings, validity
 from ringtool.event.data_lengths import DATA, DATA_LEN, DataLengths
 from ringtool.event.layout import RECORD_PAD, LayoutError, TraceLayout
+from ringtool.event.record_fields import FieldGather, member
 from ringtool.event.records import NetRecords, Records
 
 Array = np.ndarray[Any, Any]
@@ -82,12 +83,6 @@ def _members(dtype: np.dtype[Any], struct: str) -> dict[str, Member]:
         elif not name.startswith(RECORD_PAD) and name != DATA_LEN:
             out[name] = Member((name,), dt, _arrow_type(dt, f"{struct}.{name}"))
     return out
-
-
-def _get(rec: Array, path: tuple[str, ...]) -> Array:
-    for p in path:
-        rec = rec[p]
-    return rec
 
 
 def _to_arrow(values: Array, valid: Array | None, arrow: pa.DataType,
@@ -151,10 +146,16 @@ class RecordSchema:
         self._member = {c: m for members in self.forms.values() for c, m in members.items()}
         names = sorted(layout.type_names.items())
         self.type_names = pa.array([n for _, n in names], pa.string())
-        self._type_lut = np.full(max((t for t, _ in names), default=0) + 1, -1, np.int16)
+        #: ``type``'s code by type number; the last: every number above (-1: null)
+        self._type_lut = np.full(max((t for t, _ in names), default=0) + 2, -1, np.int16)
         for i, (t, _) in enumerate(names):
             self._type_lut[t] = i
         self._data_lens = DataLengths(layout)
+        #: ``struct trace_event``'s members but ``data``, and ``data_len``: copied
+        #: together (:class:`FieldGather`)
+        plain = self.forms["trace_event"].values()
+        self._gather = FieldGather([m.path for m in plain if not _wide(m)] + [(DATA_LEN,)] * (
+            DATA_LEN in (layout.event.names or ())))  # fmt: skip
         head = [
             (n, t)
             for n, t in columns.items()
@@ -170,10 +171,11 @@ class RecordSchema:
             pa.field(PAYLOAD, pa.large_binary()),
         ]
         self.header = tuple(n for n, _ in head)
-        #: columns of nulls made for batches of ``_null_rows`` rows, on ``_zeros``
-        #: (immutable: the next batch of as many rows takes them again; a recorder's
-        #: batches are most often of one size)
-        self._null_rows = -1
+        #: columns of nulls of ``_null_cap`` rows (the largest batch's) on ``_zeros``,
+        #: and their first ``_null_rows`` rows for the last batch (immutable: the next
+        #: batch takes them again)
+        self._null_cap = self._null_rows = -1
+        self._null_full: dict[str, pa.Array] = {}
         self._null_cols: dict[str, pa.Array] = {}
         self._zeros = pa.py_buffer(b"")
         self.schema = pa.schema(fields)
@@ -206,14 +208,20 @@ class RecordSchema:
         return self._zeros
 
     def _null(self, name: str, arrow: pa.DataType, n: int) -> pa.Array:
-        """Column ``name`` of ``n`` nulls, on one zero buffer (:func:`nulls`)."""
+        """Column ``name`` of ``n`` nulls: the first ``n`` rows of one made for the
+        largest batch so far, on one zero buffer (:func:`nulls`; a slice from the
+        first row: nothing allocated or written for a batch of another size)."""
+        if n > self._null_cap:
+            self._null_cap, self._null_full = n, {}
+            self._zeros = pa.py_buffer(np.zeros(16 * n + 8, np.uint8))
         if n != self._null_rows:
             self._null_rows, self._null_cols = n, {}
         col = self._null_cols.get(name)
         if col is None:
-            if not self._null_cols:
-                self._zeros = pa.py_buffer(np.zeros(16 * n + 8, np.uint8))
-            col = self._null_cols[name] = nulls(arrow, n, self._zeros)
+            full = self._null_full.get(name)
+            if full is None:
+                full = self._null_full[name] = nulls(arrow, self._null_cap, self._zeros)
+            col = self._null_cols[name] = full if n == self._null_cap else full.slice(0, n)
         return col
 
     def to_arrow(self, records: Records, offset_ns: int) -> pa.RecordBatch:
@@ -222,41 +230,44 @@ class RecordSchema:
         events, net = records.events, records.net
         ne, nn = len(events), len(net)
         n = ne + nn
-        types = np.ascontiguousarray(events["h"]["type"])
+        fields = self._gather(events)  # struct trace_event's members, contiguous
+        types = fields[(HEADER, "type")]
         kinds = self._data_lens.kinds(types)
         forms = self._event_forms(events, types, kinds)
-        lens = self._data_lens(events, kinds, n)
+        lens = self._data_lens(events, kinds, n, fields.get((DATA_LEN,)))
         cols: dict[str, pa.Array] = {}
         for name in self.schema.names:
             if name in (TIME, TYPE, PAYLOAD):
                 continue
             net_m = self.forms["trace_net"].get(name)
             parts = [
-                (view, mask, self.forms[f][name])
+                (fields.get(self.forms[f][name].path) if f == "trace_event" else None,
+                 view, mask, self.forms[f][name])
                 for f, view, mask in forms
                 if name in self.forms[f]
-            ]
-            m = net_m or (parts[0][2] if parts else self._member[name])
+            ]  # fmt: skip
+            m = net_m or (parts[0][3] if parts else self._member[name])
             if (not parts or not ne) and (net_m is None or not nn):
                 cols[name] = self._null(name, m.arrow, n)
                 continue
-            if len(parts) == 1 and parts[0][1] is None and (nn == 0 or net_m is not None):
-                values = _get(parts[0][0], m.path)
+            if len(parts) == 1 and parts[0][2] is None and (nn == 0 or net_m is not None):
+                got, view = parts[0][:2]
+                values = member(view, m.path) if got is None else got
                 if nn:
-                    values = np.concatenate((values, _get(net.rec, m.path)))
+                    values = np.concatenate((values, member(net.rec, m.path)))
                 cols[name] = _to_arrow(values, None, m.arrow, lens if _wide(m) else None)
                 continue
             shape = (n, *m.dtype.shape) if m.dtype.subdtype else (n,)
             out = np.zeros(shape, m.dtype.base if m.dtype.subdtype else m.dtype)
             valid = np.zeros(n, bool)
-            for view, mask, pm in parts:
-                src = _get(view, pm.path)
+            for got, view, mask, pm in parts:
+                src = member(view, pm.path) if got is None else got
                 if mask is None:
                     out[:ne], valid[:ne] = src, True
                 else:
                     out[:ne][mask], valid[:ne] = src[mask], valid[:ne] | mask
             if net_m is not None and nn:
-                out[ne:], valid[ne:] = _get(net.rec, net_m.path), True
+                out[ne:], valid[ne:] = member(net.rec, net_m.path), True
             cols[name] = _to_arrow(
                 out, None if valid.all() else valid, m.arrow, lens if _wide(m) else None
             )
@@ -264,9 +275,8 @@ class RecordSchema:
         ts = np.asarray(cols[self.header[0]])
         cols[TIME] = _to_arrow(ts.view(np.int64) + offset_ns, None, self.schema.field(TIME).type)
         codes = self._type_lut[np.minimum(type_ids, len(self._type_lut) - 1)]
-        codes[type_ids >= len(self._type_lut)] = -1
         cols[TYPE] = pa.DictionaryArray.from_arrays(
-            _to_arrow(codes, None if (codes >= 0).all() else codes >= 0, pa.int16()),
+            _to_arrow(codes, None if not n or codes.min() >= 0 else codes >= 0, pa.int16()),
             self.type_names,
         )
         cols[PAYLOAD] = self._payloads(net, ne) if nn else self._null(PAYLOAD, pa.large_binary(), n)
@@ -326,7 +336,7 @@ class RecordSchema:
                 if not valid.all():
                     raise RecordingError(f"column {col}: empty in a record that has it")
                 values = _numpy(arrow_col, m, col)[rows][mask]
-                target = _get(view, m.path[:-1]) if len(m.path) > 1 else view
+                target = member(view, m.path[:-1]) if len(m.path) > 1 else view
                 target[m.path[-1]][mask] = values
         if DATA in names and self._data_lens.stored:  # as the BPF programs store it
             data = batch.column(DATA)
