@@ -13,6 +13,7 @@ the records as they are (a strided field: nothing copied but what is kept),
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -144,6 +145,15 @@ _INLINE = 12
 _VIEW_MAX = (1 << 31) - 1
 
 
+@functools.lru_cache(maxsize=4)
+def _view_places(n: int, stride: int) -> Array:
+    """Per row of ``n`` values ``stride`` bytes apart: a view's buffer index (0) and
+    offset (its row's first byte) as one little-endian int64 (read only)."""
+    places = np.arange(n, dtype=np.int64) * stride << 32
+    places.flags.writeable = False
+    return places
+
+
 def _span(values: Array) -> tuple[Array, int]:
     """``values``' own bytes as one uint8 run from the first value to the end of the
     last (a view: nothing copied), and the stride of a value in it; a copy where the
@@ -172,13 +182,11 @@ def strings(values: Array, lens: Array, valid: Array | None) -> pa.Array:
         )
     span, stride = _span(values)
     views = np.zeros((n, 16), np.uint8)  # length, then the bytes or prefix, index, offset
-    head = min(width, _INLINE)
-    views[:, 4 : 4 + head] = np.lib.stride_tricks.as_strided(span, (n, head), (stride, 1))
-    words = views.view(np.int32)
-    words[:, 0] = lens
-    long = np.flatnonzero(lens > _INLINE)
-    words[long, 2] = 0  # the one data buffer
-    words[long, 3] = long * stride
+    head = np.dtype((np.void, min(width, _INLINE)))  # each value's first bytes, one item
+    np.ndarray((n,), head, views, 4, (16,))[...] = np.ndarray((n,), head, span, 0, (stride,))
+    views.view(np.int32)[:, 0] = lens
+    # a longer value's buffer (0: the one) and offset, over its bytes past the prefix
+    np.copyto(views.view(np.int64)[:, 1], _view_places(n, stride), where=lens > _INLINE)
     view = pa.Array.from_buffers(
         pa.binary_view(), n, [validity(valid), pa.py_buffer(views), pa.py_buffer(span)]
     )
