@@ -37,7 +37,6 @@ from ringtool.errors import RecordingError
 from ringtool.event.arrow_binary import NARROW, binary, binary_matrix, nulls, strings, validity
 from ringtool.event.data_lengths import DATA, DATA_LEN, DataLengths
 from ringtool.event.layout import RECORD_PAD, LayoutError, TraceLayout
-from ringtool.event.record_fields import FieldGather, member
 from ringtool.event.records import NetRecords, Records
 
 Array = np.ndarray[Any, Any]
@@ -83,6 +82,12 @@ def _members(dtype: np.dtype[Any], struct: str) -> dict[str, Member]:
         elif not name.startswith(RECORD_PAD) and name != DATA_LEN:
             out[name] = Member((name,), dt, _arrow_type(dt, f"{struct}.{name}"))
     return out
+
+
+def _get(rec: Array, path: tuple[str, ...]) -> Array:
+    for p in path:
+        rec = rec[p]
+    return rec
 
 
 def _to_arrow(values: Array, valid: Array | None, arrow: pa.DataType,
@@ -151,11 +156,6 @@ class RecordSchema:
         for i, (t, _) in enumerate(names):
             self._type_lut[t] = i
         self._data_lens = DataLengths(layout)
-        #: ``struct trace_event``'s members but ``data``, and ``data_len``: copied
-        #: together (:class:`FieldGather`)
-        plain = self.forms["trace_event"].values()
-        self._gather = FieldGather([m.path for m in plain if not _wide(m)] + [(DATA_LEN,)] * (
-            DATA_LEN in (layout.event.names or ())))  # fmt: skip
         head = [
             (n, t)
             for n, t in columns.items()
@@ -230,44 +230,41 @@ class RecordSchema:
         events, net = records.events, records.net
         ne, nn = len(events), len(net)
         n = ne + nn
-        fields = self._gather(events)  # struct trace_event's members, contiguous
-        types = fields[(HEADER, "type")]
+        types = np.ascontiguousarray(events["h"]["type"])
         kinds = self._data_lens.kinds(types)
         forms = self._event_forms(events, types, kinds)
-        lens = self._data_lens(events, kinds, n, fields.get((DATA_LEN,)))
+        lens = self._data_lens(events, kinds, n)
         cols: dict[str, pa.Array] = {}
         for name in self.schema.names:
             if name in (TIME, TYPE, PAYLOAD):
                 continue
             net_m = self.forms["trace_net"].get(name)
             parts = [
-                (fields.get(self.forms[f][name].path) if f == "trace_event" else None,
-                 view, mask, self.forms[f][name])
+                (view, mask, self.forms[f][name])
                 for f, view, mask in forms
                 if name in self.forms[f]
-            ]  # fmt: skip
-            m = net_m or (parts[0][3] if parts else self._member[name])
+            ]
+            m = net_m or (parts[0][2] if parts else self._member[name])
             if (not parts or not ne) and (net_m is None or not nn):
                 cols[name] = self._null(name, m.arrow, n)
                 continue
-            if len(parts) == 1 and parts[0][2] is None and (nn == 0 or net_m is not None):
-                got, view = parts[0][:2]
-                values = member(view, m.path) if got is None else got
+            if len(parts) == 1 and parts[0][1] is None and (nn == 0 or net_m is not None):
+                values = types if name == TYPE_ID and not nn else _get(parts[0][0], m.path)
                 if nn:
-                    values = np.concatenate((values, member(net.rec, m.path)))
+                    values = np.concatenate((values, _get(net.rec, m.path)))
                 cols[name] = _to_arrow(values, None, m.arrow, lens if _wide(m) else None)
                 continue
             shape = (n, *m.dtype.shape) if m.dtype.subdtype else (n,)
             out = np.zeros(shape, m.dtype.base if m.dtype.subdtype else m.dtype)
             valid = np.zeros(n, bool)
-            for got, view, mask, pm in parts:
-                src = member(view, pm.path) if got is None else got
+            for view, mask, pm in parts:
+                src = _get(view, pm.path)
                 if mask is None:
                     out[:ne], valid[:ne] = src, True
                 else:
                     out[:ne][mask], valid[:ne] = src[mask], valid[:ne] | mask
             if net_m is not None and nn:
-                out[ne:], valid[ne:] = member(net.rec, net_m.path), True
+                out[ne:], valid[ne:] = _get(net.rec, net_m.path), True
             cols[name] = _to_arrow(
                 out, None if valid.all() else valid, m.arrow, lens if _wide(m) else None
             )
@@ -336,7 +333,7 @@ class RecordSchema:
                 if not valid.all():
                     raise RecordingError(f"column {col}: empty in a record that has it")
                 values = _numpy(arrow_col, m, col)[rows][mask]
-                target = member(view, m.path[:-1]) if len(m.path) > 1 else view
+                target = _get(view, m.path[:-1]) if len(m.path) > 1 else view
                 target[m.path[-1]][mask] = values
         if DATA in names and self._data_lens.stored:  # as the BPF programs store it
             data = batch.column(DATA)

@@ -70,10 +70,9 @@ class DataLengths:
         """Which rows are of a type with a record struct of its own (tcp, disk)."""
         return kinds == _OWN  # type: ignore[no-any-return]
 
-    def __call__(self, events: Array, kinds: Array, n: int, stored: Array | None = None) -> Array:
+    def __call__(self, events: Array, kinds: Array, n: int) -> Array:
         """Per row of a batch of ``n`` whose first rows are ``events`` (their
-        :meth:`kinds` given): the bytes kept of ``data`` (intp; 0 for the rest).
-        ``stored``: the events' ``data_len`` when the caller has them (a copy)."""
+        :meth:`kinds` given): the bytes kept of ``data`` (intp; 0 for the rest)."""
         lens = np.zeros(n, np.intp)
         ne = len(events)
         if not ne:
@@ -82,7 +81,7 @@ class DataLengths:
         width = data.dtype.itemsize
         found = np.zeros(ne, bool)
         if self.stored:
-            stored = events[DATA_LEN] if stored is None else stored
+            stored = events[DATA_LEN]
             # the byte at each stored length (clamped): one gather from the records
             m = data.reshape(ne, 1).view(np.uint8)
             flat = np.lib.stride_tricks.as_strided(m, ((ne - 1) * m.strides[0] + width,), (1,))
