@@ -145,6 +145,14 @@ _INLINE = 12
 _VIEW_MAX = (1 << 31) - 1
 
 
+def _pool() -> pa.MemoryPool:
+    """Where Arrow's casts put the columns: the C library's allocator, as numpy's
+    arrays (Arrow's default, mimalloc, gives a recorder's batch-sized blocks back to
+    the system between batches a fifth of a second apart: each batch's columns were
+    page faults again, 20 to 50 ns an event)."""
+    return pa.system_memory_pool()
+
+
 @functools.lru_cache(maxsize=4)
 def _view_places(n: int, stride: int) -> Array:
     """Per row of ``n`` values ``stride`` bytes apart: a view's buffer index (0) and
@@ -190,7 +198,7 @@ def strings(values: Array, lens: Array, valid: Array | None) -> pa.Array:
     view = pa.Array.from_buffers(
         pa.binary_view(), n, [validity(valid), pa.py_buffer(views), pa.py_buffer(span)]
     )
-    return pc.cast(view, pa.binary())
+    return pc.cast(view, pa.binary(), memory_pool=_pool())
 
 
 def binary(values: Array, valid: Array | None) -> pa.Array:
@@ -200,8 +208,8 @@ def binary(values: Array, valid: Array | None) -> pa.Array:
     n, width = len(values), values.dtype.itemsize
     c = np.ascontiguousarray(values.reshape(n, 1).view(np.uint8))  # bytes: memcpy
     fixed = pa.Array.from_buffers(pa.binary(width), n, [validity(valid), pa.py_buffer(c)])
-    text = pc.cast(fixed, pa.binary()).view(pa.string())  # ascii_rtrim: bytes, no UTF-8
-    return pc.ascii_rtrim(text, characters="\0").view(pa.binary())
+    text = pc.cast(fixed, pa.binary(), memory_pool=_pool()).view(pa.string())  # bytes: no UTF-8
+    return pc.ascii_rtrim(text, characters="\0", memory_pool=_pool()).view(pa.binary())
 
 
 def binary_matrix(col: pa.Array, width: int, name: str) -> Array:
