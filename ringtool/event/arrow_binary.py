@@ -125,11 +125,19 @@ def nul_lengths(values: Array, k: Array) -> Array:
     rest = np.flatnonzero(~one)
     if len(rest):
         m = np.ascontiguousarray(values.reshape(n, 1).view(np.uint8)[rest])
-        last = lengths(m)
         kk = k[rest]
-        nth = np.cumsum(m == 0, axis=1, dtype=np.int32) >= kk[:, None]
-        has = nth[:, -1] & (kk > 0) if width else np.zeros(len(rest), bool)
-        out[rest] = np.where(has, np.argmax(nth, axis=1), last)
+        # every NUL's place among the rows' bytes (in order), each row's first and
+        # one past its last among them: its k-th is the (k-1)-th after its first
+        nuls = np.flatnonzero(m.reshape(-1) == 0)
+        base = np.arange(len(rest), dtype=np.intp) * width
+        first = np.searchsorted(nuls, base)
+        kth = first + kk - 1
+        has = (kk > 0) & (kth < np.searchsorted(nuls, base + width))
+        got = np.zeros(len(rest), np.intp)
+        got[has] = nuls[kth[has]] - base[has]
+        if not has.all():
+            got[~has] = lengths(np.ascontiguousarray(m[~has]))
+        out[rest] = got
     return out
 
 
