@@ -10,7 +10,7 @@ are in the message they sum: the sum is taken with :data:`PENDING` in their plac
 (the writer writes the message with it, sums, then puts the digits there; the reader
 puts it back where the digits are, the first such string of the bytes, and sums).
 Any one damaged word changes it, whether of the values, of the layout that says
-where they are, or of the digits; a fifth of the bytes of format 2's sum (the
+where they are, or of the digits; a sixth of the bytes of format 2's sum (the
 compressed buffers), and nothing read a column at a time.
 
 Format 2 (:class:`ColumnsSum`, read only): the batch's columns as Arrow holds them, before
