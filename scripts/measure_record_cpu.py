@@ -34,7 +34,8 @@ STEPS = [
     ("ringtool.trace.writers.output_record", "RecordSink", "close", "close"),
     ("ringtool.trace.writers.output_record", None, "copy_records", "copy"),
     ("ringtool.event.arrow_records", "RecordSchema", "to_arrow", "to_arrow"),
-    ("ringtool.event.recording_check", "ColumnsSum", "__call__", "checksum"),
+    ("ringtool.event.recording_check", "ColumnsSum", "__call__", "checksum"),  # format 2
+    ("ringtool.event.recording_check", "MessageSum", "seal", "checksum"),  # format 3
     ("ringtool.event.recording", "RecordingWriter", "write", "write"),
 ]
 
@@ -60,8 +61,8 @@ def child(report: str, args: list[str]) -> int:
     events = [0]
     for module, cls, fn, name in STEPS:
         mod = importlib.import_module(module)
-        owner = getattr(mod, cls) if cls else mod
-        if hasattr(owner, fn):
+        owner = getattr(mod, cls, None) if cls else mod  # a tree may not have it
+        if owner is not None and hasattr(owner, fn):
             setattr(owner, fn, _timed(getattr(owner, fn), name, spent))
     sink = importlib.import_module("ringtool.trace.writers.output_record").RecordSink
     publish = sink.publish

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ringtool.errors import RecordingError
 
@@ -124,82 +125,99 @@ def nul_lengths(values: Array, k: Array) -> Array:
     rest = np.flatnonzero(~one)
     if len(rest):
         m = np.ascontiguousarray(values.reshape(n, 1).view(np.uint8)[rest])
-        last = lengths(m)
         kk = k[rest]
-        nth = np.cumsum(m == 0, axis=1, dtype=np.int32) >= kk[:, None]
-        has = nth[:, -1] & (kk > 0) if width else np.zeros(len(rest), bool)
-        out[rest] = np.where(has, np.argmax(nth, axis=1), last)
+        # every NUL's place among the rows' bytes (in order), each row's first and
+        # one past its last among them: its k-th is the (k-1)-th after its first
+        nuls = np.flatnonzero(m.reshape(-1) == 0)
+        base = np.arange(len(rest), dtype=np.intp) * width
+        first = np.searchsorted(nuls, base)
+        kth = first + kk - 1
+        has = (kk > 0) & (kth < np.searchsorted(nuls, base + width))
+        got = np.zeros(len(rest), np.intp)
+        got[has] = nuls[kth[has]] - base[has]
+        if not has.all():
+            got[~has] = lengths(np.ascontiguousarray(m[~has]))
+        out[rest] = got
     return out
+
+
+#: ``char[]`` members up to this wide are names (``comm``: kept to their last non-NUL
+#: byte); wider ones (``data``) hold strings cut at a NUL.
+NARROW = 16
+
+#: A value of a ``binary_view`` of up to this many bytes is held in its view (the
+#: Arrow columnar format, "Variable-size Binary View Layout"); a longer one by its
+#: buffer and offset.
+_INLINE = 12
+#: The largest offset a view holds (int32).
+_VIEW_MAX = (1 << 31) - 1
+
+
+def _pool() -> pa.MemoryPool:
+    """Where Arrow's casts put the columns: the C library's allocator, as numpy's
+    arrays (Arrow's default, mimalloc, gives a recorder's batch-sized blocks back to
+    the system between batches a fifth of a second apart: each batch's columns were
+    page faults again, 20 to 50 ns an event)."""
+    return pa.system_memory_pool()
+
+
+@functools.lru_cache(maxsize=4)
+def _view_places(n: int, stride: int) -> Array:
+    """Per row of ``n`` values ``stride`` bytes apart: a view's buffer index (0) and
+    offset (its row's first byte) as one little-endian int64 (read only)."""
+    places = np.arange(n, dtype=np.int64) * stride << 32
+    places.flags.writeable = False
+    return places
+
+
+def _span(values: Array) -> tuple[Array, int]:
+    """``values``' own bytes as one uint8 run from the first value to the end of the
+    last (a view: nothing copied), and the stride of a value in it; a copy where the
+    stride is not positive or the run is longer than a view's offset reaches."""
+    n, width = len(values), values.dtype.itemsize
+    stride = values.strides[0] if n > 1 else width
+    if stride <= 0 or (n - 1) * stride + width > _VIEW_MAX:
+        values, stride = np.ascontiguousarray(values), width
+    m = values.reshape(n, 1).view(np.uint8)
+    return np.lib.stride_tricks.as_strided(m, ((n - 1) * stride + width,), (1,)), stride
 
 
 def strings(values: Array, lens: Array, valid: Array | None) -> pa.Array:
     """``char[N]`` values (any stride: nothing else is copied) as binary, each row its
     first ``lens`` bytes (inner NULs kept: exec's ``data`` is several strings); null
-    where ``valid`` is False (None: every row valid)."""
-    n = len(values)
+    where ``valid`` is False (None: every row valid). The rows are a ``binary_view``
+    of the records' own bytes (each its length and first bytes; a longer one its
+    offset among them), cast to ``binary`` by Arrow: one copy of the kept bytes."""
+    n, width = len(values), values.dtype.itemsize
     if valid is not None:
         lens = np.where(valid, lens, 0)
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(lens, out=offsets[1:])
-    data = _kept(values, lens) if n and offsets[-1] else np.zeros(0, np.uint8)
-    return pa.Array.from_buffers(
-        pa.binary(), n, [validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
+    if not n or not lens.any():
+        offsets = np.zeros(n + 1, np.int32)
+        return pa.Array.from_buffers(
+            pa.binary(), n, [validity(valid), pa.py_buffer(offsets), pa.py_buffer(b"")]
+        )
+    span, stride = _span(values)
+    views = np.zeros((n, 16), np.uint8)  # length, then the bytes or prefix, index, offset
+    head = np.dtype((np.void, min(width, _INLINE)))  # each value's first bytes, one item
+    np.ndarray((n,), head, views, 4, (16,))[...] = np.ndarray((n,), head, span, 0, (stride,))
+    views.view(np.int32)[:, 0] = lens
+    # a longer value's buffer (0: the one) and offset, over its bytes past the prefix
+    np.copyto(views.view(np.int64)[:, 1], _view_places(n, stride), where=lens > _INLINE)
+    view = pa.Array.from_buffers(
+        pa.binary_view(), n, [validity(valid), pa.py_buffer(views), pa.py_buffer(span)]
     )
+    return pc.cast(view, pa.binary(), memory_pool=_pool())
 
 
 def binary(values: Array, valid: Array | None) -> pa.Array:
-    """``char[N]`` values as binary, each up to its last non-NUL byte (:func:`strings`;
-    the values copied once, contiguous, for both their lengths and their bytes)."""
-    c = np.ascontiguousarray(values.reshape(len(values), 1).view(np.uint8))  # bytes: memcpy
-    return strings(c.view(values.dtype).reshape(len(values)), lengths(c), valid)
-
-
-@functools.cache
-def _prefixes(width: int) -> Array:
-    """Row ``k``: ``width`` bools, the first ``k`` True, as one void value (a row of a
-    mask taken by one 1-D index)."""
-    table = np.arange(width) < np.arange(width + 1)[:, None]
-    return table.view(np.dtype((np.void, width))).reshape(width + 1)
-
-
-#: Members up to this wide are kept by a mask of each row's first bytes over a copy
-#: of them all; wider ones (``data``) by the words that hold their bytes, gathered.
-NARROW = 16
-
-
-def _kept(values: Array, lens: Array) -> Array:
-    """The first ``lens`` bytes of each row, one after the other. Narrow members: the
-    values copied whole (a few bytes a row), their bytes kept by a mask of each row's
-    first ``lens``. Wider: every 8-byte word that holds kept bytes gathered from the
-    records by one index, then the bytes of each row's last word past its length
-    dropped (whole-array operations, none along a row)."""
+    """``char[N]`` values as binary, each up to its last non-NUL byte (the values
+    copied once, contiguous, as ``fixed_size_binary``; Arrow casts them to ``binary``
+    and trims the NULs after each: :func:`lengths`' lengths)."""
     n, width = len(values), values.dtype.itemsize
-    m = values.reshape(n, 1).view(np.uint8)  # (n, width), the records' own bytes
-    words = _words(values) if width > NARROW else None
-    if words is None:
-        c = np.ascontiguousarray(m)
-        return c.reshape(-1)[_prefixes(width)[lens].view(bool).reshape(-1)]  # type: ignore[no-any-return]
-    kept = (lens + 7) // 8
-    stride, k = m.strides[0] // 8, width // 8
-    flat = np.lib.stride_tricks.as_strided(words, ((n - 1) * stride + k,), (8,))
-    starts = np.zeros(n, np.intp)
-    np.cumsum(kept[:-1], out=starts[1:])
-    index = np.repeat(np.arange(n, dtype=np.intp) * stride - starts, kept)
-    index += np.arange(int(index.size), dtype=np.intp)
-    out = flat[index].view(np.uint8)
-    over = kept * 8 - lens  # bytes past each row's length in its last word
-    if not over.any():
-        return out
-    keep = np.full(len(index), _LO)  # a word of True bytes each
-    last = (starts + kept - 1)[kept > 0]
-    keep[last] = _LAST_WORD[over[kept > 0]]
-    kept_bytes: Array = out[keep.view(bool)]
-    return kept_bytes
-
-
-#: The bytes of a row's last word kept, by how many are past its length: that many
-#: False bytes at its end (little-endian), as the word of bools.
-_LAST_WORD = np.array([(1 << (8 * (8 - b))) // 255 for b in range(8)], np.uint64)
+    c = np.ascontiguousarray(values.reshape(n, 1).view(np.uint8))  # bytes: memcpy
+    fixed = pa.Array.from_buffers(pa.binary(width), n, [validity(valid), pa.py_buffer(c)])
+    text = pc.cast(fixed, pa.binary(), memory_pool=_pool()).view(pa.string())  # bytes: no UTF-8
+    return pc.ascii_rtrim(text, characters="\0", memory_pool=_pool()).view(pa.binary())
 
 
 def binary_matrix(col: pa.Array, width: int, name: str) -> Array:

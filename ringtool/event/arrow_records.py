@@ -151,7 +151,8 @@ class RecordSchema:
         self._member = {c: m for members in self.forms.values() for c, m in members.items()}
         names = sorted(layout.type_names.items())
         self.type_names = pa.array([n for _, n in names], pa.string())
-        self._type_lut = np.full(max((t for t, _ in names), default=0) + 1, -1, np.int16)
+        #: ``type``'s code by type number; the last: every number above (-1: null)
+        self._type_lut = np.full(max((t for t, _ in names), default=0) + 2, -1, np.int16)
         for i, (t, _) in enumerate(names):
             self._type_lut[t] = i
         self._data_lens = DataLengths(layout)
@@ -170,10 +171,11 @@ class RecordSchema:
             pa.field(PAYLOAD, pa.large_binary()),
         ]
         self.header = tuple(n for n, _ in head)
-        #: columns of nulls made for batches of ``_null_rows`` rows, on ``_zeros``
-        #: (immutable: the next batch of as many rows takes them again; a recorder's
-        #: batches are most often of one size)
-        self._null_rows = -1
+        #: columns of nulls of ``_null_cap`` rows (the largest batch's) on ``_zeros``,
+        #: and their first ``_null_rows`` rows for the last batch (immutable: the next
+        #: batch takes them again)
+        self._null_cap = self._null_rows = -1
+        self._null_full: dict[str, pa.Array] = {}
         self._null_cols: dict[str, pa.Array] = {}
         self._zeros = pa.py_buffer(b"")
         self.schema = pa.schema(fields)
@@ -206,14 +208,20 @@ class RecordSchema:
         return self._zeros
 
     def _null(self, name: str, arrow: pa.DataType, n: int) -> pa.Array:
-        """Column ``name`` of ``n`` nulls, on one zero buffer (:func:`nulls`)."""
+        """Column ``name`` of ``n`` nulls: the first ``n`` rows of one made for the
+        largest batch so far, on one zero buffer (:func:`nulls`; a slice from the
+        first row: nothing allocated or written for a batch of another size)."""
+        if n > self._null_cap:
+            self._null_cap, self._null_full = n, {}
+            self._zeros = pa.py_buffer(np.zeros(16 * n + 8, np.uint8))
         if n != self._null_rows:
             self._null_rows, self._null_cols = n, {}
         col = self._null_cols.get(name)
         if col is None:
-            if not self._null_cols:
-                self._zeros = pa.py_buffer(np.zeros(16 * n + 8, np.uint8))
-            col = self._null_cols[name] = nulls(arrow, n, self._zeros)
+            full = self._null_full.get(name)
+            if full is None:
+                full = self._null_full[name] = nulls(arrow, self._null_cap, self._zeros)
+            col = self._null_cols[name] = full if n == self._null_cap else full.slice(0, n)
         return col
 
     def to_arrow(self, records: Records, offset_ns: int) -> pa.RecordBatch:
@@ -241,7 +249,7 @@ class RecordSchema:
                 cols[name] = self._null(name, m.arrow, n)
                 continue
             if len(parts) == 1 and parts[0][1] is None and (nn == 0 or net_m is not None):
-                values = _get(parts[0][0], m.path)
+                values = types if name == TYPE_ID and not nn else _get(parts[0][0], m.path)
                 if nn:
                     values = np.concatenate((values, _get(net.rec, m.path)))
                 cols[name] = _to_arrow(values, None, m.arrow, lens if _wide(m) else None)
@@ -264,9 +272,8 @@ class RecordSchema:
         ts = np.asarray(cols[self.header[0]])
         cols[TIME] = _to_arrow(ts.view(np.int64) + offset_ns, None, self.schema.field(TIME).type)
         codes = self._type_lut[np.minimum(type_ids, len(self._type_lut) - 1)]
-        codes[type_ids >= len(self._type_lut)] = -1
         cols[TYPE] = pa.DictionaryArray.from_arrays(
-            _to_arrow(codes, None if (codes >= 0).all() else codes >= 0, pa.int16()),
+            _to_arrow(codes, None if not n or codes.min() >= 0 else codes >= 0, pa.int16()),
             self.type_names,
         )
         cols[PAYLOAD] = self._payloads(net, ne) if nn else self._null(PAYLOAD, pa.large_binary(), n)

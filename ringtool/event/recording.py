@@ -6,7 +6,7 @@ format specification): the schema (the columns of
 schema's key-value metadata: :data:`META_KEYS`), then one record batch per batch of
 the trace, then an end-of-stream marker. Every message is whole on disk before the
 next begins (the writer flushes each), so a recorder killed at any point leaves a file
-that reads back to its last whole batch. Batches are compressed (zstd buffers).
+that reads back to its last whole batch. Batches are compressed (LZ4 buffers).
 
 Besides the records, empty batches carry the run's accounting in their custom
 metadata (``ringtool.kind``: ``start`` first (so the schema is on disk at once),
@@ -37,17 +37,19 @@ import pyarrow.ipc as ipc
 from ringtool.errors import InputFileError, RecordingError, RecordingTruncated, UsageError
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.layout import TRACE_HEADER, parse_layout
-from ringtool.event.recording_check import ColumnsSum, records_digest
+from ringtool.event.recording_check import PENDING, ColumnsSum, MessageSum, records_digest
 from ringtool.event.records import Records
 from ringtool.kernel.files import open_regular
 
 #: The recording format's version (``ringtool.format``) this ringtool writes, and those
-#: it reads (a reader refuses another by name): 2 checks each batch by a sum over its
-#: columns (:data:`SUM`), 1 by a sum over its records (:data:`DIGEST`).
-FORMAT = "2"
-READS = ("1", "2")
+#: it reads (a reader refuses another by name): 3 checks each batch by a sum over its
+#: bytes on disk (:data:`SUM`), 2 by a sum over its columns (the same key), 1 by a sum
+#: over its records (:data:`DIGEST`).
+FORMAT = "3"
+READS = ("1", "2", "3")
 #: The key of a message's kind in its custom metadata, and of its JSON body; of a
-#: record batch's checksum (format 2: :class:`~ringtool.event.recording_check.ColumnsSum`;
+#: record batch's checksum (format 3: :class:`~ringtool.event.recording_check.MessageSum`;
+#: format 2: :class:`~ringtool.event.recording_check.ColumnsSum`;
 #: format 1: :func:`~ringtool.event.recording_check.records_digest`).
 KIND, BODY = b"ringtool.kind", b"ringtool.json"
 SUM, DIGEST = b"ringtool.sum", b"ringtool.digest"
@@ -134,7 +136,7 @@ class RecordingWriter:
             options=ipc.IpcWriteOptions(compression=COMPRESSION, use_threads=False),
         )
         self.batches = 0
-        self._sum = ColumnsSum()
+        self._sum = MessageSum()
         self.events = 0
         self.account(START, {})  # the schema is written with the first message: now
 
@@ -143,9 +145,8 @@ class RecordingWriter:
         if not len(records):
             return
         batch = self.schema.to_arrow(records, self.offset_ns)
-        checksum = self._sum(batch, self.schema.zeros)  # its columns of nulls: zeros
-        self._w.write_batch(batch, custom_metadata={SUM: checksum.encode()})
-        self._flush()
+        self._w.write_batch(batch, custom_metadata={SUM: PENDING})
+        self._flush(sealed=True)
         self.batches += 1
         self.events += len(records)
 
@@ -156,10 +157,14 @@ class RecordingWriter:
         self._w.write_batch(self._empty, custom_metadata=meta)
         self._flush()
 
-    def _flush(self) -> None:
-        """What the IPC writer wrote, to ``stream`` (one call), then to its file."""
+    def _flush(self, *, sealed: bool = False) -> None:
+        """What the IPC writer wrote, to ``stream`` (one call), then to its file;
+        ``sealed``: a batch's, its checksum put in it first (the sum of those bytes)."""
         self._out.flush()
-        self.stream.write(self._gathered.take())
+        message: bytes | bytearray = self._gathered.take()
+        if sealed:
+            self._sum.seal(message := bytearray(message))
+        self.stream.write(message)
         self.stream.flush()
 
     @property
@@ -223,7 +228,7 @@ class RecordingReader:
             os.close(fd)
         self.size = self._file.size()
         self._pos = 0
-        self._sum = ColumnsSum()
+        self._sum, self._message_sum = ColumnsSum(), MessageSum()
         try:
             self._reader = ipc.open_stream(self._file)
         except (OSError, pa.ArrowException, MemoryError, ValueError) as exc:
@@ -248,7 +253,8 @@ class RecordingReader:
         if meta.get("ringtool.format") not in READS:
             raise RecordingError(
                 f"{self.path}: recording format {meta.get('ringtool.format')!r}, "
-                f"this ringtool reads {' and '.join(map(repr, READS))}: read it with "
+                f"this ringtool reads {', '.join(map(repr, READS[:-1]))} and "
+                f"{READS[-1]!r}: read it with "
                 "the ringtool that recorded it"
             )
         self._check_types(meta)
@@ -282,6 +288,7 @@ class RecordingReader:
         rec = self.recording
         try:
             while True:
+                start = self._pos
                 try:
                     batch, custom = self._reader.read_next_batch_with_custom_metadata()
                 except StopIteration:
@@ -295,7 +302,7 @@ class RecordingReader:
                     continue
                 try:
                     batch.validate(full=True)
-                    records = self._checked(batch, custom or {})
+                    records = self._checked(batch, custom or {}, start)
                 except (Exception, MemoryError) as exc:  # damaged: whatever it breaks
                     raise RecordingError(
                         f"{self.path}: batch {rec.batches + 1} (ending at byte "
@@ -315,9 +322,18 @@ class RecordingReader:
         finally:
             self._file.close()
 
-    def _checked(self, batch: pa.RecordBatch, custom: Mapping[bytes, bytes]) -> Records:
-        """The batch's records, its checksum compared (its format's: see :data:`FORMAT`)."""
-        if self.recording.meta.get("ringtool.format") == "1":
+    def _checked(self, batch: pa.RecordBatch, custom: Mapping[bytes, bytes],
+                 start: int) -> Records:  # fmt: skip
+        """The batch's records, its checksum compared (its format's: see :data:`FORMAT`;
+        ``start``: where its bytes begin, they end at ``_pos``)."""
+        fmt = self.recording.meta.get("ringtool.format")
+        if fmt == "3":
+            held = self._file.read_at(self._pos - start, start)
+            self._file.seek(self._pos)
+            if not self._message_sum.check(held, custom.get(SUM, b"")):
+                raise RecordingError("its checksum differs")
+            return self.schema.from_arrow(batch)
+        if fmt == "1":
             records = self.schema.from_arrow(batch)
             if custom.get(DIGEST, b"").decode(errors="replace") != records_digest(
                 records, self.schema
@@ -370,22 +386,6 @@ def layout_meta() -> dict[str, str]:
     return {"layout_sha256": layout_digest(text), "layout_types": header_layout_types(text)}
 
 
-__all__ = [
-    "BODY",
-    "DIGEST",
-    "EOS",
-    "FORMAT",
-    "KIND",
-    "META_KEYS",
-    "READS",
-    "ROTATE",
-    "START",
-    "STATS",
-    "SUM",
-    "SUMMARY",
-    "Recording",
-    "RecordingReader",
-    "RecordingWriter",
-    "layout_digest",
-    "layout_meta",
-]
+__all__ = ["BODY", "DIGEST", "EOS", "FORMAT", "KIND", "META_KEYS", "READS",
+           "ROTATE", "START", "STATS", "SUM", "SUMMARY", "Recording",
+           "RecordingReader", "RecordingWriter", "layout_digest", "layout_meta"]  # fmt: skip

@@ -1,7 +1,19 @@
 """A recording's per-batch checksums (docs/record.md): the Arrow IPC format has none,
 and a value damaged on disk must not be read as data.
 
-Format 2 (:class:`ColumnsSum`): the batch's columns as Arrow holds them, before
+Format 3 (:class:`MessageSum`): the bytes the file holds for the batch (the messages
+one write of the recorder wrote: the record batch's, after a dictionary's when one
+comes with it; their metadata and their compressed buffers), as 64-bit words (the
+last zero-padded), each times an odd weight of its place, mod 2**64, as 16 hex digits
+in the batch's custom metadata (:data:`~ringtool.event.recording.SUM`). The digits
+are in the message they sum: the sum is taken with :data:`PENDING` in their place
+(the writer writes the message with it, sums, then puts the digits there; the reader
+puts it back where the digits are, the first such string of the bytes, and sums).
+Any one damaged word changes it, whether of the values, of the layout that says
+where they are, or of the digits; a sixth of the bytes of format 2's sum (the
+compressed buffers), and nothing read a column at a time.
+
+Format 2 (:class:`ColumnsSum`, read only): the batch's columns as Arrow holds them, before
 compression (each column's validity bitmap, its values, offsets and bytes, each buffer
 exactly as long as the column's rows need, so the writer's buffers and the reader's,
 however allocated, give the same bytes; a column whose every row is null gives its
@@ -70,9 +82,8 @@ def _varwidth(bufs: list[pa.Buffer | None], n: int,
         yield memoryview(bufs[2])[:end]  # type: ignore[arg-type]
 
 
-class ColumnsSum:
-    """Format 2's checksum of record batches (see the module doc). Keeps the weights
-    it has made: as many as the largest batch's words."""
+class _Weights:
+    """The odd weights of the words' places, as many as the largest batch's words."""
 
     def __init__(self) -> None:
         self._weights: Array = np.zeros(0, np.uint64)
@@ -84,6 +95,56 @@ class ColumnsSum:
             with np.errstate(over="ignore"):
                 self._weights = odd * np.uint64(0x9E3779B97F4A7C15)  # odd times odd: odd
         return self._weights
+
+
+#: Format 3's checksum: its hex digits, and what is in their place while it is taken.
+SUM_DIGITS = 16
+PENDING = b"-" * SUM_DIGITS
+#: The digits as the message holds them (a flatbuffer string: its length, its bytes,
+#: a NUL), around them.
+_BEFORE, _AFTER = SUM_DIGITS.to_bytes(4, "little"), b"\0"
+
+
+class MessageSum(_Weights):
+    """Format 3's checksum of record batches (see the module doc)."""
+
+    def _sum(self, message: bytes | bytearray) -> int:
+        k = len(message) // 8
+        words = np.frombuffer(message, np.uint64, k)
+        total = int(np.dot(words, self._weights_for(k + 1)[:k]))
+        if len(message) % 8:
+            total += int.from_bytes(message[8 * k :], "little") * int(self._weights[k])
+        return total & _MASK
+
+    @staticmethod
+    def _digits_at(message: bytes | bytearray, digits: bytes) -> int:
+        at = message.find(_BEFORE + digits + _AFTER)
+        return at + len(_BEFORE) if at >= 0 else -1
+
+    def seal(self, message: bytearray) -> None:
+        """Put the checksum of ``message`` (a write's messages, the batch's custom
+        metadata holding :data:`PENDING` as the sum) in place of :data:`PENDING`."""
+        at = self._digits_at(message, PENDING)
+        if at < 0:
+            raise ValueError("the batch's message holds no place for its checksum")
+        digits = b"%016x" % self._sum(message)
+        message[at : at + SUM_DIGITS] = digits
+        if self._digits_at(message, digits) != at:  # the reader takes the first
+            raise ValueError("the batch's checksum is in its message twice")
+
+    def check(self, message: bytes, digits: bytes) -> bool:
+        """Whether ``message`` (the bytes read for a batch) sums to ``digits`` (its
+        custom metadata's)."""
+        at = self._digits_at(message, digits) if len(digits) == SUM_DIGITS else -1
+        if at < 0:
+            return False
+        held = bytearray(message)
+        held[at : at + SUM_DIGITS] = PENDING
+        return digits == b"%016x" % self._sum(held)
+
+
+class ColumnsSum(_Weights):
+    """Format 2's checksum of record batches (see the module doc)."""
 
     def __call__(self, batch: pa.RecordBatch, zeros: pa.Buffer | None = None) -> str:
         """The batch's checksum: its row count and the sum, as text. ``zeros``: a
@@ -146,4 +207,4 @@ def records_digest(records: Records, schema: RecordSchema) -> str:
     return f"{len(raw)}:{total:016x}"
 
 
-__all__ = ["ColumnsSum", "records_digest"]
+__all__ = ["PENDING", "SUM_DIGITS", "ColumnsSum", "MessageSum", "records_digest"]

@@ -159,6 +159,30 @@ def write_format1(batches: list[Records], summary: dict[str, Any]) -> bytes:
     return bytes(sink.getvalue())
 
 
+def write_format2(batches: list[Records], summary: dict[str, Any]) -> bytes:
+    """A recording as ringtool wrote format 2: each batch's checksum a sum over its
+    columns as Arrow holds them (``ringtool.sum``), LZ4 buffers."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from ringtool.event.recording import BODY, KIND, SUM
+    from ringtool.event.recording_check import ColumnsSum
+
+    meta = {**layout_meta(), "ringtool.format": "2", "host": "old",
+            "realtime_offset_ns": str(OFFSET_NS), "run_id": "r", "part": "1"}  # fmt: skip
+    sink = pa.BufferOutputStream()
+    w = ipc.new_stream(sink, SCHEMA.schema.with_metadata(meta),
+                       options=ipc.IpcWriteOptions(compression="lz4"))  # fmt: skip
+    empty = pa.record_batch([pa.array([], f.type) for f in SCHEMA.schema], schema=SCHEMA.schema)
+    w.write_batch(empty, custom_metadata={KIND: b"start", BODY: b"{}"})
+    for b in batches:
+        cols = SCHEMA.to_arrow(b, OFFSET_NS)
+        w.write_batch(cols, custom_metadata={SUM: ColumnsSum()(cols).encode()})
+    w.write_batch(empty, custom_metadata={KIND: b"summary", BODY: json.dumps(summary).encode()})
+    w.close()
+    return bytes(sink.getvalue())
+
+
 def _strings_end(raw: bytes, nuls: int) -> int:
     """Where a ``data`` value's strings end: before its ``nuls``-th NUL (0: after its
     last non-NUL byte, as when it has fewer)."""

@@ -13,6 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ringtool.event.arrow_binary import binary, binary_matrix, lengths, nul_lengths, strings
+from ringtool.event.recording_check import ColumnsSum
+
+
+def _held(col: pa.Array) -> str:
+    """The column's bytes as Arrow holds them (what a recording's checksum sums)."""
+    return ColumnsSum()(pa.record_batch([col], names=["x"]))
 
 
 def _end(raw: bytes, k: int) -> int:
@@ -61,11 +67,13 @@ def test_each_value_keeps_its_bytes_to_its_end(case) -> None:  # type: ignore[no
         for i, (r, k) in enumerate(zip(rows, ks, strict=True))
     ]
     assert col.to_pylist() == want
+    assert _held(col) == _held(pa.array(want, pa.binary()))  # the same buffers' bytes
     assert [bytes(r) for r in binary_matrix(col, width, "x")] == [
         (w or b"").ljust(width, b"\0") for w in want
     ]
     last = binary(rec["x"], valid)
     assert last.to_pylist() == [r.rstrip(b"\0") if ok[i] else None for i, r in enumerate(rows)]
+    assert _held(last) == _held(pa.array(last.to_pylist(), pa.binary()))
     assert [bytes(r) for r in binary_matrix(last, width, "x")] == [
         r if ok[i] else b"\0" * width for i, r in enumerate(rows)
     ]

@@ -21,7 +21,8 @@ from ringtool.errors import RecordingError, RecordingTruncated
 from ringtool.event.arrow_records import RecordSchema
 from ringtool.event.layout import TRACE_HEADER, parse_layout
 from ringtool.event.recording import STATS, RecordingReader, RecordingWriter, layout_meta
-from tests.helpers.recordings import SCHEMA, batch, recorded, write_format1, write_recording
+from tests.helpers import recordings as older
+from tests.helpers.recordings import SCHEMA, batch, recorded, write_recording
 from tests.helpers.records import SETTINGS as _SETTINGS
 
 SUMMARY = {"type": "summary", "events": 0}
@@ -196,11 +197,11 @@ def test_standard_readers_see_the_records_and_zero_row_accounting() -> None:
 
 
 @SETTINGS
-@given(st.lists(batch.filter(len), min_size=1, max_size=3), st.data())
-def test_a_format_1_recording_reads_and_its_damage_is_found(batches, data) -> None:  # type: ignore[no-untyped-def]
-    whole = write_format1(batches, SUMMARY)
+@given(st.lists(batch.filter(len), min_size=1, max_size=3), st.data(), st.sampled_from("12"))
+def test_an_older_format_reads_and_its_damage_is_found(batches, data, fmt) -> None:  # type: ignore[no-untyped-def]
+    whole = {"1": older.write_format1, "2": older.write_format2}[fmt](batches, SUMMARY)
     got, reader = _read(whole)
-    assert reader.recording.meta["ringtool.format"] == "1"
+    assert reader.recording.meta["ringtool.format"] == fmt
     for a, b in zip(got, batches, strict=True):
         _same(a, b)
     damaged = bytearray(whole)
@@ -216,8 +217,8 @@ def test_a_format_1_recording_reads_and_its_damage_is_found(batches, data) -> No
 
 def test_another_format_is_refused_by_name() -> None:
     f = io.BytesIO()
-    w = ipc.new_stream(f, SCHEMA.schema.with_metadata({**layout_meta(), "ringtool.format": "3"}))
+    w = ipc.new_stream(f, SCHEMA.schema.with_metadata({**layout_meta(), "ringtool.format": "4"}))
     w.close()
-    with pytest.raises(RecordingError, match=r"recording format '3', this ringtool reads "
-                       r"'1' and '2': read it with the ringtool that recorded it"):  # fmt: skip
+    with pytest.raises(RecordingError, match=r"recording format '4', this ringtool reads '1', "
+                       r"'2' and '3': read it with the ringtool that recorded it"):  # fmt: skip
         _read(f.getvalue())
