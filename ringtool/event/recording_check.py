@@ -8,7 +8,8 @@ last zero-padded), each times an odd weight of its place, mod 2**64, as 16 hex d
 in the batch's custom metadata (:data:`~ringtool.event.recording.SUM`). The digits
 are in the message they sum: the sum is taken with :data:`PENDING` in their place
 (the writer writes the message with it, sums, then puts the digits there; the reader
-puts it back where the digits are, the first such string of the bytes, and sums).
+puts it back where the digits are, the first such string of the bytes that sums to
+them, and sums).
 Any one damaged word changes it, whether of the values, of the layout that says
 where they are, or of the digits; a sixth of the bytes of format 2's sum (the
 compressed buffers), and nothing read a column at a time.
@@ -127,20 +128,20 @@ class MessageSum(_Weights):
         at = self._digits_at(message, PENDING)
         if at < 0:
             raise ValueError("the batch's message holds no place for its checksum")
-        digits = b"%016x" % self._sum(message)
-        message[at : at + SUM_DIGITS] = digits
-        if self._digits_at(message, digits) != at:  # the reader takes the first
-            raise ValueError("the batch's checksum is in its message twice")
+        message[at : at + SUM_DIGITS] = b"%016x" % self._sum(message)
 
     def check(self, message: bytes, digits: bytes) -> bool:
         """Whether ``message`` (the bytes read for a batch) sums to ``digits`` (its
         custom metadata's)."""
-        at = self._digits_at(message, digits) if len(digits) == SUM_DIGITS else -1
-        if at < 0:
+        if len(digits) != SUM_DIGITS:
             return False
-        held = bytearray(message)
-        held[at : at + SUM_DIGITS] = PENDING
-        return digits == b"%016x" % self._sum(held)
+        pattern, at = _BEFORE + digits + _AFTER, -1
+        while (at := message.find(pattern, at + 1)) >= 0:  # the first, unless the same
+            held = bytearray(message)  # digits came before it (a chance of 2**-64)
+            held[at + len(_BEFORE) : at + len(_BEFORE) + SUM_DIGITS] = PENDING
+            if digits == b"%016x" % self._sum(held):
+                return True
+        return False
 
 
 class ColumnsSum(_Weights):
