@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,46 +139,45 @@ def timed_recording(tmp: Path, start_ns: int = 5_000 * 10**9) -> tuple[Path, dic
 def write_format1(batches: list[Records], summary: dict[str, Any]) -> bytes:
     """A recording as ringtool wrote format 1: each batch's checksum a sum over its
     records (``ringtool.digest``), zstd buffers."""
-    import pyarrow as pa
-    import pyarrow.ipc as ipc
-
-    from ringtool.event.recording import BODY, DIGEST, KIND
+    from ringtool.event.recording import DIGEST
     from ringtool.event.recording_check import records_digest
 
-    meta = {**layout_meta(), "ringtool.format": "1", "host": "old",
-            "realtime_offset_ns": str(OFFSET_NS), "run_id": "r", "part": "1"}  # fmt: skip
-    sink = pa.BufferOutputStream()
-    w = ipc.new_stream(sink, SCHEMA.schema.with_metadata(meta),
-                       options=ipc.IpcWriteOptions(compression="zstd"))  # fmt: skip
-    empty = pa.record_batch([pa.array([], f.type) for f in SCHEMA.schema], schema=SCHEMA.schema)
-    w.write_batch(empty, custom_metadata={KIND: b"start", BODY: b"{}"})
-    for b in batches:
-        digest = records_digest(recorded(b), SCHEMA)  # of the records as kept
-        w.write_batch(SCHEMA.to_arrow(b, OFFSET_NS), custom_metadata={DIGEST: digest.encode()})
-    w.write_batch(empty, custom_metadata={KIND: b"summary", BODY: json.dumps(summary).encode()})
-    w.close()
-    return bytes(sink.getvalue())
+    def checked(b: Records) -> dict[bytes, bytes]:
+        return {DIGEST: records_digest(recorded(b), SCHEMA).encode()}  # of the records as kept
+
+    return _write_old("1", "zstd", batches, summary, checked)
 
 
 def write_format2(batches: list[Records], summary: dict[str, Any]) -> bytes:
     """A recording as ringtool wrote format 2: each batch's checksum a sum over its
     columns as Arrow holds them (``ringtool.sum``), LZ4 buffers."""
+    from ringtool.event.recording import SUM
+    from ringtool.event.recording_check import ColumnsSum
+
+    def checked(b: Records) -> dict[bytes, bytes]:
+        return {SUM: ColumnsSum()(SCHEMA.to_arrow(b, OFFSET_NS)).encode()}
+
+    return _write_old("2", "lz4", batches, summary, checked)
+
+
+def _write_old(fmt: str, compression: str, batches: list[Records], summary: dict[str, Any],
+               checked: Callable[[Records], dict[bytes, bytes]]) -> bytes:  # fmt: skip
+    """A recording of format ``fmt`` as an older ringtool wrote it: ``checked`` gives
+    each batch's custom metadata (its checksum)."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    from ringtool.event.recording import BODY, KIND, SUM
-    from ringtool.event.recording_check import ColumnsSum
+    from ringtool.event.recording import BODY, KIND
 
-    meta = {**layout_meta(), "ringtool.format": "2", "host": "old",
+    meta = {**layout_meta(), "ringtool.format": fmt, "host": "old",
             "realtime_offset_ns": str(OFFSET_NS), "run_id": "r", "part": "1"}  # fmt: skip
     sink = pa.BufferOutputStream()
     w = ipc.new_stream(sink, SCHEMA.schema.with_metadata(meta),
-                       options=ipc.IpcWriteOptions(compression="lz4"))  # fmt: skip
+                       options=ipc.IpcWriteOptions(compression=compression))  # fmt: skip
     empty = pa.record_batch([pa.array([], f.type) for f in SCHEMA.schema], schema=SCHEMA.schema)
     w.write_batch(empty, custom_metadata={KIND: b"start", BODY: b"{}"})
     for b in batches:
-        cols = SCHEMA.to_arrow(b, OFFSET_NS)
-        w.write_batch(cols, custom_metadata={SUM: ColumnsSum()(cols).encode()})
+        w.write_batch(SCHEMA.to_arrow(b, OFFSET_NS), custom_metadata=checked(b))
     w.write_batch(empty, custom_metadata={KIND: b"summary", BODY: json.dumps(summary).encode()})
     w.close()
     return bytes(sink.getvalue())
