@@ -201,12 +201,6 @@ class RecordSchema:
             return [("trace_event", events, None)]
         return [("trace_event", events, plain), *forms]
 
-    @property
-    def zeros(self) -> pa.Buffer:
-        """The buffer of zeros the last batch's columns of nulls are slices of (never
-        written: a checksum need not read it)."""
-        return self._zeros
-
     def _null(self, name: str, arrow: pa.DataType, n: int) -> pa.Array:
         """Column ``name`` of ``n`` nulls: the first ``n`` rows of one made for the
         largest batch so far, on one zero buffer (:func:`nulls`; a slice from the

@@ -42,10 +42,8 @@ Array = np.ndarray[Any, Any]
 _MASK = (1 << 64) - 1
 
 
-def _extents(col: pa.Array, zeros: tuple[int, int] = (0, 0)) -> Iterator[memoryview | bytes | int]:
-    """The bytes of ``col`` that :class:`ColumnsSum` sums (see the module doc); an int:
-    that many bytes of a bitmap within ``zeros`` (an address range the caller knows
-    holds zeros: they add nothing, not read)."""
+def _extents(col: pa.Array) -> Iterator[memoryview | bytes]:
+    """The bytes of ``col`` that :class:`ColumnsSum` sums (see the module doc)."""
     n = len(col)
     if not n:
         return
@@ -53,11 +51,7 @@ def _extents(col: pa.Array, zeros: tuple[int, int] = (0, 0)) -> Iterator[memoryv
         raise ValueError("a column that does not begin at its buffers' start")
     bufs = col.buffers()
     if col.null_count:
-        bitmap, size = bufs[0], (n + 7) // 8
-        if bitmap is not None and zeros[0] <= bitmap.address <= zeros[1] - size:
-            yield size
-        else:
-            yield memoryview(bitmap)[:size]  # type: ignore[arg-type]
+        yield memoryview(bufs[0])[: (n + 7) // 8]  # type: ignore[arg-type]
         if col.null_count == n:
             yield n.to_bytes(8, "little")
             return
@@ -147,23 +141,12 @@ class MessageSum(_Weights):
 class ColumnsSum(_Weights):
     """Format 2's checksum of record batches (see the module doc)."""
 
-    def __call__(self, batch: pa.RecordBatch, zeros: pa.Buffer | None = None) -> str:
-        """The batch's checksum: its row count and the sum, as text. ``zeros``: a
-        buffer the caller knows holds only zeros (the writer's columns of nulls are
-        slices of it): its bytes add nothing and are not read."""
-        span = (zeros.address, zeros.address + zeros.size) if zeros is not None else (0, 0)
-        parts = [x for col in batch.columns for x in _extents(col, span)]
-        weights = self._weights_for(sum(-(-(x if isinstance(x, int) else len(x)) // 8)
-                                        for x in parts))  # fmt: skip
+    def __call__(self, batch: pa.RecordBatch) -> str:
+        """The batch's checksum: its row count and the sum, as text."""
+        parts = [x for col in batch.columns for x in _extents(col)]
+        weights = self._weights_for(sum(-(-len(x) // 8) for x in parts))
         total, at = 0, 0
         for x in parts:
-            if isinstance(x, int):  # zeros
-                at += -(-x // 8)
-                continue
-            if len(x) == 8:  # a column of nulls' length: no numpy call
-                total += int.from_bytes(x, "little") * int(weights[at])
-                at += 1
-                continue
             k = len(x) // 8
             if k:
                 words = np.frombuffer(x, np.uint64, k)
