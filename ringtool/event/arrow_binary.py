@@ -162,15 +162,24 @@ def _pool() -> pa.MemoryPool:
 
 
 @functools.lru_cache(maxsize=4)
+def row_starts(n: int, stride: int) -> Array:
+    """Each of ``n`` values' first byte in a :func:`byte_span` of them ``stride`` bytes
+    apart (intp, read only)."""
+    starts = np.arange(n, dtype=np.intp) * stride
+    starts.flags.writeable = False
+    return starts
+
+
+@functools.lru_cache(maxsize=4)
 def _view_places(n: int, stride: int) -> Array:
     """Per row of ``n`` values ``stride`` bytes apart: a view's buffer index (0) and
     offset (its row's first byte) as one little-endian int64 (read only)."""
-    places = np.arange(n, dtype=np.int64) * stride << 32
+    places = row_starts(n, stride).astype(np.int64) << 32
     places.flags.writeable = False
     return places
 
 
-def _span(values: Array) -> tuple[Array, int]:
+def byte_span(values: Array) -> tuple[Array, int]:
     """``values``' own bytes as one uint8 run from the first value to the end of the
     last (a view: nothing copied), and the stride of a value in it; a copy where the
     stride is not positive or the run is longer than a view's offset reaches."""
@@ -196,7 +205,7 @@ def strings(values: Array, lens: Array, valid: Array | None) -> pa.Array:
         return pa.Array.from_buffers(
             pa.binary(), n, [validity(valid), pa.py_buffer(offsets), pa.py_buffer(b"")]
         )
-    span, stride = _span(values)
+    span, stride = byte_span(values)
     views = np.zeros((n, 16), np.uint8)  # length, then the bytes or prefix, index, offset
     head = np.dtype((np.void, min(width, _INLINE)))  # each value's first bytes, one item
     np.ndarray((n,), head, views, 4, (16,))[...] = np.ndarray((n,), head, span, 0, (stride,))
@@ -244,5 +253,5 @@ def binary_matrix(col: pa.Array, width: int, name: str) -> Array:
     return out
 
 
-__all__ = ["NARROW", "binary", "binary_matrix", "lengths", "nul_lengths", "nulls", "strings",
-           "validity"]  # fmt: skip
+__all__ = ["NARROW", "binary", "binary_matrix", "byte_span", "lengths", "nul_lengths", "nulls",
+           "row_starts", "strings", "validity"]  # fmt: skip

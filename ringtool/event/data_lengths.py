@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ringtool.event.arrow_binary import nul_lengths
+from ringtool.event.arrow_binary import byte_span, nul_lengths, row_starts
 from ringtool.event.exec_data import ARGC_MASK, MAXARG, MISSING
 from ringtool.event.layout import TraceLayout
 
@@ -52,18 +52,11 @@ class DataLengths:
         self._kinds = kinds
         #: by kind: whether its rows may take the stored length (a C string, exec)
         self._strings = np.array([k in (_STRING, _EXEC) for k in range(_OWN + 1)])
-        #: the first byte of each row of a batch, by (rows, stride): reused
-        self._starts: tuple[int, int, Array] = (0, 0, np.zeros(0, np.intp))
         self.stored = DATA_LEN in (layout.event.names or ())
 
     def kinds(self, types: Array) -> Array:
         """Each type's kind (int8; see :data:`_UNNAMED` ...)."""
         return self._kinds[np.minimum(types, len(self._kinds) - 1)]
-
-    def _row_starts(self, n: int, stride: int) -> Array:
-        if self._starts[:2] != (n, stride):
-            self._starts = (n, stride, np.arange(n, dtype=np.intp) * stride)
-        return self._starts[2]
 
     @staticmethod
     def own(kinds: Array) -> Array:
@@ -83,10 +76,9 @@ class DataLengths:
         if self.stored:
             stored = events[DATA_LEN]
             # the byte at each stored length (clamped): one gather from the records
-            m = data.reshape(ne, 1).view(np.uint8)
-            flat = np.lib.stride_tricks.as_strided(m, ((ne - 1) * m.strides[0] + width,), (1,))
-            at = self._row_starts(ne, m.strides[0]) + np.minimum(stored, width - 1)
-            found = self._strings[kinds] & (stored < width) & (flat[at] == 0)
+            span, stride = byte_span(data)
+            at = row_starts(ne, stride) + np.minimum(stored, width - 1)
+            found = self._strings[kinds] & (stored < width) & (span[at] == 0)
             lens[:ne] = np.where(found, stored, 0)
         rows = np.flatnonzero(~(found | (kinds == _OWN)))
         if len(rows):
