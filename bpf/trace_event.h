@@ -400,6 +400,15 @@ static __always_inline void trace_fill_ids(struct trace_event *e)
     trace_fill_ids_of(e, TRACE_CURRENT_TASK());
 }
 
+/* After a _str helper returned `n` for the string it read into e->data: data empty
+ * where it failed (n <= 0), and data_len the string's bytes before its NUL. */
+static __always_inline void trace_set_data_len(struct trace_event *e, long n)
+{
+    if (n <= 0)
+        e->data[0] = 0;
+    e->data_len = n > 0 ? ((u32)n - 1) & (TRACE_DATA_LEN - 1) : 0;
+}
+
 /* The filters run BEFORE anything is reserved: a rejected event must
  * neither take ring space (it would push matching events out and be counted as
  * their drop) nor wake the consumer (the kernel wakes it on a discard too). So the

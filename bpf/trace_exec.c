@@ -357,8 +357,6 @@ TRACEPOINT_PROBE(sched, sched_process_fork)
 #else
     long n = bpf_probe_read_kernel_str(e->data, sizeof(args->child_comm), args->child_comm);
 #endif
-    if (n <= 0)
-        e->data[0] = 0;
-    e->data_len = n > 0 ? ((u32)n - 1) & (TRACE_DATA_LEN - 1) : 0;
+    trace_set_data_len(e, n);
     return finish_event(args, e);
 }

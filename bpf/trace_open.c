@@ -69,9 +69,7 @@ static __always_inline void open_fill(struct trace_event *e, long ret, u32 call,
     long n = 0;  /* the path's bytes and its NUL (an error: the helper zeroed data) */
     if (filename)
         n = bpf_probe_read_user_str(e->data, sizeof(e->data), (void *)filename);
-    if (n <= 0)
-        e->data[0] = 0;
-    e->data_len = n > 0 ? ((u32)n - 1) & (TRACE_DATA_LEN - 1) : 0;
+    trace_set_data_len(e, n);
 }
 
 #if TRACE_OPEN_AT_EXIT
