@@ -59,18 +59,31 @@ class ConsumerBase(Closing):
             self._auto_thread.start()
 
     def _swap_ring(self, index: int, ring: Ring) -> Ring:
-        """Put ``ring`` in place of ring ``index`` (same index, its fd watched instead
-        of the old one's) and return the old ring, untouched: a suspended ``read()``
-        batch is settled first (it commits on the old ring), and a lease or a
-        callback in progress refuses (ConsumerStateError)."""
+        """Put ``ring`` in place of ring ``index`` (same index) and return the old ring,
+        untouched: a suspended ``read()`` batch is settled first (it commits on the old
+        ring), and a lease or a callback in progress refuses (ConsumerStateError).
+
+        The old ring's fd stays watched until :meth:`unwatch`, edge-triggered
+        (:meth:`Poller.watch`): records its producers still commit there wake a wait
+        (and make :meth:`epoll_fd` readable) as before, though this consumer no longer
+        reads them -- whoever reads the old ring to its end does."""
         self._check_open()
         with self._lock:
             self._begin()
             old = self._rings[index]
-            self._poller.remove(old.fileno())
+            self._poller.watch(old.fileno())
             self._poller.add(ring.fileno(), index)
             self._rings[index] = ring
         return old
+
+    def unwatch(self, ring: Ring) -> None:
+        """Stop watching a ring a replace returned (before its fd is closed); nothing
+        for a ring not watched, or whose fd one of this consumer's rings reads again
+        (a ring moved back)."""
+        fd = ring.fileno()
+        with self._lock:
+            if not self._closed and all(r.fileno() != fd for r in self._rings):
+                self._poller.remove(fd)
 
     def _check_open(self) -> None:
         if self._closed:

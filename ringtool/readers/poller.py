@@ -1,8 +1,9 @@
 """Waiting for ready rings: one epoll set plus an eventfd that wakes a blocked wait.
 
 Contract: :meth:`Poller.wait` returns the *tags* of ready fds (ringtool uses ring
-indices), or an empty list on timeout or wakeup. :meth:`wakeup` may be called from any
-thread; :meth:`close` also wakes a waiter, which then sees ``closed``.
+indices), or an empty list on timeout, wakeup or a watched fd's wakeup. :meth:`wakeup`
+may be called from any thread; :meth:`close` also wakes a waiter, which then sees
+``closed``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import select
 import threading
 
 _WAKE_TAG = -1
+_WATCH_TAG = -2
 
 
 class Poller:
@@ -28,12 +30,28 @@ class Poller:
         self.closed = False
 
     def add(self, fd: int, tag: int) -> None:
-        """Watch ``fd`` for readability; ``wait`` reports it as ``tag``."""
+        """Watch ``fd`` for readability; ``wait`` reports it as ``tag`` (level-triggered:
+        as long as it is readable)."""
+        self._register(fd, tag, select.EPOLLIN)
+
+    def watch(self, fd: int) -> None:
+        """Watch ``fd`` edge-triggered, under no tag: each wakeup its file gives (a
+        RINGBUF map: a committed record the kernel wakes readers for) ends a
+        :meth:`wait`, which returns no tag for it, and makes :meth:`fileno` readable
+        while ``fd`` is readable. Not reported again until its next wakeup, so a
+        waiter does not spin on data only somebody else reads (a retiring ring:
+        :mod:`ringtool.readers.ringbuf_resize`)."""
+        self._register(fd, _WATCH_TAG, select.EPOLLIN | select.EPOLLET)
+
+    def _register(self, fd: int, tag: int, events: int) -> None:
+        if fd in self._tags:  # watched already (a ring moved back): same fd, new terms
+            self._epoll.modify(fd, events)
+        else:
+            self._epoll.register(fd, events)
         self._tags[fd] = tag
-        self._epoll.register(fd, select.EPOLLIN)
 
     def remove(self, fd: int) -> None:
-        """Stop watching ``fd`` (a ring that was replaced; still open)."""
+        """Stop watching ``fd`` (still open); nothing if it is not watched."""
         if self._tags.pop(fd, None) is not None:
             self._epoll.unregister(fd)
 
@@ -66,7 +84,7 @@ class Poller:
                     os.eventfd_read(self._wake_fd)
                 except BlockingIOError:
                     pass
-            elif tag is not None:
+            elif tag is not None and tag != _WATCH_TAG:
                 ready.append(tag)
         return ready
 

@@ -166,9 +166,10 @@ class RingBuffer(MultiRingConsumer):
 
     def replace(self, i: int, map: Any, *, drops: Any = None) -> RingbufMappedRing:
         """Read ring ``i`` from ``map`` from now on (same index, same callback) and
-        return the ring read before: still mapped, no longer read by this consumer.
-        Its new owner reads it to its end and closes it; that is how a group's buffer
-        moves to a ring of another size (:mod:`ringtool.readers.ringbuf_resize`).
+        return the ring read before: still mapped, no longer read by this consumer, but
+        its wakeups still end a wait (:meth:`unwatch` ends that). Its new owner reads
+        it to its end, unwatches and closes it; that is how a group's buffer moves to a
+        ring of another size (:mod:`ringtool.readers.ringbuf_resize`).
         Refused (ConsumerStateError) while a lease is out or from inside a callback;
         a suspended ``read()`` batch is settled first."""
         self._check_open()

@@ -10,7 +10,10 @@ from the read loop, with the two slow syscalls in a worker thread:
 2. **map** (read loop): the consumer reads ring ``b`` from the new map from now on
    (:meth:`RingBuffer.replace`); the old ring, still mapped, is *retiring*: this object
    reads it (:meth:`RingResizer.read_batch`, :meth:`RingResizer.drain`) before the
-   consumer reads the new one.
+   consumer reads the new one. Its fd stays in the consumer's epoll set until it is
+   retired: the programs write it until the publish returns (tens of ms on a busy
+   CPU), and a reader asleep meanwhile is woken by its records as by the new ring's
+   -- not by a timeout alone, which a small old ring at a high rate outlasts.
 3. **publish** (worker): ``group.swap_ring(b, new)``, BPF_MAP_UPDATE_ELEM on the
    ARRAY_OF_MAPS. A program that starts after it finds the new ring (its
    ``bpf_map_lookup_elem`` reads the slot the update exchanged). A program that looked
@@ -28,8 +31,8 @@ from the read loop, with the two slow syscalls in a worker thread:
    discarded: its ``producer_pos`` is final and no record in it stays busy. (The kernel
    keeps the old map alive anyway while this process holds its fd and mapping.)
 5. **retire** (read loop): once sealed and read to its end -- the consumer position
-   equals the producer position read after the seal -- the old ring is unmapped and
-   its fd closed.
+   equals the producer position read after the seal -- the old ring is unwatched,
+   unmapped and its fd closed.
 
 Every record is read exactly once: each ring has one position, advanced by one reader,
 and the old ring is read up to its final ``producer_pos``. The drop counter is the
@@ -187,10 +190,12 @@ class RingResizer:
             sw.state, sw.sealed = "draining", time.monotonic()  # see the module doc, step 4
             return
         try:  # the programs still write the old ring: read it from the consumer again
-            self.consumer.replace(sw.buffer_id, sw._old_fd).close()
+            new = self.consumer.replace(sw.buffer_id, sw._old_fd)
         except ConsumerStateError:
             return  # a lease is out: again at the next step
-        self._retiring.pop(sw.buffer_id).close()
+        self.consumer.unwatch(new)
+        new.close()
+        self._retiring.pop(sw.buffer_id).close()  # its fd is the consumer's ring again
         self.group.release_ring(sw._new_fd)
         self._fail(sw, f"the ring could not be swapped in: {exc}")
 
@@ -199,6 +204,7 @@ class RingResizer:
         if not self.read_out(sw.buffer_id):
             return
         del self._retiring[sw.buffer_id]
+        self.consumer.unwatch(old)
         old.close()
         self.group.release_ring(sw._old_fd)
         sw.state = "done"
@@ -269,6 +275,7 @@ class RingResizer:
         self._switches.clear()
         for old in self._retiring.values():
             try:
+                self.consumer.unwatch(old)
                 old.close()
             except Exception as exc:  # best effort: the group closes the fds anyway
                 if on_error is not None:

@@ -5,6 +5,7 @@ number, so "nothing lost, nothing read twice, order kept" is checked exactly."""
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 
@@ -14,7 +15,7 @@ import pytest
 from ringtool.kernel import bpf
 from ringtool.merge import u64_at
 from ringtool.readers.ringbuf_group import RingBufGroup
-from ringtool.readers.ringbuf_resize import BufferSource, RingResizer
+from ringtool.readers.ringbuf_resize import BufferSource, RingResizer, Switch
 from tests.helpers.producers import PACKET, GroupProducer
 
 pytestmark = pytest.mark.kernel
@@ -138,6 +139,115 @@ def test_growth_ends_drops_of_a_steady_overload() -> None:
         assert group.dropped()[cpu] == before
         assert len(resizer.read_batch(EVENT, 1 << 20)) + len(rb.read_batch(EVENT)) == 500
     finally:
+        resizer.close()
+        rb.close()
+        prod.close()
+        group.close()
+
+
+def _held_publish(group: RingBufGroup, fail: bool = False) -> threading.Event:
+    """The group's publish (its ``swap_ring``) waits for the returned event, then runs
+    (or fails: OSError, with ``fail``): a switch held between map and publish, as a
+    worker waiting for its CPU on a busy machine holds it."""
+    gate = threading.Event()
+    swap = group.swap_ring
+
+    def held(buffer_id: int, fd: int) -> None:
+        gate.wait(30)
+        if fail:
+            raise OSError("held publish failed (the test)")
+        swap(buffer_id, fd)
+
+    group.swap_ring = held  # type: ignore[method-assign]
+    return gate
+
+
+def _until_mapped(resizer: RingResizer, bid: int) -> None:
+    deadline = time.monotonic() + 30
+    while resizer.retiring(bid) is None:
+        assert time.monotonic() < deadline, "the new ring was never mapped"
+        assert not resizer.step(), "the switch ended before it was mapped"
+        time.sleep(0.001)
+
+
+def _until_ended(resizer: RingResizer) -> list[Switch]:
+    deadline = time.monotonic() + 30
+    while not (ended := resizer.step()):
+        assert time.monotonic() < deadline, "the switch did not end"
+        time.sleep(0.001)
+    return ended
+
+
+def _readable(fd: int, timeout_s: float) -> bool:
+    return bool(select.select([fd], [], [], timeout_s)[0])
+
+
+def test_records_of_the_retiring_ring_wake_the_reader() -> None:
+    """Until the publish returns, the programs write the old ring, which the consumer
+    no longer reads: its records still make the consumer's epoll fd readable (a trace
+    sleeps there: woken only by its timeout, a small old ring at a high rate would
+    fill first), without a ring index the consumer would read for them; once retired,
+    the old ring is out of the epoll set and the new ring's records wake it."""
+    cpu = min(os.sched_getaffinity(0))
+    group = RingBufGroup(cpus_per_buffer=1, ring_bytes=16 * 4096)
+    prod = GroupProducer(group)
+    rb = group.consumer()
+    resizer = RingResizer(group, rb)
+    bid = group.layout.cpu_to_buffer[cpu]
+    gate = _held_publish(group)
+    try:
+        assert resizer.resize(bid, 64 * 4096) is not None
+        _until_mapped(resizer, bid)
+        epfd = rb.epoll_fd()
+        assert not _readable(epfd, 0)
+        prod.emit(10, cpu)  # into the old ring: the publish has not run
+        assert _readable(epfd, 5), "the old ring's records did not wake the reader"
+        assert rb.poll(0) == 0  # no ring of the consumer's has them
+        assert len(resizer.read_batch(EVENT, 1 << 20)) == 10
+        gate.set()
+        assert [s.state for s in _until_ended(resizer)] == ["done"]
+        assert resizer.retiring(bid) is None
+        assert not _readable(epfd, 0)
+        prod.emit(5, cpu)  # into the new ring
+        assert _readable(epfd, 5)
+        assert len(rb.read_batch(EVENT)) == 5
+        assert prod.produced(cpu) == 15 and group.dropped()[cpu] == 0
+    finally:
+        gate.set()
+        resizer.close()
+        rb.close()
+        prod.close()
+        group.close()
+
+
+def test_a_failed_publish_reads_and_watches_the_old_ring_again() -> None:
+    """A publish that fails leaves the programs on the old ring: the consumer reads it
+    again, as its ring (its records wake a poll, which delivers them), and the new ring
+    is given back."""
+    cpu = min(os.sched_getaffinity(0))
+    group = RingBufGroup(cpus_per_buffer=1, ring_bytes=16 * 4096)
+    prod = GroupProducer(group)
+    rb = group.consumer()
+    resizer = RingResizer(group, rb)
+    bid = group.layout.cpu_to_buffer[cpu]
+    gate = _held_publish(group, fail=True)
+    try:
+        assert resizer.resize(bid, 64 * 4096) is not None
+        _until_mapped(resizer, bid)
+        prod.emit(3, cpu)
+        gate.set()
+        ended = _until_ended(resizer)
+        assert [s.state for s in ended] == ["failed"]
+        assert "could not be swapped in" in (ended[0].error or "")
+        assert group.ring_size(bid) == 16 * 4096 == rb.ring(bid).size
+        assert resizer.retiring(bid) is None
+        got = rb.read_batch(EVENT)
+        assert len(got) == 3
+        prod.emit(4, cpu)
+        assert _readable(rb.epoll_fd(), 5)
+        assert len(rb.read_batch(EVENT)) == 4
+    finally:
+        gate.set()
         resizer.close()
         rb.close()
         prod.close()
