@@ -137,7 +137,7 @@ def register(subs: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--buffer-pages", type=v.power_of_two(MAX_BUFFER_PAGES), default=None,
-        help="pages per CPU ring buffer at start, a power of two (default: 1024 where "
+        help="pages per CPU ring buffer at start, a power of two (default: 4096 where "
         "the memory allows, fewer on many CPUs, at least 128)",
     )  # fmt: skip
     p.add_argument(

@@ -82,7 +82,7 @@ def default_max_bytes(ram_bytes: int, start_bytes: int) -> int:
 #: The default start ring: at least this many pages per CPU...
 START_PAGES_MIN = 128
 #: ... at most this many...
-START_PAGES_MAX = 1024
+START_PAGES_MAX = 4096
 #: ... and every CPU's together at most this share of the default cap.
 START_CAP_SHARE = 8
 
@@ -93,9 +93,13 @@ def default_start_pages(cap_bytes: int, ncpus: int) -> int:
     from :data:`START_PAGES_MIN` to :data:`START_PAGES_MAX` whose rings, one per CPU,
     take at most 1/:data:`START_CAP_SHARE` of it. A small ring fills in milliseconds at
     a few hundred thousand events/s (512 KiB: 6.7 ms at 220 k opens/s), and a reader
-    that shares its CPU can wait longer than that before the first growth; 4 MiB gives
-    it 50 ms. Many CPUs or a small cap keep the start small (128 pages at 64 CPUs
-    under the 256 MiB default)."""
+    that shares its CPU can wait longer than that before the first growth. The first
+    read comes at a quarter (the adaptive wakeup), so the rest must hold what comes
+    until the reader has run and the first growth has switched: a 4 MiB ring leaves 30
+    ms at 100 MB/s (the default sources' opens at 260 k/s), less than a virtual CPU
+    that the host takes away for 100 ms gives; 16 MiB leaves 120 ms. Many CPUs or a
+    small cap keep the start small (4 MiB at 8 CPUs and 128 pages at 64 under the
+    256 MiB default)."""
     budget = cap_bytes // START_CAP_SHARE
     pages = START_PAGES_MAX
     while pages > START_PAGES_MIN and max(1, ncpus) * pages * 4096 > budget:

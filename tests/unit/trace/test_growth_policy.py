@@ -197,6 +197,8 @@ def test_default_start_pages_fits_an_eighth_of_the_cap(cap: int, ncpus: int) -> 
 
 def test_default_start_pages_examples() -> None:
     gib = 1 << 30
-    assert default_start_pages(default_cap(24 * gib), 2) == 1024  # 4 MiB per CPU
+    assert default_start_pages(default_cap(24 * gib), 2) == 4096  # 16 MiB per CPU
+    assert default_start_pages(default_cap(4 * gib), 2) == 1024  # the VM: a 64 MiB cap
+    assert default_start_pages(default_cap(24 * gib), 8) == 1024
     assert default_start_pages(default_cap(gib), 2) == 256  # a 16 MiB cap
     assert default_start_pages(default_cap(256 * gib), 64) == 128  # many CPUs
