@@ -10,9 +10,12 @@ output's per-batch work) then dominate the per-event cost.
 caller's other fds only: a key press or a stop signal still ends it at once) while the
 fullest ring is non-empty but below :data:`PACE_FILL` and the last read was less than
 ``max_latency_s`` ago. So a record is still read at most ``max_latency_s`` after the
-previous read, a filling ring is read as soon as it reaches ``PACE_FILL`` of its size
-(an eighth: a rate 8 times the current one between two checks would be needed to fill
-it), and an empty ring costs nothing: the poll sleeps until the kernel's wakeup.
+previous read (when that time comes with records in the rings, the caller reads at
+once: a poll would not return for them, since below the adaptive wakeup's threshold the
+kernel wakes nobody), a filling ring is polled as soon as it reaches ``PACE_FILL`` of
+its size (an eighth: a rate 8 times the current one between two checks would be
+needed to fill it), and an empty ring costs nothing: the poll sleeps until the
+kernel's wakeup.
 Slices double from :data:`FIRST_SLICE_S`, so a trickle of records costs a handful of
 wakeups per ``max_latency_s``, not one per record.
 """
@@ -43,8 +46,9 @@ class BatchPacer:
 
     def pause(self, timeout_s: float, fds: Sequence[int]) -> list[int] | None:
         """Sleep while records gather (see the module doc), at most ``timeout_s``.
-        Returns the ready ``fds`` if one became readable meanwhile, else None (poll
-        the rings now)."""
+        Returns the ready ``fds`` if one became readable meanwhile; ``[]`` when the time
+        ran out with records in the rings (read them now, without a poll); else None
+        (poll the rings now: they are empty, or at :data:`PACE_FILL`)."""
         now = time.monotonic()
         end = min(now + timeout_s, self.last_read + self.max_latency_s)
         slice_s = FIRST_SLICE_S
@@ -58,7 +62,8 @@ class BatchPacer:
                 return list(ready)
             slice_s = min(2 * slice_s, MAX_SLICE_S)
             now = time.monotonic()
-        return None
+        fill = self.fill()
+        return [] if 0.0 < fill < PACE_FILL else None
 
 
 __all__ = ["FIRST_SLICE_S", "MAX_SLICE_S", "PACE_FILL", "BatchPacer"]

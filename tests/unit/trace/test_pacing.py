@@ -42,14 +42,22 @@ def test_records_gather_until_the_threshold() -> None:
     assert p.pauses == 3  # slept while below PACE_FILL, then let the caller read
 
 
-def test_the_latency_bound_ends_the_pause() -> None:
+def test_the_latency_bound_ends_the_pause_with_a_read() -> None:
+    """At the bound the records below the threshold are read at once (``[]``), not
+    left to a poll: the kernel wakes nobody for them (adaptive wakeups), so a poll
+    would hold them up to its own timeout again."""
     p = BatchPacer(lambda: 0.01, max_latency_s=0.02)
     p.read_done()
-    assert p.pause(10.0, []) is None  # returns (never past last read + max_latency)
+    assert p.pause(10.0, []) == []  # returns (never past last read + max_latency)
     assert p.pauses >= 1
     p.last_read -= 1.0  # the bound has passed: no pause at all
     before = p.pauses
-    assert p.pause(10.0, []) is None and p.pauses == before
+    assert p.pause(10.0, []) == [] and p.pauses == before
+
+
+def test_the_callers_timeout_ends_the_pause_with_a_read() -> None:
+    p = BatchPacer(lambda: 0.01, max_latency_s=10.0)
+    assert p.pause(0.005, []) == []
 
 
 def test_another_fd_ends_the_pause_at_once(pipe: tuple[int, int]) -> None:
