@@ -8,12 +8,16 @@ import os
 import select
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from ringtool.kernel import bpf
 from ringtool.merge import u64_at
+from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.readers.ringbuf_resize import BufferSource, RingResizer, Switch
 from tests.helpers.producers import PACKET, GroupProducer
@@ -145,10 +149,29 @@ def test_growth_ends_drops_of_a_steady_overload() -> None:
         group.close()
 
 
-def _held_publish(group: RingBufGroup, fail: bool = False) -> threading.Event:
-    """The group's publish (its ``swap_ring``) waits for the returned event, then runs
-    (or fails: OSError, with ``fail``): a switch held between map and publish, as a
-    worker waiting for its CPU on a busy machine holds it."""
+@dataclass
+class _Held:
+    """A 16-page ring of this CPU's buffer, its producer and consumer, and a resizer
+    whose publish (the group's ``swap_ring``) waits for ``gate``, then runs, or fails
+    (OSError) with ``fail``: a switch held between map and publish, as a worker
+    waiting for its CPU on a busy machine holds it."""
+
+    cpu: int
+    bid: int
+    group: RingBufGroup
+    prod: GroupProducer
+    rb: RingBuffer
+    resizer: RingResizer
+    gate: threading.Event
+
+
+@contextmanager
+def _held_publish(fail: bool = False) -> Iterator[_Held]:
+    cpu = min(os.sched_getaffinity(0))
+    group = RingBufGroup(cpus_per_buffer=1, ring_bytes=16 * 4096)
+    prod = GroupProducer(group)
+    rb = group.consumer()
+    resizer = RingResizer(group, rb)
     gate = threading.Event()
     swap = group.swap_ring
 
@@ -159,7 +182,14 @@ def _held_publish(group: RingBufGroup, fail: bool = False) -> threading.Event:
         swap(buffer_id, fd)
 
     group.swap_ring = held  # type: ignore[method-assign]
-    return gate
+    try:
+        yield _Held(cpu, group.layout.cpu_to_buffer[cpu], group, prod, rb, resizer, gate)
+    finally:
+        gate.set()
+        resizer.close()
+        rb.close()
+        prod.close()
+        group.close()
 
 
 def _until_mapped(resizer: RingResizer, bid: int) -> None:
@@ -188,67 +218,40 @@ def test_records_of_the_retiring_ring_wake_the_reader() -> None:
     sleeps there: woken only by its timeout, a small old ring at a high rate would
     fill first), without a ring index the consumer would read for them; once retired,
     the old ring is out of the epoll set and the new ring's records wake it."""
-    cpu = min(os.sched_getaffinity(0))
-    group = RingBufGroup(cpus_per_buffer=1, ring_bytes=16 * 4096)
-    prod = GroupProducer(group)
-    rb = group.consumer()
-    resizer = RingResizer(group, rb)
-    bid = group.layout.cpu_to_buffer[cpu]
-    gate = _held_publish(group)
-    try:
-        assert resizer.resize(bid, 64 * 4096) is not None
-        _until_mapped(resizer, bid)
-        epfd = rb.epoll_fd()
+    with _held_publish() as h:
+        assert h.resizer.resize(h.bid, 64 * 4096) is not None
+        _until_mapped(h.resizer, h.bid)
+        epfd = h.rb.epoll_fd()
         assert not _readable(epfd, 0)
-        prod.emit(10, cpu)  # into the old ring: the publish has not run
+        h.prod.emit(10, h.cpu)  # into the old ring: the publish has not run
         assert _readable(epfd, 5), "the old ring's records did not wake the reader"
-        assert rb.poll(0) == 0  # no ring of the consumer's has them
-        assert len(resizer.read_batch(EVENT, 1 << 20)) == 10
-        gate.set()
-        assert [s.state for s in _until_ended(resizer)] == ["done"]
-        assert resizer.retiring(bid) is None
+        assert h.rb.poll(0) == 0  # no ring of the consumer's has them
+        assert len(h.resizer.read_batch(EVENT, 1 << 20)) == 10
+        h.gate.set()
+        assert [s.state for s in _until_ended(h.resizer)] == ["done"]
+        assert h.resizer.retiring(h.bid) is None
         assert not _readable(epfd, 0)
-        prod.emit(5, cpu)  # into the new ring
+        h.prod.emit(5, h.cpu)  # into the new ring
         assert _readable(epfd, 5)
-        assert len(rb.read_batch(EVENT)) == 5
-        assert prod.produced(cpu) == 15 and group.dropped()[cpu] == 0
-    finally:
-        gate.set()
-        resizer.close()
-        rb.close()
-        prod.close()
-        group.close()
+        assert len(h.rb.read_batch(EVENT)) == 5
+        assert h.prod.produced(h.cpu) == 15 and h.group.dropped()[h.cpu] == 0
 
 
 def test_a_failed_publish_reads_and_watches_the_old_ring_again() -> None:
     """A publish that fails leaves the programs on the old ring: the consumer reads it
     again, as its ring (its records wake a poll, which delivers them), and the new ring
     is given back."""
-    cpu = min(os.sched_getaffinity(0))
-    group = RingBufGroup(cpus_per_buffer=1, ring_bytes=16 * 4096)
-    prod = GroupProducer(group)
-    rb = group.consumer()
-    resizer = RingResizer(group, rb)
-    bid = group.layout.cpu_to_buffer[cpu]
-    gate = _held_publish(group, fail=True)
-    try:
-        assert resizer.resize(bid, 64 * 4096) is not None
-        _until_mapped(resizer, bid)
-        prod.emit(3, cpu)
-        gate.set()
-        ended = _until_ended(resizer)
+    with _held_publish(fail=True) as h:
+        assert h.resizer.resize(h.bid, 64 * 4096) is not None
+        _until_mapped(h.resizer, h.bid)
+        h.prod.emit(3, h.cpu)
+        h.gate.set()
+        ended = _until_ended(h.resizer)
         assert [s.state for s in ended] == ["failed"]
         assert "could not be swapped in" in (ended[0].error or "")
-        assert group.ring_size(bid) == 16 * 4096 == rb.ring(bid).size
-        assert resizer.retiring(bid) is None
-        got = rb.read_batch(EVENT)
-        assert len(got) == 3
-        prod.emit(4, cpu)
-        assert _readable(rb.epoll_fd(), 5)
-        assert len(rb.read_batch(EVENT)) == 4
-    finally:
-        gate.set()
-        resizer.close()
-        rb.close()
-        prod.close()
-        group.close()
+        assert h.group.ring_size(h.bid) == 16 * 4096 == h.rb.ring(h.bid).size
+        assert h.resizer.retiring(h.bid) is None
+        assert len(h.rb.read_batch(EVENT)) == 3
+        h.prod.emit(4, h.cpu)
+        assert _readable(h.rb.epoll_fd(), 5)
+        assert len(h.rb.read_batch(EVENT)) == 4
