@@ -145,6 +145,17 @@ class ConsumerBase(Closing):
         self._check_open()
         return self._poller.fileno()
 
+    def edge_fd(self) -> int:
+        """An epoll fd that becomes readable when a ring's (or a replaced ring's) file
+        wakes its readers -- a wakeup, not data: it stays so until :meth:`clear_edges`
+        (see :mod:`ringtool.readers.poller`, the edge set)."""
+        self._check_open()
+        return self._poller.edge_fileno()
+
+    def clear_edges(self) -> None:
+        """Take the wakeups :meth:`edge_fd` reports."""
+        self._poller.clear_edges()
+
     def wakeup(self) -> None:
         """Make a blocked poll()/read() return now (safe from any thread)."""
         self._poller.wakeup()

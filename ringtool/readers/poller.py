@@ -4,6 +4,12 @@ Contract: :meth:`Poller.wait` returns the *tags* of ready fds (ringtool uses rin
 indices), or an empty list on timeout, wakeup or a watched fd's wakeup. :meth:`wakeup`
 may be called from any thread; :meth:`close` also wakes a waiter, which then sees
 ``closed``.
+
+A second epoll set, the *edge set* (:meth:`edge_fileno`), holds every fd of the first
+edge-triggered: it is readable once per wakeup a ring's file gives after the last
+:meth:`clear_edges`, not for as long as a ring holds data. A reader that lets records
+gather in a ring (ringtool.trace.reading.pacing) sleeps on it: the kernel's wakeup
+ends the sleep, the records already there do not.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ class Poller:
         self._epoll = select.epoll()
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._epoll.register(self._wake_fd, select.EPOLLIN)
+        self._edge = select.epoll()
         self._tags: dict[int, int] = {self._wake_fd: _WAKE_TAG}
         self._lock = threading.Lock()
         self._waiters = 0
@@ -48,12 +55,23 @@ class Poller:
             self._epoll.modify(fd, events)
         else:
             self._epoll.register(fd, events)
+            self._edge.register(fd, select.EPOLLIN | select.EPOLLET)
         self._tags[fd] = tag
 
     def remove(self, fd: int) -> None:
         """Stop watching ``fd`` (still open); nothing if it is not watched."""
         if self._tags.pop(fd, None) is not None:
             self._epoll.unregister(fd)
+            self._edge.unregister(fd)
+
+    def edge_fileno(self) -> int:
+        """The edge set's epoll fd (see the module doc): readable once a watched fd's
+        file has woken its waiters since the last :meth:`clear_edges`."""
+        return self._edge.fileno()
+
+    def clear_edges(self) -> None:
+        """Take the edge set's pending wakeups: it is not readable again until the next."""
+        self._edge.poll(0)
 
     def fileno(self) -> int:
         """The epoll fd, for a caller's own event loop (readable when a ring is)."""
@@ -117,4 +135,5 @@ class Poller:
                 return
             self._released = True
             self._epoll.close()
+            self._edge.close()
             os.close(self._wake_fd)

@@ -6,18 +6,23 @@ has drained finds a few hundred records each time under a steady load (measured:
 per read at 225 k opens/s), and the per-read costs (a numpy batch, the stats, the
 output's per-batch work) then dominate the per-event cost.
 
-:meth:`BatchPacer.pause`, called before the poll, sleeps in short slices (on the
-caller's other fds only: a key press or a stop signal still ends it at once) while the
-fullest ring is non-empty but below :data:`PACE_FILL` and the last read was less than
-``max_latency_s`` ago. So a record is still read at most ``max_latency_s`` after the
-previous read (when that time comes with records in the rings, the caller reads at
-once: a poll would not return for them, since below the adaptive wakeup's threshold the
-kernel wakes nobody), a filling ring is polled as soon as it reaches ``PACE_FILL`` of
-its size (an eighth: a rate 8 times the current one between two checks would be
-needed to fill it), and an empty ring costs nothing: the poll sleeps until the
-kernel's wakeup.
-Slices double from :data:`FIRST_SLICE_S`, so a trickle of records costs a handful of
-wakeups per ``max_latency_s``, not one per record.
+:meth:`BatchPacer.pause`, called before the poll, sleeps (on the caller's other fds:
+a key press or a stop signal still ends it at once) while the fullest ring is non-empty
+but below :data:`PACE_FILL` and the last read was less than ``max_latency_s`` ago. So
+a record is still read at most ``max_latency_s`` after the previous read (when that
+time comes with records in the rings, the caller reads at once: a poll would not
+return for them, since below the adaptive wakeup's threshold the kernel wakes nobody),
+a filling ring is polled as soon as it reaches ``PACE_FILL`` of its size (an eighth),
+and an empty ring costs nothing: the poll sleeps until the kernel's wakeup.
+
+How it sleeps. Until the kernel wakes a ring's readers (a ring crossed the adaptive
+wakeup's threshold: records come fast) the pause is one sleep to the latency bound, on
+the rings' *edge set* too (:meth:`ringtool.readers.consumer_base.ConsumerBase.edge_fd`:
+readable on a wakeup, not while records merely sit there), so a trickle costs one
+wakeup per read, not one per slice. Once woken it looks at the fill in short slices,
+doubling from :data:`FIRST_SLICE_S` to :data:`MAX_SLICE_S`, until the ring reaches
+``PACE_FILL``: a grown ring, whose threshold is below an eighth of it, is read in
+batches of an eighth. Without an edge set it slices from the start.
 """
 
 from __future__ import annotations
@@ -25,20 +30,40 @@ from __future__ import annotations
 import select
 import time
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 PACE_FILL = 0.125
 FIRST_SLICE_S = 0.001
 MAX_SLICE_S = 0.008
 
 
-class BatchPacer:
-    """Paces reads of rings whose fullest fill ``fill()`` gives (0..1); see the module doc."""
+class Edges(Protocol):
+    """The rings' edge set (:class:`ringtool.readers.ringbuf.RingBuffer` is one)."""
 
-    def __init__(self, fill: Callable[[], float], max_latency_s: float) -> None:
+    def edge_fd(self) -> int:
+        """Readable once the kernel woke a ring's readers, until :meth:`clear_edges`."""
+        ...
+
+    def clear_edges(self) -> None:
+        """Take those wakeups."""
+        ...
+
+
+def _none() -> Edges | None:
+    return None
+
+
+class BatchPacer:
+    """Paces reads of rings whose fullest fill ``fill()`` gives (0..1); ``edges()``:
+    their edge set now (None: none, slices from the start); see the module doc."""
+
+    def __init__(self, fill: Callable[[], float], max_latency_s: float,
+                 edges: Callable[[], Edges | None] = _none) -> None:  # fmt: skip
         self.fill = fill
         self.max_latency_s = max_latency_s
+        self.edges = edges
         self.last_read = time.monotonic()
-        self.pauses = 0  # slices slept (for tests and benchmarks)
+        self.pauses = 0  # sleeps (for tests and benchmarks)
 
     def read_done(self) -> None:
         """The caller just drained the rings: the latency bound counts from now."""
@@ -51,19 +76,29 @@ class BatchPacer:
         (poll the rings now: they are empty, or at :data:`PACE_FILL`)."""
         now = time.monotonic()
         end = min(now + timeout_s, self.last_read + self.max_latency_s)
+        edges = self.edges()
+        edge = -1 if edges is None else edges.edge_fd()
+        woken = edges is None  # a wakeup not yet taken counts: it is one of this read's
+        watch = list(fds) if edges is None else [*fds, edge]
         slice_s = FIRST_SLICE_S
         while now < end:
             fill = self.fill()
             if fill <= 0.0 or fill >= PACE_FILL:
                 return None
             self.pauses += 1
-            ready, _, _ = select.select(list(fds), [], [], min(slice_s, end - now))
+            wait = min(slice_s, end - now) if woken else end - now
+            ready, _, _ = select.select(watch, [], [], wait)
+            if edges is not None and edge in ready:
+                edges.clear_edges()
+                woken = True
+                ready = [fd for fd in ready if fd != edge]
             if ready:
                 return list(ready)
-            slice_s = min(2 * slice_s, MAX_SLICE_S)
+            if woken:
+                slice_s = min(2 * slice_s, MAX_SLICE_S)
             now = time.monotonic()
         fill = self.fill()
         return [] if 0.0 < fill < PACE_FILL else None
 
 
-__all__ = ["FIRST_SLICE_S", "MAX_SLICE_S", "PACE_FILL", "BatchPacer"]
+__all__ = ["FIRST_SLICE_S", "MAX_SLICE_S", "PACE_FILL", "BatchPacer", "Edges"]

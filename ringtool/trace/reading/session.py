@@ -91,7 +91,7 @@ class TraceSession:
         self.net: Any = None
         self.marks: MarkSource | None = None  # ringtool mark's ring (see _setup_marks)
         self.hists: SyscallHists | None = None  # the syscalls source's (see _hists)
-        self._pacer = BatchPacer(self._fullest, opts.max_latency_s)
+        self._pacer = BatchPacer(self._fullest, opts.max_latency_s, lambda: self.rb)
         try:
             self._setup()
             if attach:

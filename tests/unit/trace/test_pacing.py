@@ -3,6 +3,7 @@ it stops, and that other fds still end it at once. No timing is asserted."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -65,3 +66,43 @@ def test_another_fd_ends_the_pause_at_once(pipe: tuple[int, int]) -> None:
     os.write(w, b"q")  # a key press / a stop signal's wakeup byte
     p = BatchPacer(lambda: 0.01, max_latency_s=10.0)
     assert p.pause(10.0, [r]) == [r] and p.pauses == 1
+
+
+class PipeEdges:
+    """An edge set over a pipe: a byte written is a kernel wakeup; clear_edges takes
+    them (the pacer's contract with ringtool.readers.poller's edge set)."""
+
+    def __init__(self, r: int, w: int) -> None:
+        self.r, self.w = r, w
+        os.set_blocking(r, False)
+        self.cleared = 0
+
+    def edge_fd(self) -> int:
+        return self.r
+
+    def clear_edges(self) -> None:
+        self.cleared += 1
+        with contextlib.suppress(BlockingIOError):
+            os.read(self.r, 4096)
+
+
+def test_a_trickle_sleeps_once_to_the_bound_with_an_edge_set(pipe: tuple[int, int]) -> None:
+    """No wakeup from the kernel: one sleep to the latency bound, not a slice after a
+    slice (a trickle's records are read at the bound all the same)."""
+    edges = PipeEdges(*pipe)
+    p = BatchPacer(lambda: 0.01, max_latency_s=0.05, edges=lambda: edges)
+    p.read_done()
+    assert p.pause(10.0, []) == []
+    assert p.pauses == 1 and edges.cleared == 0
+
+
+def test_a_wakeup_ends_the_sleep_then_the_fill_is_watched(pipe: tuple[int, int]) -> None:
+    """The kernel's wakeup (records come fast) ends the long sleep at once, is taken,
+    and from then on the fill is looked at in slices until it reaches the threshold."""
+    r, w = pipe
+    edges = PipeEdges(r, w)
+    os.write(w, b"!")
+    seq = fills(0.01, 0.02, 0.05, PACE_FILL)
+    p = BatchPacer(lambda: next(seq), max_latency_s=30.0, edges=lambda: edges)
+    assert p.pause(60.0, []) is None  # returned at the threshold, long before 30 s
+    assert edges.cleared == 1 and p.pauses == 3
