@@ -15,14 +15,14 @@ return for them, since below the adaptive wakeup's threshold the kernel wakes no
 a filling ring is polled as soon as it reaches ``PACE_FILL`` of its size (an eighth),
 and an empty ring costs nothing: the poll sleeps until the kernel's wakeup.
 
-How it sleeps. Until the kernel wakes a ring's readers (a ring crossed the adaptive
-wakeup's threshold: records come fast) the pause is one sleep to the latency bound, on
-the rings' *edge set* too (:meth:`ringtool.readers.consumer_base.ConsumerBase.edge_fd`:
-readable on a wakeup, not while records merely sit there), so a trickle costs one
-wakeup per read, not one per slice. Once woken it looks at the fill in short slices,
-doubling from :data:`FIRST_SLICE_S` to :data:`MAX_SLICE_S`, until the ring reaches
-``PACE_FILL``: a grown ring, whose threshold is below an eighth of it, is read in
-batches of an eighth. Without an edge set it slices from the start.
+How it sleeps. When the records come fast enough to fill the ring to ``PACE_FILL``
+before the latency bound (at the rate since the last read), it looks at the fill in
+short slices, doubling from :data:`FIRST_SLICE_S` to :data:`MAX_SLICE_S`. A trickle
+that would not is one sleep to the bound, on the rings' *edge set* too
+(:meth:`ringtool.readers.consumer_base.ConsumerBase.edge_fd`: readable on a kernel
+wakeup, not while records merely sit there), so it costs one wakeup per read, not one
+per slice; a burst meanwhile crosses the adaptive wakeup's threshold, the kernel's
+wakeup ends the sleep, and the slices take over. Without an edge set it slices always.
 """
 
 from __future__ import annotations
@@ -78,7 +78,9 @@ class BatchPacer:
         end = min(now + timeout_s, self.last_read + self.max_latency_s)
         edges = self.edges()
         edge = -1 if edges is None else edges.edge_fd()
-        woken = edges is None  # a wakeup not yet taken counts: it is one of this read's
+        # fast enough to reach the threshold before the bound: slices; a wakeup not
+        # yet taken (select says so at once) counts as one of this read's
+        woken = edges is None or self.fill() * (end - now) >= PACE_FILL * (now - self.last_read)
         watch = list(fds) if edges is None else [*fds, edge]
         slice_s = FIRST_SLICE_S
         while now < end:

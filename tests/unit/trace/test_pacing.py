@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -87,22 +88,37 @@ class PipeEdges:
 
 
 def test_a_trickle_sleeps_once_to_the_bound_with_an_edge_set(pipe: tuple[int, int]) -> None:
-    """No wakeup from the kernel: one sleep to the latency bound, not a slice after a
-    slice (a trickle's records are read at the bound all the same)."""
+    """Records too slow to reach the threshold before the bound, no wakeup from the
+    kernel: one sleep to the bound, not a slice after a slice (the records are read at
+    the bound all the same)."""
     edges = PipeEdges(*pipe)
     p = BatchPacer(lambda: 0.01, max_latency_s=0.05, edges=lambda: edges)
-    p.read_done()
+    p.last_read = time.monotonic() - 0.04  # 1% in 40 ms: an eighth would take 0.5 s
     assert p.pause(10.0, []) == []
     assert p.pauses == 1 and edges.cleared == 0
 
 
 def test_a_wakeup_ends_the_sleep_then_the_fill_is_watched(pipe: tuple[int, int]) -> None:
-    """The kernel's wakeup (records come fast) ends the long sleep at once, is taken,
-    and from then on the fill is looked at in slices until it reaches the threshold."""
+    """The kernel's wakeup (a burst crossed its threshold) ends the long sleep at once,
+    is taken, and from then on the fill is looked at in slices until it reaches the
+    threshold."""
     r, w = pipe
     edges = PipeEdges(r, w)
     os.write(w, b"!")
     seq = fills(0.01, 0.02, 0.05, PACE_FILL)
     p = BatchPacer(lambda: next(seq), max_latency_s=30.0, edges=lambda: edges)
+    p.last_read = time.monotonic() - 10.0  # a trickle so far: a long sleep
     assert p.pause(60.0, []) is None  # returned at the threshold, long before 30 s
-    assert edges.cleared == 1 and p.pauses == 3
+    assert edges.cleared == 1 and p.pauses == 2  # the sleep the wakeup ended, a slice
+
+
+def test_a_fast_fill_is_watched_in_slices_without_a_wakeup(pipe: tuple[int, int]) -> None:
+    """Records fast enough to reach the threshold before the bound: slices at once, as
+    without an edge set (no wait for the kernel's threshold, above an eighth of a
+    start ring)."""
+    edges = PipeEdges(*pipe)
+    seq = fills(0.05, 0.08, 0.1, PACE_FILL)
+    p = BatchPacer(lambda: next(seq), max_latency_s=30.0, edges=lambda: edges)
+    p.last_read = time.monotonic() - 0.01  # 5% in 10 ms
+    assert p.pause(60.0, []) is None
+    assert edges.cleared == 0 and p.pauses >= 2
