@@ -77,29 +77,30 @@ class BatchPacer:
         now = time.monotonic()
         end = min(now + timeout_s, self.last_read + self.max_latency_s)
         edges = self.edges()
-        edge = -1 if edges is None else edges.edge_fd()
-        # fast enough to reach the threshold before the bound: slices; a wakeup not
-        # yet taken (select says so at once) counts as one of this read's
-        woken = edges is None or self.fill() * (end - now) >= PACE_FILL * (now - self.last_read)
-        watch = list(fds) if edges is None else [*fds, edge]
+        fill = self.fill()
+        woken = False  # by the kernel: a burst crossed the wakeup threshold
         slice_s = FIRST_SLICE_S
         while now < end:
-            fill = self.fill()
             if fill <= 0.0 or fill >= PACE_FILL:
                 return None
             self.pauses += 1
-            wait = min(slice_s, end - now) if woken else end - now
-            ready, _, _ = select.select(watch, [], [], wait)
-            if edges is not None and edge in ready:
-                edges.clear_edges()
-                woken = True
-                ready = [fd for fd in ready if fd != edge]
+            # slices while the rate since the last read would reach the threshold
+            # before the bound, or since the kernel's wakeup (the fds alone, as always)
+            fast = fill * (end - now) >= PACE_FILL * (now - self.last_read)
+            if edges is None or woken or fast:
+                ready, _, _ = select.select(list(fds), [], [], min(slice_s, end - now))
+                slice_s = min(2 * slice_s, MAX_SLICE_S)
+            else:  # a trickle: to the bound, unless the kernel wakes the rings' readers
+                edge = edges.edge_fd()
+                ready, _, _ = select.select([*fds, edge], [], [], end - now)
+                if edge in ready:  # a wakeup (or one not yet taken: one of this read's)
+                    edges.clear_edges()
+                    woken = True
+                    ready = [fd for fd in ready if fd != edge]
             if ready:
                 return list(ready)
-            if woken:
-                slice_s = min(2 * slice_s, MAX_SLICE_S)
             now = time.monotonic()
-        fill = self.fill()
+            fill = self.fill()
         return [] if 0.0 < fill < PACE_FILL else None
 
 

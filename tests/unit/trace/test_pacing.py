@@ -109,7 +109,7 @@ def test_a_wakeup_ends_the_sleep_then_the_fill_is_watched(pipe: tuple[int, int])
     p = BatchPacer(lambda: next(seq), max_latency_s=30.0, edges=lambda: edges)
     p.last_read = time.monotonic() - 10.0  # a trickle so far: a long sleep
     assert p.pause(60.0, []) is None  # returned at the threshold, long before 30 s
-    assert edges.cleared == 1 and p.pauses == 2  # the sleep the wakeup ended, a slice
+    assert edges.cleared == 1 and p.pauses == 3  # the sleep the wakeup ended, 2 slices
 
 
 def test_a_fast_fill_is_watched_in_slices_without_a_wakeup(pipe: tuple[int, int]) -> None:
