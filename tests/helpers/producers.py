@@ -107,8 +107,10 @@ def decode(data: bytes | memoryview) -> tuple[int, int, int]:
     return seq, cpu, magic
 
 
-#: A bpf/percpu_ringbuf_test.c record: ts, seq, cpu, magic.
+#: A bpf/percpu_ringbuf_test.c record: ts, seq, cpu, magic (as one struct, and as the
+#: dtype of the batch styles).
 GROUP_EVENT = struct.Struct("<QQII")
+GROUP_DTYPE = np.dtype([("ts", "<u8"), ("seq", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
 GROUP_MAGIC = 0x50435055
 
 

@@ -7,15 +7,12 @@ from __future__ import annotations
 import os
 import select
 
-import numpy as np
 import pytest
 
 from ringtool.readers.ringbuf_group import RingBufGroup
-from tests.helpers.producers import GroupProducer
+from tests.helpers.producers import GROUP_DTYPE, GroupProducer
 
 pytestmark = pytest.mark.kernel
-
-RECORD = np.dtype([("ts", "<u8"), ("seq", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
 
 
 def _readable(fd: int, timeout_s: float) -> bool:
@@ -37,10 +34,10 @@ def test_the_edge_set_reports_wakeups_not_data() -> None:
         assert _readable(level, 0)  # the record is there: the consumer's own set says so
         prod.emit(3, cpu)  # behind an unread record: the kernel wakes nobody
         assert not _readable(edge, 0)
-        assert len(rb.read_batch(RECORD)) == 4
+        assert len(rb.read_batch(GROUP_DTYPE)) == 4
         prod.emit(1, cpu)  # at the consumer position again: a wakeup
         assert _readable(edge, 5)
-        assert len(rb.read_batch(RECORD)) == 1
+        assert len(rb.read_batch(GROUP_DTYPE)) == 1
     finally:
         rb.close()
         prod.close()

@@ -20,12 +20,12 @@ from ringtool.merge import u64_at
 from ringtool.readers.ringbuf import RingBuffer
 from ringtool.readers.ringbuf_group import RingBufGroup
 from ringtool.readers.ringbuf_resize import BufferSource, RingResizer, Switch
-from tests.helpers.producers import PACKET, GroupProducer
+from tests.helpers.producers import GROUP_DTYPE, PACKET, GroupProducer
 
 pytestmark = pytest.mark.kernel
 
 READ_AT_ONCE = 4096
-EVENT = np.dtype([("ts", "<u8"), ("seq", "<u8"), ("cpu", "<u4"), ("magic", "<u4")])
+EVENT = GROUP_DTYPE
 
 
 def _produce(
