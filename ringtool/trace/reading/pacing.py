@@ -86,7 +86,7 @@ class BatchPacer:
             self.pauses += 1
             # slices while the rate since the last read would reach the threshold
             # before the bound, or since the kernel's wakeup (the fds alone, as always)
-            fast = fill * (end - now) >= PACE_FILL * (now - self.last_read)
+            fast = fill * (end - self.last_read) >= PACE_FILL * (now - self.last_read)
             if edges is None or woken or fast:
                 ready, _, _ = select.select(list(fds), [], [], min(slice_s, end - now))
                 slice_s = min(2 * slice_s, MAX_SLICE_S)
